@@ -7,6 +7,9 @@
 //   blobs    key = sha256 hex                              value = raw bytes
 //   meta     key = name                                    value = bytes ("schema_version" = "1",
 //                                                                 "next_global_pos", ...)
+//   Integers in meta values are decimal ASCII. next_global_pos (the next
+//   position to assign) is rewritten in every append batch; at open the store
+//   resumes after max(next_global_pos - 1, last key of global).
 //
 // Contracts:
 //  * Append/AppendGroup write every event and index row of a request in one
@@ -15,10 +18,14 @@
 //  * expected_last_seq must equal the run's current last sequence (0 for a
 //    new run) or the request fails with Code::kConflict and writes nothing.
 //  * Events passed in carry run_id, type, time_ms, payload_json and cause; the
-//    store assigns seq, global_pos, prev_hash and hash.
+//    store assigns seq, global_pos, prev_hash and hash. An event's run_id may
+//    be empty (the request's is used); a different one is kInvalidArgument,
+//    as is a run_id that is empty or contains '\0'.
 //  * Concurrent callers of Append are group-committed: one leader writes the
 //    batches of all waiting callers with one sync (LevelDB writer queue).
-//  * Thread-safe.
+//  * Thread-safe (except destruction: no call may be in flight then).
+//  * The store keeps the last seq and hash of every run it has appended to
+//    in memory, so validating an append needs no read.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +44,10 @@ struct AppendRequest {
   std::string run_id;
   uint64_t expected_last_seq = 0;
   std::vector<proto::Event> events;        // in order; seq/hash filled by the store
-  std::optional<proto::RunIndexRow> index; // written in the same batch when set
+  // Written in the same batch when set. The store fills index.run_id when
+  // empty (a different run_id is kInvalidArgument) and sets index.last_seq to
+  // the run's last seq after this request.
+  std::optional<proto::RunIndexRow> index;
 };
 
 struct RunFilter {
@@ -74,7 +84,8 @@ class EventStore {
   uint64_t LastSeq(const std::string& run_id) const;
   // Events of all runs in global order with global_pos >= from_pos; at most limit (0 = all).
   Result<std::vector<proto::Event>> ReadGlobal(uint64_t from_pos, size_t limit = 0) const;
-  // Visit every event in global order without materialising them all.
+  // Visit every event in global order without materialising them all; visit
+  // returns false to stop early. Reads one consistent snapshot.
   Status ScanGlobal(uint64_t from_pos, const std::function<bool(const proto::Event&)>& visit) const;
   uint64_t LastGlobalPos() const;
 
@@ -100,7 +111,16 @@ class EventStore {
 
 // sha256 hex of data (OpenSSL).
 std::string Sha256Hex(const std::string& data);
-// The event hash as defined in npuprof.proto (Event.hash).
+// The event hash as defined in npuprof.proto (Event.hash). Exact encoding,
+// so that `npuprof verify` (or any other tool) can recompute it:
+//   hash = lowercase sha256 hex of the concatenation of 7 netstrings
+//          N(prev_hash) N(run_id) N(seq) N(type) N(time_ms) N(payload_json) N(cause)
+//   where N(x) = <decimal byte length of x> ':' <bytes of x> ','
+//   seq and time_ms are rendered in decimal ASCII (time_ms with a leading '-'
+//   when negative), strings as their raw bytes. The first event of a run has
+//   prev_hash = "" (encoded "0:,"); global_pos and hash itself are not hashed.
+// Example: prev_hash "", run_id "r1", seq 1, type "t", time_ms 5, payload "{}",
+//   cause "c" hashes the bytes  0:,2:r1,1:1,1:t,1:5,2:{},1:c,
 std::string EventHash(const proto::Event& ev);
 
 }  // namespace npuprof::store

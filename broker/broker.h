@@ -1,0 +1,131 @@
+// Broker: owns the event store and the engine loop. One thread runs Run():
+// it polls one ROUTER socket (clients and workers, told apart by the header
+// frame, see proto/wire.h), turns what arrives into engine inputs, decides,
+// appends every decision of one loop turn in one synced group commit, and only
+// then dispatches tasks, arms timers and answers clients.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "broker/timer_queue.h"
+#include "broker/worker_registry.h"
+#include "common/status.h"
+#include "npuprof.pb.h"
+#include "statemachine/engine.h"
+#include "statemachine/machine_inventory.h"
+#include "store/event_store.h"
+
+namespace npuprof::broker {
+
+struct FaultOptions {
+  // Abort the process right after the commit that makes the store's last
+  // global position >= this (0 = off). For crash tests.
+  uint64_t crash_after_global_pos = 0;
+  // Abort right before dispatching a task of this kind (empty = off).
+  std::string crash_before_dispatch_kind;
+};
+
+struct BrokerOptions {
+  std::string data_dir;
+  std::vector<std::string> endpoints;  // empty = ipc://<data_dir>/npuprof.sock
+  bool sync = true;
+  int heartbeat_ms = 1000;
+  int heartbeat_liveness = 3;
+  FaultOptions faults;
+};
+
+class Broker {
+ public:
+  static Result<std::unique_ptr<Broker>> Open(const BrokerOptions& opts);
+  ~Broker();
+
+  // Runs until stop becomes true. Recovery happens before the first poll.
+  Status Run(const std::atomic<bool>& stop);
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+ private:
+  Broker(BrokerOptions opts, std::unique_ptr<store::EventStore> store);
+
+  // A pending reply to a client, sent after the commit it waits for.
+  struct Reply {
+    std::string identity;
+    proto::ClientResponse response;
+  };
+  struct PendingTask {
+    std::string run_id;
+    std::string task_id;
+  };
+  struct InFlight {
+    std::string run_id;
+    std::string worker_identity;
+    uint32_t attempt = 0;
+    int64_t lease_deadline_ms = 0;
+    int64_t lease_ms = 0;
+  };
+  // Decisions of one loop turn, committed together in one synced batch.
+  struct Turn {
+    std::map<std::string, uint64_t> expected_seq;            // run -> committed last seq at turn start
+    std::map<std::string, std::vector<proto::Event>> staged;  // run -> new events (seq/hash by the store)
+    std::vector<std::pair<std::string, Reply>> replies;       // (run id or "", reply)
+  };
+
+  // ---- loop (dispatch_loop.cc)
+  void Recover();
+  void HandleMessage(std::vector<std::string>& frames);
+  void HandleWorker(const std::string& identity, const std::string& body);
+  void CheckWorkers(int64_t now);
+  void FireTimers(int64_t now);
+  void Dispatch();
+  void SendToWorker(const std::string& identity, const proto::BrokerToWorker& msg);
+  void SendHeartbeats(int64_t now);
+
+  // ---- decisions and commits (commit.cc)
+  sm::RunState* LoadRun(const std::string& run_id);
+  // Decides input for run, applies the events to the cached state and stages
+  // them in the current turn. Returns the decision's status.
+  Status DecideAndStage(const std::string& run_id, const sm::Input& input);
+  void StageMachineEvent(const std::string& type, const sm::json& payload);
+  void Commit();
+  void AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored);
+  proto::RunIndexRow IndexRowOf(const sm::RunState& s) const;
+
+  // ---- client API (client_api.cc)
+  // A verb either answers at once or stages events and sets *deferred_run to
+  // the stream whose commit the answer must wait for.
+  void HandleClient(const std::string& identity, const std::string& body);
+  proto::ClientResponse Submit(const sm::json& args, std::string* deferred_run);
+  proto::ClientResponse Show(const sm::json& args, bool manifest);
+  proto::ClientResponse Events(const sm::json& args);
+  proto::ClientResponse Runs(const sm::json& args);
+  proto::ClientResponse Cancel(const sm::json& args, std::string* deferred_run);
+  proto::ClientResponse MachineVerb(const std::string& verb, const sm::json& args, std::string* deferred_run);
+  proto::ClientResponse Workers();
+  proto::ClientResponse Blob(const sm::json& args);
+  void ReplyNow(const std::string& identity, const proto::ClientResponse& r);
+
+  BrokerOptions opts_;
+  std::unique_ptr<store::EventStore> store_;
+  const sm::KindRegistry& kinds_;
+  zmq::context_t ctx_;
+  zmq::socket_t router_;
+  std::vector<std::string> endpoints_;
+
+  std::map<std::string, sm::RunState> runs_;  // cache: every non-terminal run + recently used
+  sm::MachineInventory machines_;
+  WorkerRegistry workers_;
+  std::deque<PendingTask> pending_;
+  std::map<std::string, InFlight> in_flight_;  // task id -> holder
+  TimerQueue timers_;
+  Turn turn_;
+  int64_t next_heartbeat_ms_ = 0;
+};
+
+}  // namespace npuprof::broker

@@ -1,0 +1,229 @@
+// The client verbs the broker answers. Queries read the store and the run
+// cache; changes go through the engine and are answered after their commit.
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "broker/broker.h"
+#include "common/time_util.h"
+#include "proto/wire.h"
+#include "statemachine/spec_checks.h"
+
+namespace npuprof::broker {
+
+using sm::json;
+
+namespace {
+
+proto::ClientResponse Ok(const json& body) {
+  proto::ClientResponse r;
+  r.set_ok(true);
+  r.set_exit_code(0);
+  r.set_body_json(body.dump());
+  return r;
+}
+
+proto::ClientResponse Err(int exit_code, const std::string& error) {
+  proto::ClientResponse r;
+  r.set_ok(false);
+  r.set_exit_code(exit_code);
+  r.set_error(error);
+  return r;
+}
+
+json EventToJson(const proto::Event& e) {
+  json payload = json::parse(e.payload_json(), nullptr, false);
+  if (payload.is_discarded()) payload = e.payload_json();
+  return {{"seq", e.seq()},          {"global_pos", e.global_pos()}, {"type", e.type()},
+          {"time", IsoTimeMs(e.time_ms())}, {"time_ms", e.time_ms()}, {"payload", payload},
+          {"cause", e.cause()},      {"prev_hash", e.prev_hash()},   {"hash", e.hash()}};
+}
+
+}  // namespace
+
+void Broker::ReplyNow(const std::string& identity, const proto::ClientResponse& r) {
+  const std::string body = r.SerializeAsString();
+  try {
+    wire::SendFrames(router_, {identity, wire::kClientHeader, body});
+  } catch (const zmq::error_t& e) {
+    spdlog::warn("reply to client failed: {}", e.what());
+  }
+}
+
+void Broker::HandleClient(const std::string& identity, const std::string& body) {
+  proto::ClientRequest req;
+  if (!req.ParseFromString(body)) {
+    ReplyNow(identity, Err(2, "malformed request"));
+    return;
+  }
+  json args = req.args_json().empty() ? json::object() : json::parse(req.args_json(), nullptr, false);
+  if (args.is_discarded() || !args.is_object()) {
+    ReplyNow(identity, Err(2, "request arguments are not a JSON object"));
+    return;
+  }
+  const std::string& verb = req.verb();
+  std::string deferred;
+  proto::ClientResponse r;
+  if (verb == "ping") {
+    r = Ok({{"server", "npuprof"}, {"pid", ::getpid()}, {"data_dir", opts_.data_dir}, {"endpoints", endpoints_}});
+  } else if (verb == "submit") {
+    r = Submit(args, &deferred);
+  } else if (verb == "show") {
+    r = Show(args, false);
+  } else if (verb == "manifest") {
+    r = Show(args, true);
+  } else if (verb == "events") {
+    r = Events(args);
+  } else if (verb == "runs") {
+    r = Runs(args);
+  } else if (verb == "cancel") {
+    r = Cancel(args, &deferred);
+  } else if (verb.rfind("machine.", 0) == 0) {
+    r = MachineVerb(verb, args, &deferred);
+  } else if (verb == "workers") {
+    r = Workers();
+  } else if (verb == "blob") {
+    r = Blob(args);
+  } else {
+    r = Err(2, fmt::format("unknown verb '{}'", verb));
+  }
+  if (deferred.empty()) ReplyNow(identity, r);
+  else turn_.replies.push_back({deferred, Reply{identity, r}});
+}
+
+proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run) {
+  const std::string kind = args.value("kind", "");
+  json spec = args.value("spec", json::object());
+  std::string run_id = args.value("run_id", "");
+  if (!run_id.empty()) {
+    if (!sm::IsSafeNameForId(run_id))
+      return Err(2, "run_id may use only A-Z a-z 0-9 . _ - (1-64 characters)");
+    if (sm::RunState* existing = LoadRun(run_id))
+      return Ok({{"run_id", run_id}, {"existing", true}, {"state", existing->state}, {"status", existing->status}});
+  } else {
+    run_id = NewRunId(NowMs());
+  }
+  if (spec.contains("machine") && spec["machine"].is_string()) {
+    if (auto rec = machines_.Find(spec["machine"].get<std::string>())) spec["machine_record"] = *rec;
+  }
+  sm::Input in;
+  in.type = sm::Input::Type::kSubmit;
+  in.now_ms = NowMs();
+  in.kind = kind;
+  in.spec = spec;
+  Status st = DecideAndStage(run_id, in);
+  if (!st.ok()) {
+    if (turn_.staged.count(run_id) == 0) runs_.erase(run_id);
+    return Err(2, st.message());
+  }
+  *deferred_run = run_id;
+  return Ok({{"run_id", run_id}});
+}
+
+proto::ClientResponse Broker::Show(const json& args, bool manifest) {
+  const std::string run_id = args.value("run_id", "");
+  sm::RunState* s = LoadRun(run_id);
+  if (!s || run_id == sm::kMachinesStream) return Err(2, fmt::format("no run '{}'", run_id));
+  const sm::RunKind* kind = kinds_.Find(s->kind);
+  if (!kind) return Err(2, fmt::format("run '{}' has unknown kind '{}'", run_id, s->kind));
+  return Ok(manifest ? kind->Manifest(*s) : kind->Summary(*s));
+}
+
+proto::ClientResponse Broker::Events(const json& args) {
+  const std::string run_id = args.value("run_id", "");
+  auto evs = store_->ReadRun(run_id, args.value("from_seq", uint64_t{1}));
+  if (!evs.ok()) return Err(2, evs.status().ToString());
+  if (evs->empty() && store_->LastSeq(run_id) == 0) return Err(2, fmt::format("no run '{}'", run_id));
+  json out = json::array();
+  for (const auto& e : *evs) out.push_back(EventToJson(e));
+  return Ok({{"run_id", run_id}, {"events", out}});
+}
+
+proto::ClientResponse Broker::Runs(const json& args) {
+  store::RunFilter f;
+  f.state = args.value("state", "");
+  f.kind = args.value("kind", "");
+  f.machine = args.value("machine", "");
+  f.tag = args.value("tag", "");
+  if (args.contains("terminal") && args["terminal"].is_boolean()) f.terminal = args["terminal"].get<bool>();
+  auto rows = store_->ListRuns(f);
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.created_ms() > b.created_ms(); });
+  const std::string status = args.value("status", "");
+  json out = json::array();
+  for (const auto& r : rows) {
+    if (!status.empty() && r.status() != status) continue;
+    out.push_back({{"run_id", r.run_id()},   {"kind", r.kind()},         {"state", r.state()},
+                   {"status", r.status()},   {"machine", r.machine()},   {"tag", r.tag()},
+                   {"created_at", IsoTimeMs(r.created_ms())}, {"updated_at", IsoTimeMs(r.updated_ms())},
+                   {"terminal", r.terminal()}});
+  }
+  return Ok({{"runs", out}});
+}
+
+proto::ClientResponse Broker::Cancel(const json& args, std::string* deferred_run) {
+  const std::string run_id = args.value("run_id", "");
+  sm::RunState* s = LoadRun(run_id);
+  if (!s) return Err(2, fmt::format("no run '{}'", run_id));
+  if (s->terminal)
+    return Ok({{"run_id", run_id}, {"state", s->state}, {"status", s->status}, {"note", "run already finished"}});
+  sm::Input in;
+  in.type = sm::Input::Type::kCancel;
+  in.now_ms = NowMs();
+  in.by = args.value("by", "client");
+  Status st = DecideAndStage(run_id, in);
+  if (!st.ok()) return Err(2, st.message());
+  *deferred_run = run_id;
+  return Ok({{"run_id", run_id}, {"cancel_requested", true}});
+}
+
+proto::ClientResponse Broker::MachineVerb(const std::string& verb, const json& args, std::string* deferred_run) {
+  if (verb == "machine.list") return Ok({{"machines", machines_.List()}});
+  const std::string name = args.value("name", "");
+  if (verb == "machine.show") {
+    auto rec = machines_.Find(name);
+    if (!rec) return Err(2, fmt::format("no machine '{}'; see `npuprof machine list`", name));
+    return Ok(*rec);
+  }
+  if (verb == "machine.add") {
+    json rec = args;
+    Status st = sm::MachineInventory::ValidateAdd(rec);
+    if (!st.ok()) return Err(2, st.message());
+    if (machines_.Find(name) || turn_.staged.count(sm::kMachinesStream))
+      return Err(2, fmt::format("machine '{}' exists; remove it first with `npuprof machine remove {}`", name, name));
+    StageMachineEvent(sm::kMachineAdded, rec);
+    *deferred_run = sm::kMachinesStream;
+    return Ok(rec);
+  }
+  if (verb == "machine.remove") {
+    if (!machines_.Find(name)) return Err(2, fmt::format("no machine '{}'", name));
+    StageMachineEvent(sm::kMachineRemoved, json{{"name", name}});
+    *deferred_run = sm::kMachinesStream;
+    return Ok({{"removed", name}});
+  }
+  return Err(2, fmt::format("unknown verb '{}'", verb));
+}
+
+proto::ClientResponse Broker::Workers() {
+  json out = json::array();
+  for (const auto& [identity, w] : workers_.all()) {
+    out.push_back({{"worker_id", w.worker_id},
+                   {"pid", w.pid},
+                   {"kinds", w.kinds},
+                   {"capacity", w.capacity},
+                   {"tasks", w.tasks}});
+  }
+  return Ok({{"workers", out}, {"pending_tasks", pending_.size()}, {"in_flight_tasks", in_flight_.size()}});
+}
+
+proto::ClientResponse Broker::Blob(const json& args) {
+  auto data = store_->GetBlob(args.value("sha256", ""));
+  if (!data) return Err(2, "no such blob");
+  proto::ClientResponse r;
+  r.set_ok(true);
+  r.set_body_json(*data);  // raw bytes; the client knows this verb returns them as-is
+  return r;
+}
+
+}  // namespace npuprof::broker

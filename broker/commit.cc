@@ -1,0 +1,174 @@
+// Staging decisions and committing them: one synced group commit per loop
+// turn, then the side effects (dispatch, timers, replies) of what committed.
+#include <csignal>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "broker/broker.h"
+#include "common/time_util.h"
+#include "statemachine/event_types.h"
+
+namespace npuprof::broker {
+
+using sm::json;
+namespace ev = sm::ev;
+
+sm::RunState* Broker::LoadRun(const std::string& run_id) {
+  auto it = runs_.find(run_id);
+  if (it != runs_.end()) return &it->second;
+  auto events = store_->ReadRun(run_id);
+  if (!events.ok() || events->empty()) return nullptr;
+  auto [pos, _] = runs_.emplace(run_id, sm::Fold(kinds_, *events));
+  return &pos->second;
+}
+
+Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input) {
+  sm::RunState* s = LoadRun(run_id);
+  sm::RunState fresh;
+  fresh.run_id = run_id;
+  auto decided = sm::Decide(kinds_, s ? *s : fresh, input);
+  if (!decided.ok()) {
+    spdlog::warn("run {}: input rejected: {}", run_id, decided.status().ToString());
+    return decided.status();
+  }
+  if (decided->empty()) return Status::Ok();
+  if (!s) s = &runs_.emplace(run_id, fresh).first->second;
+  turn_.expected_seq.try_emplace(run_id, s->last_seq);
+  const sm::RunKind* kind = kinds_.Find(input.type == sm::Input::Type::kSubmit ? input.kind : s->kind);
+  auto& staged = turn_.staged[run_id];
+  for (auto& ne : *decided) {
+    sm::ApplyWith(kind, *s, ne.type, ne.payload, s->last_seq + 1, input.now_ms);
+    proto::Event e;
+    e.set_run_id(run_id);
+    e.set_type(ne.type);
+    e.set_time_ms(input.now_ms);
+    e.set_payload_json(ne.payload.dump());
+    e.set_cause(ne.cause);
+    staged.push_back(std::move(e));
+  }
+  return Status::Ok();
+}
+
+void Broker::StageMachineEvent(const std::string& type, const json& payload) {
+  const std::string run_id = sm::kMachinesStream;
+  auto& staged = turn_.staged[run_id];
+  turn_.expected_seq.try_emplace(run_id, machines_.last_seq());
+  proto::Event e;
+  e.set_run_id(run_id);
+  e.set_type(type);
+  e.set_time_ms(NowMs());
+  e.set_payload_json(payload.dump());
+  e.set_cause("client");
+  staged.push_back(std::move(e));
+}
+
+proto::RunIndexRow Broker::IndexRowOf(const sm::RunState& s) const {
+  proto::RunIndexRow row;
+  row.set_run_id(s.run_id);
+  row.set_kind(s.kind);
+  row.set_state(s.state);
+  row.set_status(s.status);
+  row.set_created_ms(s.created_ms);
+  row.set_updated_ms(s.updated_ms);
+  row.set_machine(s.machine);
+  row.set_tag(s.tag);
+  row.set_last_seq(s.last_seq);
+  row.set_terminal(s.terminal);
+  return row;
+}
+
+void Broker::Commit() {
+  Turn turn = std::move(turn_);
+  turn_ = Turn{};
+  std::vector<store::AppendRequest> reqs;
+  std::vector<std::string> order;
+  for (auto& [run_id, events] : turn.staged) {
+    store::AppendRequest req;
+    req.run_id = run_id;
+    req.expected_last_seq = turn.expected_seq[run_id];
+    req.events = std::move(events);
+    if (run_id != sm::kMachinesStream) {
+      if (auto it = runs_.find(run_id); it != runs_.end()) req.index = IndexRowOf(it->second);
+    }
+    reqs.push_back(std::move(req));
+    order.push_back(run_id);
+  }
+  std::map<std::string, Status> failed;
+  if (!reqs.empty()) {
+    std::vector<std::vector<proto::Event>> stored;
+    std::vector<Status> statuses = store_->AppendGroup(reqs, &stored);
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (statuses[i].ok()) {
+        AfterCommit(order[i], stored[i]);
+      } else {
+        spdlog::error("append to {} failed: {}", order[i], statuses[i].ToString());
+        failed[order[i]] = statuses[i];
+        runs_.erase(order[i]);  // drop the speculative state; reload from the store
+      }
+    }
+    if (opts_.faults.crash_after_global_pos > 0 &&
+        store_->LastGlobalPos() >= opts_.faults.crash_after_global_pos) {
+      spdlog::critical("fault injection: crashing after global position {}", store_->LastGlobalPos());
+      std::raise(SIGKILL);
+    }
+  }
+  for (auto& [run_id, reply] : turn.replies) {
+    if (auto it = failed.find(run_id); it != failed.end()) {
+      reply.response.set_ok(false);
+      reply.response.set_exit_code(2);
+      reply.response.set_error("could not record the change: " + it->second.ToString());
+      reply.response.clear_body_json();
+    }
+    ReplyNow(reply.identity, reply.response);
+  }
+}
+
+void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored) {
+  if (run_id == sm::kMachinesStream) {
+    for (const auto& e : stored) machines_.ApplyStored(e);
+    return;
+  }
+  sm::RunState* s = LoadRun(run_id);
+  if (!s) return;
+  if (!stored.empty()) s->last_hash = stored.back().hash();
+  for (const auto& e : stored) {
+    const std::string& t = e.type();
+    if (t != ev::kTaskScheduled && t != ev::kTaskRedispatched && t != ev::kTaskAbandoned &&
+        t != ev::kTimerScheduled && t != ev::kTaskRetryScheduled && t != ev::kRunFinished)
+      continue;
+    json p = json::parse(e.payload_json(), nullptr, false);
+    if (p.is_discarded()) continue;
+    if (t == ev::kTaskScheduled || t == ev::kTaskRedispatched) {
+      const std::string task_id = p.value("task_id", "");
+      if (auto it = in_flight_.find(task_id); it != in_flight_.end()) {
+        // An older attempt is still held somewhere: tell its holder to stop.
+        proto::BrokerToWorker cancel;
+        cancel.set_cancel_task_id(task_id);
+        if (WorkerEntry* w = workers_.Find(it->second.worker_identity)) {
+          w->tasks.erase(task_id);
+          SendToWorker(w->identity, cancel);
+        }
+        in_flight_.erase(it);
+      }
+      pending_.push_back({run_id, task_id});
+    } else if (t == ev::kTaskAbandoned) {
+      const std::string task_id = p.value("task_id", "");
+      if (auto it = in_flight_.find(task_id); it != in_flight_.end()) {
+        proto::BrokerToWorker cancel;
+        cancel.set_cancel_task_id(task_id);
+        if (WorkerEntry* w = workers_.Find(it->second.worker_identity)) {
+          w->tasks.erase(task_id);
+          SendToWorker(w->identity, cancel);
+        }
+        in_flight_.erase(it);
+      }
+    } else if (t == ev::kTimerScheduled || t == ev::kTaskRetryScheduled) {
+      timers_.Push({p.value("deadline_ms", int64_t{0}), run_id, p.value("timer_id", "")});
+    }
+  }
+  // Keep the cache bounded: finished runs are reloaded from the store on demand.
+  if (s->terminal && runs_.size() > 2000) runs_.erase(run_id);
+}
+
+}  // namespace npuprof::broker

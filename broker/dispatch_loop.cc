@@ -1,0 +1,307 @@
+// The broker's loop: poll, turn messages/timers/expiries into inputs, commit
+// once per turn, dispatch. Heartbeats and expiry are plain data handled here.
+#include <csignal>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "broker/broker.h"
+#include "common/time_util.h"
+#include "proto/wire.h"
+#include "statemachine/event_types.h"
+
+namespace npuprof::broker {
+
+using sm::json;
+
+Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
+  std::error_code ec;
+  std::filesystem::create_directories(opts.data_dir, ec);
+  if (ec) return Status::Io(fmt::format("cannot create data dir {}: {}", opts.data_dir, ec.message()));
+  store::StoreOptions so;
+  so.sync = opts.sync;
+  auto store = store::EventStore::Open(opts.data_dir + "/store", so);
+  if (!store.ok()) return store.status();
+  std::unique_ptr<Broker> b(new Broker(opts, std::move(store).value()));
+  std::vector<std::string> eps = opts.endpoints;
+  const std::string ipc = wire::IpcEndpointFor(opts.data_dir);
+  if (std::find(eps.begin(), eps.end(), ipc) == eps.end()) eps.insert(eps.begin(), ipc);
+  std::filesystem::remove(opts.data_dir + "/npuprof.sock", ec);
+  for (const auto& ep : eps) {
+    try {
+      b->router_.bind(ep);
+    } catch (const zmq::error_t& e) {
+      return Status::Unavailable(fmt::format("cannot listen on {}: {}", ep, e.what()));
+    }
+    b->endpoints_.push_back(ep);
+  }
+  return b;
+}
+
+Broker::Broker(BrokerOptions opts, std::unique_ptr<store::EventStore> store)
+    : opts_(std::move(opts)), store_(std::move(store)), kinds_(sm::DefaultKinds()), ctx_(1),
+      router_(ctx_, zmq::socket_type::router) {
+  router_.set(zmq::sockopt::router_mandatory, 0);
+  router_.set(zmq::sockopt::linger, 0);
+  router_.set(zmq::sockopt::sndhwm, 100000);
+  router_.set(zmq::sockopt::rcvhwm, 100000);
+}
+
+Broker::~Broker() = default;
+
+Status Broker::Run(const std::atomic<bool>& stop) {
+  Recover();
+  while (!stop.load()) {
+    const int64_t now = NowMs();
+    const int64_t wait = timers_.MsUntilNext(now, std::min<int64_t>(opts_.heartbeat_ms, 200));
+    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 1, std::chrono::milliseconds(wait));
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      return Status::Internal(std::string("poll: ") + e.what());
+    }
+    // Drain what has arrived, bounded so timers and commits keep their pace.
+    for (int i = 0; i < 2000; ++i) {
+      auto frames = wire::RecvFrames(router_, /*dontwait=*/true);
+      if (!frames) break;
+      HandleMessage(*frames);
+    }
+    const int64_t after = NowMs();
+    FireTimers(after);
+    CheckWorkers(after);
+    Commit();
+    Dispatch();
+    SendHeartbeats(after);
+  }
+  return Status::Ok();
+}
+
+void Broker::Recover() {
+  if (auto evs = store_->ReadRun(sm::kMachinesStream); evs.ok())
+    for (const auto& e : *evs) machines_.ApplyStored(e);
+  store::RunFilter f;
+  f.terminal = false;
+  const auto rows = store_->ListRuns(f);
+  const int64_t now = NowMs();
+  for (const auto& row : rows) {
+    sm::RunState* s = LoadRun(row.run_id());
+    if (!s || s->terminal) continue;
+    for (const auto& [id, t] : s->timers)
+      if (t.armed) timers_.Push({t.deadline_ms, row.run_id(), id});
+    sm::Input in;
+    in.type = sm::Input::Type::kRecover;
+    in.now_ms = now;
+    (void)DecideAndStage(row.run_id(), in);
+  }
+  if (!rows.empty()) spdlog::info("recovery: {} unfinished run(s) resumed", rows.size());
+  Commit();
+}
+
+void Broker::HandleMessage(std::vector<std::string>& frames) {
+  if (frames.size() < 3) return;
+  const std::string& identity = frames[0];
+  const std::string& header = frames[1];
+  if (header == wire::kWorkerHeader) {
+    HandleWorker(identity, frames[2]);
+  } else if (header == wire::kClientHeader) {
+    HandleClient(identity, frames[2]);
+  } else {
+    spdlog::warn("dropping message with unknown header ({} bytes)", header.size());
+  }
+}
+
+void Broker::HandleWorker(const std::string& identity, const std::string& body) {
+  proto::WorkerToBroker msg;
+  if (!msg.ParseFromString(body)) {
+    spdlog::warn("dropping unparseable worker message");
+    return;
+  }
+  const int64_t now = NowMs();
+  const int64_t expiry = now + static_cast<int64_t>(opts_.heartbeat_ms) * opts_.heartbeat_liveness;
+  WorkerEntry* w = workers_.Find(identity);
+
+  if (msg.has_ready()) {
+    if (w && !w->tasks.empty()) {
+      // A worker that announces itself again has forgotten what it held.
+      for (const auto& task_id : std::set<std::string>(w->tasks)) {
+        auto it = in_flight_.find(task_id);
+        if (it == in_flight_.end()) continue;
+        sm::Input in;
+        in.type = sm::Input::Type::kWorkerLost;
+        in.now_ms = now;
+        in.task_id = task_id;
+        in.attempt = it->second.attempt;
+        in.worker = w->worker_id;
+        const std::string run_id = it->second.run_id;
+        in_flight_.erase(it);
+        (void)DecideAndStage(run_id, in);
+      }
+    }
+    WorkerEntry& e = workers_.Upsert(identity);
+    e.worker_id = msg.ready().worker_id();
+    e.pid = msg.ready().pid();
+    e.kinds = {msg.ready().task_kinds().begin(), msg.ready().task_kinds().end()};
+    e.capacity = std::max(1, msg.ready().capacity());
+    e.tasks.clear();
+    e.expires_ms = expiry;
+    spdlog::info("worker {} (pid {}) ready: {} slot(s)", e.worker_id, e.pid, e.capacity);
+    return;
+  }
+  if (!w) {
+    proto::BrokerToWorker bye;
+    bye.set_disconnect(true);
+    SendToWorker(identity, bye);
+    return;
+  }
+  w->expires_ms = expiry;
+  if (msg.has_progress()) {
+    auto it = in_flight_.find(msg.progress().task_id());
+    if (it != in_flight_.end() && it->second.attempt == msg.progress().attempt())
+      it->second.lease_deadline_ms = now + it->second.lease_ms;
+  } else if (msg.has_result()) {
+    const proto::TaskResult& r = msg.result();
+    auto it = in_flight_.find(r.task_id());
+    if (it != in_flight_.end() && it->second.attempt == r.attempt() && it->second.worker_identity == identity)
+      in_flight_.erase(it);
+    w->tasks.erase(r.task_id());
+    json blobs = json::object();
+    for (const auto& b : r.blobs()) {
+      auto h = store_->PutBlob(b.data());
+      if (h.ok()) blobs[b.name()] = *h;
+      else spdlog::error("cannot store evidence {}: {}", b.name(), h.status().ToString());
+    }
+    sm::Input in;
+    in.type = sm::Input::Type::kTaskResult;
+    in.now_ms = now;
+    in.task_id = r.task_id();
+    in.attempt = r.attempt();
+    in.ok = r.ok();
+    in.retryable = r.retryable();
+    in.error = r.error();
+    in.error_kind = r.error_kind();
+    in.result = r.result_json().empty() ? json(nullptr) : json::parse(r.result_json(), nullptr, false);
+    if (in.result.is_discarded()) in.result = json(nullptr);
+    in.blobs = blobs;
+    in.worker = w->worker_id;
+    (void)DecideAndStage(r.run_id(), in);
+    // A host key accepted under accept-new is recorded in the inventory.
+    if (in.result.is_object() && in.result.contains("host_key_accepted")) {
+      const json& acc = in.result["host_key_accepted"];
+      StageMachineEvent(sm::kMachineHostKeyAccepted,
+                        json{{"name", acc.value("machine", "")}, {"fingerprint", acc.value("fingerprint", "")},
+                             {"run_id", r.run_id()}});
+    }
+  } else if (msg.has_disconnect()) {
+    w->expires_ms = 0;  // handled as expired below
+  }
+}
+
+void Broker::CheckWorkers(int64_t now) {
+  for (const auto& identity : workers_.Expired(now)) {
+    WorkerEntry* w = workers_.Find(identity);
+    spdlog::warn("worker {} (pid {}) lost; {} task(s) to re-dispatch", w->worker_id, w->pid, w->tasks.size());
+    for (const auto& task_id : w->tasks) {
+      auto it = in_flight_.find(task_id);
+      if (it == in_flight_.end()) continue;
+      sm::Input in;
+      in.type = sm::Input::Type::kWorkerLost;
+      in.now_ms = now;
+      in.task_id = task_id;
+      in.attempt = it->second.attempt;
+      in.worker = w->worker_id;
+      const std::string run_id = it->second.run_id;
+      in_flight_.erase(it);
+      (void)DecideAndStage(run_id, in);
+    }
+    workers_.Remove(identity);
+  }
+  // Leases: a task without progress for its lease is treated as lost.
+  std::vector<std::string> expired;
+  for (const auto& [task_id, f] : in_flight_)
+    if (f.lease_deadline_ms < now) expired.push_back(task_id);
+  for (const auto& task_id : expired) {
+    InFlight f = in_flight_[task_id];
+    in_flight_.erase(task_id);
+    std::string worker_id;
+    if (WorkerEntry* w = workers_.Find(f.worker_identity)) {
+      w->tasks.erase(task_id);
+      worker_id = w->worker_id;
+      proto::BrokerToWorker cancel;
+      cancel.set_cancel_task_id(task_id);
+      SendToWorker(w->identity, cancel);
+    }
+    spdlog::warn("task {} attempt {}: lease expired", task_id, f.attempt);
+    sm::Input in;
+    in.type = sm::Input::Type::kWorkerLost;
+    in.now_ms = now;
+    in.task_id = task_id;
+    in.attempt = f.attempt;
+    in.worker = worker_id + " (lease expired)";
+    (void)DecideAndStage(f.run_id, in);
+  }
+}
+
+void Broker::FireTimers(int64_t now) {
+  for (const auto& t : timers_.PopDue(now)) {
+    sm::Input in;
+    in.type = sm::Input::Type::kTimerFired;
+    in.now_ms = now;
+    in.timer_id = t.timer_id;
+    (void)DecideAndStage(t.run_id, in);
+  }
+}
+
+void Broker::Dispatch() {
+  const int64_t now = NowMs();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    sm::RunState* s = LoadRun(it->run_id);
+    const sm::TaskInfo* t = s ? s->FindTask(it->task_id) : nullptr;
+    if (!t || !t->in_flight() || s->terminal || in_flight_.count(it->task_id)) {
+      it = pending_.erase(it);
+      continue;
+    }
+    WorkerEntry* w = workers_.PickFor(t->kind);
+    if (!w) {
+      ++it;
+      continue;
+    }
+    if (!opts_.faults.crash_before_dispatch_kind.empty() && opts_.faults.crash_before_dispatch_kind == t->kind) {
+      spdlog::critical("fault injection: crashing before dispatching {}", t->kind);
+      std::raise(SIGKILL);
+    }
+    proto::BrokerToWorker msg;
+    proto::Task* task = msg.mutable_task();
+    task->set_task_id(t->task_id);
+    task->set_run_id(it->run_id);
+    task->set_kind(t->kind);
+    task->set_attempt(t->attempt);
+    task->set_payload_json(t->payload.dump());
+    task->set_lease_ms(t->policy.lease_ms);
+    SendToWorker(w->identity, msg);
+    in_flight_[t->task_id] = InFlight{it->run_id, w->identity, t->attempt, now + t->policy.lease_ms, t->policy.lease_ms};
+    w->tasks.insert(t->task_id);
+    spdlog::debug("dispatched {} attempt {} to {}", t->task_id, t->attempt, w->worker_id);
+    it = pending_.erase(it);
+  }
+}
+
+void Broker::SendToWorker(const std::string& identity, const proto::BrokerToWorker& msg) {
+  const std::string body = msg.SerializeAsString();
+  try {
+    wire::SendFrames(router_, {identity, wire::kWorkerHeader, body});
+  } catch (const zmq::error_t& e) {
+    spdlog::warn("send to worker failed: {}", e.what());
+  }
+}
+
+void Broker::SendHeartbeats(int64_t now) {
+  if (now < next_heartbeat_ms_) return;
+  next_heartbeat_ms_ = now + opts_.heartbeat_ms;
+  proto::BrokerToWorker hb;
+  hb.set_heartbeat(true);
+  for (const auto& [identity, w] : workers_.all()) SendToWorker(identity, hb);
+}
+
+}  // namespace npuprof::broker

@@ -1,0 +1,110 @@
+// Client verbs about runs: runs, show, watch, events, cancel, manifest, workers.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+
+namespace npuprof::cli {
+
+namespace {
+
+void CallAndPrint(const ServerAddress& addr, const std::string& verb, const json& args) {
+  Client client(addr);
+  auto r = client.CallJson(verb, args);
+  if (!r.ok()) return Fail(2, r.status().message());
+  PrintJson(*r);
+}
+
+}  // namespace
+
+void AddRunCommands(CLI::App& app) {
+  {
+    auto* cmd = app.add_subcommand("runs", "List runs (newest first)");
+    auto addr = std::make_shared<ServerAddress>();
+    auto f = std::make_shared<std::map<std::string, std::string>>();
+    auto as_json = std::make_shared<bool>(false);
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("--state", (*f)["state"], "Only runs in this state");
+    cmd->add_option("--status", (*f)["status"], "Only runs with this status (running, ok, failed, cancelled)");
+    cmd->add_option("--kind", (*f)["kind"], "Only runs of this kind");
+    cmd->add_option("--machine", (*f)["machine"], "Only runs on this machine");
+    cmd->add_option("--tag", (*f)["tag"], "Only runs with this tag");
+    cmd->add_flag("--json", *as_json, "JSON output");
+    cmd->callback([addr, f, as_json] {
+      json args = json::object();
+      for (const auto& [k, v] : *f)
+        if (!v.empty()) args[k] = v;
+      Client client(*addr);
+      auto r = client.CallJson("runs", args);
+      if (!r.ok()) return Fail(2, r.status().message());
+      if (*as_json) return PrintJson(*r);
+      std::cout << fmt::format("{:<24} {:<15} {:<14} {:<10} {:<12} {}\n", "RUN", "KIND", "STATE", "STATUS",
+                               "MACHINE", "CREATED");
+      for (const auto& run : (*r)["runs"])
+        std::cout << fmt::format("{:<24} {:<15} {:<14} {:<10} {:<12} {}\n", run.value("run_id", ""),
+                                 run.value("kind", ""), run.value("state", ""), run.value("status", ""),
+                                 run.value("machine", ""), run.value("created_at", ""));
+    });
+  }
+  for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{
+           {"show", "Print a run's summary as JSON"}, {"manifest", "Print a run's manifest as JSON"}}) {
+    auto* cmd = app.add_subcommand(verb, help);
+    auto addr = std::make_shared<ServerAddress>();
+    auto run = std::make_shared<std::string>();
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("RUN", *run, "Run id")->required();
+    cmd->callback([addr, run, v = verb] { CallAndPrint(*addr, v, json{{"run_id", *run}}); });
+  }
+  {
+    auto* cmd = app.add_subcommand("events", "The audit log of a run: every event with sequence, time, type, payload, cause");
+    auto addr = std::make_shared<ServerAddress>();
+    auto run = std::make_shared<std::string>();
+    auto as_json = std::make_shared<bool>(false);
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("RUN", *run, "Run id")->required();
+    cmd->add_flag("--json", *as_json, "JSON output (complete, with hashes)");
+    cmd->callback([addr, run, as_json] {
+      Client client(*addr);
+      auto r = client.CallJson("events", json{{"run_id", *run}});
+      if (!r.ok()) return Fail(2, r.status().message());
+      if (*as_json) return PrintJson(*r);
+      for (const auto& e : (*r)["events"])
+        std::cout << fmt::format("{:>4} {} {:<20} cause={} {}\n", e.value("seq", 0), e.value("time", ""),
+                                 e.value("type", ""), e.value("cause", ""), e["payload"].dump());
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("watch", "Follow a run's transitions until it ends");
+    auto addr = std::make_shared<ServerAddress>();
+    auto run = std::make_shared<std::string>();
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("RUN", *run, "Run id")->required();
+    cmd->callback([addr, run] {
+      Client client(*addr);
+      WaitForRun(client, *run, false);
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("cancel", "Cancel a run (its services are stopped)");
+    auto addr = std::make_shared<ServerAddress>();
+    auto run = std::make_shared<std::string>();
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("RUN", *run, "Run id")->required();
+    cmd->callback([addr, run] { CallAndPrint(*addr, "cancel", json{{"run_id", *run}}); });
+  }
+  {
+    auto* cmd = app.add_subcommand("workers", "List the workers connected to the server");
+    auto addr = std::make_shared<ServerAddress>();
+    AddServerOptions(cmd, addr.get());
+    cmd->callback([addr] { CallAndPrint(*addr, "workers", json::object()); });
+  }
+  {
+    auto* cmd = app.add_subcommand("ping", "Check that a server answers");
+    auto addr = std::make_shared<ServerAddress>();
+    AddServerOptions(cmd, addr.get());
+    cmd->callback([addr] { CallAndPrint(*addr, "ping", json::object()); });
+  }
+}
+
+}  // namespace npuprof::cli

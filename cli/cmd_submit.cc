@@ -1,0 +1,67 @@
+// `npuprof submit KIND ...`: creates a run; prints {"run_id": ...}; with
+// --wait follows it to its end and prints the final JSON.
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace npuprof::cli {
+
+namespace {
+
+struct Common {
+  ServerAddress addr;
+  std::string machine;
+  std::string tag;
+  std::string run_id;
+  bool wait = false;
+};
+
+CLI::App* AddKind(CLI::App* submit, const std::string& name, const std::string& help, Common* c) {
+  auto* cmd = submit->add_subcommand(name, help);
+  AddServerOptions(cmd, &c->addr);
+  cmd->add_option("--machine", c->machine, "Machine from the inventory (npuprof machine list)")->required();
+  cmd->add_option("--tag", c->tag, "Free label [A-Za-z0-9._-]");
+  cmd->add_option("--run-id", c->run_id, "Choose the run id; submitting it again returns the existing run");
+  cmd->add_flag("--wait", c->wait, "Follow the run to its end; print its final JSON");
+  return cmd;
+}
+
+void SubmitAndMaybeWait(const Common& c, const std::string& kind, json spec, bool manifest) {
+  spec["machine"] = c.machine;
+  if (!c.tag.empty()) spec["tag"] = c.tag;
+  json args = {{"kind", kind}, {"spec", spec}};
+  if (!c.run_id.empty()) args["run_id"] = c.run_id;
+  Client client(c.addr);
+  auto r = client.Call("submit", args);
+  if (!r.ok()) return Fail(2, r.status().message());
+  if (!r->ok()) return Fail(r->exit_code() ? r->exit_code() : 2, r->error());
+  json body = json::parse(r->body_json());
+  const std::string run_id = body.value("run_id", "");
+  if (!c.wait) {
+    PrintJson(body);
+    return;
+  }
+  std::cerr << "npuprof: run " << run_id << " submitted" << std::endl;
+  WaitForRun(client, run_id, manifest);
+}
+
+}  // namespace
+
+void AddSubmitCommand(CLI::App& app) {
+  auto* submit = app.add_subcommand("submit", "Submit a run");
+  submit->require_subcommand(1);
+
+  {
+    auto c = std::make_shared<Common>();
+    auto threshold = std::make_shared<int64_t>(4096);
+    auto* cmd = AddKind(submit, "probe",
+                        "Run `npu-smi info` on a machine: devices, HBM, processes, free/busy NPUs", c.get());
+    cmd->add_option("--busy-threshold-mb", *threshold,
+                    "A device with at least this much HBM used and no process listed counts as busy");
+    cmd->callback([c, threshold] {
+      SubmitAndMaybeWait(*c, "probe", json{{"busy_threshold_mb", *threshold}}, false);
+    });
+  }
+}
+
+}  // namespace npuprof::cli

@@ -1,0 +1,34 @@
+// Every `npuprof` verb registers itself on the CLI11 app through one of these.
+// A verb's callback leaves its exit code in ExitCode(): 0 ok, 1 the run
+// failed, 2 usage or transport error.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/client.h"
+
+namespace npuprof::cli {
+
+int& ExitCode();
+// Adds --data-dir and --broker to a client verb.
+void AddServerOptions(CLI::App* cmd, ServerAddress* addr);
+// Prints JSON on stdout (pretty).
+void PrintJson(const json& j);
+// Prints "npuprof: <msg>" on stderr and sets exit code.
+void Fail(int code, const std::string& msg);
+// Follows a run to its end, streaming new events to stderr; prints the final
+// summary (or manifest when manifest=true) on stdout; sets the exit code.
+void WaitForRun(Client& client, const std::string& run_id, bool manifest);
+
+void AddServerCommand(CLI::App& app);
+void AddWorkerCommand(CLI::App& app);
+void AddSubmitCommand(CLI::App& app);
+void AddRunCommands(CLI::App& app);     // runs, show, watch, events, cancel, manifest, workers
+void AddMachineCommand(CLI::App& app);
+void AddInspectCommand(CLI::App& app);
+void AddDemoCommand(CLI::App& app);
+
+}  // namespace npuprof::cli

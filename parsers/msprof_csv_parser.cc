@@ -1,0 +1,413 @@
+#include "parsers/msprof_csv_parser.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <functional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace npuprof {
+namespace {
+
+// ---- a small RFC 4180 reader ------------------------------------------------
+
+std::string Trim(std::string_view s) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// Calls `on_record(cells, record_index)` for every record (index 0 = header),
+// cells trimmed. Blank lines are skipped. A leading UTF-8 BOM is dropped.
+void ForEachCsvRecord(std::string_view text,
+                      const std::function<void(const std::vector<std::string>&, size_t)>& on_record) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  std::vector<std::string> cells;
+  std::string cell;
+  bool in_quotes = false;
+  bool record_has_content = false;
+  size_t index = 0;
+  auto end_cell = [&] {
+    cells.push_back(Trim(cell));
+    cell.clear();
+  };
+  auto end_record = [&] {
+    end_cell();
+    if (record_has_content) on_record(cells, index++);
+    cells.clear();
+    record_has_content = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_quotes) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          cell.push_back('"');
+          ++i;
+        } else {
+          in_quotes = false;
+        }
+      } else {
+        cell.push_back(c);
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_quotes = true;
+      record_has_content = true;
+    } else if (c == ',') {
+      end_cell();
+      record_has_content = true;
+    } else if (c == '\n') {
+      end_record();
+    } else {
+      if (c != '\r' && c != ' ' && c != '\t') record_has_content = true;
+      cell.push_back(c);
+    }
+  }
+  if (record_has_content || !cell.empty() || !cells.empty()) end_record();
+}
+
+std::vector<std::string> HeaderOf(std::string_view text) {
+  std::vector<std::string> header;
+  bool done = false;
+  // Only the first line is needed; cut the text there unless a quote is open.
+  size_t nl = text.find('\n');
+  std::string_view first = nl == std::string_view::npos ? text : text.substr(0, nl + 1);
+  if (std::count(first.begin(), first.end(), '"') % 2 != 0) first = text;
+  ForEachCsvRecord(first, [&](const std::vector<std::string>& cells, size_t) {
+    if (!done) header = cells;
+    done = true;
+  });
+  return header;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::optional<size_t> Column(const std::vector<std::string>& header, std::string_view name) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (EqualsIgnoreCase(header[i], name)) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> ParseNumber(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  if (s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<int> ParseDeviceNumber(std::string_view s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// Device from the Device_id cell, else from a "NPU:<n>" Device cell.
+std::optional<int> DeviceOf(const std::vector<std::string>& cells, std::optional<size_t> device_id_col,
+                            std::optional<size_t> device_col) {
+  if (device_id_col && *device_id_col < cells.size()) return ParseDeviceNumber(cells[*device_id_col]);
+  if (device_col && *device_col < cells.size()) {
+    std::string_view d = cells[*device_col];
+    if (d.starts_with("NPU:")) return ParseDeviceNumber(d.substr(4));
+  }
+  return std::nullopt;
+}
+
+Status MissingColumns(std::string_view what, const std::vector<std::string>& missing,
+                      const std::vector<std::string>& header) {
+  return Status::Invalid(fmt::format("{}: missing column{} {} (header: {})", what,
+                                     missing.size() > 1 ? "s" : "",
+                                     fmt::format("\"{}\"", fmt::join(missing, "\", \"")),
+                                     fmt::join(header, ",")));
+}
+
+// ---- trace_view SAX counter ---------------------------------------------------
+
+class TraceEventCounter : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  TraceViewCheck result;
+  bool saw_trace_events = false;
+  std::string error;
+
+  bool null() override { return Scalar(); }
+  bool boolean(bool) override { return Scalar(); }
+  bool number_integer(number_integer_t) override { return Scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return Scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return Scalar(); }
+  bool string(string_t&) override { return Scalar(); }
+  bool binary(binary_t&) override { return Scalar(); }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) top_is_object_ = true;
+    if (InEventArray()) ++result.event_count;
+    Push(false);
+    return true;
+  }
+  bool key(string_t& k) override {
+    last_key_at_top_ = depth_ == 1 && top_is_object_ ? k : std::string();
+    return true;
+  }
+  bool end_object() override { return Pop(); }
+  bool start_array(std::size_t) override {
+    if (depth_ == 0) result.bare_array = true;
+    bool events = (depth_ == 0) || (depth_ == 1 && top_is_object_ && last_key_at_top_ == "traceEvents");
+    if (events) saw_trace_events = true;
+    if (InEventArray()) {
+      ++result.event_count;
+      ++result.non_object_events;
+    }
+    Push(events);
+    return true;
+  }
+  bool end_array() override { return Pop(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+    error = fmt::format("trace_view.json is not valid JSON (byte {}): {}", position, ex.what());
+    return false;
+  }
+
+ private:
+  bool Scalar() {
+    if (InEventArray()) {
+      ++result.event_count;
+      ++result.non_object_events;
+    }
+    return true;
+  }
+  bool InEventArray() const { return !stack_.empty() && stack_.back(); }
+  void Push(bool is_event_array) {
+    stack_.push_back(is_event_array);
+    ++depth_;
+  }
+  bool Pop() {
+    stack_.pop_back();
+    --depth_;
+    return true;
+  }
+  std::vector<bool> stack_;  // per open container: is it the event array?
+  size_t depth_ = 0;
+  bool top_is_object_ = false;
+  std::string last_key_at_top_;
+};
+
+}  // namespace
+
+const char* MsprofCsvKindName(MsprofCsvKind kind) {
+  switch (kind) {
+    case MsprofCsvKind::kNpuModuleMem: return "npu_module_mem";
+    case MsprofCsvKind::kNpuMem: return "npu_mem";
+    case MsprofCsvKind::kMemoryRecord: return "memory_record";
+    case MsprofCsvKind::kKernelDetails: return "kernel_details";
+    case MsprofCsvKind::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+MsprofCsvKind DetectMsprofCsvKind(std::string_view csv_text) {
+  std::vector<std::string> h = HeaderOf(csv_text);
+  auto has = [&](std::string_view name) { return Column(h, name).has_value(); };
+  bool reserved = has("Total Reserved(KB)") || has("Total Reserved(MB)");
+  if (has("Component") && reserved) {
+    return has("Total Allocated(MB)") ? MsprofCsvKind::kMemoryRecord : MsprofCsvKind::kNpuModuleMem;
+  }
+  if (has("event") && has("hbm(KB)")) return MsprofCsvKind::kNpuMem;
+  if (has("Name") && has("Type") && has("Accelerator Core") && has("Start Time(us)") &&
+      has("Duration(us)")) {
+    return MsprofCsvKind::kKernelDetails;
+  }
+  return MsprofCsvKind::kUnknown;
+}
+
+// ---- npu_module_mem ------------------------------------------------------------
+
+const ModuleMemComponent* ModuleMemTable::Find(std::string_view component,
+                                               std::optional<int> device_id) const {
+  for (const ModuleMemComponent& c : components) {
+    if (c.component == component && (!device_id || c.device_id == device_id)) return &c;
+  }
+  return nullptr;
+}
+
+Result<ModuleMemTable> ParseNpuModuleMemCsv(std::string_view csv_text) {
+  std::vector<std::string> header = HeaderOf(csv_text);
+  if (header.empty()) return Status::Invalid("npu_module_mem CSV is empty: no header line");
+  auto component_col = Column(header, "Component");
+  auto kb_col = Column(header, "Total Reserved(KB)");
+  auto mb_col = Column(header, "Total Reserved(MB)");
+  std::vector<std::string> missing;
+  if (!component_col) missing.push_back("Component");
+  if (!kb_col && !mb_col) missing.push_back("Total Reserved(KB) or Total Reserved(MB)");
+  if (!missing.empty()) return MissingColumns("npu_module_mem CSV", missing, header);
+
+  ModuleMemTable table;
+  table.unit_is_kb = kb_col.has_value();
+  const size_t value_col = kb_col ? *kb_col : *mb_col;
+  auto device_id_col = Column(header, "Device_id");
+  auto device_col = Column(header, "Device");
+  auto ts_col = Column(header, "Timestamp(us)");
+  table.has_device_id_column = device_id_col.has_value();
+  const size_t needed = std::max(*component_col, value_col) + 1;
+
+  ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
+    if (index == 0) return;
+    ++table.data_rows;
+    auto value = cells.size() >= needed ? ParseNumber(cells[value_col]) : std::nullopt;
+    if (!value) {
+      ++table.skipped_rows;
+      return;
+    }
+    std::optional<int> device = DeviceOf(cells, device_id_col, device_col);
+    const std::string& name = cells[*component_col];
+    auto it = std::find_if(table.components.begin(), table.components.end(),
+                           [&](const ModuleMemComponent& c) { return c.component == name && c.device_id == device; });
+    if (it == table.components.end()) {
+      ModuleMemComponent fresh;
+      fresh.device_id = device;
+      fresh.component = name;
+      table.components.push_back(std::move(fresh));
+      it = std::prev(table.components.end());
+    }
+    ++it->rows;
+    if (*value < 0) {
+      ++it->negative_rows;
+      return;
+    }
+    double mb = table.unit_is_kb ? *value / 1024.0 : *value;
+    if (!it->has_value || mb > it->max_reserved_mb) {
+      it->has_value = true;
+      it->max_reserved_mb = mb;
+      it->max_raw_value = cells[value_col];
+      it->max_data_row = index;
+      it->max_timestamp_raw = ts_col && *ts_col < cells.size() ? cells[*ts_col] : "";
+    }
+  });
+  return table;
+}
+
+// ---- npu_mem ---------------------------------------------------------------------
+
+const NpuMemSeries* NpuMemTable::Find(std::string_view event, std::optional<int> device_id) const {
+  for (const NpuMemSeries& s : series) {
+    if (s.event == event && (!device_id || s.device_id == device_id)) return &s;
+  }
+  return nullptr;
+}
+
+Result<NpuMemTable> ParseNpuMemCsv(std::string_view csv_text) {
+  std::vector<std::string> header = HeaderOf(csv_text);
+  if (header.empty()) return Status::Invalid("npu_mem CSV is empty: no header line");
+  auto event_col = Column(header, "event");
+  auto hbm_col = Column(header, "hbm(KB)");
+  auto ts_col = Column(header, "timestamp(us)");
+  std::vector<std::string> missing;
+  if (!event_col) missing.push_back("event");
+  if (!hbm_col) missing.push_back("hbm(KB)");
+  if (!ts_col) missing.push_back("timestamp(us)");
+  if (!missing.empty()) return MissingColumns("npu_mem CSV", missing, header);
+
+  NpuMemTable table;
+  auto device_id_col = Column(header, "Device_id");
+  auto ddr_col = Column(header, "ddr(KB)");
+  auto memory_col = Column(header, "memory(KB)");
+  table.has_device_id_column = device_id_col.has_value();
+  const size_t needed = std::max({*event_col, *hbm_col, *ts_col}) + 1;
+  auto optional_mb = [](const std::vector<std::string>& cells, std::optional<size_t> col) -> std::optional<double> {
+    if (!col || *col >= cells.size()) return std::nullopt;
+    auto v = ParseNumber(cells[*col]);
+    return v ? std::optional<double>(*v / 1024.0) : std::nullopt;
+  };
+
+  ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
+    if (index == 0) return;
+    ++table.data_rows;
+    auto hbm = cells.size() >= needed ? ParseNumber(cells[*hbm_col]) : std::nullopt;
+    auto ts = cells.size() >= needed ? ParseNumber(cells[*ts_col]) : std::nullopt;
+    if (!hbm || !ts) {
+      ++table.skipped_rows;
+      return;
+    }
+    std::optional<int> device = DeviceOf(cells, device_id_col, std::nullopt);
+    const std::string& event = cells[*event_col];
+    auto it = std::find_if(table.series.begin(), table.series.end(),
+                           [&](const NpuMemSeries& s) { return s.event == event && s.device_id == device; });
+    if (it == table.series.end()) {
+      NpuMemSeries fresh;
+      fresh.device_id = device;
+      fresh.event = event;
+      table.series.push_back(std::move(fresh));
+      it = std::prev(table.series.end());
+    }
+    NpuMemSample sample{*ts, cells[*ts_col], *hbm / 1024.0, optional_mb(cells, ddr_col),
+                        optional_mb(cells, memory_col), index};
+    bool first = it->samples.empty();
+    if (first || sample.hbm_mb > it->max_hbm_mb) {
+      it->max_hbm_mb = sample.hbm_mb;
+      it->max_data_row = index;
+      it->max_raw_hbm_kb = cells[*hbm_col];
+      it->max_timestamp_raw = sample.timestamp_raw;
+    }
+    if (first || sample.timestamp_us >= it->last_timestamp_us) {
+      it->last_hbm_mb = sample.hbm_mb;
+      it->last_data_row = index;
+      it->last_timestamp_us = sample.timestamp_us;
+      it->last_timestamp_raw = sample.timestamp_raw;
+    }
+    it->samples.push_back(std::move(sample));
+  });
+  return table;
+}
+
+// ---- analyse() outputs --------------------------------------------------------------
+
+Result<KernelDetailsCheck> CheckKernelDetailsCsv(std::string_view csv_text) {
+  std::vector<std::string> header = HeaderOf(csv_text);
+  if (header.empty()) return Status::Invalid("kernel_details.csv is empty: no header line");
+  std::vector<std::string> missing;
+  for (std::string_view name : {"Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)"}) {
+    if (!Column(header, name)) missing.emplace_back(name);
+  }
+  if (!missing.empty()) return MissingColumns("kernel_details.csv", missing, header);
+
+  KernelDetailsCheck check;
+  check.columns = header.size();
+  check.has_step_id = Column(header, "Step Id").has_value();
+  check.has_device_id = Column(header, "Device_id").has_value();
+  if (Column(header, "Block Num")) {
+    check.block_column = "Block Num";
+  } else if (Column(header, "Block Dim")) {
+    check.block_column = "Block Dim";
+  }
+  ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
+    if (index == 0) return;
+    ++check.data_rows;
+    if (cells.size() != check.columns) ++check.ragged_rows;
+  });
+  return check;
+}
+
+Result<TraceViewCheck> CheckTraceViewJson(std::string_view json_text) {
+  TraceEventCounter counter;
+  bool ok = nlohmann::json::sax_parse(json_text.begin(), json_text.end(), &counter);
+  if (!ok) {
+    return Status::Corruption(counter.error.empty() ? "trace_view.json is not valid JSON" : counter.error);
+  }
+  if (!counter.saw_trace_events) {
+    return Status::Corruption(
+        "trace_view.json is neither a JSON array of events nor an object with a \"traceEvents\" array");
+  }
+  return counter.result;
+}
+
+}  // namespace npuprof

@@ -1,0 +1,76 @@
+#include "statemachine/decision.h"
+
+#include <fmt/format.h>
+
+#include "statemachine/engine.h"
+#include "statemachine/event_types.h"
+#include "statemachine/run_kind.h"
+
+namespace npuprof::sm {
+
+Decision::Decision(const RunKind& kind, RunState state, int64_t now_ms, std::string cause)
+    : kind_(kind), state_(std::move(state)), now_ms_(now_ms), cause_(std::move(cause)) {}
+
+void Decision::Emit(const std::string& type, json payload) {
+  if (failed()) return;
+  if (type == ev::kStateChanged) {
+    const std::string from = payload.value("from", state_.state);
+    const std::string to = payload.value("to", "");
+    if (!kind_.transitions().Allowed(from, to)) {
+      status_ = Status::Precondition(fmt::format("illegal transition {} -> {} for run kind {}", from, to,
+                                                 kind_.name()));
+      return;
+    }
+  }
+  ApplyWith(&kind_, state_, type, payload, state_.last_seq + 1, now_ms_);
+  events_.push_back(NewEvent{type, std::move(payload), cause_});
+}
+
+void Decision::Transition(const std::string& to, const std::string& reason) {
+  json p = {{"from", state_.state}, {"to", to}};
+  if (!reason.empty()) p["reason"] = reason;
+  Emit(ev::kStateChanged, std::move(p));
+}
+
+std::string Decision::ScheduleTask(const std::string& task_kind, json payload, const TaskPolicy& policy) {
+  std::string id = fmt::format("{}.t{}", state_.run_id, state_.next_task_no);
+  Emit(ev::kTaskScheduled, json{{"task_id", id},
+                                {"kind", task_kind},
+                                {"attempt", 1},
+                                {"payload", std::move(payload)},
+                                {"policy", TaskPolicyToJson(policy)}});
+  return id;
+}
+
+std::string Decision::ScheduleTimer(const std::string& purpose, int64_t delay_ms, json payload) {
+  std::string id = fmt::format("{}.tm{}", state_.run_id, state_.next_timer_no);
+  Emit(ev::kTimerScheduled, json{{"timer_id", id},
+                                 {"purpose", purpose},
+                                 {"deadline_ms", now_ms_ + delay_ms},
+                                 {"payload", std::move(payload)}});
+  return id;
+}
+
+void Decision::CancelTimer(const std::string& timer_id) {
+  Emit(ev::kTimerCancelled, json{{"timer_id", timer_id}});
+}
+
+void Decision::Finish(const std::string& status, const std::string& error) {
+  const std::string to = status == "ok" ? "completed" : status;
+  if (state_.state != to) Transition(to, error);
+  json p = {{"status", status}};
+  if (!error.empty()) p["error"] = error;
+  Emit(ev::kRunFinished, std::move(p));
+}
+
+void Decision::AbandonOutstanding(const std::string& reason) {
+  std::vector<std::string> tasks, timers;
+  for (const auto& [id, t] : state_.tasks)
+    if (t.status == "pending" || t.status == "retry_wait") tasks.push_back(id);
+  for (const auto& [id, t] : state_.timers)
+    if (t.armed) timers.push_back(id);
+  for (const auto& id : tasks) Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", reason}});
+  for (const auto& id : timers) CancelTimer(id);
+}
+
+}  // namespace npuprof::sm

@@ -1,0 +1,57 @@
+// Decision: the events one input produces, built step by step. Every emitted
+// event is applied at once to a working copy of the state, so later steps of
+// the same decision see its effect. Pure: no clock, no randomness, no I/O —
+// time arrives in now_ms, ids are derived from the run id and counters.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+class RunKind;
+
+struct NewEvent {
+  std::string type;
+  json payload = json::object();
+  std::string cause;
+};
+
+class Decision {
+ public:
+  Decision(const RunKind& kind, RunState state, int64_t now_ms, std::string cause);
+
+  // Appends an event and applies it to state(). An illegal StateChanged marks
+  // the decision failed (see status()) and is not applied.
+  void Emit(const std::string& type, json payload);
+
+  // Helpers for the common events.
+  void Transition(const std::string& to, const std::string& reason = "");
+  std::string ScheduleTask(const std::string& task_kind, json payload, const TaskPolicy& policy = {});
+  std::string ScheduleTimer(const std::string& purpose, int64_t delay_ms, json payload = json::object());
+  void CancelTimer(const std::string& timer_id);
+  // Moves to the terminal state for status ("completed" for ok, "failed", "cancelled")
+  // and emits RunFinished.
+  void Finish(const std::string& status, const std::string& error = "");
+  // Marks every in-flight task abandoned and cancels every armed timer.
+  void AbandonOutstanding(const std::string& reason);
+
+  const RunState& state() const { return state_; }
+  int64_t now_ms() const { return now_ms_; }
+  const std::vector<NewEvent>& events() const { return events_; }
+  const Status& status() const { return status_; }
+  bool failed() const { return !status_.ok(); }
+
+ private:
+  const RunKind& kind_;
+  RunState state_;
+  int64_t now_ms_;
+  std::string cause_;
+  std::vector<NewEvent> events_;
+  Status status_;
+};
+
+}  // namespace npuprof::sm

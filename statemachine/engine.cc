@@ -1,0 +1,317 @@
+#include "statemachine/engine.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "statemachine/event_types.h"
+
+namespace npuprof::sm {
+
+// ------------------------------------------------------------------ registry
+
+void KindRegistry::Register(std::unique_ptr<RunKind> kind) {
+  std::string n(kind->name());
+  kinds_[n] = std::move(kind);
+}
+
+const RunKind* KindRegistry::Find(std::string_view name) const {
+  auto it = kinds_.find(name);
+  return it == kinds_.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> KindRegistry::Names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, k] : kinds_) out.push_back(n);
+  return out;
+}
+
+// ------------------------------------------------------------------ policy
+
+json TaskPolicyToJson(const TaskPolicy& p) {
+  return {{"max_attempts", p.max_attempts},
+          {"backoff_ms", p.backoff_ms},
+          {"max_backoff_ms", p.max_backoff_ms},
+          {"lease_ms", p.lease_ms}};
+}
+
+TaskPolicy TaskPolicyFromJson(const json& j) {
+  TaskPolicy p;
+  if (!j.is_object()) return p;
+  p.max_attempts = j.value("max_attempts", p.max_attempts);
+  p.backoff_ms = j.value("backoff_ms", p.backoff_ms);
+  p.max_backoff_ms = j.value("max_backoff_ms", p.max_backoff_ms);
+  p.lease_ms = j.value("lease_ms", p.lease_ms);
+  return p;
+}
+
+int64_t RetryDelayMs(const TaskPolicy& policy, uint32_t next_attempt) {
+  int64_t d = policy.backoff_ms;
+  for (uint32_t a = 2; a < next_attempt && d < policy.max_backoff_ms; ++a) d *= 2;
+  return std::min(d, policy.max_backoff_ms);
+}
+
+// ------------------------------------------------------------------ apply
+
+void Apply(const KindRegistry& kinds, RunState& s, const std::string& type, const json& p, uint64_t seq,
+           int64_t time_ms) {
+  const RunKind* kind = kinds.Find(type == ev::kRunSubmitted ? p.value("kind", "") : s.kind);
+  ApplyWith(kind, s, type, p, seq, time_ms);
+}
+
+void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const json& p, uint64_t seq,
+               int64_t time_ms) {
+  s.last_seq = seq;
+  s.updated_ms = time_ms;
+  if (type == ev::kRunSubmitted) {
+    s.kind = p.value("kind", "");
+    s.spec = p.value("spec", json::object());
+    s.machine = p.value("machine", "");
+    s.tag = p.value("tag", "");
+    s.state = "queued";
+    s.created_ms = time_ms;
+  } else if (type == ev::kStateChanged) {
+    s.state = p.value("to", s.state);
+  } else if (type == ev::kTaskScheduled) {
+    TaskInfo t;
+    t.task_id = p.value("task_id", "");
+    t.kind = p.value("kind", "");
+    t.attempt = p.value("attempt", 1u);
+    t.payload = p.value("payload", json::object());
+    t.policy = TaskPolicyFromJson(p.value("policy", json::object()));
+    s.tasks[t.task_id] = std::move(t);
+    s.next_task_no++;
+  } else if (type == ev::kTaskSucceeded) {
+    auto it = s.tasks.find(p.value("task_id", ""));
+    if (it != s.tasks.end()) {
+      it->second.status = "succeeded";
+      it->second.result = p;
+    }
+  } else if (type == ev::kTaskFailed) {
+    auto it = s.tasks.find(p.value("task_id", ""));
+    if (it != s.tasks.end()) {
+      it->second.failures++;
+      if (p.value("final", true)) {
+        it->second.status = "failed";
+        it->second.result = p;
+      } else {
+        it->second.status = "retry_wait";
+      }
+    }
+  } else if (type == ev::kTaskRetryScheduled) {
+    TimerInfo t;
+    t.timer_id = p.value("timer_id", "");
+    t.purpose = "retry";
+    t.deadline_ms = p.value("deadline_ms", int64_t{0});
+    t.payload = {{"task_id", p.value("task_id", "")}};
+    s.timers[t.timer_id] = std::move(t);
+    s.next_timer_no++;
+  } else if (type == ev::kTaskRedispatched) {
+    auto it = s.tasks.find(p.value("task_id", ""));
+    if (it != s.tasks.end()) {
+      it->second.attempt = p.value("attempt", it->second.attempt + 1);
+      it->second.status = "pending";
+      if (p.value("reason", "") == "worker_lost") it->second.failures++;
+    }
+  } else if (type == ev::kTaskAbandoned) {
+    auto it = s.tasks.find(p.value("task_id", ""));
+    if (it != s.tasks.end()) it->second.status = "abandoned";
+  } else if (type == ev::kTimerScheduled) {
+    TimerInfo t;
+    t.timer_id = p.value("timer_id", "");
+    t.purpose = p.value("purpose", "");
+    t.deadline_ms = p.value("deadline_ms", int64_t{0});
+    t.payload = p.value("payload", json::object());
+    s.timers[t.timer_id] = std::move(t);
+    s.next_timer_no++;
+  } else if (type == ev::kTimerFired || type == ev::kTimerCancelled) {
+    auto it = s.timers.find(p.value("timer_id", ""));
+    if (it != s.timers.end()) it->second.armed = false;
+  } else if (type == ev::kCancelRequested) {
+    s.cancel_requested = true;
+  } else if (type == ev::kRunRecovered) {
+    s.recoveries++;
+  } else if (type == ev::kRunFinished) {
+    s.status = p.value("status", "failed");
+    s.error = p.value("error", "");
+    s.terminal = true;
+    s.finished_ms = time_ms;
+  } else if (type == ev::kTaskResultIgnored) {
+    // audit only
+  } else if (kind) {
+    kind->ApplyKindEvent(s, type, p);
+  }
+}
+
+void ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e) {
+  if (s.run_id.empty()) s.run_id = e.run_id();
+  json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
+  if (p.is_discarded()) p = json::object();
+  Apply(kinds, s, e.type(), p, e.seq(), e.time_ms());
+  s.last_hash = e.hash();
+}
+
+RunState Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events) {
+  RunState s;
+  for (const auto& e : events) ApplyStored(kinds, s, e);
+  return s;
+}
+
+// ------------------------------------------------------------------ decide
+
+namespace {
+
+std::string CauseOf(const Input& in) {
+  switch (in.type) {
+    case Input::Type::kSubmit: return "submit";
+    case Input::Type::kTaskResult: return fmt::format("task:{}#{}", in.task_id, in.attempt);
+    case Input::Type::kTimerFired: return fmt::format("timer:{}", in.timer_id);
+    case Input::Type::kCancel: return fmt::format("cancel:{}", in.by.empty() ? "client" : in.by);
+    case Input::Type::kWorkerLost: return fmt::format("worker_lost:{}", in.worker);
+    case Input::Type::kRecover: return "recovery";
+  }
+  return "unknown";
+}
+
+void Ignore(Decision& d, const Input& in, const std::string& reason) {
+  d.Emit(ev::kTaskResultIgnored, json{{"task_id", in.task_id},
+                                      {"attempt", in.attempt},
+                                      {"ok", in.ok},
+                                      {"worker", in.worker},
+                                      {"reason", reason}});
+}
+
+// A failure of the task's current attempt: retry or give up.
+void OnFailure(const RunKind& kind, Decision& d, const TaskInfo& task, json failure, bool retryable) {
+  const bool can_retry = retryable && !d.state().cancel_requested && !d.state().terminal &&
+                         task.failures + 1 < task.policy.max_attempts;
+  failure["final"] = !can_retry;
+  d.Emit(ev::kTaskFailed, failure);
+  if (can_retry) {
+    const uint32_t next = task.attempt + 1;
+    const std::string timer_id = fmt::format("{}.tm{}", d.state().run_id, d.state().next_timer_no);
+    d.Emit(ev::kTaskRetryScheduled, json{{"task_id", task.task_id},
+                                         {"next_attempt", next},
+                                         {"timer_id", timer_id},
+                                         {"deadline_ms", d.now_ms() + RetryDelayMs(task.policy, task.failures + 2)}});
+    return;
+  }
+  const TaskInfo* after = d.state().FindTask(task.task_id);
+  kind.OnTaskFailed(d, after ? *after : task, failure);
+}
+
+}  // namespace
+
+Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& state, const Input& in) {
+  const std::string kind_name = in.type == Input::Type::kSubmit ? in.kind : state.kind;
+  const RunKind* kind = kinds.Find(kind_name);
+  if (!kind) return Status::Invalid(fmt::format("unknown run kind '{}'; known kinds: {}", kind_name,
+                                                fmt::join(kinds.Names(), ", ")));
+  Decision d(*kind, state, in.now_ms, CauseOf(in));
+
+  switch (in.type) {
+    case Input::Type::kSubmit: {
+      if (state.last_seq != 0) return Status::Conflict("run " + state.run_id + " already exists");
+      json spec = in.spec.is_object() ? in.spec : json::object();
+      Status st = kind->ValidateSpec(spec);
+      if (!st.ok()) return st;
+      d.Emit(ev::kRunSubmitted, json{{"kind", kind_name},
+                                     {"spec", spec},
+                                     {"machine", spec.value("machine", "")},
+                                     {"tag", spec.value("tag", "")}});
+      kind->OnStart(d);
+      break;
+    }
+    case Input::Type::kTaskResult: {
+      const TaskInfo* task = state.FindTask(in.task_id);
+      if (!task) {
+        Ignore(d, in, "unknown task");
+        break;
+      }
+      if (state.terminal) {
+        Ignore(d, in, "run already finished");
+        break;
+      }
+      if (task->attempt != in.attempt) {
+        Ignore(d, in, fmt::format("stale attempt (current attempt is {})", task->attempt));
+        break;
+      }
+      if (!task->in_flight()) {
+        Ignore(d, in, "duplicate result (task is " + task->status + ")");
+        break;
+      }
+      if (in.ok) {
+        json p = {{"task_id", in.task_id}, {"attempt", in.attempt}, {"result", in.result}, {"worker", in.worker}};
+        if (in.blobs.is_object() && !in.blobs.empty()) p["blobs"] = in.blobs;
+        d.Emit(ev::kTaskSucceeded, p);
+        const TaskInfo* after = d.state().FindTask(in.task_id);
+        kind->OnTaskSucceeded(d, *after, in.result);
+      } else {
+        json f = {{"task_id", in.task_id},   {"attempt", in.attempt}, {"error", in.error},
+                  {"error_kind", in.error_kind}, {"retryable", in.retryable}, {"worker", in.worker}};
+        if (!in.result.is_null()) f["result"] = in.result;
+        if (in.blobs.is_object() && !in.blobs.empty()) f["blobs"] = in.blobs;
+        OnFailure(*kind, d, *task, f, in.retryable);
+      }
+      break;
+    }
+    case Input::Type::kTimerFired: {
+      auto it = state.timers.find(in.timer_id);
+      if (it == state.timers.end() || !it->second.armed || state.terminal) break;
+      d.Emit(ev::kTimerFired, json{{"timer_id", in.timer_id}});
+      const TimerInfo timer = it->second;
+      if (timer.purpose == "retry") {
+        const TaskInfo* task = d.state().FindTask(timer.payload.value("task_id", ""));
+        if (task && task->status == "retry_wait")
+          d.Emit(ev::kTaskRedispatched,
+                 json{{"task_id", task->task_id}, {"attempt", task->attempt + 1}, {"reason", "retry"}});
+      } else {
+        kind->OnTimer(d, timer);
+      }
+      break;
+    }
+    case Input::Type::kCancel: {
+      if (state.terminal || state.cancel_requested) break;
+      d.Emit(ev::kCancelRequested, json{{"by", in.by.empty() ? "client" : in.by}});
+      kind->OnCancel(d);
+      break;
+    }
+    case Input::Type::kWorkerLost: {
+      const TaskInfo* task = state.FindTask(in.task_id);
+      if (!task || !task->in_flight() || task->attempt != in.attempt || state.terminal) break;
+      if (task->failures + 1 < task->policy.max_attempts) {
+        d.Emit(ev::kTaskRedispatched, json{{"task_id", in.task_id},
+                                          {"attempt", task->attempt + 1},
+                                          {"reason", "worker_lost"},
+                                          {"worker", in.worker}});
+      } else {
+        OnFailure(*kind, d, *task,
+                  json{{"task_id", in.task_id},
+                       {"attempt", in.attempt},
+                       {"error", fmt::format("the worker holding the task was lost {} times", task->failures + 1)},
+                       {"error_kind", "worker_lost"},
+                       {"retryable", false},
+                       {"worker", in.worker}},
+                  false);
+      }
+      break;
+    }
+    case Input::Type::kRecover: {
+      if (state.terminal) break;
+      json outstanding = json::array(), timers = json::array();
+      for (const auto& [id, t] : state.tasks)
+        if (t.in_flight()) outstanding.push_back({{"task_id", id}, {"kind", t.kind}, {"attempt", t.attempt}});
+      for (const auto& [id, t] : state.timers)
+        if (t.armed) timers.push_back({{"timer_id", id}, {"purpose", t.purpose}, {"deadline_ms", t.deadline_ms}});
+      d.Emit(ev::kRunRecovered, json{{"outstanding_tasks", outstanding}, {"armed_timers", timers}});
+      for (const auto& [id, t] : state.tasks)
+        if (t.in_flight())
+          d.Emit(ev::kTaskRedispatched, json{{"task_id", id}, {"attempt", t.attempt + 1}, {"reason", "recovery"}});
+      break;
+    }
+  }
+  if (d.failed()) return d.status();
+  return d.events();
+}
+
+}  // namespace npuprof::sm

@@ -1,0 +1,78 @@
+// Engine: the pure core shared by every run kind.
+//   Decide(state, input) -> events   (no I/O)
+//   Apply(state, event)  -> state    (no I/O)
+// Inputs are what the outside world reports; the broker turns them into
+// events through Decide and appends those atomically.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "npuprof.pb.h"
+#include "statemachine/decision.h"
+#include "statemachine/run_kind.h"
+
+namespace npuprof::sm {
+
+struct Input {
+  enum class Type { kSubmit, kTaskResult, kTimerFired, kCancel, kWorkerLost, kRecover };
+  Type type = Type::kSubmit;
+  int64_t now_ms = 0;
+  // kSubmit
+  std::string kind;
+  json spec;
+  // kTaskResult / kWorkerLost
+  std::string task_id;
+  uint32_t attempt = 0;
+  bool ok = false;
+  bool retryable = false;
+  std::string error;
+  std::string error_kind;
+  json result;           // result_json
+  json blobs;            // name -> sha256 of stored evidence
+  std::string worker;    // who reported / who was lost
+  // kTimerFired
+  std::string timer_id;
+  // kCancel
+  std::string by;
+};
+
+class KindRegistry {
+ public:
+  void Register(std::unique_ptr<RunKind> kind);
+  const RunKind* Find(std::string_view name) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<RunKind>, std::less<>> kinds_;
+};
+
+// The registry with every run kind this build knows.
+const KindRegistry& DefaultKinds();
+
+// Produces the events for one input. A new run starts from RunState{run_id}.
+// Returns a non-ok Status for inputs that would break the machine (illegal
+// transition, unknown kind, spec invalid); then nothing is appended.
+Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& state, const Input& input);
+
+// Folds one stored event into state (common events, then the kind's own).
+void Apply(const KindRegistry& kinds, RunState& state, const std::string& type, const json& payload,
+           uint64_t seq, int64_t time_ms);
+// Same, with the kind already resolved (nullptr = common events only).
+void ApplyWith(const RunKind* kind, RunState& state, const std::string& type, const json& payload,
+               uint64_t seq, int64_t time_ms);
+void ApplyStored(const KindRegistry& kinds, RunState& state, const proto::Event& ev);
+
+// Rebuilds a run from its events.
+RunState Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events);
+
+// Backoff before attempt `next_attempt` (>= 2) under policy.
+int64_t RetryDelayMs(const TaskPolicy& policy, uint32_t next_attempt);
+
+json TaskPolicyToJson(const TaskPolicy& p);
+TaskPolicy TaskPolicyFromJson(const json& j);
+
+}  // namespace npuprof::sm

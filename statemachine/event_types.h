@@ -1,0 +1,23 @@
+// Names of the event types every run kind shares. Kind-specific events are
+// declared next to their machine.
+#pragma once
+
+namespace npuprof::sm::ev {
+
+inline constexpr const char* kRunSubmitted = "RunSubmitted";
+inline constexpr const char* kStateChanged = "StateChanged";
+inline constexpr const char* kTaskScheduled = "TaskScheduled";
+inline constexpr const char* kTaskSucceeded = "TaskSucceeded";
+inline constexpr const char* kTaskFailed = "TaskFailed";
+inline constexpr const char* kTaskRetryScheduled = "TaskRetryScheduled";
+inline constexpr const char* kTaskRedispatched = "TaskRedispatched";
+inline constexpr const char* kTaskResultIgnored = "TaskResultIgnored";
+inline constexpr const char* kTaskAbandoned = "TaskAbandoned";
+inline constexpr const char* kTimerScheduled = "TimerScheduled";
+inline constexpr const char* kTimerFired = "TimerFired";
+inline constexpr const char* kTimerCancelled = "TimerCancelled";
+inline constexpr const char* kCancelRequested = "CancelRequested";
+inline constexpr const char* kRunRecovered = "RunRecovered";
+inline constexpr const char* kRunFinished = "RunFinished";
+
+}  // namespace npuprof::sm::ev

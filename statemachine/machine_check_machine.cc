@@ -1,0 +1,52 @@
+#include "statemachine/machine_check_machine.h"
+
+#include <fmt/format.h>
+
+#include "statemachine/spec_checks.h"
+
+namespace npuprof::sm {
+
+const TransitionTable& MachineCheckMachine::transitions() const {
+  static const TransitionTable table({{"queued", "checking"},
+                                      {"checking", "completed"},
+                                      {"checking", "failed"},
+                                      {"queued", "cancelled"},
+                                      {"checking", "cancelled"}},
+                                     {"completed", "failed", "cancelled"});
+  return table;
+}
+
+Status MachineCheckMachine::ValidateSpec(json& spec) const {
+  if (Status s = RequireSafeName(spec, "machine", true); !s.ok()) return s;
+  return RequireMachineRecord(spec);
+}
+
+void MachineCheckMachine::OnStart(Decision& d) const {
+  d.Transition("checking");
+  TaskPolicy policy;
+  policy.max_attempts = 2;
+  policy.backoff_ms = 500;
+  policy.lease_ms = 60000;
+  d.ScheduleTask(kMachineCheckTask, json{{"machine", d.state().spec["machine_record"]}}, policy);
+}
+
+void MachineCheckMachine::OnTaskSucceeded(Decision& d, const TaskInfo&, const json& result) const {
+  d.Emit(kMachineChecked, result);
+  d.Finish("ok");
+}
+
+void MachineCheckMachine::OnTaskFailed(Decision& d, const TaskInfo&, const json& failure) const {
+  d.Finish("failed", fmt::format("{}: {}", failure.value("error_kind", "error"), failure.value("error", "")));
+}
+
+void MachineCheckMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const {
+  if (type == kMachineChecked) s.data["check"] = payload;
+}
+
+json MachineCheckMachine::Summary(const RunState& s) const {
+  json j = RunKind::Summary(s);
+  if (s.data.contains("check")) j["check"] = s.data["check"];
+  return j;
+}
+
+}  // namespace npuprof::sm

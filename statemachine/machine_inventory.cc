@@ -1,0 +1,86 @@
+#include "statemachine/machine_inventory.h"
+
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "statemachine/spec_checks.h"
+
+namespace npuprof::sm {
+
+void MachineInventory::Apply(const std::string& type, const json& p) {
+  const std::string name = p.value("name", "");
+  if (type == kMachineAdded) {
+    machines_[name] = p;
+  } else if (type == kMachineRemoved) {
+    machines_.erase(name);
+  } else if (type == kMachineHostKeyAccepted) {
+    auto it = machines_.find(name);
+    if (it != machines_.end()) it->second["accepted_host_key"] = p.value("fingerprint", "");
+  }
+}
+
+void MachineInventory::ApplyStored(const proto::Event& ev) {
+  json p = json::parse(ev.payload_json(), nullptr, false);
+  if (p.is_discarded()) return;
+  Apply(ev.type(), p);
+  last_seq_ = ev.seq();
+}
+
+std::optional<json> MachineInventory::Find(const std::string& name) const {
+  auto it = machines_.find(name);
+  if (it == machines_.end()) return std::nullopt;
+  return it->second;
+}
+
+json MachineInventory::List() const {
+  json out = json::array();
+  for (const auto& [n, rec] : machines_) out.push_back(rec);
+  return out;
+}
+
+namespace {
+
+Status RequireString(const json& rec, const char* field, const char* fix) {
+  if (!rec.contains(field) || !rec[field].is_string() || rec[field].get<std::string>().empty())
+    return Status::Invalid(fmt::format("{} is required: {}", field, fix));
+  return Status::Ok();
+}
+
+Status RequireAbsolutePath(const json& rec, const char* field) {
+  const std::string v = rec.value(field, "");
+  if (v.empty() || v[0] != '/')
+    return Status::Invalid(fmt::format("{} must be an absolute path (got '{}')", field, v));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MachineInventory::ValidateAdd(json& rec) {
+  if (Status s = RequireSafeName(rec, "name", true); !s.ok()) return s;
+  if (Status s = RequireString(rec, "host", "pass --host HOST"); !s.ok()) return s;
+  if (Status s = RequireString(rec, "user", "pass --user USER"); !s.ok()) return s;
+  if (Status s = RequireString(rec, "identity_file", "pass --identity PATH_TO_PRIVATE_KEY"); !s.ok()) return s;
+  if (Status s = RequireAbsolutePath(rec, "identity_file"); !s.ok()) return s;
+  if (Status s = RequireString(rec, "known_hosts_file", "pass --known-hosts FILE"); !s.ok()) return s;
+  if (Status s = RequireAbsolutePath(rec, "known_hosts_file"); !s.ok()) return s;
+  if (Status s = CheckIntRange(rec, "port", 22, 1, 65535); !s.ok()) return s;
+  const std::string host = rec["host"];
+  for (char c : host)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '_'))
+      return Status::Invalid(fmt::format("host '{}' is not a host name or address", host));
+  const std::string user = rec["user"];
+  if (!IsSafeName(user)) return Status::Invalid(fmt::format("user '{}' is not a valid user name", user));
+  if (!rec.contains("env_script") || rec["env_script"].is_null()) rec["env_script"] = "";
+  if (!rec["env_script"].get<std::string>().empty())
+    if (Status s = RequireAbsolutePath(rec, "env_script"); !s.ok()) return s;
+  if (!rec.contains("runtime_base") || rec["runtime_base"].is_null() || rec["runtime_base"] == "")
+    rec["runtime_base"] = "/tmp/npuprof";
+  if (Status s = RequireAbsolutePath(rec, "runtime_base"); !s.ok()) return s;
+  if (!rec.contains("accept_new_host_key")) rec["accept_new_host_key"] = false;
+  if (!rec["accept_new_host_key"].is_boolean())
+    return Status::Invalid("accept_new_host_key must be true or false");
+  return Status::Ok();
+}
+
+}  // namespace npuprof::sm

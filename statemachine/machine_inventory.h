@@ -1,0 +1,40 @@
+// MachineInventory: the machines runs can target, folded from the events of
+// the reserved stream "_machines" (MachineAdded / MachineRemoved /
+// MachineHostKeyAccepted). Pure.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "npuprof.pb.h"
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+inline constexpr const char* kMachinesStream = "_machines";
+inline constexpr const char* kMachineAdded = "MachineAdded";
+inline constexpr const char* kMachineRemoved = "MachineRemoved";
+inline constexpr const char* kMachineHostKeyAccepted = "MachineHostKeyAccepted";
+
+class MachineInventory {
+ public:
+  void Apply(const std::string& type, const json& payload);
+  void ApplyStored(const proto::Event& ev);
+
+  std::optional<json> Find(const std::string& name) const;
+  json List() const;  // array of records, by name
+  uint64_t last_seq() const { return last_seq_; }
+  void set_last_seq(uint64_t s) { last_seq_ = s; }
+
+  // Checks and normalises a `machine add` request (defaults filled in).
+  // Errors name the field and the fix.
+  static Status ValidateAdd(json& rec);
+
+ private:
+  std::map<std::string, json> machines_;
+  uint64_t last_seq_ = 0;
+};
+
+}  // namespace npuprof::sm

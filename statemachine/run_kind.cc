@@ -1,0 +1,44 @@
+#include "statemachine/run_kind.h"
+
+#include "common/time_util.h"
+
+namespace npuprof::sm {
+
+void RunKind::OnTimer(Decision&, const TimerInfo&) const {}
+
+void RunKind::OnCancel(Decision& d) const {
+  d.AbandonOutstanding("run cancelled");
+  d.Finish("cancelled", "cancelled by request");
+}
+
+void RunKind::ApplyKindEvent(RunState&, const std::string&, const json&) const {}
+
+json RunKind::Summary(const RunState& s) const {
+  json outstanding = json::array();
+  for (const auto& [id, t] : s.tasks) {
+    if (t.status == "pending" || t.status == "retry_wait")
+      outstanding.push_back({{"task_id", id}, {"kind", t.kind}, {"attempt", t.attempt}, {"status", t.status}});
+  }
+  json timers = json::array();
+  for (const auto& [id, t] : s.timers)
+    if (t.armed) timers.push_back({{"timer_id", id}, {"purpose", t.purpose}, {"deadline", IsoTimeMs(t.deadline_ms)}});
+  json j = {{"run_id", s.run_id},
+            {"kind", s.kind},
+            {"state", s.state},
+            {"status", s.status},
+            {"machine", s.machine},
+            {"tag", s.tag},
+            {"created_at", IsoTimeMs(s.created_ms)},
+            {"updated_at", IsoTimeMs(s.updated_ms)},
+            {"finished_at", s.terminal ? json(IsoTimeMs(s.finished_ms)) : json(nullptr)},
+            {"error", s.error.empty() ? json(nullptr) : json(s.error)},
+            {"outstanding_tasks", outstanding},
+            {"armed_timers", timers},
+            {"recoveries", s.recoveries},
+            {"last_seq", s.last_seq}};
+  return j;
+}
+
+json RunKind::Manifest(const RunState& s) const { return Summary(s); }
+
+}  // namespace npuprof::sm

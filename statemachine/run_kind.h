@@ -1,0 +1,43 @@
+// RunKind: one kind of run (probe, serve, torch-profile, ...) as a pure
+// state machine. The engine handles the events common to all kinds (tasks,
+// retries, timers, cancellation, recovery) and calls these hooks.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "statemachine/decision.h"
+#include "statemachine/transition_table.h"
+
+namespace npuprof::sm {
+
+class RunKind {
+ public:
+  virtual ~RunKind() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual const TransitionTable& transitions() const = 0;
+
+  // Checks and normalises a submitted spec (fills defaults). The error names
+  // the field and the fix. Nothing has run yet when this fails.
+  virtual Status ValidateSpec(json& spec) const = 0;
+
+  // Called right after RunSubmitted was applied (state "queued").
+  virtual void OnStart(Decision& d) const = 0;
+  virtual void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const = 0;
+  // Called once a task failed for good (retries exhausted or not retryable).
+  virtual void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const = 0;
+  virtual void OnTimer(Decision& d, const TimerInfo& timer) const;
+  // Called after CancelRequested was applied. Default: abandon and finish cancelled.
+  virtual void OnCancel(Decision& d) const;
+
+  // Folds a kind-specific event (one the common Apply does not know) into state.
+  virtual void ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const;
+
+  // Projections (pure folds). Summary is what `npuprof show` prints.
+  virtual json Summary(const RunState& s) const;
+  virtual json Manifest(const RunState& s) const;
+};
+
+}  // namespace npuprof::sm

@@ -1,0 +1,75 @@
+// RunState: everything known about one run, folded from its events.
+// Pure data; built only by Apply() over the run's event stream.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace npuprof::sm {
+
+using json = nlohmann::json;
+
+// Retry policy of one task: attempts are 1-based; a retryable failure of
+// attempt a < max_attempts schedules attempt a+1 after backoff_ms * 2^(a-1),
+// capped at max_backoff_ms.
+struct TaskPolicy {
+  int max_attempts = 3;
+  int64_t backoff_ms = 1000;
+  int64_t max_backoff_ms = 30000;
+  int64_t lease_ms = 120000;  // no progress within this -> the holder is considered lost
+};
+
+struct TaskInfo {
+  std::string task_id;
+  std::string kind;
+  uint32_t attempt = 1;
+  int failures = 0;  // retryable failures and lost holders so far (recovery does not count)
+  json payload = json::object();
+  TaskPolicy policy;
+  // "pending" (scheduled, not finished), "retry_wait", "succeeded", "failed", "abandoned"
+  std::string status = "pending";
+  json result;  // TaskSucceeded payload or final TaskFailed payload
+  bool in_flight() const { return status == "pending"; }
+};
+
+struct TimerInfo {
+  std::string timer_id;
+  std::string purpose;  // "retry" (payload.task_id) or kind-specific
+  int64_t deadline_ms = 0;
+  json payload = json::object();
+  bool armed = true;
+};
+
+struct RunState {
+  std::string run_id;
+  std::string kind;
+  std::string state = "new";
+  std::string status = "running";  // running | ok | failed | cancelled
+  std::string machine;
+  std::string tag;
+  std::string error;
+  json spec = json::object();
+  json data = json::object();  // kind-specific fold (probe results, manifests...)
+  std::map<std::string, TaskInfo> tasks;
+  std::map<std::string, TimerInfo> timers;
+  uint64_t last_seq = 0;
+  std::string last_hash;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  int64_t finished_ms = 0;
+  bool terminal = false;
+  bool cancel_requested = false;
+  int recoveries = 0;
+  int next_task_no = 1;
+  int next_timer_no = 1;
+
+  const TaskInfo* FindTask(const std::string& id) const {
+    auto it = tasks.find(id);
+    return it == tasks.end() ? nullptr : &it->second;
+  }
+};
+
+}  // namespace npuprof::sm

@@ -1,0 +1,354 @@
+// EventStore: open/close, schema check, reads, blobs and meta.
+// The write path (Append, AppendGroup, raw overwrite) is in group_commit.cc.
+#include "store/event_store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+
+#include <algorithm>
+#include <charconv>
+#include <exception>
+#include <string_view>
+
+#include "store/keys.h"
+#include "store/store_impl.h"
+
+namespace npuprof::store {
+namespace {
+
+constexpr const char* kCfNames[StoreCore::kNumCfs] = {"events", "global", "runs", "blobs",
+                                                             "meta"};
+constexpr size_t kScanBatch = 256;  // events fetched per MultiGet while scanning
+constexpr size_t kBlockCacheBytes = 64u << 20;  // shared by all column families
+
+std::optional<uint64_t> ParseDecimal(std::string_view s) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// Releases a snapshot when leaving scope.
+class SnapshotGuard {
+ public:
+  explicit SnapshotGuard(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
+  ~SnapshotGuard() { db_->ReleaseSnapshot(snap_); }
+  SnapshotGuard(const SnapshotGuard&) = delete;
+  SnapshotGuard& operator=(const SnapshotGuard&) = delete;
+  const rocksdb::Snapshot* get() const { return snap_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+};
+
+// Opens the DB with all our column families plus any others already on disk
+// (RocksDB refuses to open a DB without naming all of its families).
+Status OpenDb(const std::string& dir, StoreCore* impl) {
+  rocksdb::DBOptions dbo;
+  dbo.create_if_missing = true;
+  dbo.create_missing_column_families = true;
+  // Point lookups (ScanGlobal's MultiGet, blob and run Gets) check every L0
+  // file: bloom filters skip the files that cannot hold the key.
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.block_cache = rocksdb::NewLRUCache(kBlockCacheBytes);
+  rocksdb::ColumnFamilyOptions cfo;
+  cfo.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+
+  std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName};
+  names.insert(names.end(), std::begin(kCfNames), std::end(kCfNames));
+  std::vector<std::string> existing;
+  if (rocksdb::DB::ListColumnFamilies(dbo, dir, &existing).ok()) {
+    for (const auto& n : existing) {
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  for (const auto& n : names) descs.emplace_back(n, cfo);
+
+  rocksdb::DB* raw = nullptr;
+  Status s = FromRocks(rocksdb::DB::Open(dbo, dir, descs, &impl->all_handles, &raw),
+                       "open store at " + dir);
+  if (!s.ok()) return s;
+  impl->db.reset(raw);
+  for (int c = 0; c < StoreCore::kNumCfs; ++c) {
+    impl->handles[c] = impl->all_handles[c + 1];  // [0] is "default"
+  }
+  return Status::Ok();
+}
+
+// Writes schema version 1 into a new store; refuses unknown versions.
+Status CheckSchema(const std::string& dir, StoreCore* impl) {
+  std::string v;
+  rocksdb::Status rs = impl->db->Get(rocksdb::ReadOptions(), impl->cf(StoreCore::kMeta),
+                                     kMetaSchemaVersion, &v);
+  if (rs.IsNotFound()) {
+    rocksdb::WriteOptions wo;
+    wo.sync = impl->opts.sync;
+    return FromRocks(
+        impl->db->Put(wo, impl->cf(StoreCore::kMeta), kMetaSchemaVersion, kSchemaVersion),
+        "write schema version");
+  }
+  if (!rs.ok()) return FromRocks(rs, "read schema version");
+  auto version = ParseDecimal(v);
+  auto supported = *ParseDecimal(kSchemaVersion);
+  if (!version || *version == 0) {
+    return Status::Corruption("store at " + dir + " has an invalid schema_version '" + v + "'");
+  }
+  if (*version > supported) {
+    return Status::Precondition("store at " + dir + " has schema version " + v +
+                                " but this npuprof only knows versions up to " + kSchemaVersion +
+                                ": use a newer npuprof");
+  }
+  return Status::Ok();
+}
+
+// Resumes global positions after max(last global key, next_global_pos - 1).
+Status RecoverGlobalPos(StoreCore* impl) {
+  uint64_t last = 0;
+  std::unique_ptr<rocksdb::Iterator> it(
+      impl->db->NewIterator(rocksdb::ReadOptions(), impl->cf(StoreCore::kGlobal)));
+  it->SeekToLast();
+  if (it->Valid()) {
+    auto pos = keys::ParseGlobalKey(std::string_view(it->key().data(), it->key().size()));
+    if (!pos) return Status::Corruption("global column family has a malformed key");
+    last = *pos;
+  }
+  Status s = FromRocks(it->status(), "scan global");
+  if (!s.ok()) return s;
+  std::string v;
+  rocksdb::Status rs = impl->db->Get(rocksdb::ReadOptions(), impl->cf(StoreCore::kMeta),
+                                     kMetaNextGlobalPos, &v);
+  if (rs.ok()) {
+    auto next = ParseDecimal(v);
+    if (!next || *next == 0) return Status::Corruption("meta next_global_pos '" + v + "' is invalid");
+    last = std::max(last, *next - 1);
+  } else if (!rs.IsNotFound()) {
+    return FromRocks(rs, "read next_global_pos");
+  }
+  impl->last_global_pos.store(last);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  std::string m = what + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::NotFound(m);
+  if (s.IsCorruption()) return Status::Corruption(m);
+  if (s.IsIOError()) return Status::Io(m);
+  if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) return Status::Unavailable(m);
+  if (s.IsInvalidArgument()) return Status::Invalid(m);
+  return Status::Internal(m);
+}
+
+StoreCore::~StoreCore() {
+  if (!db) return;
+  for (auto* h : all_handles) db->DestroyColumnFamilyHandle(h);
+  db->Close();
+}
+
+Result<RunTip> StoreCore::ReadTip(const std::string& run_id) const {
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf(kEvents)));
+  const std::string prefix = keys::EventPrefix(run_id);
+  it->SeekForPrev(keys::EventKey(run_id, UINT64_MAX));
+  RunTip tip;
+  if (it->Valid() && it->key().starts_with(prefix)) {
+    auto parts = keys::ParseEventKey(std::string_view(it->key().data(), it->key().size()));
+    proto::Event ev;
+    if (!parts || !ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return Status::Corruption("last event of run " + run_id + " is unreadable");
+    }
+    tip.seq = parts->seq;
+    tip.hash = ev.hash();
+  }
+  Status s = FromRocks(it->status(), "read last event of run " + run_id);
+  if (!s.ok()) return s;
+  return tip;
+}
+
+EventStore::EventStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EventStore::~EventStore() = default;
+
+Result<std::unique_ptr<EventStore>> EventStore::Open(const std::string& dir, StoreOptions opts) {
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->opts = opts;
+    Status s = OpenDb(dir, impl.get());
+    if (s.ok()) s = CheckSchema(dir, impl.get());
+    if (s.ok()) s = RecoverGlobalPos(impl.get());
+    if (!s.ok()) return s;
+    return std::unique_ptr<EventStore>(new EventStore(std::move(impl)));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("open store: ") + e.what());
+  }
+}
+
+Result<std::vector<proto::Event>> EventStore::ReadRun(const std::string& run_id,
+                                                      uint64_t from_seq) const {
+  if (!keys::ValidRunId(run_id)) return Status::Invalid("read run: bad run_id");
+  std::vector<proto::Event> out;
+  const std::string upper = keys::EventUpperBound(run_id);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(Impl::kEvents)));
+  for (it->Seek(keys::EventKey(run_id, std::max<uint64_t>(from_seq, 1))); it->Valid(); it->Next()) {
+    proto::Event ev;
+    if (!ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return Status::Corruption("unreadable event in run " + run_id);
+    }
+    out.push_back(std::move(ev));
+  }
+  Status s = FromRocks(it->status(), "read run " + run_id);
+  if (!s.ok()) return s;
+  return out;
+}
+
+uint64_t EventStore::LastSeq(const std::string& run_id) const {
+  {
+    std::lock_guard<std::mutex> l(impl_->tip_mu);
+    if (auto it = impl_->tips.find(run_id); it != impl_->tips.end()) return it->second.seq;
+  }
+  if (!keys::ValidRunId(run_id)) return 0;
+  // Not cached: read disk but do not cache (only the leader may fill the cache).
+  Result<RunTip> tip = impl_->ReadTip(run_id);
+  return tip.ok() ? tip->seq : 0;
+}
+
+Status EventStore::ScanGlobal(uint64_t from_pos,
+                              const std::function<bool(const proto::Event&)>& visit) const {
+  SnapshotGuard snap(impl_->db.get());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(Impl::kGlobal)));
+  it->Seek(keys::GlobalKey(from_pos));
+  std::vector<std::string> event_keys;
+  std::vector<rocksdb::Slice> slices;
+  std::vector<rocksdb::PinnableSlice> values(kScanBatch);
+  std::vector<rocksdb::Status> statuses(kScanBatch);
+  bool more = true;
+  while (more && it->Valid()) {
+    event_keys.clear();
+    for (; it->Valid() && event_keys.size() < kScanBatch; it->Next()) {
+      event_keys.push_back(it->value().ToString());
+    }
+    slices.assign(event_keys.begin(), event_keys.end());
+    impl_->db->MultiGet(ro, impl_->cf(Impl::kEvents), slices.size(), slices.data(), values.data(),
+                        statuses.data());
+    for (size_t i = 0; i < slices.size() && more; ++i) {
+      if (!statuses[i].ok()) {
+        if (statuses[i].IsNotFound()) {
+          return Status::Corruption("global order points to a missing event");
+        }
+        return FromRocks(statuses[i], "scan global");
+      }
+      proto::Event ev;
+      if (!ev.ParseFromArray(values[i].data(), static_cast<int>(values[i].size()))) {
+        return Status::Corruption("unreadable event in global scan");
+      }
+      more = visit(ev);
+    }
+    for (auto& v : values) v.Reset();
+  }
+  return FromRocks(it->status(), "scan global");
+}
+
+Result<std::vector<proto::Event>> EventStore::ReadGlobal(uint64_t from_pos, size_t limit) const {
+  std::vector<proto::Event> out;
+  Status s = ScanGlobal(from_pos, [&](const proto::Event& ev) {
+    out.push_back(ev);
+    return limit == 0 || out.size() < limit;
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+uint64_t EventStore::LastGlobalPos() const {
+  return impl_->last_global_pos.load(std::memory_order_acquire);
+}
+
+std::optional<proto::RunIndexRow> EventStore::GetRun(const std::string& run_id) const {
+  rocksdb::PinnableSlice v;
+  if (!impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(Impl::kRuns), run_id, &v).ok()) {
+    return std::nullopt;
+  }
+  proto::RunIndexRow row;
+  if (!row.ParseFromArray(v.data(), static_cast<int>(v.size()))) return std::nullopt;
+  return row;
+}
+
+std::vector<proto::RunIndexRow> EventStore::ListRuns(const RunFilter& f) const {
+  std::vector<proto::RunIndexRow> out;
+  std::unique_ptr<rocksdb::Iterator> it(
+      impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(Impl::kRuns)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    proto::RunIndexRow row;
+    if (!row.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    if (!f.state.empty() && row.state() != f.state) continue;
+    if (!f.kind.empty() && row.kind() != f.kind) continue;
+    if (!f.machine.empty() && row.machine() != f.machine) continue;
+    if (!f.tag.empty() && row.tag() != f.tag) continue;
+    if (f.terminal && row.terminal() != *f.terminal) continue;
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+Result<std::string> EventStore::PutBlob(const std::string& data) {
+  std::string key = Sha256Hex(data);
+  if (key.empty()) return Status::Internal("put blob: sha256 failed");
+  std::lock_guard<std::mutex> l(impl_->blob_mu);
+  rocksdb::PinnableSlice existing;
+  rocksdb::Status rs = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(Impl::kBlobs), key, &existing);
+  if (rs.ok()) return key;  // content-addressed: same key, same bytes
+  if (!rs.IsNotFound()) return FromRocks(rs, "put blob");
+  rocksdb::WriteOptions wo;
+  wo.sync = impl_->opts.sync;
+  Status s = FromRocks(impl_->db->Put(wo, impl_->cf(Impl::kBlobs), key, data), "put blob");
+  if (!s.ok()) return s;
+  if (impl_->blob_count) ++*impl_->blob_count;
+  return key;
+}
+
+std::optional<std::string> EventStore::GetBlob(const std::string& sha256_hex) const {
+  std::string v;
+  if (!impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(Impl::kBlobs), sha256_hex, &v).ok()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+size_t EventStore::BlobCount() const {
+  std::lock_guard<std::mutex> l(impl_->blob_mu);
+  if (!impl_->blob_count) {
+    size_t n = 0;
+    std::unique_ptr<rocksdb::Iterator> it(
+        impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(Impl::kBlobs)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+    if (!it->status().ok()) return n;  // do not cache a partial count
+    impl_->blob_count = n;
+  }
+  return *impl_->blob_count;
+}
+
+Status EventStore::PutMeta(const std::string& key, const std::string& value) {
+  rocksdb::WriteOptions wo;
+  wo.sync = impl_->opts.sync;
+  return FromRocks(impl_->db->Put(wo, impl_->cf(Impl::kMeta), key, value), "put meta " + key);
+}
+
+std::optional<std::string> EventStore::GetMeta(const std::string& key) const {
+  std::string v;
+  if (!impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(Impl::kMeta), key, &v).ok()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+}  // namespace npuprof::store

@@ -1,0 +1,93 @@
+// Private state of EventStore shared by event_store.cc (open, reads, blobs)
+// and group_commit.cc (the write path). Not part of the public API.
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "store/event_store.h"
+
+namespace npuprof::store {
+
+inline constexpr const char* kSchemaVersion = "1";
+inline constexpr const char* kMetaSchemaVersion = "schema_version";
+inline constexpr const char* kMetaNextGlobalPos = "next_global_pos";
+
+// Last seq and hash of a run (seq 0, hash "" for a run without events).
+struct RunTip {
+  uint64_t seq = 0;
+  std::string hash;
+};
+
+// One caller waiting in the writer queue. Exactly one of reqs / raw is set.
+struct Writer {
+  const AppendRequest* reqs = nullptr;  // reqs[0..n) are validated and appended
+  size_t n = 0;
+  std::vector<Status>* statuses = nullptr;             // size n, filled by the leader
+  std::vector<std::vector<proto::Event>>* out = nullptr;  // size n, filled on success
+  rocksdb::WriteBatch* raw = nullptr;  // written as-is, alone in its group
+  std::string raw_run_id;              // run whose cached tip the raw write invalidates
+  Status raw_status;
+  bool done = false;
+  std::condition_variable cv;
+};
+
+// Maps a RocksDB status to ours; what names the operation for the message.
+Status FromRocks(const rocksdb::Status& s, const std::string& what);
+
+// Everything EventStore owns; EventStore::Impl is this (the nested name is
+// private, so free helpers use StoreCore).
+struct StoreCore {
+  StoreOptions opts;
+  std::unique_ptr<rocksdb::DB> db;
+  // Every open column family handle (including "default" and any unknown
+  // ones found on disk); owned, destroyed before db is closed.
+  std::vector<rocksdb::ColumnFamilyHandle*> all_handles;
+  // Our column families, indexed by Cf (pointers into all_handles).
+  enum Cf { kEvents = 0, kGlobal, kRuns, kBlobs, kMeta, kNumCfs };
+  rocksdb::ColumnFamilyHandle* handles[kNumCfs] = {};
+  rocksdb::ColumnFamilyHandle* cf(Cf c) const { return handles[c]; }
+
+  // Writer queue: the front writer is the leader and the only thread writing
+  // events/global/runs; it holds no lock while building and writing a batch.
+  std::mutex mu;
+  std::deque<Writer*> writers;
+
+  // Tip cache: written only by the leader, read by the leader and LastSeq.
+  mutable std::mutex tip_mu;
+  std::unordered_map<std::string, RunTip> tips;
+
+  // Last assigned global position; written only by the leader after a commit.
+  std::atomic<uint64_t> last_global_pos{0};
+
+  // Blob writes are serialised so that the existence check and the count agree.
+  std::mutex blob_mu;
+  std::optional<size_t> blob_count;  // computed on first BlobCount()
+
+  StoreCore() = default;
+  StoreCore(const StoreCore&) = delete;
+  StoreCore& operator=(const StoreCore&) = delete;
+  ~StoreCore();
+
+  // Reads the tip of run_id from the events CF (no cache).
+  Result<RunTip> ReadTip(const std::string& run_id) const;
+  // Runs a writer through the queue (leader or follower) until it is done.
+  void Write(Writer* w);
+
+ private:
+  void LeadGroup(std::vector<Writer*>& group);
+};
+
+struct EventStore::Impl : StoreCore {};
+
+}  // namespace npuprof::store

@@ -1,0 +1,138 @@
+"""The true HBM budget of one simulated vLLM instance, per device.
+
+Every component is chosen so that what the logs print (2-decimal GiB for KV
+cache and graph capture, 4-decimal GiB for weights) and what msprof writes
+(integer KB) equal the truth, and npu-smi's integer MB totals are the exact
+sum of the components plus a small truly-unattributed residual."""
+import json
+import math
+import os
+
+from . import safetensors_io, weight_shard
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+BLOCK_SIZE = 128
+OTHER_REPORT_THRESHOLD_MB = 0.5
+
+DEFAULT_MEMORY = {
+    "hccl_kb": 612000,          # ~597.7 MB
+    "runtime_kb": 128307,       # ~125.3 MB
+    "slog_kb": 6144,            # 6 MB
+    "other_kb": {"FMK": 3200, "DEVMM": 256, "DRV": 0},
+    "activation_mb": 180,
+    "residual_mb": 37,
+    "graph_gib": {"default": 0.49, "PIECEWISE": 0.16, "FULL_DECODE_ONLY": 0.49, "FULL": 0.62,
+                  "FULL_AND_PIECEWISE": 0.64},
+    "kv_cache_gib": None,       # force a value (2 decimals); None = derive from utilisation
+    "weights_extra_mb": 0.0,    # added to what vLLM measures for weights (e.g. workspace)
+}
+
+# msprof module ids (slog module table) for row ordering.
+MODULE_IDS = {"SLOG": 0, "IDEDD": 1, "SCC": 2, "HCCL": 3, "FMK": 4, "CCU": 5, "DVPP": 6, "RUNTIME": 7,
+              "CCE": 8, "HDC": 9, "DRV": 10, "NET": 11, "DEVMM": 22, "KERNEL": 23, "APP": 33,
+              "TS": 34, "AICPU": 36, "GE": 45, "ASCENDCL": 48}
+
+
+def memory_settings(cfg):
+    m = dict(DEFAULT_MEMORY)
+    m.update(cfg.get("memory", {}))
+    g = dict(DEFAULT_MEMORY["graph_gib"])
+    g.update(cfg.get("memory", {}).get("graph_gib", {}) if isinstance(cfg.get("memory", {}).get("graph_gib"), dict) else {})
+    if isinstance(cfg.get("memory", {}).get("graph_gib"), (int, float)):
+        g = {k: cfg["memory"]["graph_gib"] for k in g}
+    m["graph_gib"] = g
+    return m
+
+
+def load_model_config(model_dir):
+    try:
+        with open(os.path.join(model_dir, "config.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def kv_bytes_per_token(mc, tp):
+    """Per-rank KV bytes per token (bf16 cache)."""
+    layers = mc.get("num_hidden_layers", 1)
+    if mc.get("layer_types"):
+        layers = sum(1 for t in mc["layer_types"] if t == "full_attention") or 1
+    if mc.get("kv_lora_rank"):
+        return (mc["kv_lora_rank"] + mc.get("qk_rope_head_dim", 64)) * layers * 2
+    heads = mc.get("num_attention_heads", 8)
+    kvh = mc.get("num_key_value_heads", heads)
+    hd = mc.get("head_dim") or mc.get("hidden_size", 1024) // heads
+    return 2 * layers * max(1, kvh // tp) * hd * 2
+
+
+def centi_floor(x):
+    return int(math.floor(x * 100 + 1e-9))
+
+
+def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
+         enforce_eager, cudagraph_mode):
+    """devices: config device dicts, one per rank (rank order).
+    Returns the plan; raises ValueError(msg) when vLLM would refuse to start."""
+    m = memory_settings(cfg)
+    tensors = safetensors_io.model_tensors(model_dir)
+    if not tensors:
+        raise FileNotFoundError("No model weights found in %s" % model_dir)
+    w = weight_shard.per_device(tensors, tp, dp, expert_parallel)
+    weights_mb = w["per_device_bytes"] / MIB + float(m["weights_extra_mb"])
+    mc = load_model_config(model_dir)
+    other_kb = {k: int(v) for k, v in m["other_kb"].items()}
+    hccl_mb, runtime_mb, slog_mb = m["hccl_kb"] / 1024.0, m["runtime_kb"] / 1024.0, m["slog_kb"] / 1024.0
+    other_all_mb = sum(other_kb.values()) / 1024.0
+    other_rep_mb = sum(v / 1024.0 for v in other_kb.values() if v / 1024.0 > OTHER_REPORT_THRESHOLD_MB)
+    act_mb = int(m["activation_mb"])
+    graph_centi = 0 if enforce_eager else centi_floor(float(m["graph_gib"].get(cudagraph_mode or "default",
+                                                                              m["graph_gib"]["default"])))
+    graph_mb = graph_centi * 1024 / 100.0
+    bpt = kv_bytes_per_token(mc, tp)
+    ranks = []
+    for r, dev in enumerate(devices):
+        total = dev["total_mb"]
+        base = dev["baseline_mb"]
+        non_torch = hccl_mb + runtime_mb + slog_mb + other_all_mb + m["residual_mb"]
+        if m["kv_cache_gib"] is not None:
+            kv_centi = centi_floor(float(m["kv_cache_gib"]))
+        else:
+            kv_centi = centi_floor((total * util - base - weights_mb - act_mb - non_torch) / 1024.0)
+        if kv_centi <= 0:
+            raise ValueError("No available memory for the cache blocks. Try increasing "
+                             "`gpu_memory_utilization` when initializing the engine.")
+        kv_mb = kv_centi * 1024 / 100.0
+        known = base + weights_mb + kv_mb + graph_mb + hccl_mb + runtime_mb + slog_mb + other_all_mb
+        after_ready = int(round(known + m["residual_mb"]))
+        after_loaded = int(round(base + weights_mb + hccl_mb + runtime_mb + slog_mb + other_all_mb))
+        after_inf = after_ready + act_mb
+        if after_inf > total:
+            raise MemoryError("NPU out of memory. Tried to allocate %.2f GiB (NPU %d; %.2f GiB total capacity)"
+                              % (kv_mb / 1024, dev["index"], total / 1024.0))
+        reported_sum = (base + weights_mb + kv_mb + graph_mb + hccl_mb + runtime_mb + slog_mb
+                        + other_rep_mb + act_mb)
+        tokens = int((kv_centi * GIB // 100) // (BLOCK_SIZE * bpt)) * BLOCK_SIZE
+        app_mb = weights_mb + kv_mb + graph_mb + act_mb + (after_ready - known)
+        ranks.append({
+            "rank": r, "dp_rank": r // tp, "tp_rank": r % tp, "device": dev["index"],
+            "npu_id": dev["npu_id"], "chip": dev["chip"], "hbm_total_mb": total,
+            "components_mb": {
+                "fixed": float(base), "weights": weights_mb, "kv_cache": kv_mb, "graph_capture": graph_mb,
+                "hccl": hccl_mb, "runtime": runtime_mb, "slog": slog_mb, "msprof_other": other_rep_mb,
+                "activation_peak": float(act_mb), "residual": after_inf - reported_sum,
+            },
+            "msprof_components_kb": dict({"SLOG": m["slog_kb"], "HCCL": m["hccl_kb"],
+                                          "RUNTIME": m["runtime_kb"]}, **other_kb),
+            "msprof_app_peak_kb": int(round(app_mb * 1024)),
+            "printed": {"weights_gib": "%.4f" % (weights_mb / 1024.0), "kv_cache_gib": "%.2f" % (kv_centi / 100.0),
+                        "graph_capture_gib": None if enforce_eager else "%.2f" % (graph_centi / 100.0)},
+            "kv_cache_tokens": tokens,
+            "npu_smi": {"baseline_mb": base, "after_loaded_mb": after_loaded, "after_ready_mb": after_ready,
+                        "after_inference_mb": after_inf},
+        })
+    tokens = min(r["kv_cache_tokens"] for r in ranks)
+    return {"weights": w, "weights_mb": weights_mb, "kv_bytes_per_token": bpt, "block_size": BLOCK_SIZE,
+            "kv_cache_tokens": tokens, "num_gpu_blocks": tokens // BLOCK_SIZE,
+            "max_concurrency": tokens / float(max_model_len), "graph_centi": graph_centi,
+            "activation_mb": act_mb, "ranks": ranks, "model_config": mc}

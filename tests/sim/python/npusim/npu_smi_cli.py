@@ -1,0 +1,92 @@
+"""`npu-smi info` for the simulated target: device HBM follows the live
+service instances (state/instances/*.json) and the pre-set busy devices."""
+import glob
+import os
+import sys
+
+from . import sim_root
+from .layouts import LAYOUTS
+from .npu_smi_render import render
+
+USAGE = """Usage: npu-smi [OPTIONS] COMMAND [ARGS]...
+
+Commands:
+        info                 Show information.
+        set                  Set configuration.
+        upgrade              Upgrade firmware.
+
+Options:
+        -h, --help           Show this message and exit.
+        -v, --version        Show the version of npu-smi.
+"""
+
+
+def device_usage(root, cfg):
+    """-> (used_mb per device index, process rows)."""
+    devs = cfg["devices"]
+    used = {d["index"]: float(d["baseline_mb"]) for d in devs}
+    procs = []
+    for b in cfg.get("busy", []):
+        used[b["device"]] += b["mb"]
+        if b["kind"] == "proc":
+            d = devs[b["device"]]
+            procs.append({"device": b["device"], "npu_id": d["npu_id"], "chip": d["chip"], "pid": b["pid"],
+                          "name": b.get("name", ""), "mem_mb": b["mb"]})
+    for path in sorted(glob.glob(os.path.join(sim_root.instances_dir(root), "*.json"))):
+        inst = sim_root.read_json(path)
+        if not inst or not sim_root.pid_alive(inst.get("main_pid"), inst.get("main_start")):
+            continue
+        phase = inst.get("phase", "starting")
+        key = {"loaded": "loaded", "loaded-never-ready": "loaded", "ready": "ready", "inferred": "inferred",
+               "stopping": "inferred"}.get(phase)
+        for rk in inst.get("ranks", []):
+            if not sim_root.pid_alive(rk["pid"], rk.get("start")):
+                continue
+            delta = 0
+            if key:
+                delta = inst["used_delta_mb"].get(str(rk["device"]), {}).get(key, 0)
+            used[rk["device"]] += delta
+            d = devs[rk["device"]]
+            procs.append({"device": rk["device"], "npu_id": d["npu_id"], "chip": d["chip"], "pid": rk["pid"],
+                          "name": sim_root.proc_comm(rk["pid"])[:15], "mem_mb": int(round(delta))})
+    return used, procs
+
+
+def render_info(root, cfg):
+    layout = LAYOUTS[cfg["layout"]]
+    kind = layout["kind"]
+    used, procs = device_usage(root, cfg)
+    chips = []
+    for d in cfg["devices"]:
+        u = int(round(used[d["index"]]))
+        busy = any(p["device"] == d["index"] for p in procs) or u - d["baseline_mb"] > 0
+        ch = {"npu_id": d["npu_id"], "chip": d["chip"], "phy_id": d["phy_id"], "name": d["name"],
+              "health": d["health"], "power": d["power"], "temp": d["temp"], "hugepages": d["hugepages"],
+              "bus_id": d["bus_id"], "aicore": 17 if busy and kind == "a3" else 0}
+        if kind == "310p":
+            ch["mem"] = [u, d["total_mb"]]
+        else:
+            ch["mem"] = [0, 0]
+            ch["hbm"] = [u, d["total_mb"]]
+        chips.append(ch)
+    procs.sort(key=lambda p: (p["device"], p["pid"]))
+    return render(kind, cfg.get("npu_smi_version", layout["version"]), chips, procs,
+                  process_table=cfg.get("process_table", True))
+
+
+def main(argv):
+    try:
+        root = sim_root.root_dir()
+        cfg = sim_root.load_config(root)
+    except (sim_root.SimError, OSError, ValueError) as e:
+        sys.stderr.write("npu-smi: %s\n" % e)
+        return 1
+    if argv == ["info"]:
+        sys.stdout.write(render_info(root, cfg))
+        return 0
+    if argv in (["-v"], ["--version"]):
+        sys.stdout.write("npu-smi version: %s\n" % cfg.get("npu_smi_version", LAYOUTS[cfg["layout"]]["version"]))
+        return 0
+    sys.stdout.write(USAGE)
+    return 255 if argv else 1
+

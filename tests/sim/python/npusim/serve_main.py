@@ -1,0 +1,437 @@
+"""The simulated vLLM API-server process: resolves devices, plans memory,
+spawns one process per rank, prints start-up logs, serves HTTP, records the
+state npu-smi reads and the ground truth tests compare against, and shuts
+everything down cleanly on SIGINT/SIGTERM."""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from . import ground_truth, log_lines, memory_plan, msprof_raw, msprof_series, sim_root, torch_profile_writer
+from .http_api import make_server, serve_in_thread
+from .log_lines import Logger
+
+ENV_ERRORS = {
+    "vllm_ascend": "ModuleNotFoundError: No module named 'vllm_ascend'",
+    "torch_npu": "ModuleNotFoundError: No module named 'torch_npu'",
+    "libhccl": "ImportError: libhccl.so: cannot open shared object file: No such file or directory",
+    "device_type": "RuntimeError: Failed to infer device type",
+}
+
+
+
+class Service:
+    def __init__(self, args, entry):
+        self.args = args
+        self.entry = entry
+        self.root = sim_root.root_dir()
+        self.cfg = sim_root.load_config(self.root)
+        self.style = self.cfg.get("log_style", "ascend")
+        self.pid = os.getpid()
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.api_log = Logger(self.style, log_lines.api_prefix(self.style, self.pid), self.cfg.get("log_ansi"))
+        self.model = args.model
+        self.served_names = list(args.served_model_name or [args.model])
+        self.served_name = self.served_names[0]
+        self.tp = max(1, args.tensor_parallel_size)
+        self.dp = max(1, args.data_parallel_size)
+        self.world = self.tp * self.dp
+        self.max_model_len = args.max_model_len or 4096
+        self.started = time.time()
+        self.image_tokens = int(self.cfg.get("image_tokens", 256))
+        self.ranks = []          # [{"rank", "pid", "start", "device", "proc", "fd"}]
+        self.timeline = []       # [[t_us, phase]]
+        self.phase = "starting"
+        self.requests_total = 0
+        self.chat_seen = 0
+        self.profiling = False
+        self.window = []
+        self.window_start = 0.0
+        self.instance = "vllm-%d-%s" % (self.pid, time.strftime("%Y%m%dT%H%M%S"))
+        self.truth_path = os.path.join(sim_root.truth_dir(self.root), self.instance + ".json")
+        self.inst_path = os.path.join(sim_root.instances_dir(self.root), self.instance + ".json")
+        self.plan = None
+        self.truth = None
+        self.msprof = self._msprof_options()
+        self.prof_dirs = {}
+        pc = args.profiler_config or {}
+        env_dir = os.environ.get("VLLM_TORCH_PROFILER_DIR")
+        self.profiler_enabled = bool(pc.get("profiler")) or bool(env_dir)
+        self.profiler_dir = os.path.abspath(pc.get("torch_profiler_dir") or env_dir or "./vllm_profile")
+        self.profiler_with_stack = bool(pc.get("torch_profiler_with_stack", True))
+
+    # ---- helpers -------------------------------------------------------------
+    def _msprof_options(self):
+        if os.environ.get("PROFILING_MODE") != "true":
+            return None
+        try:
+            opts = json.loads(os.environ.get("PROFILING_OPTIONS", "{}"))
+        except ValueError:
+            return None
+        if opts.get("sys_hardware_mem") != "on" or not opts.get("output"):
+            return dict(opts, memory=False)
+        return dict(opts, memory=True)
+
+    def _sleep(self, secs):
+        return self.stop_event.wait(secs)
+
+    def _mark(self, phase):
+        self.phase = phase
+        self.timeline.append([time.time() * 1e6, phase])
+        self._write_instance()
+
+    def _write_instance(self):
+        deltas = {}
+        if self.plan:
+            for r in self.plan["ranks"]:
+                s = r["npu_smi"]
+                deltas[str(r["device"])] = {
+                    "loaded": s["after_loaded_mb"] - s["baseline_mb"],
+                    "ready": s["after_ready_mb"] - s["baseline_mb"],
+                    "inferred": s["after_inference_mb"] - s["baseline_mb"]}
+        sim_root.write_json_atomic(self.inst_path, {
+            "instance": self.instance, "main_pid": self.pid, "main_start": sim_root.proc_start_time(self.pid),
+            "phase": self.phase, "port": self.args.port,
+            "ranks": [{"rank": r["rank"], "pid": r["pid"], "start": r["start"], "device": r["device"]}
+                      for r in self.ranks],
+            "used_delta_mb": deltas})
+
+    def _write_truth(self, status, extra=None):
+        t = dict(self.truth or {})
+        t.update({"status": status, "phase": self.phase, "updated_at": time.time()})
+        if extra:
+            t.update(extra)
+        self.truth = t
+        sim_root.write_json_atomic(self.truth_path, t)
+
+    def _crash(self, message, code=1):
+        sys.stderr.write("Traceback (most recent call last):\n"
+                         '  File "/usr/local/bin/vllm", line 8, in <module>\n'
+                         "    sys.exit(main())\n"
+                         '  File "/usr/local/lib/python3.11/site-packages/vllm/entrypoints/cli/main.py", line 54, in main\n'
+                         "    args.dispatch_function(args)\n"
+                         + message + "\n")
+        sys.stderr.flush()
+        if self.truth is not None:
+            self._write_truth("crashed", {"error": message})
+        self._cleanup()
+        sys.exit(code)
+
+    def _devices(self):
+        devs = self.cfg["devices"]
+        vis = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
+        if vis is None or vis.strip() == "":
+            chosen = devs
+        else:
+            chosen = []
+            for tok in vis.split(","):
+                tok = tok.strip()
+                if not tok.isdigit() or int(tok) >= len(devs):
+                    self._crash("RuntimeError: ASCEND_RT_VISIBLE_DEVICES=%s names device %s, which does not exist"
+                                % (vis, tok))
+                chosen.append(devs[int(tok)])
+        if len(chosen) < self.world:
+            self._crash("ValueError: World size (%d) is larger than the number of available NPUs (%d) in this node."
+                        % (self.world, len(chosen)))
+        return chosen[:self.world]
+
+    # ---- start-up ------------------------------------------------------------
+    def startup(self):
+        a = self.args
+        style = self.style
+        api = self.api_log
+        step = sim_root.delay(self.cfg, "startup", 0.5)
+        if style == "ascend":
+            api.info("utils.py:297", "version 0.18.0")
+        api.info("utils.py:233" if style != "old" else "api_server.py:712",
+                 "non-default args: {'model_tag': %r, 'model': %r, 'tensor_parallel_size': %d}"
+                 % (a.model, a.model, self.tp))
+        if self.profiler_enabled:
+            if a.profiler_config:
+                api.info("api_server.py:1760", "Profiler with mode '%s' is enabled in the API server. This should "
+                         "ONLY be used for local development!" % (a.profiler_config.get("profiler") or "torch"))
+            else:
+                api.warning("api_server.py:1760", "Torch Profiler is enabled in the API server. This should ONLY "
+                            "be used for local development!")
+        if self.msprof:
+            self._sleep(sim_root.delay(self.cfg, "msprof_startup", 0.0))  # msprof wrapping slows start-up
+        crash = sim_root.fault(self.cfg, "crash_on_start")
+        if crash:
+            self._sleep(min(step * 0.4, 0.5))
+            self._crash(ENV_ERRORS.get(str(crash), ENV_ERRORS["vllm_ascend"] if crash is True else str(crash)))
+        if not os.path.isdir(self.model):
+            self._crash("OSError: %s is not a local folder and is not a valid model identifier listed on "
+                        "'https://huggingface.co/models'" % self.model)
+        devices = self._devices()
+        cc = a.compilation_config or {}
+        mode = cc.get("cudagraph_mode") if isinstance(cc, dict) else None
+        try:
+            self.plan = memory_plan.plan(self.cfg, self.model, devices, self.tp, self.dp, a.enable_expert_parallel,
+                                         a.gpu_memory_utilization, self.max_model_len, a.enforce_eager, mode)
+        except (ValueError, MemoryError, FileNotFoundError) as e:
+            self._crash("%s: %s" % (type(e).__name__, e))
+        mc = self.plan["model_config"]
+        if style == "ascend" and not a.enforce_eager:
+            api.info("utils.py:582", "No adjustment needed for ACL graph batch sizes: %s model (layers: %d) with %d sizes"
+                     % ((mc.get("architectures") or ["LlamaForCausalLM"])[0], mc.get("num_hidden_layers", 1),
+                        int(self.cfg.get("graph_sizes", 35))))
+        self.truth = ground_truth.truth_doc(self, devices, mode)
+        self._write_truth("starting")
+        self._mark("starting")
+        if self.msprof:
+            self.prof_dirs["main"] = msprof_raw.create_prof(self.msprof["output"], self.pid, [], index=1)
+        self._spawn_ranks(devices, step)
+        self._wait_ranks("L")
+        self._mark("loaded")
+        self._wait_ranks("K")
+        p = self.plan
+        for d in range(self.dp):
+            eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, d), self.cfg.get("log_ansi"))
+            if style == "old":
+                if d == 0:
+                    eng.info("distributed_gpu_executor.py:57", "# GPU blocks: %d, # CPU blocks: %d"
+                             % (p["num_gpu_blocks"], 4096))
+                    eng.info("distributed_gpu_executor.py:61", "Maximum concurrency for %d tokens per request: %.2fx"
+                             % (self.max_model_len, p["max_concurrency"]))
+            else:
+                eng.info("kv_cache_utils.py:1316" if style == "ascend" else "kv_cache_utils.py:716",
+                         "GPU KV cache size: {:,} tokens".format(p["kv_cache_tokens"]))
+                eng.info("kv_cache_utils.py:1321" if style == "ascend" else "kv_cache_utils.py:720",
+                         "Maximum concurrency for {:,} tokens per request: {:.2f}x".format(
+                             self.max_model_len, p["max_concurrency"]))
+        self._wait_ranks("G")
+        eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, 0), self.cfg.get("log_ansi"))
+        eng.info("core.py:281" if style != "old" else "llm_engine.py:431",
+                 "init engine (profile, create kv cache, warmup model) took %.2f seconds" % (time.time() - self.started))
+        if sim_root.fault(self.cfg, "never_ready"):
+            self._mark("loaded-never-ready")
+            return None
+        srv = self._bind()
+        self._mark("ready")
+        self._write_truth("ready", {"ready_at": time.time()})
+        log_lines.readiness(api, style, self.args.host or "0.0.0.0", self.args.port, self.pid,
+                            self.profiler_enabled)
+        if style == "new":
+            api.info("loggers.py:147", "Engine 000: vllm cache_config_info with initialization after num_gpu_blocks is: %d"
+                     % self.plan["num_gpu_blocks"])
+        return srv
+
+    def _spawn_ranks(self, devices, step):
+        pyroot = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = pyroot + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        for r, dev in zip(self.plan["ranks"], devices):
+            rfd, wfd = os.pipe()
+            c = r["components_mb"]
+            spec = {"rank": r["rank"], "tp_rank": r["tp_rank"], "dp_rank": r["dp_rank"], "tp": self.tp,
+                    "dp": self.dp, "world": self.world, "ppid": self.pid, "fd": wfd, "style": self.style,
+                    "ansi": self.cfg.get("log_ansi"), "startup": step, "model": self.model,
+                    "printed": r["printed"], "shards": max(1, len([f for f in os.listdir(self.model)
+                                                                   if f.endswith(".safetensors")])),
+                    "ep_rank": r["rank"] if self.args.enable_expert_parallel else None,
+                    "vision": bool(self.plan["model_config"].get("vision_config")),
+                    "max_num_batched_tokens": self.args.max_num_batched_tokens or 8192,
+                    "graph_sizes": int(self.cfg.get("graph_sizes", 35)),
+                    "v0_profile": {"total_gib": dev["total_mb"] / 1024.0, "util": self.args.gpu_memory_utilization,
+                                   "weights_gib": c["weights"] / 1024.0,
+                                   "non_torch_gib": (c["hccl"] + c["runtime"] + c["slog"]) / 1024.0,
+                                   "activation_gib": c["activation_peak"] / 1024.0}}
+            proc = subprocess.Popen([sys.executable, "-m", "npusim.rank_worker", json.dumps(spec)],
+                                    pass_fds=(wfd,), env=env, stdin=subprocess.DEVNULL)
+            os.close(wfd)
+            self.ranks.append({"rank": r["rank"], "pid": proc.pid, "start": None, "device": dev["index"],
+                               "proc": proc, "fd": rfd, "seen": ""})
+        for rk in self.ranks:
+            for _ in range(50):
+                rk["start"] = sim_root.proc_start_time(rk["pid"])
+                if rk["start"] is not None:
+                    break
+                time.sleep(0.01)
+        if self.msprof:
+            for rk in self.ranks:
+                self.prof_dirs[rk["rank"]] = msprof_raw.create_prof(self.msprof["output"], rk["pid"], [rk["device"]])
+        self._write_truth("starting", {"rank_pids": [rk["pid"] for rk in self.ranks]})
+        self._write_instance()
+
+    def _wait_ranks(self, ch):
+        while not self.stop_event.is_set():
+            pending = [rk for rk in self.ranks if ch not in rk["seen"]]
+            if not pending:
+                return
+            r, _, _ = select.select([rk["fd"] for rk in pending], [], [], 0.1)
+            for rk in pending:
+                if rk["fd"] in r:
+                    data = os.read(rk["fd"], 16).decode()
+                    if not data:
+                        self._crash("RuntimeError: Worker process (rank %d, pid %d) died unexpectedly during "
+                                    "start-up" % (rk["rank"], rk["pid"]))
+                    rk["seen"] += data
+        raise KeyboardInterrupt
+
+    def _bind(self):
+        host = self.cfg.get("bind_host", "127.0.0.1")
+        try:
+            return make_server(self, host, self.args.port)
+        except OSError as e:
+            self._crash("OSError: [Errno %d] error while attempting to bind on address ('%s', %d): %s"
+                        % (e.errno or 98, self.args.host or "0.0.0.0", self.args.port, e.strerror))
+
+    # ---- requests and profiling ---------------------------------------------
+    def run_request(self, kind, prompt_tokens, completion_tokens):
+        with self.lock:
+            self.requests_total += 1
+            fail = False
+            if kind == "chat":
+                ratio = float(sim_root.fault(self.cfg, "chat_fail_ratio", 0) or 0)
+                i = self.chat_seen
+                self.chat_seen += 1
+                fail = int((i + 1) * ratio) > int(i * ratio)
+            if self.phase == "ready":
+                self._mark("inferred")
+                self._write_truth("ready", {"first_request_at": time.time()})
+            rec = {"kind": kind, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                   "t_start": time.time(), "ok": not fail}
+            if self.profiling:
+                self.window.append(rec)
+        tok = sim_root.delay(self.cfg, "token", 0.001)
+        time.sleep(min(5.0, sim_root.delay(self.cfg, "prefill", 0.005) + tok * completion_tokens))
+        rec["t_end"] = time.time()
+        return not fail
+
+    def profile_control(self, start):
+        slow = float(sim_root.fault(self.cfg, "slow_profile_control", 0) or 0)
+        if slow:
+            time.sleep(slow)
+        if start:
+            if sim_root.fault(self.cfg, "start_profile_500"):
+                return 500, "Failed to start profiler: simulated failure"
+            with self.lock:
+                self.profiling = True
+                self.window = []
+                self.window_start = time.time()
+            self.api_log.info("api_server.py:1054", "Starting profiler...")
+            return 200, ""
+        if sim_root.fault(self.cfg, "stop_profile_500"):
+            return 500, "Failed to stop profiler: simulated failure"
+        with self.lock:
+            was, reqs = self.profiling, [r for r in self.window if r.get("ok")]
+            self.profiling = False
+            self.window = []
+        self.api_log.info("api_server.py:1062", "Stopping profiler...")
+        if was and reqs:
+            self._write_profiles(reqs)
+        return 200, ""
+
+    def _write_profiles(self, reqs):
+        skip = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_profile"))
+        no_kd = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_kernel_details"))
+        no_tv = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_trace_view"))
+        os.makedirs(self.profiler_dir, exist_ok=True)
+        paths = []
+        for rk in self.ranks:
+            if rk["rank"] in skip:
+                continue
+            paths.append(torch_profile_writer.write_rank(
+                self.profiler_dir, rk["rank"], rk["pid"], rk["device"], self.tp, reqs, self.window_start,
+                naming=self.cfg.get("profile_dir_naming", "host"), host=self.cfg.get("hostname"),
+                device_data=rk["rank"] not in no_kd, framework_ops=rk["rank"] not in no_tv,
+                with_stack=self.profiler_with_stack))
+        self._write_truth(self.truth.get("status", "ready"),
+                          {"profile_dirs": (self.truth.get("profile_dirs") or []) + paths})
+
+    # ---- shutdown ------------------------------------------------------------
+    def _cleanup(self):
+        for rk in self.ranks:
+            if rk["proc"].poll() is None:
+                try:
+                    rk["proc"].send_signal(signal.SIGTERM)
+                except OSError:
+                    pass
+        deadline = time.time() + 5
+        for rk in self.ranks:
+            try:
+                rk["proc"].wait(max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                rk["proc"].kill()
+                rk["proc"].wait()
+        try:
+            os.unlink(self.inst_path)
+        except OSError:
+            pass
+
+    def shutdown(self, srv):
+        api = self.api_log
+        if srv is not None:
+            srv.shutdown()
+            srv.server_close()
+            err = sys.stdout if self.style == "ascend" else sys.stderr
+            api.raw("INFO:     Shutting down", err)
+            api.raw("INFO:     Waiting for application shutdown.", err)
+            api.raw("INFO:     Application shutdown complete.", err)
+            api.raw("INFO:     Finished server process [%d]" % self.pid, err)
+        self._mark("stopping")
+        self._cleanup()
+        try:
+            if self.msprof and self.msprof.get("memory") and self.plan:
+                msprof_series.write(self.prof_dirs, self.plan, self.timeline + [[time.time() * 1e6, "end"]],
+                                    int(self.msprof.get("sys_hardware_mem_freq", 50)))
+            for p in self.prof_dirs.values():
+                msprof_raw.finish(p)
+        except OSError as e:
+            sys.stderr.write("msprof data write failed: %s\n" % e)
+        if self.truth is not None:
+            self._write_truth("stopped", {"stopped_at": time.time(), "requests": self.requests_total})
+
+
+def run(args, entry):
+    svc = Service(args, entry)
+
+    def on_signal(_s, _f):
+        svc.stop_event.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    srv = None
+    try:
+        srv = svc.startup()
+        if srv is not None:
+            serve_in_thread(srv)
+        while not svc.stop_event.wait(0.2):
+            for rk in svc.ranks:
+                if rk["proc"].poll() is not None:
+                    svc.api_log.error("core.py:700", "Worker proc rank %d died unexpectedly, shutting down executor."
+                                      % rk["rank"])
+                    svc.stop_event.set()
+    except KeyboardInterrupt:
+        pass
+    svc.shutdown(srv)
+    return 0
+
+
+def main_serve(argv):
+    from .serve_args import parse_serve
+    try:
+        args = parse_serve(argv)
+    except sim_root.SimError as e:
+        sys.stderr.write(str(e) + "\n")
+        return 1
+    return _run_checked(args, "serve")
+
+
+def main_api_server(argv):
+    from .serve_args import parse_api_server
+    return _run_checked(parse_api_server(argv), "api_server")
+
+
+def _run_checked(args, entry):
+    try:
+        return run(args, entry)
+    except sim_root.SimError as e:
+        sys.stderr.write(str(e) + "\n")
+        return 1
+

@@ -1,0 +1,120 @@
+"""Where a simulated target keeps its state, and small helpers to read and
+write it safely from several processes (atomic JSON writes, pid liveness)."""
+import json
+import os
+import sys
+import time
+
+ENV_ROOT = "NPUPROF_SIM_ROOT"
+
+
+class SimError(Exception):
+    pass
+
+
+def root_dir(required=True):
+    root = os.environ.get(ENV_ROOT, "")
+    if not root:
+        if required:
+            raise SimError("simulator: %s is not set (source the target's set_env.sh)" % ENV_ROOT)
+        return None
+    return root
+
+
+def state_dir(root):
+    return os.path.join(root, "state")
+
+
+def config_path(root):
+    return os.path.join(state_dir(root), "config.json")
+
+
+def instances_dir(root):
+    return os.path.join(state_dir(root), "instances")
+
+
+def truth_dir(root):
+    return os.path.join(state_dir(root), "truth")
+
+
+def load_config(root=None):
+    root = root or root_dir()
+    with open(config_path(root)) as f:
+        return json.load(f)
+
+
+def write_json_atomic(path, obj, indent=2):
+    """Write obj as JSON so that a concurrent reader sees either the old or
+    the new file, never a torn one."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    tmp = "%s.tmp.%d.%d" % (path, os.getpid(), int(time.time() * 1e6))
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=indent, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_json(path, default=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def proc_start_time(pid):
+    """Start time (clock ticks since boot) of pid, or None if it is gone or a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            data = f.read()
+    except OSError:
+        return None
+    rest = data[data.rfind(")") + 2:].split()
+    if rest[0] in ("Z", "X"):
+        return None
+    return int(rest[19])
+
+
+def pid_alive(pid, start_time=None):
+    if not pid or pid <= 0:
+        return False
+    st = proc_start_time(pid)
+    if st is None:
+        return False
+    if start_time is not None and st != start_time:
+        return False
+    return True
+
+
+def proc_comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def fault(cfg, name, default=None):
+    return cfg.get("faults", {}).get(name, default)
+
+
+def delay(cfg, name, default=0.0):
+    return float(cfg.get("delays", {}).get(name, default))
+
+
+def parse_rank_list(value):
+    """'1' / '0,2' / [1, 2] / True (= rank 0) -> set of ints."""
+    if value is None or value is False:
+        return set()
+    if value is True:
+        return {0}
+    if isinstance(value, int):
+        return {value}
+    if isinstance(value, list):
+        return {int(v) for v in value}
+    return {int(v) for v in str(value).split(",") if v.strip() != ""}
+
+
+def eprint(*a):
+    print(*a, file=sys.stderr, flush=True)

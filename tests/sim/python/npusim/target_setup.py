@@ -1,0 +1,109 @@
+"""Create a simulated target root: state/config.json, bin/ (links to the
+simulated tools that are "installed"), set_env.sh. See README.md."""
+import json
+import os
+import shutil
+import socket
+
+from . import layouts, memory_plan
+
+SIM_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS = ("npu-smi", "msprof", "vllm")
+
+FAULTS = {
+    "never_ready": "service starts, prints start-up logs, never binds its port",
+    "crash_on_start": "vllm_ascend|torch_npu|libhccl|device_type|<text>: traceback on stderr, exit 1",
+    "rank_no_profile": "rank list: these ranks write no *_ascend_pt",
+    "rank_no_kernel_details": "rank list: device data of these ranks is empty -> no kernel_details.csv",
+    "rank_no_trace_view": "rank list: FRAMEWORK op data missing -> no trace_view.json",
+    "chat_fail_ratio": "float 0..1: share of chat requests answered HTTP 500",
+    "start_profile_500": "POST /start_profile answers 500",
+    "stop_profile_500": "POST /stop_profile answers 500",
+    "slow_profile_control": "seconds: delay before start/stop_profile answer",
+    "export_hang": "msprof --export=on never finishes",
+    "msprof_missing": "msprof is not on PATH (same as --msprof-missing)",
+    "npu_smi_missing": "npu-smi is not on PATH (same as --npu-smi-missing)",
+}
+
+
+def parse_value(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_busy(spec, devices, default_mb=30000):
+    dev, _, rest = spec.partition(":")
+    kind, _, mb = rest.partition("=")
+    if kind not in ("proc", "hbm") or not dev.isdigit() or int(dev) >= len(devices):
+        raise ValueError("bad --busy %r (want DEV:proc[=MB] or DEV:hbm[=MB])" % spec)
+    b = {"device": int(dev), "kind": kind, "mb": int(mb) if mb else default_mb}
+    if kind == "proc":
+        b["pid"] = 1333928 + int(dev)
+        b["name"] = "python3"
+    return b
+
+
+def set_dotted(cfg, key, value):
+    parts = key.split(".")
+    cur = cfg
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value
+
+
+def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, baseline_mb=2862, busy=(),
+          faults=(), startup_delay=0.5, token_delay=0.001, export_delay=1.0, log_style="ascend",
+          msprof_missing=False, npu_smi_missing=False, hostname=None, sets=()):
+    root = os.path.abspath(root)
+    devs = layouts.make_devices(layout, devices, npu_ids, hbm_total_mb, baseline_mb)
+    fdict = {}
+    for f in faults:
+        name, eq, val = f.partition("=")
+        if name not in FAULTS:
+            raise ValueError("unknown fault %r (known: %s)" % (name, ", ".join(sorted(FAULTS))))
+        fdict[name] = parse_value(val) if eq else True
+    msprof_missing = msprof_missing or bool(fdict.get("msprof_missing"))
+    npu_smi_missing = npu_smi_missing or bool(fdict.get("npu_smi_missing"))
+    cfg = {
+        "schema": 1, "root": root, "sim_dir": SIM_DIR, "layout": layout,
+        "npu_smi_version": layouts.LAYOUTS[layout]["version"], "devices": devs,
+        "busy": [parse_busy(b, devs) for b in busy], "faults": fdict,
+        "delays": {"startup": startup_delay, "token": token_delay, "prefill": 0.005, "export": export_delay},
+        "memory": {k: v for k, v in memory_plan.DEFAULT_MEMORY.items()},
+        "log_style": log_style, "log_ansi": None, "bind_host": "127.0.0.1",
+        "hostname": hostname or socket.gethostname(), "profile_dir_naming": "host",
+        "kernel_details_header": "blockdim", "image_tokens": 256, "process_table": True,
+        "msprof_auto_export": True,
+        "installed": [t for t in TOOLS if not ((t == "msprof" and msprof_missing) or
+                                               (t == "npu-smi" and npu_smi_missing))],
+    }
+    for s in sets:
+        k, _, v = s.partition("=")
+        set_dotted(cfg, k, parse_value(v))
+    state = os.path.join(root, "state")
+    for d in ("instances", "truth"):
+        os.makedirs(os.path.join(state, d), exist_ok=True)
+    with open(os.path.join(state, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    bindir = os.path.join(root, "bin")
+    if os.path.isdir(bindir):
+        shutil.rmtree(bindir)
+    os.makedirs(bindir)
+    for t in cfg["installed"]:
+        os.symlink(os.path.join(SIM_DIR, "bin", t), os.path.join(bindir, t))
+    pyroot = os.path.join(SIM_DIR, "python")
+    env_script = os.path.join(root, "set_env.sh")
+    with open(env_script, "w") as f:
+        f.write("# Simulated Ascend toolkit environment (npuprof test simulator)\n"
+                "export NPUPROF_SIM_ROOT='%s'\n"
+                "export ASCEND_HOME_PATH='%s/ascend-toolkit/latest'\n"
+                "export ASCEND_TOOLKIT_HOME=\"$ASCEND_HOME_PATH\"\n"
+                "export PATH='%s':\"$PATH\"\n"
+                "export PYTHONPATH='%s'${PYTHONPATH:+:\"$PYTHONPATH\"}\n" % (root, root, bindir, pyroot))
+    return {"root": root, "set_env": env_script, "bin": bindir, "config": os.path.join(state, "config.json"),
+            "truth_dir": os.path.join(state, "truth"), "layout": layout, "installed": cfg["installed"],
+            "faults": fdict, "busy": cfg["busy"],
+            "devices": [{k: d[k] for k in ("index", "npu_id", "chip", "name", "total_mb", "baseline_mb")}
+                        for d in devs]}

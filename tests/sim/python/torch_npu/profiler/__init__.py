@@ -1,0 +1,2 @@
+"""Simulated torch_npu.profiler."""
+from .profiler import analyse  # noqa: F401

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Create a simulated Ascend target root. See README.md ("setup_target.py")."""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+from npusim import target_setup  # noqa: E402
+from npusim.layouts import LAYOUTS  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="create a simulated Ascend NPU target root")
+    ap.add_argument("--root", help="target root directory (required unless --list-faults)")
+    ap.add_argument("--layout", choices=sorted(LAYOUTS), default="910B3")
+    ap.add_argument("--devices", type=int, default=None, help="device (chip) count")
+    ap.add_argument("--npu-ids", default=None, help="comma list of NPU ids, one per NPU")
+    ap.add_argument("--hbm-total-mb", type=int, default=None)
+    ap.add_argument("--baseline-mb", default="2862", help="one value, or a comma list (one per device)")
+    ap.add_argument("--busy", action="append", default=[], metavar="DEV:proc|DEV:hbm[=MB]")
+    ap.add_argument("--fault", action="append", default=[], metavar="NAME[=VALUE]")
+    ap.add_argument("--startup-delay", type=float, default=0.5)
+    ap.add_argument("--token-delay", type=float, default=0.001)
+    ap.add_argument("--export-delay", type=float, default=1.0)
+    ap.add_argument("--log-style", choices=["old", "new", "ascend"], default="ascend")
+    ap.add_argument("--msprof-missing", action="store_true")
+    ap.add_argument("--npu-smi-missing", action="store_true")
+    ap.add_argument("--hostname", default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="DOTTED.KEY=JSON",
+                    help="override any config key, e.g. memory.activation_mb=200")
+    ap.add_argument("--list-faults", action="store_true")
+    a = ap.parse_args(argv)
+    if a.list_faults:
+        print(json.dumps(target_setup.FAULTS, indent=2))
+        return 0
+    if not a.root:
+        ap.error("--root is required")
+    base = [int(x) for x in a.baseline_mb.split(",")]
+    try:
+        out = target_setup.setup(
+            a.root, layout=a.layout, devices=a.devices,
+            npu_ids=[int(x) for x in a.npu_ids.split(",")] if a.npu_ids else None,
+            hbm_total_mb=a.hbm_total_mb, baseline_mb=base[0] if len(base) == 1 else base, busy=a.busy,
+            faults=a.fault, startup_delay=a.startup_delay, token_delay=a.token_delay, export_delay=a.export_delay,
+            log_style=a.log_style, msprof_missing=a.msprof_missing, npu_smi_missing=a.npu_smi_missing,
+            hostname=a.hostname, sets=a.set)
+    except ValueError as e:
+        sys.stderr.write("setup_target: %s\n" % e)
+        return 2
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""Helpers for the simulator's own tests: build a target, run its tools with
+the target's environment, start/stop simulated services, talk HTTP."""
+import atexit
+import json
+import re
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+SIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SIM_DIR, "python"))
+
+from npusim import model_fixture, target_setup  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+_MODEL_CACHE = {}
+
+
+@atexit.register
+def _remove_models():
+    for d in _MODEL_CACHE.values():
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def small_model(kind="dense", **kw):
+    key = (kind, tuple(sorted(kw.items())))
+    if key not in _MODEL_CACHE:
+        d = tempfile.mkdtemp(prefix="npusim-model-")
+        defaults = {"dense": dict(layers=4, hidden=1024, intermediate=2816, vocab=32000, heads=16, kv_heads=4,
+                                  head_dim=64)}.get(kind, {})
+        defaults.update(kw)
+        model_fixture.make_model(d, kind=kind, **defaults)
+        _MODEL_CACHE[key] = d
+    return _MODEL_CACHE[key]
+
+
+class SimTestCase(unittest.TestCase):
+    """Gives each test a fresh target root and cleans up every process it starts."""
+
+    target_kwargs = {}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="npusim-test-")
+        self.procs = []
+        self.target = None
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def make_target(self, **kw):
+        args = dict(startup_delay=0.3, export_delay=0.3)
+        args.update(self.target_kwargs)
+        args.update(kw)
+        self.target = target_setup.setup(os.path.join(self.tmp, "target"), **args)
+        return self.target
+
+    def env(self, extra=None):
+        t = self.target
+        env = dict(os.environ)
+        env["PATH"] = t["bin"] + ":" + env.get("PATH", "")
+        env["PYTHONPATH"] = os.path.join(SIM_DIR, "python")
+        env["NPUPROF_SIM_ROOT"] = t["root"]
+        for k in ("PROFILING_MODE", "PROFILING_OPTIONS", "ASCEND_RT_VISIBLE_DEVICES", "VLLM_TORCH_PROFILER_DIR"):
+            env.pop(k, None)
+        env.update(extra or {})
+        return env
+
+    def run_tool(self, argv, extra_env=None, timeout=60, cwd=None):
+        return subprocess.run(argv, env=self.env(extra_env), capture_output=True, text=True, timeout=timeout,
+                              cwd=cwd or self.tmp)
+
+    def sh(self, command, timeout=60):
+        """Run a shell command after sourcing the target's set_env.sh, like the C++ workers do."""
+        full = ". '%s' && %s" % (self.target["set_env"], command)
+        env = {k: v for k, v in os.environ.items() if k not in ("NPUPROF_SIM_ROOT", "PYTHONPATH")}
+        return subprocess.run(["bash", "-c", full], env=env, capture_output=True, text=True, timeout=timeout,
+                              cwd=self.tmp)
+
+    def npu_smi(self):
+        r = self.run_tool(["npu-smi", "info"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def start(self, argv, devices=None, extra_env=None, name="svc"):
+        env = self.env(extra_env)
+        if devices is not None:
+            env["ASCEND_RT_VISIBLE_DEVICES"] = devices
+        out = open(os.path.join(self.tmp, name + ".stdout.log"), "w")
+        err = open(os.path.join(self.tmp, name + ".stderr.log"), "w")
+        p = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=self.tmp,
+                             start_new_session=True)
+        p.log_paths = (out.name, err.name)
+        out.close()
+        err.close()
+        self.procs.append(p)
+        return p
+
+    def logs(self, p):
+        with open(p.log_paths[0], newline="") as f:
+            out = f.read()
+        with open(p.log_paths[1], newline="") as f:
+            return out, f.read()
+
+    def wait_ready(self, p, port, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            if p.poll() is not None:
+                self.fail("service exited early rc=%s: %s" % (p.returncode, self.logs(p)[1][-2000:]))
+            try:
+                code, _ = http("GET", port, "/health", timeout=1)
+                if code == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.fail("service not ready on %d" % port)
+
+    def stop(self, p, sig=signal.SIGTERM, timeout=15):
+        p.send_signal(sig)
+        return p.wait(timeout)
+
+    def truth(self):
+        d = self.target["truth_dir"]
+        files = sorted(os.listdir(d))
+        self.assertTrue(files, "no truth file")
+        with open(os.path.join(d, files[-1])) as f:
+            return json.load(f)
+
+
+def http(method, port, path, body=None, timeout=30):
+    data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data, method=method,
+                                 headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw else None)
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw) if raw else None
+        except ValueError:
+            return e.code, raw
+
+
+def parse_npu_smi(text):
+    """Minimal split-on-'|' reader: {device_index: {npu, chip, used, total}}, process rows."""
+    devs, procs = [], []
+    in_proc = False
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("| NPU") and "Process id" in line:
+            in_proc = True
+            continue
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append((in_proc, cells))
+    dev_rows = [c for p, c in rows if not p][3:]
+    for i in range(0, len(dev_rows), 2):
+        r1, r2 = dev_rows[i], dev_rows[i + 1]
+        pairs = [(int(u), int(t)) for u, t in re.findall(r"(\d+)\s*/\s*(\d+)", r2[2])]
+        used, total = pairs[-1]
+        devs.append({"npu": int(r1[0].split()[0]), "name": r1[0].split()[1], "chip": int(r2[0].split()[0]),
+                     "used": used, "total": total, "cols": len(r2)})
+    for p, c in rows:
+        if p and not c[0].startswith("No running"):
+            npu, chip = c[0].split()
+            procs.append({"npu": int(npu), "chip": int(chip), "pid": int(c[1]), "name": c[2], "mem": int(c[3])})
+    return devs, procs

@@ -1,0 +1,282 @@
+// SshSession against a real loopback sshd: exec, reuse, host keys, auth,
+// reconnect after a killed connection, env script, pool.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/support/sshd_fixture.h"
+#include "workers/ssh/shell_quote.h"
+#include "workers/ssh/ssh_pool.h"
+#include "workers/ssh/ssh_session.h"
+
+namespace npuprof::ssh {
+namespace {
+
+using namespace std::chrono_literals;
+using npuprof::testing::SshdFixture;
+
+bool Exists(const std::string& p) { return std::filesystem::exists(p); }
+
+void WaitGone(pid_t pid) {
+  for (int i = 0; i < 300 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(10ms);
+}
+
+class SshSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status s = sshd_.Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << "sshd log:\n" << sshd_.log() << "\n";
+  }
+  SshdFixture sshd_;
+};
+
+TEST_F(SshSessionTest, ExitCodesStdoutStderr) {
+  SshSession s(sshd_.target());
+  auto r = s.Exec("echo out; echo err >&2; exit 3", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_status, 3);
+  EXPECT_EQ(r->stdout_data, "out\n");
+  EXPECT_EQ(r->stderr_data, "err\n");
+  EXPECT_FALSE(r->timed_out);
+  r = s.Exec("true", 10s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_status, 0);
+  EXPECT_TRUE(s.host_key_fingerprint().has_value());
+  EXPECT_EQ(s.host_key_fingerprint()->rfind("SHA256:", 0), 0u);
+}
+
+TEST_F(SshSessionTest, StdinAndLargeOutput) {
+  SshSession s(sshd_.target());
+  auto r = s.Exec("cat", 10s, "hello\nworld");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "hello\nworld");
+  std::string big(300000, 'x');
+  r = s.Exec("wc -c", 10s, big);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::stoul(r->stdout_data), big.size());
+  r = s.Exec("head -c 3000000 /dev/zero; head -c 1000000 /dev/zero >&2", 20s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_data.size(), 3000000u);
+  EXPECT_EQ(r->stderr_data.size(), 1000000u);
+}
+
+TEST_F(SshSessionTest, TimeoutClosesChannelAndSessionStaysUsable) {
+  SshSession s(sshd_.target());
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = s.Exec("echo started; sleep 30", 700ms);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->stdout_data, "started\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(s.last_error_kind(), SshErrorKind::kTimeout);
+  r = s.Exec("echo again", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "again\n");
+  EXPECT_EQ(s.handshakes(), 1);
+}
+
+TEST_F(SshSessionTest, FiftyCommandsOneHandshake) {
+  SshSession s(sshd_.target());
+  size_t max_children = 0;
+  for (int i = 0; i < 50; ++i) {
+    auto r = s.Exec(BuildCommand({"echo", std::to_string(i)}), 10s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data, std::to_string(i) + "\n");
+    max_children = std::max(max_children, sshd_.ChildPids().size());
+  }
+  EXPECT_EQ(s.handshakes(), 1);
+  EXPECT_EQ(s.commands(), 50);
+  EXPECT_EQ(max_children, 1u);  // one connection seen by sshd
+  EXPECT_EQ(sshd_.ChildPids().size(), 1u);
+}
+
+TEST_F(SshSessionTest, UnknownHostKeyRefusedWithClearMessage) {
+  SshTarget t = sshd_.target();
+  t.known_hosts_file = sshd_.dir() + "/empty_known_hosts";
+  std::ofstream(t.known_hosts_file).close();
+  SshSession s(t);
+  const std::string marker = sshd_.dir() + "/marker";
+  auto r = s.Exec(BuildCommand({"touch", marker}), 10s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(ErrorKindOf(r.status()), SshErrorKind::kHostKeyUnknown);
+  EXPECT_EQ(s.last_error_kind(), SshErrorKind::kHostKeyUnknown);
+  EXPECT_NE(r.status().message().find("is not in " + t.known_hosts_file), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("--accept-new-host-key"), std::string::npos);
+  EXPECT_FALSE(Exists(marker));
+}
+
+TEST_F(SshSessionTest, AcceptNewRecordsFingerprintThenStrictWorks) {
+  SshTarget t = sshd_.target();
+  t.known_hosts_file = sshd_.dir() + "/new_known_hosts";  // does not exist yet
+  t.host_key_policy = HostKeyPolicy::kAcceptNew;
+  std::string fp;
+  {
+    SshSession s(t);
+    auto r = s.Exec("echo ok", 10s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(s.accepted_new_fingerprint().has_value());
+    fp = *s.accepted_new_fingerprint();
+    EXPECT_EQ(fp.rfind("SHA256:", 0), 0u);
+    EXPECT_EQ(fp, s.host_key_fingerprint().value_or(""));
+  }
+  t.host_key_policy = HostKeyPolicy::kStrict;
+  SshSession strict(t);
+  auto r = strict.Exec("echo ok", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(strict.accepted_new_fingerprint().has_value());
+  EXPECT_EQ(strict.host_key_fingerprint().value_or(""), fp);
+}
+
+TEST_F(SshSessionTest, HostKeyMismatchRefusedAndNothingExecuted) {
+  SshSession s(sshd_.target());
+  ASSERT_TRUE(s.Exec("true", 10s).ok());
+  ASSERT_TRUE(sshd_.RestartWithNewHostKey().ok());
+  const std::string marker = sshd_.dir() + "/marker";
+  SshSession fresh(sshd_.target());
+  for (SshSession* session : {&s, &fresh}) {
+    auto r = session->Exec(BuildCommand({"touch", marker}), 10s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kPermissionDenied);
+    EXPECT_EQ(ErrorKindOf(r.status()), SshErrorKind::kHostKeyMismatch);
+    EXPECT_NE(r.status().message().find("HOST KEY MISMATCH"), std::string::npos);
+  }
+  EXPECT_FALSE(Exists(marker));
+  // The accept_new policy must not paper over a changed key either.
+  SshTarget t = sshd_.target();
+  t.host_key_policy = HostKeyPolicy::kAcceptNew;
+  SshSession accept(t);
+  auto r = accept.Exec(BuildCommand({"touch", marker}), 10s);
+  EXPECT_EQ(ErrorKindOf(r.status()), SshErrorKind::kHostKeyMismatch);
+  EXPECT_FALSE(Exists(marker));
+}
+
+TEST_F(SshSessionTest, WrongKeyIsAuthFailed) {
+  const std::string wrong = sshd_.dir() + "/wrong_key";
+  ASSERT_EQ(npuprof::testing::RunLocal(
+                {"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrong}),
+            0);
+  SshTarget t = sshd_.target();
+  t.identity_file = wrong;
+  SshSession s(t);
+  auto r = s.Exec("true", 10s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(ErrorKindOf(r.status()), SshErrorKind::kAuthFailed) << r.status().message();
+  t.identity_file = sshd_.dir() + "/no_such_key";
+  SshSession s2(t);
+  EXPECT_EQ(ErrorKindOf(s2.Exec("true", 10s).status()), SshErrorKind::kAuthFailed);
+}
+
+TEST_F(SshSessionTest, UnreachableIsRetryableUnavailable) {
+  SshTarget t = sshd_.target();
+  t.port = npuprof::testing::FreeLoopbackPort();
+  SshSession s(t);
+  auto r = s.Exec("true", 10s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  EXPECT_EQ(ErrorKindOf(r.status()), SshErrorKind::kUnreachable);
+}
+
+TEST_F(SshSessionTest, KilledConnectionReconnectsOnNextExec) {
+  SshSession s(sshd_.target());
+  ASSERT_TRUE(s.Exec("true", 10s).ok());
+  auto children = sshd_.ChildPids();
+  ASSERT_EQ(children.size(), 1u);
+  ::kill(children[0], SIGKILL);
+  WaitGone(children[0]);
+  auto r = s.Exec("echo back", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "back\n");
+  EXPECT_EQ(s.handshakes(), 2);
+  auto now = sshd_.ChildPids();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_NE(now[0], children[0]);
+}
+
+TEST_F(SshSessionTest, DeathMidCommandIsConnectionLost) {
+  SshSession s(sshd_.target());
+  ASSERT_TRUE(s.Exec("true", 10s).ok());
+  auto children = sshd_.ChildPids();
+  ASSERT_EQ(children.size(), 1u);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(500ms);
+    ::kill(children[0], SIGKILL);
+  });
+  const std::string pid_file = sshd_.dir() + "/cmd.pid";
+  auto r = s.Exec("echo $$ > " + ShellQuote(pid_file) + "; exec sleep 20", 30s);
+  killer.join();
+  {
+    // The orphaned remote command outlives its killed sshd parent: stop it.
+    std::ifstream in(pid_file);
+    pid_t cmd_pid = 0;
+    if (in >> cmd_pid && cmd_pid > 0) ::kill(cmd_pid, SIGKILL);
+  }
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  EXPECT_EQ(ErrorKindOf(r.status()), SshErrorKind::kConnectionLost) << r.status().message();
+  auto again = s.Exec("echo ok", 10s);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(s.handshakes(), 2);
+}
+
+TEST_F(SshSessionTest, EnvScriptSourcedWithQuotedValues) {
+  const std::string bin = sshd_.dir() + "/fake bin";
+  std::filesystem::create_directories(bin);
+  {
+    std::ofstream tool(bin + "/npu-smi");
+    tool << "#!/bin/sh\necho \"fake npu-smi $*\"\n";
+  }
+  ::chmod((bin + "/npu-smi").c_str(), 0755);
+  std::string env = npuprof::testing::WriteEnvScript(
+      sshd_.dir(), {"export PATH=" + ShellQuote(bin) + ":$PATH",
+                    "export SIM_GREETING=" + ShellQuote("it's \"sim\" $HOME"),
+                    "echo this noise must not reach stdout"});
+  SshSession s(sshd_.target());
+  const std::string value = "a'b\"c $X `id` $(id)\nline2";
+  auto r = s.Exec(BuildRemoteScript(env, {{"VAL", value}},
+                                    {"sh", "-c", "printf '%s|%s|' \"$SIM_GREETING\" \"$VAL\"; "
+                                                 "npu-smi info -t 'x y'"}),
+                  10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_status, 0) << r->stderr_data;
+  EXPECT_EQ(r->stdout_data, "it's \"sim\" $HOME|" + value + "|fake npu-smi info -t x y\n");
+}
+
+TEST_F(SshSessionTest, PoolSharesOneSessionPerTarget) {
+  SshPool pool;
+  auto a = pool.Get(sshd_.target());
+  auto b = pool.Get(sshd_.target());
+  EXPECT_EQ(a.get(), b.get());
+  SshTarget other = sshd_.target();
+  other.known_hosts_file = sshd_.known_hosts_file() + ".copy";
+  std::filesystem::copy_file(sshd_.known_hosts_file(), other.known_hosts_file);
+  auto c = pool.Get(other);
+  EXPECT_NE(a.get(), c.get());
+  EXPECT_EQ(pool.sessions(), 2u);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      for (int j = 0; j < 5; ++j) {
+        auto r = pool.Get(sshd_.target())->Exec(BuildCommand({"echo", std::to_string(i)}), 10s);
+        EXPECT_TRUE(r.ok() && r->stdout_data == std::to_string(i) + "\n");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(c->Exec("true", 10s).ok());
+  EXPECT_EQ(pool.total_handshakes(), 2);
+}
+
+}  // namespace
+}  // namespace npuprof::ssh

@@ -1,0 +1,17 @@
+// Task handlers: one function per task kind, registered on a WorkerRuntime.
+#pragma once
+
+#include "workers/task_outcome.h"
+#include "workers/worker_runtime.h"
+
+namespace npuprof::workers {
+
+// probe.npu_smi: `npu-smi info`, raw text kept as evidence, parsed, free/busy devices.
+TaskOutcome ProbeNpuSmi(const proto::Task& task, TaskContext& ctx);
+// machine.check: connect, verify the host key, uname, which tools are present.
+TaskOutcome MachineCheck(const proto::Task& task, TaskContext& ctx);
+
+// Registers every handler this build has.
+void RegisterDefaultHandlers(WorkerRuntime& runtime);
+
+}  // namespace npuprof::workers

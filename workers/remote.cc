@@ -1,0 +1,92 @@
+#include "workers/remote.h"
+
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "workers/ssh/shell_quote.h"
+
+namespace npuprof::workers {
+
+Result<ssh::SshTarget> TargetFromMachine(const json& m) {
+  if (!m.is_object()) return Status::Invalid("task payload lacks the machine record");
+  ssh::SshTarget t;
+  t.host = m.value("host", "");
+  t.port = m.value("port", 22);
+  t.user = m.value("user", "");
+  t.identity_file = m.value("identity_file", "");
+  t.known_hosts_file = m.value("known_hosts_file", "");
+  t.env_script = m.value("env_script", "");
+  t.host_key_policy = m.value("accept_new_host_key", false) ? ssh::HostKeyPolicy::kAcceptNew
+                                                           : ssh::HostKeyPolicy::kStrict;
+  if (t.host.empty() || t.user.empty()) return Status::Invalid("machine record lacks host or user");
+  return t;
+}
+
+Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout,
+                                  const std::vector<std::pair<std::string, std::string>>& env) {
+  auto script = ssh::BuildRemoteScriptChecked(session.target().env_script, env, argv);
+  if (!script.ok()) return script.status();
+  return session.Exec(*script, timeout);
+}
+
+TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target) {
+  const ssh::SshErrorKind kind = ssh::ErrorKindOf(st);
+  std::string name = ssh::SshErrorKindName(kind);
+  bool retryable = false;
+  std::string fix;
+  switch (kind) {
+    case ssh::SshErrorKind::kUnreachable:
+      retryable = true;
+      fix = "check that the machine is up and sshd listens on that port";
+      break;
+    case ssh::SshErrorKind::kTimeout:
+    case ssh::SshErrorKind::kConnectionLost:
+      retryable = true;
+      break;
+    case ssh::SshErrorKind::kAuthFailed:
+      fix = "check --user and --identity (the key must be in the remote authorized_keys)";
+      break;
+    case ssh::SshErrorKind::kHostKeyUnknown:
+      fix = "add the host key to the known_hosts file, or re-add the machine with --accept-new-host-key";
+      break;
+    case ssh::SshErrorKind::kHostKeyMismatch:
+      fix = "the host key changed: verify the machine, then fix the known_hosts entry";
+      break;
+    case ssh::SshErrorKind::kChannelFailed:
+      retryable = true;
+      break;
+    default:
+      break;
+  }
+  std::string msg = fmt::format("{} ({})", st.message(), target.Endpoint());
+  if (!fix.empty()) msg += ": " + fix;
+  return TaskOutcome::Failure(name, msg, retryable);
+}
+
+void NoteHostKeyAcceptance(ssh::SshSession& session, const json& machine, json& result) {
+  static std::mutex mu;
+  static std::set<std::string> reported;
+  auto fp = session.accepted_new_fingerprint();
+  if (!fp) return;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string key = session.target().Endpoint() + " " + *fp;
+  if (!reported.insert(key).second) return;
+  result["host_key_accepted"] = {{"machine", machine.value("name", "")}, {"fingerprint", *fp}};
+}
+
+std::string TailLines(const std::string& text, int n) {
+  size_t pos = text.size();
+  while (pos > 0 && (text[pos - 1] == '\n')) --pos;
+  int lines = 0;
+  size_t i = pos;
+  while (i > 0) {
+    if (text[i - 1] == '\n' && ++lines == n) break;
+    --i;
+  }
+  return text.substr(i, pos - i);
+}
+
+}  // namespace npuprof::workers

@@ -1,0 +1,367 @@
+// HTTP/1.1 over direct-tcpip channels: request writer, response parser, and
+// SshSession::Http / HttpMany (many channels on one session, one thread).
+#include "workers/ssh/http_over_ssh.h"
+
+#include <libssh/libssh.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "workers/ssh/ssh_internal.h"
+#include "workers/ssh/ssh_session.h"
+
+namespace npuprof::ssh {
+namespace {
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool HasCtl(std::string_view s, bool allow_space) {
+  for (unsigned char c : s) {
+    if (c == '\r' || c == '\n' || c == '\0' || (!allow_space && c == ' ')) return true;
+  }
+  return false;
+}
+
+enum class Parse { kComplete, kIncomplete, kError };
+
+// Decodes a chunked body starting at `body`. Returns kIncomplete if the final
+// chunk and trailer section have not arrived yet.
+Parse DecodeChunked(std::string_view body, std::string* out, std::string* err) {
+  size_t pos = 0;
+  out->clear();
+  while (true) {
+    size_t eol = body.find("\r\n", pos);
+    if (eol == std::string_view::npos) return Parse::kIncomplete;
+    std::string_view line = body.substr(pos, eol - pos);
+    line = line.substr(0, line.find(';'));
+    line = Trim(line);
+    char* end = nullptr;
+    std::string hex(line);
+    unsigned long long n = std::strtoull(hex.c_str(), &end, 16);
+    if (hex.empty() || end == nullptr || *end != '\0') {
+      *err = fmt::format("bad chunk size line '{}'", hex.substr(0, 40));
+      return Parse::kError;
+    }
+    pos = eol + 2;
+    if (n == 0) {
+      // Trailers end with an empty line.
+      while (true) {
+        size_t t = body.find("\r\n", pos);
+        if (t == std::string_view::npos) return Parse::kIncomplete;
+        if (t == pos) return Parse::kComplete;
+        pos = t + 2;
+      }
+    }
+    if (body.size() < pos + n + 2) return Parse::kIncomplete;
+    out->append(body.substr(pos, n));
+    if (body.substr(pos + n, 2) != "\r\n") {
+      *err = "chunk not followed by CRLF";
+      return Parse::kError;
+    }
+    pos += n + 2;
+  }
+}
+
+Parse ParseImpl(std::string_view raw, bool head, bool eof, HttpResponse* out, std::string* err) {
+  size_t hdr_end = raw.find("\r\n\r\n");
+  size_t body_start = hdr_end + 4;
+  if (hdr_end == std::string_view::npos) {
+    hdr_end = raw.find("\n\n");
+    body_start = hdr_end + 2;
+  }
+  if (hdr_end == std::string_view::npos) {
+    if (!eof) return Parse::kIncomplete;
+    *err = raw.empty() ? "empty response (connection closed)" : "response headers incomplete";
+    return Parse::kError;
+  }
+  std::string_view head_block = raw.substr(0, hdr_end);
+  size_t line_end = head_block.find('\n');
+  std::string_view status_line = Trim(head_block.substr(0, line_end));
+  if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12) {
+    *err = fmt::format("bad status line '{}'", std::string(status_line.substr(0, 60)));
+    return Parse::kError;
+  }
+  HttpResponse r;
+  r.status = std::atoi(std::string(status_line.substr(9, 3)).c_str());
+  if (r.status < 100 || r.status > 999) {
+    *err = "bad status code";
+    return Parse::kError;
+  }
+  if (status_line.size() > 13) r.reason = std::string(status_line.substr(13));
+  std::string_view rest =
+      line_end == std::string_view::npos ? std::string_view() : head_block.substr(line_end + 1);
+  while (!rest.empty()) {
+    size_t nl = rest.find('\n');
+    std::string_view line = Trim(rest.substr(0, nl));
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (line.empty()) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      *err = fmt::format("bad header line '{}'", std::string(line.substr(0, 60)));
+      return Parse::kError;
+    }
+    r.headers.emplace_back(std::string(Trim(line.substr(0, colon))),
+                           std::string(Trim(line.substr(colon + 1))));
+  }
+  std::string_view body = raw.substr(body_start);
+  bool no_body = head || r.status < 200 || r.status == 204 || r.status == 304;
+  auto te = r.Header("Transfer-Encoding");
+  auto cl = r.Header("Content-Length");
+  if (no_body) {
+    // nothing
+  } else if (te && te->find("chunked") != std::string::npos) {
+    Parse p = DecodeChunked(body, &r.body, err);
+    if (p == Parse::kError) return p;
+    if (p == Parse::kIncomplete) {
+      if (!eof) return p;
+      *err = "chunked body truncated";
+      return Parse::kError;
+    }
+  } else if (cl) {
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(cl->c_str(), &end, 10);
+    if (cl->empty() || *end != '\0') {
+      *err = fmt::format("bad Content-Length '{}'", *cl);
+      return Parse::kError;
+    }
+    if (body.size() < n) {
+      if (!eof) return Parse::kIncomplete;
+      *err = fmt::format("body truncated: {} of {} bytes", body.size(), n);
+      return Parse::kError;
+    }
+    r.body = std::string(body.substr(0, n));
+  } else {
+    if (!eof) return Parse::kIncomplete;  // delimited by connection close
+    r.body = std::string(body);
+  }
+  *out = std::move(r);
+  return Parse::kComplete;
+}
+
+}  // namespace
+
+std::optional<std::string> HttpResponse::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (IEquals(k, name)) return v;
+  }
+  return std::nullopt;
+}
+
+Result<std::string> BuildHttpRequest(const HttpRequest& req) {
+  if (req.method.empty() || HasCtl(req.method, false)) {
+    return Status::Invalid(fmt::format("invalid HTTP method '{}'", req.method));
+  }
+  if (req.path.empty() || req.path.front() != '/' || HasCtl(req.path, false)) {
+    return Status::Invalid("invalid HTTP path: must start with '/' and contain no spaces, CR or LF");
+  }
+  if (req.remote_port <= 0 || req.remote_port > 65535) {
+    return Status::Invalid(fmt::format("invalid remote_port {}", req.remote_port));
+  }
+  std::string out = fmt::format("{} {} HTTP/1.1\r\nHost: {}:{}\r\nConnection: close\r\n",
+                                req.method, req.path, req.remote_host, req.remote_port);
+  bool has_ct = false;
+  for (const auto& [k, v] : req.headers) {
+    if (k.empty() || HasCtl(k, false) || k.find(':') != std::string::npos || HasCtl(v, true)) {
+      return Status::Invalid(fmt::format("invalid HTTP header '{}'", k));
+    }
+    if (IEquals(k, "Host") || IEquals(k, "Connection") || IEquals(k, "Content-Length")) continue;
+    if (IEquals(k, "Content-Type")) has_ct = true;
+    out += fmt::format("{}: {}\r\n", k, v);
+  }
+  if (!req.body.empty() || req.method == "POST" || req.method == "PUT") {
+    if (!has_ct && !req.body.empty()) out += "Content-Type: application/json\r\n";
+    out += fmt::format("Content-Length: {}\r\n", req.body.size());
+  }
+  out += "\r\n";
+  out += req.body;
+  return out;
+}
+
+bool HttpResponseComplete(std::string_view raw, bool head_request) {
+  HttpResponse r;
+  std::string err;
+  return ParseImpl(raw, head_request, false, &r, &err) == Parse::kComplete;
+}
+
+Result<HttpResponse> ParseHttpResponse(std::string_view raw, bool head_request) {
+  HttpResponse r;
+  std::string err;
+  if (ParseImpl(raw, head_request, true, &r, &err) != Parse::kComplete) {
+    return Status::Corruption("malformed HTTP response: " + err);
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Transport
+
+Result<ssh_channel_struct*> SshSession::OpenForwardLocked(const HttpRequest& req) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Status s = ConnectLocked();
+    if (!s.ok()) return s;
+    ssh_channel ch = ssh_channel_new(session_);
+    if (ch != nullptr && ssh_channel_open_forward(ch, req.remote_host.c_str(), req.remote_port,
+                                                  "127.0.0.1", 0) == SSH_OK) {
+      return ch;
+    }
+    std::string err = LibError();
+    if (ch != nullptr) ssh_channel_free(ch);
+    if (AliveLocked()) {
+      return Fail(SshErrorKind::kChannelFailed, Code::kUnavailable,
+                  fmt::format("cannot open a tunnel to {}:{} on {} (is the service listening?): {}",
+                              req.remote_host, req.remote_port, target_.Endpoint(), err));
+    }
+    DisconnectLocked();  // nothing was sent yet: reconnect once
+  }
+  return Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
+              fmt::format("connection to {} dropped twice while opening a tunnel",
+                          target_.Endpoint()));
+}
+
+Result<HttpResponse> SshSession::Http(const HttpRequest& req) {
+  return std::move(HttpMany({req}, 1).front());
+}
+
+std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpRequest>& reqs,
+                                                       int concurrency) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Result<HttpResponse>> results(reqs.size(),
+                                            Result<HttpResponse>(Status::Internal("not run")));
+  struct Slot {
+    size_t idx;
+    ssh_channel ch;
+    std::string raw;
+    internal::Clock::time_point start, deadline;
+  };
+  std::vector<Slot> active;
+  size_t next = 0;
+  const size_t limit = static_cast<size_t>(std::max(1, concurrency));
+  auto finish = [&](Slot& s, Result<HttpResponse> r, bool free_channel) {
+    if (free_channel) {
+      if (ssh_channel_is_closed(s.ch) == 0) ssh_channel_close(s.ch);
+      ssh_channel_free(s.ch);
+    }
+    s.ch = nullptr;
+    if (r.ok()) {
+      r->latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          internal::Clock::now() - s.start).count();
+    }
+    results[s.idx] = std::move(r);
+  };
+  auto lose_all = [&]() {
+    std::string err = LibError();
+    for (auto& s : active) {
+      finish(s, Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
+                     fmt::format("connection to {} lost during HTTP request: {}",
+                                 target_.Endpoint(), err)),
+             /*free_channel=*/false);
+    }
+    active.clear();
+    DisconnectLocked();
+  };
+
+  char buf[32768];
+  while (next < reqs.size() || !active.empty()) {
+    while (active.size() < limit && next < reqs.size()) {
+      const size_t i = next++;
+      const HttpRequest& req = reqs[i];
+      Slot slot{i, nullptr, {}, internal::Clock::now(), {}};
+      slot.deadline = slot.start + req.timeout;
+      auto wire = BuildHttpRequest(req);
+      if (!wire.ok()) {
+        results[i] = Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
+                          wire.status().message());
+        continue;
+      }
+      auto ch = OpenForwardLocked(req);
+      if (!ch.ok()) {
+        results[i] = ch.status();
+        if (ErrorKindOf(ch.status()) != SshErrorKind::kChannelFailed) {
+          // No usable connection (unreachable, auth, host key): fail the
+          // requests not yet started instead of reconnecting for each.
+          for (; next < reqs.size(); ++next) results[next] = ch.status();
+        }
+        continue;
+      }
+      slot.ch = ch.value();
+      const std::string& w = wire.value();
+      if (ssh_channel_write(slot.ch, w.data(), static_cast<uint32_t>(w.size())) == SSH_ERROR) {
+        if (!AliveLocked()) {
+          active.push_back(std::move(slot));
+          lose_all();
+          continue;
+        }
+        finish(slot, Fail(SshErrorKind::kChannelFailed, Code::kUnavailable,
+                          "cannot send HTTP request: " + LibError()), true);
+        continue;
+      }
+      active.push_back(std::move(slot));
+    }
+    if (active.empty()) continue;
+
+    bool progressed = false;
+    auto now = internal::Clock::now();
+    auto earliest = active.front().deadline;
+    for (auto& s : active) {
+      bool eof = false;
+      while (true) {
+        int n = ssh_channel_read_nonblocking(s.ch, buf, sizeof(buf), 0);
+        if (n > 0) {
+          s.raw.append(buf, static_cast<size_t>(n));
+          progressed = true;
+          continue;
+        }
+        if (n == SSH_ERROR || ssh_channel_is_eof(s.ch) != 0 || ssh_channel_is_closed(s.ch) != 0) {
+          eof = true;
+        }
+        break;
+      }
+      if (!AliveLocked()) break;
+      const bool head = reqs[s.idx].method == "HEAD";
+      if (eof || HttpResponseComplete(s.raw, head)) {
+        auto parsed = ParseHttpResponse(s.raw, head);
+        finish(s, parsed.ok() ? std::move(parsed)
+                              : Result<HttpResponse>(Fail(SshErrorKind::kRemoteError,
+                                                          Code::kCorruption,
+                                                          parsed.status().message())),
+               true);
+        progressed = true;
+      } else if (now >= s.deadline) {
+        finish(s, Fail(SshErrorKind::kTimeout, Code::kTimeout,
+                       fmt::format("HTTP {} {} to port {} timed out after {} ms",
+                                   reqs[s.idx].method, reqs[s.idx].path, reqs[s.idx].remote_port,
+                                   reqs[s.idx].timeout.count())),
+               true);
+        progressed = true;
+      } else {
+        earliest = std::min(earliest, s.deadline);
+      }
+    }
+    if (!AliveLocked()) {
+      std::erase_if(active, [](const Slot& s) { return s.ch == nullptr; });
+      lose_all();
+      continue;
+    }
+    std::erase_if(active, [](const Slot& s) { return s.ch == nullptr; });
+    if (!progressed && !active.empty()) {
+      internal::SessionPump(session_).Pump(earliest - internal::Clock::now());
+    }
+  }
+  return results;
+}
+
+}  // namespace npuprof::ssh

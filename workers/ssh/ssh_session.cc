@@ -1,0 +1,358 @@
+// SshSession: connection, host key verification, authentication and Exec.
+// SFTP lives in sftp_ops.cc, HTTP in http_over_ssh.cc.
+#include "workers/ssh/ssh_session.h"
+
+#include <libssh/libssh.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include "workers/ssh/ssh_internal.h"
+
+namespace npuprof::ssh {
+
+std::string SshTarget::Endpoint() const { return fmt::format("{}@{}:{}", user, host, port); }
+
+const char* SshErrorKindName(SshErrorKind k) {
+  switch (k) {
+    case SshErrorKind::kNone: return "none";
+    case SshErrorKind::kUnreachable: return "unreachable";
+    case SshErrorKind::kAuthFailed: return "auth_failed";
+    case SshErrorKind::kHostKeyUnknown: return "host_key_unknown";
+    case SshErrorKind::kHostKeyMismatch: return "host_key_mismatch";
+    case SshErrorKind::kTimeout: return "timeout";
+    case SshErrorKind::kChannelFailed: return "channel_failed";
+    case SshErrorKind::kConnectionLost: return "connection_lost";
+    case SshErrorKind::kRemoteError: return "remote_error";
+    case SshErrorKind::kInvalidInput: return "invalid_input";
+  }
+  return "none";
+}
+
+SshErrorKind ErrorKindOf(const Status& s) {
+  if (s.ok()) return SshErrorKind::kNone;
+  const std::string& m = s.message();
+  for (int i = 1; i <= static_cast<int>(SshErrorKind::kInvalidInput); ++i) {
+    auto k = static_cast<SshErrorKind>(i);
+    std::string prefix = std::string(SshErrorKindName(k)) + ": ";
+    if (m.rfind(prefix, 0) == 0) return k;
+  }
+  return SshErrorKind::kNone;
+}
+
+SshSession::SshSession(SshTarget target) : target_(std::move(target)) {}
+
+SshSession::~SshSession() {
+  std::lock_guard<std::mutex> lock(mu_);
+  DisconnectLocked();
+}
+
+Status SshSession::Fail(SshErrorKind kind, Code code, const std::string& msg) {
+  last_kind_ = kind;
+  return Status(code, fmt::format("{}: {}", SshErrorKindName(kind), msg));
+}
+
+std::string SshSession::LibError() {
+  return session_ != nullptr ? std::string(ssh_get_error(session_)) : std::string("no session");
+}
+
+SshErrorKind SshSession::last_error_kind() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_kind_;
+}
+
+std::optional<std::string> SshSession::host_key_fingerprint() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fingerprint_;
+}
+
+std::optional<std::string> SshSession::accepted_new_fingerprint() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return accepted_new_;
+}
+
+Status SshSession::Connect() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ConnectLocked();
+}
+
+void SshSession::Disconnect() {
+  std::lock_guard<std::mutex> lock(mu_);
+  DisconnectLocked();
+}
+
+bool SshSession::connected() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return AliveLocked();
+}
+
+bool SshSession::AliveLocked() {
+  if (session_ == nullptr || ssh_is_connected(session_) == 0) return false;
+  return (ssh_get_status(session_) & (SSH_CLOSED | SSH_CLOSED_ERROR)) == 0;
+}
+
+void SshSession::DisconnectLocked() {
+  if (sftp_ != nullptr) {
+    internal::FreeSftp(sftp_);
+    sftp_ = nullptr;
+  }
+  if (session_ != nullptr) {
+    if (ssh_is_connected(session_) != 0) ssh_disconnect(session_);
+    ssh_free(session_);
+    session_ = nullptr;
+  }
+}
+
+Status SshSession::ConnectLocked() {
+  if (session_ != nullptr && AliveLocked()) {
+    // Process pending input without blocking so a connection the server has
+    // already dropped is noticed here, before any new operation starts.
+    internal::SessionPump(session_).Pump(std::chrono::milliseconds(0));
+  }
+  if (AliveLocked()) return Status::Ok();
+  DisconnectLocked();  // drop a dead session (and its sftp) before reconnecting
+  if (target_.host.empty() || target_.user.empty()) {
+    return Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
+                "ssh target needs a host and a user");
+  }
+  if (target_.known_hosts_file.empty()) {
+    return Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
+                fmt::format("ssh target {} has no known_hosts file; host keys must be verified",
+                            target_.Endpoint()));
+  }
+  session_ = ssh_new();
+  if (session_ == nullptr) return Status::Internal("ssh_new failed");
+  int port = target_.port;
+  long timeout_s = static_cast<long>(target_.connect_timeout.count());
+  bool process_config = false;
+  int nodelay = 1;
+  ssh_options_set(session_, SSH_OPTIONS_PROCESS_CONFIG, &process_config);
+  ssh_options_set(session_, SSH_OPTIONS_HOST, target_.host.c_str());
+  ssh_options_set(session_, SSH_OPTIONS_PORT, &port);
+  ssh_options_set(session_, SSH_OPTIONS_USER, target_.user.c_str());
+  ssh_options_set(session_, SSH_OPTIONS_KNOWNHOSTS, target_.known_hosts_file.c_str());
+  ssh_options_set(session_, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
+  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &timeout_s);
+  ssh_options_set(session_, SSH_OPTIONS_NODELAY, &nodelay);
+
+  if (ssh_connect(session_) != SSH_OK) {
+    std::string err = LibError();
+    DisconnectLocked();
+    return Fail(SshErrorKind::kUnreachable, Code::kUnavailable,
+                fmt::format("cannot reach {}: {}", target_.Endpoint(), err));
+  }
+  handshakes_.fetch_add(1);
+  Status s = VerifyHostKeyLocked();
+  if (s.ok()) s = AuthenticateLocked();
+  if (!s.ok()) {
+    DisconnectLocked();
+    return s;
+  }
+  spdlog::debug("ssh: connected to {} (host key {})", target_.Endpoint(),
+                fingerprint_.value_or("?"));
+  return Status::Ok();
+}
+
+Status SshSession::VerifyHostKeyLocked() {
+  const std::string hp = fmt::format("{}:{}", target_.host, target_.port);
+  ssh_key key = nullptr;
+  if (ssh_get_server_publickey(session_, &key) != SSH_OK) {
+    return Fail(SshErrorKind::kUnreachable, Code::kUnavailable,
+                fmt::format("{} sent no host key: {}", hp, LibError()));
+  }
+  unsigned char* hash = nullptr;
+  size_t hlen = 0;
+  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) == 0) {
+    char* fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
+    if (fp != nullptr) {
+      fingerprint_ = fp;
+      ssh_string_free_char(fp);
+    }
+    ssh_clean_pubkey_hash(&hash);
+  }
+  ssh_key_free(key);
+  const std::string fp = fingerprint_.value_or("?");
+  const std::string& kh = target_.known_hosts_file;
+
+  switch (ssh_session_is_known_server(session_)) {
+    case SSH_KNOWN_HOSTS_OK:
+      return Status::Ok();
+    case SSH_KNOWN_HOSTS_CHANGED:
+    case SSH_KNOWN_HOSTS_OTHER:
+      spdlog::error("ssh: HOST KEY MISMATCH for {} (presented {})", hp, fp);
+      return Fail(SshErrorKind::kHostKeyMismatch, Code::kPermissionDenied,
+                  fmt::format("HOST KEY MISMATCH for {}: the server presented {} which does not "
+                              "match the key recorded in {}. Nothing was executed. If the "
+                              "machine was reinstalled, remove the old entry (ssh-keygen -R "
+                              "'[{}]:{}' -f {}) and add it again",
+                              hp, fp, kh, target_.host, target_.port, kh));
+    case SSH_KNOWN_HOSTS_UNKNOWN:
+    case SSH_KNOWN_HOSTS_NOT_FOUND:
+      if (target_.host_key_policy == HostKeyPolicy::kAcceptNew) {
+        if (ssh_session_update_known_hosts(session_) != SSH_OK) {
+          return Fail(SshErrorKind::kHostKeyUnknown, Code::kPermissionDenied,
+                      fmt::format("host key for {} is new but could not be added to {}: {}", hp,
+                                  kh, LibError()));
+        }
+        accepted_new_ = fp;
+        spdlog::warn("ssh: accepted new host key {} for {} into {}", fp, hp, kh);
+        return Status::Ok();
+      }
+      return Fail(SshErrorKind::kHostKeyUnknown, Code::kPermissionDenied,
+                  fmt::format("host key for {} is not in {} (server presented {}); add it or add "
+                              "the machine with --accept-new-host-key",
+                              hp, kh, fp));
+    case SSH_KNOWN_HOSTS_ERROR:
+    default:
+      return Fail(SshErrorKind::kHostKeyUnknown, Code::kPermissionDenied,
+                  fmt::format("cannot check host key for {} against {}: {}", hp, kh, LibError()));
+  }
+}
+
+Status SshSession::AuthenticateLocked() {
+  const std::string& id = target_.identity_file;
+  struct stat st {};
+  if (id.empty() || ::stat(id.c_str(), &st) != 0) {
+    return Fail(SshErrorKind::kAuthFailed, Code::kPermissionDenied,
+                fmt::format("identity file '{}' for {} does not exist", id, target_.Endpoint()));
+  }
+  ssh_key key = nullptr;
+  if (ssh_pki_import_privkey_file(id.c_str(), nullptr, nullptr, nullptr, &key) != SSH_OK) {
+    return Fail(SshErrorKind::kAuthFailed, Code::kPermissionDenied,
+                fmt::format("cannot load identity file '{}' (unreadable, not a private key, or "
+                            "passphrase-protected, which is not supported)",
+                            id));
+  }
+  int rc = ssh_userauth_publickey(session_, nullptr, key);
+  ssh_key_free(key);
+  if (rc != SSH_AUTH_SUCCESS) {
+    return Fail(SshErrorKind::kAuthFailed, Code::kPermissionDenied,
+                fmt::format("public key '{}' was rejected by {}; check that its .pub is in the "
+                            "user's authorized_keys ({})",
+                            id, target_.Endpoint(), LibError()));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Exec
+
+Result<ssh_channel_struct*> SshSession::OpenExecChannelLocked(const std::string& command) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Status s = ConnectLocked();
+    if (!s.ok()) return s;
+    ssh_channel ch = ssh_channel_new(session_);
+    if (ch != nullptr && ssh_channel_open_session(ch) == SSH_OK &&
+        ssh_channel_request_exec(ch, command.c_str()) == SSH_OK) {
+      return ch;
+    }
+    std::string err = LibError();
+    if (ch != nullptr) {
+      ssh_channel_close(ch);
+      ssh_channel_free(ch);
+    }
+    if (AliveLocked()) {
+      return Fail(SshErrorKind::kChannelFailed, Code::kUnavailable,
+                  fmt::format("cannot start a command on {}: {}", target_.Endpoint(), err));
+    }
+    // The connection was dead before the command could start: reconnect once.
+    spdlog::info("ssh: connection to {} lost ({}); reconnecting", target_.Endpoint(), err);
+    DisconnectLocked();
+  }
+  return Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
+              fmt::format("connection to {} dropped twice while starting a command",
+                          target_.Endpoint()));
+}
+
+Result<ExecResult> SshSession::Exec(const std::string& command,
+                                    std::chrono::milliseconds timeout,
+                                    std::string_view stdin_data) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ExecLocked(command, timeout, stdin_data);
+}
+
+Result<ExecResult> SshSession::ExecLocked(const std::string& command,
+                                          std::chrono::milliseconds timeout,
+                                          std::string_view stdin_data) {
+  if (command.find('\0') != std::string::npos) {
+    return Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
+                "command contains a NUL byte; build it with BuildCommand from clean argv");
+  }
+  const auto start = internal::Clock::now();
+  const auto deadline = start + timeout;
+  auto opened = OpenExecChannelLocked(command);
+  if (!opened.ok()) return opened.status();
+  ssh_channel ch = opened.value();
+  commands_.fetch_add(1);
+  internal::ChannelGuard guard(ch);
+
+  ExecResult out;
+  auto lost = [&](const std::string& what) {
+    std::string err = LibError();
+    DisconnectLocked();  // frees the session's channels too; callers Release() first
+    return Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
+                fmt::format("connection to {} lost {} ({}); the command may or may not have run",
+                            target_.Endpoint(), what, err));
+  };
+
+  if (!stdin_data.empty()) {
+    size_t off = 0;
+    while (off < stdin_data.size()) {
+      uint32_t n = static_cast<uint32_t>(std::min<size_t>(stdin_data.size() - off, 32768));
+      int w = ssh_channel_write(ch, stdin_data.data() + off, n);
+      if (w == SSH_ERROR) {
+        if (!AliveLocked()) {
+          guard.Release(/*close=*/false);
+          return lost("while sending stdin");
+        }
+        break;  // remote closed its stdin early: not an error
+      }
+      off += static_cast<size_t>(w);
+    }
+  }
+  ssh_channel_send_eof(ch);
+
+  char buf[32768];
+  bool eof = false;
+  while (true) {
+    bool got = false;
+    for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
+      int n = ssh_channel_read_nonblocking(ch, buf, sizeof(buf), is_stderr);
+      if (n > 0) {
+        (is_stderr ? out.stderr_data : out.stdout_data).append(buf, static_cast<size_t>(n));
+        got = true;
+      } else if (n == SSH_ERROR && !eof) {
+        if (!AliveLocked()) {
+          guard.Release(false);
+          return lost("mid-command");
+        }
+        eof = true;  // channel error on a live session: treat as end of output
+      }
+    }
+    if (!AliveLocked()) {
+      if (eof) break;  // all output and EOF arrived; only the close was lost
+      guard.Release(false);
+      return lost("mid-command");
+    }
+    // A remote CLOSE without EOF also ends the output.
+    if (!eof && (ssh_channel_is_eof(ch) != 0 || ssh_channel_is_closed(ch) != 0)) eof = true;
+    if (eof && ssh_channel_is_closed(ch) != 0) break;
+    auto now = internal::Clock::now();
+    if (now >= deadline) {
+      out.timed_out = true;
+      ssh_channel_request_send_signal(ch, "TERM");
+      break;
+    }
+    if (!got) internal::SessionPump(session_).Pump(deadline - now);
+  }
+  if (!out.timed_out) out.exit_status = ssh_channel_get_exit_status(ch);
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+      internal::Clock::now() - start);
+  if (out.timed_out) last_kind_ = SshErrorKind::kTimeout;
+  return out;
+}
+
+}  // namespace npuprof::ssh

@@ -1,0 +1,164 @@
+// SshSession: one libssh session per target, connected lazily, reused for every
+// command (channels), file access (one SFTP subsystem) and HTTP (direct-tcpip
+// channels). Thread-safe: every public method takes the session mutex, so one
+// libssh session is never used from two threads at once.
+//
+// Failures carry an error kind (see SshErrorKind) both in last_error_kind()
+// and as the prefix "<kind>: " of the Status message (ErrorKindOf parses it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "workers/ssh/http_over_ssh.h"
+
+// Opaque libssh handles (avoid including libssh in every user of this header).
+struct ssh_session_struct;
+struct ssh_channel_struct;
+struct sftp_session_struct;
+
+namespace npuprof::ssh {
+
+enum class HostKeyPolicy { kStrict, kAcceptNew };
+
+struct SshTarget {
+  std::string host;
+  int port = 22;
+  std::string user;
+  std::string identity_file;     // private key path (public-key auth only)
+  std::string known_hosts_file;  // host keys are verified against this file only
+  HostKeyPolicy host_key_policy = HostKeyPolicy::kStrict;
+  std::string env_script;        // sourced by BuildRemoteScript callers; unused here
+  std::chrono::seconds connect_timeout{10};
+
+  std::string Endpoint() const;  // "user@host:port"
+};
+
+enum class SshErrorKind {
+  kNone,
+  kUnreachable,       // connect refused / timeout / kex failed   -> kUnavailable
+  kAuthFailed,        // key rejected or unreadable               -> kPermissionDenied
+  kHostKeyUnknown,    // not in known_hosts (strict)              -> kPermissionDenied
+  kHostKeyMismatch,   // changed/other key type                   -> kPermissionDenied
+  kTimeout,           // operation deadline                       -> kTimeout
+  kChannelFailed,     // channel/exec/forward/sftp open refused   -> kUnavailable/kIoError
+  kConnectionLost,    // died mid-command; caller decides retry   -> kUnavailable
+  kRemoteError,       // SFTP status from the server (no such file, ...)
+  kInvalidInput,      // rejected before anything was sent
+};
+const char* SshErrorKindName(SshErrorKind k);
+// Parses the "<kind>: " prefix of a Status produced by this library.
+SshErrorKind ErrorKindOf(const Status& s);
+
+struct ExecResult {
+  int exit_status = -1;  // -1 if killed by a signal, timed out or unknown
+  std::string stdout_data;
+  std::string stderr_data;
+  bool timed_out = false;
+  std::chrono::milliseconds duration{0};
+};
+
+struct DirEntry {
+  std::string name;
+  uint64_t size = 0;
+  bool is_dir = false;
+};
+
+struct FileStat {
+  uint64_t size = 0;
+  bool is_dir = false;
+  uint32_t mode = 0;   // permission bits incl. type bits as reported by SFTP
+  int64_t mtime = 0;   // seconds since epoch
+};
+
+class SshSession {
+ public:
+  explicit SshSession(SshTarget target);
+  ~SshSession();
+  SshSession(const SshSession&) = delete;
+  SshSession& operator=(const SshSession&) = delete;
+
+  const SshTarget& target() const { return target_; }
+
+  // Connects (if not yet connected): TCP, key exchange, host key check, auth.
+  Status Connect();
+  void Disconnect();
+  bool connected();
+
+  // Runs `command` (a shell string; build it with BuildCommand /
+  // BuildRemoteScript) on a new channel. Non-zero exit is a successful Result.
+  // Timeout: signals the command (TERM), closes the channel, timed_out=true.
+  // A dead connection is re-established once, transparently, only if the
+  // command cannot have started (channel open / exec request failed). If the
+  // connection dies mid-command: kUnavailable, kind connection_lost.
+  // stdin_data is written then EOF is sent (meant for small payloads: it is
+  // written before the deadline applies). Output is buffered in memory whole.
+  Result<ExecResult> Exec(const std::string& command, std::chrono::milliseconds timeout,
+                          std::string_view stdin_data = {});
+
+  // SFTP (one subsystem per connection, reopened after reconnect). All are
+  // idempotent and retried once on a dropped connection.
+  Result<std::string> ReadFile(const std::string& path, uint64_t offset = 0,
+                               uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
+  Result<std::vector<DirEntry>> ListDir(const std::string& path);  // no "." / ".."
+  Result<FileStat> Stat(const std::string& path);                  // follows symlinks
+  // Create/truncate and write, then chmod to `mode` (not atomic).
+  Status WriteFile(const std::string& path, std::string_view data, uint32_t mode = 0644);
+
+  // HTTP to a service port on the target through a direct-tcpip channel.
+  Result<HttpResponse> Http(const HttpRequest& req);
+  // Up to `concurrency` requests at once as separate channels on this session,
+  // driven from the calling thread; each has its own timeout; results are in
+  // input order.
+  std::vector<Result<HttpResponse>> HttpMany(const std::vector<HttpRequest>& reqs,
+                                             int concurrency);
+
+  // Counters (lock-free reads).
+  int64_t handshakes() const { return handshakes_.load(); }  // successful key exchanges
+  int64_t commands() const { return commands_.load(); }      // Exec calls that started
+  SshErrorKind last_error_kind();
+
+  // "SHA256:..." of the server host key seen on the last connect.
+  std::optional<std::string> host_key_fingerprint();
+  // Set when accept_new added an unknown host key to known_hosts.
+  std::optional<std::string> accepted_new_fingerprint();
+
+ private:
+  Status ConnectLocked();
+  void DisconnectLocked();
+  Status VerifyHostKeyLocked();
+  Status AuthenticateLocked();
+  bool AliveLocked();
+  Status Fail(SshErrorKind kind, Code code, const std::string& msg);
+  std::string LibError();
+  // Opens a session channel and requests exec; reconnects once if the
+  // connection was found dead.
+  Result<ssh_channel_struct*> OpenExecChannelLocked(const std::string& command);
+  Result<ExecResult> ExecLocked(const std::string& command, std::chrono::milliseconds timeout,
+                                std::string_view stdin_data);
+  Result<sftp_session_struct*> SftpLocked();
+  Status SftpError(const std::string& op, const std::string& path);
+  template <typename Fn>
+  auto WithSftpRetry(Fn fn) -> decltype(fn());
+  Result<ssh_channel_struct*> OpenForwardLocked(const HttpRequest& req);
+
+  SshTarget target_;
+  std::mutex mu_;
+  ssh_session_struct* session_ = nullptr;
+  sftp_session_struct* sftp_ = nullptr;
+  SshErrorKind last_kind_ = SshErrorKind::kNone;
+  std::optional<std::string> fingerprint_;
+  std::optional<std::string> accepted_new_;
+  std::atomic<int64_t> handshakes_{0};
+  std::atomic<int64_t> commands_{0};
+};
+
+}  // namespace npuprof::ssh

@@ -1,0 +1,198 @@
+#include "workers/worker_runtime.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/time_util.h"
+#include "proto/wire.h"
+#include "workers/ssh/ssh_pool.h"
+
+namespace npuprof::workers {
+
+namespace {
+
+struct Running {
+  std::string task_id;
+  uint32_t attempt = 0;
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> done{false};
+  std::thread thread;
+};
+
+}  // namespace
+
+struct WorkerRuntime::Impl {
+  WorkerOptions opts;
+  std::map<std::string, TaskHandler> handlers;
+  ssh::SshPool pool;
+  zmq::context_t ctx{1};
+  std::mutex mu;                                 // guards outbox
+  std::deque<proto::WorkerToBroker> outbox;      // results and progress from task threads
+  std::list<std::unique_ptr<Running>> running;   // owned by the loop thread
+
+  void Send(zmq::socket_t& sock, const proto::WorkerToBroker& msg) {
+    const std::string body = msg.SerializeAsString();
+    try {
+      wire::SendFrames(sock, {wire::kWorkerHeader, body});
+    } catch (const zmq::error_t& e) {
+      spdlog::warn("send to broker failed: {}", e.what());
+    }
+  }
+
+  void Post(proto::WorkerToBroker msg) {
+    std::lock_guard<std::mutex> lock(mu);
+    outbox.push_back(std::move(msg));
+  }
+
+  void Start(const proto::Task& task) {
+    auto run = std::make_unique<Running>();
+    run->task_id = task.task_id();
+    run->attempt = task.attempt();
+    Running* r = run.get();
+    auto it = handlers.find(task.kind());
+    run->thread = std::thread([this, task, r, handler = it == handlers.end() ? TaskHandler{} : it->second] {
+      TaskOutcome out;
+      if (!handler) {
+        out = TaskOutcome::Failure("unknown_task_kind", "this worker has no handler for " + task.kind(), false);
+      } else {
+        TaskContext ctx{pool,
+                        [this, &task](const std::string& m) {
+                          proto::WorkerToBroker p;
+                          p.mutable_progress()->set_task_id(task.task_id());
+                          p.mutable_progress()->set_attempt(task.attempt());
+                          p.mutable_progress()->set_message(m);
+                          Post(std::move(p));
+                        },
+                        r->cancelled};
+        try {
+          out = handler(task, ctx);
+        } catch (const std::exception& e) {
+          out = TaskOutcome::Failure("handler_exception", e.what(), false);
+        }
+      }
+      proto::WorkerToBroker msg;
+      proto::TaskResult* res = msg.mutable_result();
+      res->set_task_id(task.task_id());
+      res->set_run_id(task.run_id());
+      res->set_attempt(task.attempt());
+      res->set_ok(out.ok);
+      res->set_retryable(out.retryable);
+      res->set_error(out.error);
+      res->set_error_kind(out.error_kind);
+      res->set_result_json(out.result.dump());
+      for (auto& [name, data] : out.blobs) {
+        auto* b = res->add_blobs();
+        b->set_name(name);
+        b->set_data(data);
+      }
+      if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), out.error_kind, out.error);
+      Post(std::move(msg));
+      r->done = true;
+    });
+    running.push_back(std::move(run));
+  }
+
+  void Reap() {
+    for (auto it = running.begin(); it != running.end();) {
+      if ((*it)->done) {
+        (*it)->thread.join();
+        it = running.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+};
+
+WorkerRuntime::WorkerRuntime(WorkerOptions opts) : impl_(std::make_unique<Impl>()) {
+  if (opts.worker_id.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    opts.worker_id = fmt::format("{}-{}", host, ::getpid());
+  }
+  impl_->opts = std::move(opts);
+}
+
+WorkerRuntime::~WorkerRuntime() = default;
+
+void WorkerRuntime::Register(const std::string& kind, TaskHandler handler) {
+  impl_->handlers[kind] = std::move(handler);
+}
+
+ssh::SshPool& WorkerRuntime::pool() { return impl_->pool; }
+
+Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
+  Impl& im = *impl_;
+  const int64_t silence_limit = static_cast<int64_t>(im.opts.heartbeat_ms) * im.opts.heartbeat_liveness;
+  while (!stop) {
+    zmq::socket_t sock(im.ctx, zmq::socket_type::dealer);
+    sock.set(zmq::sockopt::linger, 0);
+    sock.set(zmq::sockopt::routing_id, fmt::format("{}-{}", im.opts.worker_id, RandomHex(4)));
+    try {
+      sock.connect(im.opts.broker_endpoint);
+    } catch (const zmq::error_t& e) {
+      return Status::Invalid(fmt::format("cannot connect to broker {}: {}", im.opts.broker_endpoint, e.what()));
+    }
+    proto::WorkerToBroker ready;
+    ready.mutable_ready()->set_worker_id(im.opts.worker_id);
+    for (const auto& [kind, h] : im.handlers) ready.mutable_ready()->add_task_kinds(kind);
+    ready.mutable_ready()->set_capacity(im.opts.capacity);
+    ready.mutable_ready()->set_pid(static_cast<uint32_t>(::getpid()));
+    im.Send(sock, ready);
+    int64_t last_heard = NowMs();
+    int64_t next_hb = NowMs() + im.opts.heartbeat_ms;
+    bool reconnect = false;
+    while (!stop && !reconnect) {
+      zmq::pollitem_t items[] = {{sock.handle(), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 1, std::chrono::milliseconds(50));
+      while (auto frames = wire::RecvFrames(sock, true)) {
+        last_heard = NowMs();
+        if (frames->size() < 2 || (*frames)[0] != wire::kWorkerHeader) continue;
+        proto::BrokerToWorker msg;
+        if (!msg.ParseFromString((*frames)[1])) continue;
+        if (msg.has_task()) {
+          spdlog::info("task {} ({}) attempt {}", msg.task().task_id(), msg.task().kind(), msg.task().attempt());
+          im.Start(msg.task());
+        } else if (msg.has_cancel_task_id()) {
+          for (auto& r : im.running)
+            if (r->task_id == msg.cancel_task_id()) r->cancelled = true;
+        } else if (msg.has_disconnect()) {
+          reconnect = true;  // the broker does not know us (it restarted): announce again
+        }
+      }
+      std::deque<proto::WorkerToBroker> out;
+      {
+        std::lock_guard<std::mutex> lock(im.mu);
+        out.swap(im.outbox);
+      }
+      for (const auto& m : out) im.Send(sock, m);
+      im.Reap();
+      const int64_t now = NowMs();
+      if (now >= next_hb) {
+        proto::WorkerToBroker hb;
+        hb.set_heartbeat(true);
+        im.Send(sock, hb);
+        next_hb = now + im.opts.heartbeat_ms;
+      }
+      if (now - last_heard > silence_limit) {
+        spdlog::warn("broker silent for {} ms; reconnecting", now - last_heard);
+        reconnect = true;
+      }
+    }
+    if (reconnect && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& r : im.running) r->cancelled = true;
+  for (auto& r : im.running) r->thread.join();
+  im.running.clear();
+  return Status::Ok();
+}
+
+}  // namespace npuprof::workers
