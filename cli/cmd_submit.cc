@@ -2,32 +2,24 @@
 // --wait follows it to its end and prints the final JSON.
 #include <iostream>
 
-#include "cli/commands.h"
+#include "cli/submit_kinds.h"
 
 namespace npuprof::cli {
 
-namespace {
-
-struct Common {
-  ServerAddress addr;
-  std::string machine;
-  std::string tag;
-  std::string run_id;
-  bool wait = false;
-};
-
-CLI::App* AddKind(CLI::App* submit, const std::string& name, const std::string& help, Common* c) {
+CLI::App* AddSubmitKind(CLI::App* submit, const std::string& name, const std::string& help, SubmitCommon* c,
+                        bool machine_required) {
   auto* cmd = submit->add_subcommand(name, help);
   AddServerOptions(cmd, &c->addr);
-  cmd->add_option("--machine", c->machine, "Machine from the inventory (npuprof machine list)")->required();
+  auto* m = cmd->add_option("--machine", c->machine, "Machine from the inventory (npuprof machine list)");
+  if (machine_required) m->required();
   cmd->add_option("--tag", c->tag, "Free label [A-Za-z0-9._-]");
   cmd->add_option("--run-id", c->run_id, "Choose the run id; submitting it again returns the existing run");
   cmd->add_flag("--wait", c->wait, "Follow the run to its end; print its final JSON");
   return cmd;
 }
 
-void SubmitAndMaybeWait(const Common& c, const std::string& kind, json spec, bool manifest) {
-  spec["machine"] = c.machine;
+void SubmitAndMaybeWait(const SubmitCommon& c, const std::string& kind, json spec, bool manifest) {
+  if (!c.machine.empty()) spec["machine"] = c.machine;
   if (!c.tag.empty()) spec["tag"] = c.tag;
   json args = {{"kind", kind}, {"spec", spec}};
   if (!c.run_id.empty()) args["run_id"] = c.run_id;
@@ -45,23 +37,23 @@ void SubmitAndMaybeWait(const Common& c, const std::string& kind, json spec, boo
   WaitForRun(client, run_id, manifest);
 }
 
-}  // namespace
+void AddSubmitProbe(CLI::App* submit) {
+  auto c = std::make_shared<SubmitCommon>();
+  auto threshold = std::make_shared<int64_t>(4096);
+  auto* cmd = AddSubmitKind(submit, "probe",
+                            "Run `npu-smi info` on a machine: devices, HBM, processes, free/busy NPUs", c.get());
+  cmd->add_option("--busy-threshold-mb", *threshold,
+                  "A device with at least this much HBM used and no process listed counts as busy");
+  cmd->callback([c, threshold] { SubmitAndMaybeWait(*c, "probe", json{{"busy_threshold_mb", *threshold}}, false); });
+}
 
 void AddSubmitCommand(CLI::App& app) {
   auto* submit = app.add_subcommand("submit", "Submit a run");
   submit->require_subcommand(1);
-
-  {
-    auto c = std::make_shared<Common>();
-    auto threshold = std::make_shared<int64_t>(4096);
-    auto* cmd = AddKind(submit, "probe",
-                        "Run `npu-smi info` on a machine: devices, HBM, processes, free/busy NPUs", c.get());
-    cmd->add_option("--busy-threshold-mb", *threshold,
-                    "A device with at least this much HBM used and no process listed counts as busy");
-    cmd->callback([c, threshold] {
-      SubmitAndMaybeWait(*c, "probe", json{{"busy_threshold_mb", *threshold}}, false);
-    });
-  }
+  AddSubmitProbe(submit);
+  AddSubmitServe(submit);
+  AddSubmitTorchProfile(submit);
+  AddSubmitMemoryProfile(submit);
 }
 
 }  // namespace npuprof::cli

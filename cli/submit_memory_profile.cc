@@ -1,0 +1,8 @@
+// Placeholder until the run kind lands; replaced by its own implementation.
+#include "cli/submit_kinds.h"
+
+namespace npuprof::cli {
+
+void AddSubmitMemoryProfile(CLI::App*) {}
+
+}  // namespace npuprof::cli
