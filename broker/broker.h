@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,11 @@ class Broker {
   proto::ClientResponse MachineVerb(const std::string& verb, const sm::json& args, std::string* deferred_run);
   proto::ClientResponse Workers();
   proto::ClientResponse Blob(const sm::json& args);
+  proto::ClientResponse Signal(const sm::json& args, std::string* deferred_run);
+  // Sends watcher the "watched_run_finished" signal about target (staged in the current turn).
+  void DeliverWatch(const std::string& watcher, const std::string& target);
+  // Registers a watch, or delivers at once when target already ended.
+  void AddWatch(const std::string& watcher, const std::string& target);
   void ReplyNow(const std::string& identity, const proto::ClientResponse& r);
 
   BrokerOptions opts_;
@@ -124,6 +130,7 @@ class Broker {
   std::deque<PendingTask> pending_;
   std::map<std::string, InFlight> in_flight_;  // task id -> holder
   TimerQueue timers_;
+  std::map<std::string, std::set<std::string>> watchers_;  // watched run -> runs waiting for its end
   Turn turn_;
   int64_t next_heartbeat_ms_ = 0;
 };

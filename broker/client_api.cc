@@ -83,6 +83,8 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
     r = MachineVerb(verb, args, &deferred);
   } else if (verb == "workers") {
     r = Workers();
+  } else if (verb == "signal") {
+    r = Signal(args, &deferred);
   } else if (verb == "blob") {
     r = Blob(args);
   } else {
@@ -106,6 +108,23 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
   }
   if (spec.contains("machine") && spec["machine"].is_string()) {
     if (auto rec = machines_.Find(spec["machine"].get<std::string>())) spec["machine_record"] = *rec;
+  }
+  // A run that builds on another one (attach to a service, baseline from a
+  // previous run) gets that run's summary as it is at submit time.
+  for (const char* field : {"attach_run", "baseline_run"}) {
+    if (!spec.contains(field) || !spec[field].is_string()) continue;
+    const std::string other = spec[field].get<std::string>();
+    sm::RunState* o = LoadRun(other);
+    if (!o) return Err(2, fmt::format("{}: no run '{}'", field, other));
+    const sm::RunKind* k = kinds_.Find(o->kind);
+    json rec = k ? k->Summary(*o) : json::object();
+    rec["data"] = o->data;
+    rec["spec"] = o->spec;
+    spec[std::string(field) + "_record"] = rec;
+    if (!spec.contains("machine") && !o->machine.empty()) {
+      spec["machine"] = o->machine;
+      if (auto m = machines_.Find(o->machine)) spec["machine_record"] = *m;
+    }
   }
   sm::Input in;
   in.type = sm::Input::Type::kSubmit;
@@ -215,6 +234,23 @@ proto::ClientResponse Broker::Workers() {
                    {"tasks", w.tasks}});
   }
   return Ok({{"workers", out}, {"pending_tasks", pending_.size()}, {"in_flight_tasks", in_flight_.size()}});
+}
+
+proto::ClientResponse Broker::Signal(const json& args, std::string* deferred_run) {
+  const std::string run_id = args.value("run_id", "");
+  sm::RunState* s = LoadRun(run_id);
+  if (!s) return Err(2, fmt::format("no run '{}'", run_id));
+  if (s->terminal)
+    return Ok({{"run_id", run_id}, {"state", s->state}, {"status", s->status}, {"note", "run already finished"}});
+  sm::Input in;
+  in.type = sm::Input::Type::kSignal;
+  in.now_ms = NowMs();
+  in.signal = args.value("name", "");
+  in.result = args.value("payload", json::object());
+  Status st = DecideAndStage(run_id, in);
+  if (!st.ok()) return Err(2, st.message());
+  *deferred_run = run_id;
+  return Ok({{"run_id", run_id}, {"signal", in.signal}});
 }
 
 proto::ClientResponse Broker::Blob(const json& args) {

@@ -135,7 +135,8 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
   for (const auto& e : stored) {
     const std::string& t = e.type();
     if (t != ev::kTaskScheduled && t != ev::kTaskRedispatched && t != ev::kTaskAbandoned &&
-        t != ev::kTimerScheduled && t != ev::kTaskRetryScheduled && t != ev::kRunFinished)
+        t != ev::kTimerScheduled && t != ev::kTaskRetryScheduled && t != ev::kRunFinished &&
+        t != ev::kWatchRequested)
       continue;
     json p = json::parse(e.payload_json(), nullptr, false);
     if (p.is_discarded()) continue;
@@ -165,10 +166,47 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
       }
     } else if (t == ev::kTimerScheduled || t == ev::kTaskRetryScheduled) {
       timers_.Push({p.value("deadline_ms", int64_t{0}), run_id, p.value("timer_id", "")});
+    } else if (t == ev::kWatchRequested) {
+      AddWatch(run_id, p.value("run_id", ""));
+    } else if (t == ev::kRunFinished) {
+      auto w = watchers_.find(run_id);
+      if (w != watchers_.end()) {
+        std::set<std::string> waiting = std::move(w->second);
+        watchers_.erase(w);
+        for (const auto& watcher : waiting) DeliverWatch(watcher, run_id);
+      }
     }
   }
   // Keep the cache bounded: finished runs are reloaded from the store on demand.
   if (s->terminal && runs_.size() > 2000) runs_.erase(run_id);
+}
+
+void Broker::AddWatch(const std::string& watcher, const std::string& target) {
+  sm::RunState* t = LoadRun(target);
+  if (!t || t->terminal) {
+    DeliverWatch(watcher, target);
+    return;
+  }
+  watchers_[target].insert(watcher);
+}
+
+void Broker::DeliverWatch(const std::string& watcher, const std::string& target) {
+  sm::RunState* t = LoadRun(target);
+  json payload = {{"run_id", target}};
+  if (!t) {
+    payload["status"] = "missing";
+    payload["state"] = "missing";
+  } else {
+    payload["status"] = t->status;
+    payload["state"] = t->state;
+    if (const sm::RunKind* k = kinds_.Find(t->kind)) payload["summary"] = k->Summary(*t);
+  }
+  sm::Input in;
+  in.type = sm::Input::Type::kSignal;
+  in.now_ms = NowMs();
+  in.signal = ev::kSignalWatchedRunFinished;
+  in.result = payload;
+  (void)DecideAndStage(watcher, in);
 }
 
 }  // namespace npuprof::broker

@@ -90,6 +90,7 @@ void Broker::Recover() {
     if (!s || s->terminal) continue;
     for (const auto& [id, t] : s->timers)
       if (t.armed) timers_.Push({t.deadline_ms, row.run_id(), id});
+    for (const auto& target : std::vector<std::string>(s->watching)) AddWatch(row.run_id(), target);
     sm::Input in;
     in.type = sm::Input::Type::kRecover;
     in.now_ms = now;

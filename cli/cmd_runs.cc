@@ -94,6 +94,24 @@ void AddRunCommands(CLI::App& app) {
     cmd->callback([addr, run] { CallAndPrint(*addr, "cancel", json{{"run_id", *run}}); });
   }
   {
+    auto* cmd = app.add_subcommand("stop", "Stop the service of a serve run (SIGINT, SIGTERM; SIGKILL with --force)");
+    auto addr = std::make_shared<ServerAddress>();
+    auto run = std::make_shared<std::string>();
+    auto force = std::make_shared<bool>(false);
+    auto wait = std::make_shared<bool>(false);
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("RUN", *run, "Run id of the serve run")->required();
+    cmd->add_flag("--force", *force, "SIGKILL when SIGINT and SIGTERM did not stop it");
+    cmd->add_flag("--wait", *wait, "Wait until the run has ended and print its summary");
+    cmd->callback([addr, run, force, wait] {
+      Client client(*addr);
+      auto r = client.CallJson("signal", json{{"run_id", *run}, {"name", "stop"}, {"payload", {{"force", *force}}}});
+      if (!r.ok()) return Fail(2, r.status().message());
+      if (*wait) return WaitForRun(client, *run, false);
+      PrintJson(*r);
+    });
+  }
+  {
     auto* cmd = app.add_subcommand("workers", "List the workers connected to the server");
     auto addr = std::make_shared<ServerAddress>();
     AddServerOptions(cmd, addr.get());

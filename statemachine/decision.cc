@@ -55,6 +55,8 @@ void Decision::CancelTimer(const std::string& timer_id) {
   Emit(ev::kTimerCancelled, json{{"timer_id", timer_id}});
 }
 
+void Decision::WatchRun(const std::string& run_id) { Emit(ev::kWatchRequested, json{{"run_id", run_id}}); }
+
 void Decision::Finish(const std::string& status, const std::string& error) {
   const std::string to = status == "ok" ? "completed" : status;
   if (state_.state != to) Transition(to, error);

@@ -33,6 +33,9 @@ class Decision {
   std::string ScheduleTask(const std::string& task_kind, json payload, const TaskPolicy& policy = {});
   std::string ScheduleTimer(const std::string& purpose, int64_t delay_ms, json payload = json::object());
   void CancelTimer(const std::string& timer_id);
+  // Asks the broker to send this run the signal "watched_run_finished" when
+  // run_id ends (at once if it already has).
+  void WatchRun(const std::string& run_id);
   // Moves to the terminal state for status ("completed" for ok, "failed", "cancelled")
   // and emits RunFinished.
   void Finish(const std::string& status, const std::string& error = "");

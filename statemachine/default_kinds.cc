@@ -1,4 +1,5 @@
 #include "statemachine/engine.h"
+#include "statemachine/kind_registrations.h"
 #include "statemachine/machine_check_machine.h"
 #include "statemachine/probe_machine.h"
 
@@ -9,6 +10,9 @@ const KindRegistry& DefaultKinds() {
     auto* r = new KindRegistry();
     r->Register(std::make_unique<ProbeMachine>());
     r->Register(std::make_unique<MachineCheckMachine>());
+    RegisterServeKind(*r);
+    RegisterTorchProfileKinds(*r);
+    RegisterMemoryProfileKind(*r);
     return r;
   }();
   return *registry;

@@ -129,6 +129,13 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     if (it != s.timers.end()) it->second.armed = false;
   } else if (type == ev::kCancelRequested) {
     s.cancel_requested = true;
+  } else if (type == ev::kWatchRequested) {
+    s.watching.push_back(p.value("run_id", ""));
+  } else if (type == ev::kSignalReceived) {
+    if (p.value("name", "") == ev::kSignalWatchedRunFinished) {
+      const std::string done = p.value("payload", json::object()).value("run_id", "");
+      s.watching.erase(std::remove(s.watching.begin(), s.watching.end(), done), s.watching.end());
+    }
   } else if (type == ev::kRunRecovered) {
     s.recoveries++;
   } else if (type == ev::kRunFinished) {
@@ -169,6 +176,7 @@ std::string CauseOf(const Input& in) {
     case Input::Type::kCancel: return fmt::format("cancel:{}", in.by.empty() ? "client" : in.by);
     case Input::Type::kWorkerLost: return fmt::format("worker_lost:{}", in.worker);
     case Input::Type::kRecover: return "recovery";
+    case Input::Type::kSignal: return fmt::format("signal:{}", in.signal);
   }
   return "unknown";
 }
@@ -294,6 +302,14 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
                        {"worker", in.worker}},
                   false);
       }
+      break;
+    }
+    case Input::Type::kSignal: {
+      if (state.terminal) break;
+      if (!kind->AcceptsSignal(in.signal))
+        return Status::Invalid(fmt::format("a {} run does not accept '{}'", kind_name, in.signal));
+      d.Emit(ev::kSignalReceived, json{{"name", in.signal}, {"payload", in.result.is_null() ? json::object() : in.result}});
+      kind->OnSignal(d, in.signal, in.result.is_null() ? json::object() : in.result);
       break;
     }
     case Input::Type::kRecover: {

@@ -18,7 +18,7 @@
 namespace npuprof::sm {
 
 struct Input {
-  enum class Type { kSubmit, kTaskResult, kTimerFired, kCancel, kWorkerLost, kRecover };
+  enum class Type { kSubmit, kTaskResult, kTimerFired, kCancel, kWorkerLost, kRecover, kSignal };
   Type type = Type::kSubmit;
   int64_t now_ms = 0;
   // kSubmit
@@ -38,6 +38,8 @@ struct Input {
   std::string timer_id;
   // kCancel
   std::string by;
+  // kSignal (payload in result)
+  std::string signal;
 };
 
 class KindRegistry {

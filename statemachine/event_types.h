@@ -19,5 +19,10 @@ inline constexpr const char* kTimerCancelled = "TimerCancelled";
 inline constexpr const char* kCancelRequested = "CancelRequested";
 inline constexpr const char* kRunRecovered = "RunRecovered";
 inline constexpr const char* kRunFinished = "RunFinished";
+inline constexpr const char* kSignalReceived = "SignalReceived";
+inline constexpr const char* kWatchRequested = "WatchRequested";
+
+// Signals the broker itself sends.
+inline constexpr const char* kSignalWatchedRunFinished = "watched_run_finished";
 
 }  // namespace npuprof::sm::ev

@@ -11,6 +11,10 @@ void RunKind::OnCancel(Decision& d) const {
   d.Finish("cancelled", "cancelled by request");
 }
 
+bool RunKind::AcceptsSignal(std::string_view) const { return false; }
+
+void RunKind::OnSignal(Decision&, const std::string&, const json&) const {}
+
 void RunKind::ApplyKindEvent(RunState&, const std::string&, const json&) const {}
 
 json RunKind::Summary(const RunState& s) const {

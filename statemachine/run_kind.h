@@ -29,6 +29,12 @@ class RunKind {
   // Called once a task failed for good (retries exhausted or not retryable).
   virtual void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const = 0;
   virtual void OnTimer(Decision& d, const TimerInfo& timer) const;
+  // Signals: named inputs from a client (`npuprof stop` sends "stop" with
+  // {"force": bool}) or from the broker ("watched_run_finished" with
+  // {"run_id","status","state","summary"} once a run this run watches ends).
+  // A signal the kind does not accept is refused before anything is recorded.
+  virtual bool AcceptsSignal(std::string_view name) const;
+  virtual void OnSignal(Decision& d, const std::string& name, const json& payload) const;
   // Called after CancelRequested was applied. Default: abandon and finish cancelled.
   virtual void OnCancel(Decision& d) const;
 

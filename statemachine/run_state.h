@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +64,7 @@ struct RunState {
   bool terminal = false;
   bool cancel_requested = false;
   int recoveries = 0;
+  std::vector<std::string> watching;  // runs whose end this run waits for (WatchRequested)
   int next_task_no = 1;
   int next_timer_no = 1;
 

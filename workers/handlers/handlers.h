@@ -11,6 +11,11 @@ TaskOutcome ProbeNpuSmi(const proto::Task& task, TaskContext& ctx);
 // machine.check: connect, verify the host key, uname, which tools are present.
 TaskOutcome MachineCheck(const proto::Task& task, TaskContext& ctx);
 
+// Per run kind, in their own files (<kind>_register.cc).
+void RegisterServiceHandlers(WorkerRuntime& runtime);        // service.*
+void RegisterTorchProfileHandlers(WorkerRuntime& runtime);   // torch-profile tasks
+void RegisterMemoryProfileHandlers(WorkerRuntime& runtime);  // memory-profile tasks
+
 // Registers every handler this build has.
 void RegisterDefaultHandlers(WorkerRuntime& runtime);
 

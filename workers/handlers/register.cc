@@ -7,6 +7,9 @@ namespace npuprof::workers {
 void RegisterDefaultHandlers(WorkerRuntime& runtime) {
   runtime.Register(sm::kProbeTask, ProbeNpuSmi);
   runtime.Register(sm::kMachineCheckTask, MachineCheck);
+  RegisterServiceHandlers(runtime);
+  RegisterTorchProfileHandlers(runtime);
+  RegisterMemoryProfileHandlers(runtime);
 }
 
 }  // namespace npuprof::workers

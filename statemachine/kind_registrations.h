@@ -1,0 +1,13 @@
+// Every run kind registers itself through one of these (defined in its own
+// <kind>_machine.cc); DefaultKinds() calls them all.
+#pragma once
+
+#include "statemachine/engine.h"
+
+namespace npuprof::sm {
+
+void RegisterServeKind(KindRegistry& r);
+void RegisterTorchProfileKinds(KindRegistry& r);   // torch-profile and analyse-root
+void RegisterMemoryProfileKind(KindRegistry& r);
+
+}  // namespace npuprof::sm

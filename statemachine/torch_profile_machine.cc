@@ -1,0 +1,8 @@
+// Placeholder until the run kind lands; replaced by its own implementation.
+#include "statemachine/kind_registrations.h"
+
+namespace npuprof::sm {
+
+void RegisterTorchProfileKinds(KindRegistry&) {}
+
+}  // namespace npuprof::sm

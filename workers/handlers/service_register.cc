@@ -1,0 +1,8 @@
+// Placeholder until the run kind lands; replaced by its own implementation.
+#include "workers/handlers/handlers.h"
+
+namespace npuprof::workers {
+
+void RegisterServiceHandlers(WorkerRuntime&) {}
+
+}  // namespace npuprof::workers
