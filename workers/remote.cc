@@ -61,7 +61,10 @@ TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target) {
     default:
       break;
   }
-  std::string msg = fmt::format("{} ({})", st.message(), target.Endpoint());
+  std::string detail = st.message();
+  const std::string prefix = name + ": ";
+  if (detail.rfind(prefix, 0) == 0) detail = detail.substr(prefix.size());
+  std::string msg = fmt::format("{} ({})", detail, target.Endpoint());
   if (!fix.empty()) msg += ": " + fix;
   return TaskOutcome::Failure(name, msg, retryable);
 }

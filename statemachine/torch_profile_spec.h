@@ -1,0 +1,51 @@
+// Validation and normalisation of a torch-profile spec (behaviour.md §1), and
+// the service arguments it implies. Pure: no I/O.
+//
+// After ValidateTorchProfileSpec succeeds every optional field is present
+// with its default, so later code reads spec fields without fallbacks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+// Modes and request kinds accepted by --mode / --request-kind.
+bool IsTorchProfileMode(const std::string& mode);
+bool IsTorchProfileRequestKind(const std::string& kind);
+
+// Checks every field of a torch-profile spec and fills defaults:
+//   dp 1, enable_expert_parallel false, speculative_tokens 0,
+//   speculative_method "qwen3_5_mtp", gpu_memory_utilization 0.85,
+//   max_model_len 4096, max_num_seqs 2, max_num_batched_tokens 1024,
+//   api_server_count null, prompt_tokens 2000, followup_output_tokens 5,
+//   benchmark_total_requests 10, benchmark_concurrency 5,
+//   benchmark_success_threshold 0.8, request_timeout 900,
+//   profile_control_timeout 600, torch_profiler_dir "vllm_profile",
+//   torch_profiler_with_stack false, image_path null, image_height 480,
+//   flush_seconds 5, health_timeout_s 300, analyse_timeout_s 1800,
+//   stop_grace_s 10, devices null, port null.
+// The error names the field and the fix; nothing has run when it fails.
+Status ValidateTorchProfileSpec(json& spec);
+
+// tp * max(dp, 1).
+int ExpectedRanks(const json& spec);
+
+// The vLLM arguments torch-profile adds (behaviour.md §1), in a fixed order.
+// REQUIRES: spec validated.
+std::vector<std::string> TorchProfileServeArgs(const json& spec);
+
+// The service.launch payload (docs/TASKS.md) for a validated spec; `machine`
+// and `run_id` are filled in by the caller.
+json TorchProfileLaunchPayload(const json& spec);
+
+// A path relative to the service's runtime dir: no leading '/', no "..",
+// characters from [A-Za-z0-9._/-].
+bool IsSafeRelativeDir(const std::string& p);
+// A remote absolute path without control characters (model dirs, profile roots).
+bool IsPlainAbsolutePath(const std::string& p);
+
+}  // namespace npuprof::sm

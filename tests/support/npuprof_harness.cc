@@ -1,0 +1,285 @@
+#include "tests/support/npuprof_harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace fs = std::filesystem;
+
+namespace npuprof::testing {
+
+nlohmann::json CliResult::json() const {
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+std::string NpuprofBinary() { return std::string(NPUPROF_BINARY_DIR) + "/cli/npuprof"; }
+std::string SimDir() { return std::string(NPUPROF_SOURCE_DIR) + "/tests/sim"; }
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+// Runs argv with stdout/stderr captured; kills it (SIGKILL) after timeout.
+CliResult RunCaptured(const std::vector<std::string>& argv, int timeout_s) {
+  CliResult r;
+  int out_pipe[2], err_pipe[2];
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return r;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  bool out_open = true, err_open = true;
+  char buf[65536];
+  while (out_open || err_open) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    if (!out_open) fds[0].fd = -1;
+    if (!err_open) fds[1].fd = -1;
+    int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 500)));
+    if (n <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t k = read(fds[i].fd, buf, sizeof(buf));
+      if (k <= 0) {
+        (i == 0 ? out_open : err_open) = false;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(k));
+      }
+    }
+  }
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace
+
+NpuprofHarness::~NpuprofHarness() {
+  Stop();
+  const char* keep = std::getenv("NPUPROF_KEEP_TEST_DIR");
+  if (!dir_.empty() && !(keep && std::string(keep) == "1")) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+}
+
+Status NpuprofHarness::Start(const std::vector<std::string>& sim_args, int local_workers) {
+  char tmpl[] = "/tmp/npuprof-it-XXXXXX";
+  if (!mkdtemp(tmpl)) return Status::Io("mkdtemp failed");
+  dir_ = tmpl;
+  local_workers_ = local_workers;
+  started_ = true;
+  if (Status s = sshd_.Start(); !s.ok()) return s;
+  std::vector<std::string> setup = {"/usr/bin/python3", SimDir() + "/setup_target.py", "--root", SimRoot()};
+  setup.insert(setup.end(), sim_args.begin(), sim_args.end());
+  CliResult sr = RunCaptured(setup, 60);
+  if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
+  if (Status s = StartServer(); !s.ok()) return s;
+  CliResult add = Cli({"machine", "add", "sim1", "--host", "127.0.0.1", "--port", std::to_string(sshd_.port()),
+                       "--user", sshd_.user(), "--identity", sshd_.identity_file(), "--known-hosts",
+                       sshd_.known_hosts_file(), "--env-script", SimRoot() + "/set_env.sh", "--runtime-base",
+                       dir_ + "/runtime"});
+  if (add.exit_code != 0) return Status::Internal("machine add failed: " + add.err);
+  return Status::Ok();
+}
+
+Status NpuprofHarness::StartServer() {
+  const std::string log = dir_ + "/server.log";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    const std::string bin = NpuprofBinary();
+    const std::string data = DataDir();
+    const std::string workers = std::to_string(local_workers_);
+    execl(bin.c_str(), bin.c_str(), "server", "--data-dir", data.c_str(), "--local-workers", workers.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  server_pid_ = pid;
+  return WaitForServer(30);
+}
+
+Status NpuprofHarness::WaitForServer(int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!Alive(server_pid_)) return Status::Internal("npuprof server exited: " + ReadFile(dir_ + "/server.log"));
+    CliResult r = Cli({"ping"}, 5);
+    if (r.exit_code == 0) {
+      // Wait for the local workers to announce themselves too.
+      if (local_workers_ == 0 || static_cast<int>(WorkerPids().size()) >= local_workers_) return Status::Ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Status::Timeout("npuprof server did not become ready: " + ReadFile(dir_ + "/server.log"));
+}
+
+CliResult NpuprofHarness::CliRaw(const std::vector<std::string>& args, int timeout_s) {
+  std::vector<std::string> argv = {NpuprofBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCaptured(argv, timeout_s);
+}
+
+CliResult NpuprofHarness::Cli(const std::vector<std::string>& args, int timeout_s) {
+  std::vector<std::string> a = args;
+  auto dd = std::find(a.begin(), a.end(), "--");
+  a.insert(dd, {"--data-dir", DataDir()});
+  return CliRaw(a, timeout_s);
+}
+
+void NpuprofHarness::KillServer(int sig) {
+  if (server_pid_ <= 0) return;
+  kill(server_pid_, sig);
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (waitpid(server_pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(server_pid_, SIGKILL);
+      waitpid(server_pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  server_pid_ = -1;
+  // Local workers die with the server (PDEATHSIG); give them a moment.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+Status NpuprofHarness::RestartServer() {
+  if (server_pid_ > 0) KillServer(SIGKILL);
+  return StartServer();
+}
+
+std::vector<pid_t> NpuprofHarness::WorkerPids() {
+  std::vector<pid_t> out;
+  CliResult r = Cli({"workers"}, 10);
+  auto j = r.json();
+  if (!j.is_object()) return out;
+  for (const auto& w : j.value("workers", nlohmann::json::array())) out.push_back(w.value("pid", 0));
+  return out;
+}
+
+std::string NpuprofHarness::MakeModel(const std::vector<std::string>& args) {
+  const std::string out = fmt::format("{}/models/m{}", dir_, model_count_++);
+  std::vector<std::string> argv = {"/usr/bin/python3", SimDir() + "/make_model.py", "--out", out};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CliResult r = RunCaptured(argv, 120);
+  if (r.exit_code != 0) return "";
+  return out;
+}
+
+std::vector<nlohmann::json> NpuprofHarness::SimTruthFiles() const {
+  std::vector<nlohmann::json> out;
+  std::error_code ec;
+  const std::string dir = SimRoot() + "/state/truth";
+  if (!fs::exists(dir, ec)) return out;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    auto j = nlohmann::json::parse(ReadFile(f.string()), nullptr, false);
+    if (!j.is_discarded()) out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<pid_t> NpuprofHarness::LiveServicePids() const {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  const std::string dir = SimRoot() + "/state/instances";
+  if (!fs::exists(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".json") continue;
+    auto j = nlohmann::json::parse(ReadFile(e.path().string()), nullptr, false);
+    if (j.is_discarded()) continue;
+    pid_t pid = j.value("main_pid", 0);
+    if (Alive(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+std::vector<pid_t> NpuprofHarness::TargetProcesses() const {
+  std::vector<pid_t> out;
+  if (dir_.empty()) return out;
+  const std::string marker = "NPUPROF_SIM_ROOT=" + SimRoot();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    const pid_t pid = std::stoi(name);
+    if (pid == getpid()) continue;
+    std::string env = ReadFile(e.path().string() + "/environ");
+    size_t pos = 0;
+    while (pos < env.size()) {
+      size_t end = env.find('\0', pos);
+      if (end == std::string::npos) end = env.size();
+      if (env.compare(pos, end - pos, marker) == 0) {
+        out.push_back(pid);
+        break;
+      }
+      pos = end + 1;
+    }
+  }
+  return out;
+}
+
+void NpuprofHarness::Stop() {
+  if (!started_) return;
+  started_ = false;
+  if (server_pid_ > 0) KillServer(SIGTERM);
+  // Whatever still runs on the simulated target (services, ranks, msprof,
+  // analyse jobs) carries the target's marker.
+  for (int round = 0; round < 3; ++round) {
+    auto pids = TargetProcesses();
+    if (pids.empty()) break;
+    for (pid_t p : pids) kill(p, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  sshd_.Stop();
+}
+
+}  // namespace npuprof::testing

@@ -1,0 +1,83 @@
+// NpuprofHarness: one complete local installation for integration tests —
+// a real loopback sshd, a simulated Ascend target (tests/sim), an
+// `npuprof server` child process with local workers, and the machine "sim1"
+// in its inventory. Everything lives in one temp dir, removed at the end
+// (kept when NPUPROF_KEEP_TEST_DIR=1).
+//
+// Cleanup signals only processes this harness started or that carry its
+// simulated target's marker (NPUPROF_SIM_ROOT=<its root> in their
+// environment, set by the target's env script): never anything by name.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "tests/support/sshd_fixture.h"
+
+namespace npuprof::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+  // stdout parsed (null when not JSON). Returns a fresh value: keep it in a
+  // variable before iterating (`for (auto& e : r.json()["x"])` dangles).
+  nlohmann::json json() const;
+};
+
+// Path of the built npuprof binary.
+std::string NpuprofBinary();
+// tests/sim inside the source tree.
+std::string SimDir();
+
+class NpuprofHarness {
+ public:
+  NpuprofHarness() = default;
+  ~NpuprofHarness();
+  NpuprofHarness(const NpuprofHarness&) = delete;
+  NpuprofHarness& operator=(const NpuprofHarness&) = delete;
+
+  // sim_args go to tests/sim/setup_target.py after --root.
+  Status Start(const std::vector<std::string>& sim_args = {}, int local_workers = 2);
+  void Stop();
+
+  // Runs `npuprof ARGS` with --data-dir inserted (before a "--" if present).
+  CliResult Cli(const std::vector<std::string>& args, int timeout_s = 180);
+  // Runs npuprof with exactly these args (no --data-dir added).
+  CliResult CliRaw(const std::vector<std::string>& args, int timeout_s = 180);
+
+  pid_t server_pid() const { return server_pid_; }
+  void KillServer(int sig = SIGKILL);
+  Status RestartServer();
+  std::vector<pid_t> WorkerPids();
+
+  std::string MakeModel(const std::vector<std::string>& make_model_args);
+  std::string SimRoot() const { return dir_ + "/target"; }
+  std::string DataDir() const { return dir_ + "/data"; }
+  std::string Dir() const { return dir_; }
+  std::vector<nlohmann::json> SimTruthFiles() const;
+  std::vector<pid_t> LiveServicePids() const;
+  // Every live process carrying this target's marker.
+  std::vector<pid_t> TargetProcesses() const;
+  SshdFixture& sshd() { return sshd_; }
+
+ private:
+  Status StartServer();
+  Status WaitForServer(int timeout_s);
+
+  SshdFixture sshd_;
+  std::string dir_;
+  pid_t server_pid_ = -1;
+  int local_workers_ = 2;
+  int model_count_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace npuprof::testing
