@@ -1,8 +1,106 @@
-// `npuprof demo`: filled in below once the simulated target is wired.
+// `npuprof demo`: the whole product on this machine. Starts a real loopback
+// sshd, a simulated Ascend target (tests/sim), an npuprof server with local
+// workers, registers the target as machine "sim1", then drives every run kind
+// this build has through the same `npuprof` verbs a user types, printing
+// each command and its result. Everything it started is stopped at the end;
+// the directory with the store, exports and reports is kept (--clean removes it).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "statemachine/engine.h"
+#include "tests/support/npuprof_harness.h"
 
 namespace npuprof::cli {
 
-void AddDemoCommand(CLI::App&) {}
+namespace {
+
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "npuprof";
+  buf[n] = 0;
+  return buf;
+}
+
+struct Demo {
+  testing::NpuprofHarness h;
+  json summary = json::object();
+  bool ok = true;
+
+  testing::CliResult Step(const std::string& title, const std::vector<std::string>& args, int timeout_s = 300) {
+    std::cerr << "\n== " << title << "\n$ npuprof";
+    for (const auto& a : args) std::cerr << ' ' << a;
+    std::cerr << std::endl;
+    testing::CliResult r = h.Cli(args, timeout_s);
+    std::cerr << r.out;
+    if (!r.err.empty()) std::cerr << r.err;
+    std::cerr << "(exit " << r.exit_code << ")" << std::endl;
+    return r;
+  }
+
+  void Expect(const testing::CliResult& r, int code, const std::string& what) {
+    if (r.exit_code != code) {
+      ok = false;
+      std::cerr << "demo: " << what << " exited " << r.exit_code << ", expected " << code << std::endl;
+    }
+  }
+};
+
+void RunDemo(bool clean) {
+  setenv("NPUPROF_BIN", SelfExe().c_str(), 1);
+  if (!clean) setenv("NPUPROF_KEEP_TEST_DIR", "1", 1);
+  Demo d;
+  std::cerr << "npuprof demo: starting a loopback sshd, a simulated 8-NPU Ascend 910B3 target "
+               "(device 3 busy with another process) and an npuprof server..."
+            << std::endl;
+  Status st = d.h.Start({"--layout", "910B3", "--devices", "8", "--busy", "3:proc"}, 2);
+  if (!st.ok()) return Fail(2, "demo could not start its local target: " + st.ToString());
+  std::cerr << "data dir: " << d.h.DataDir() << "\nsimulated target: " << d.h.SimRoot() << std::endl;
+  d.summary["data_dir"] = d.h.DataDir();
+  d.summary["target"] = d.h.SimRoot();
+
+  d.Step("The machine inventory (kept as events)", {"machine", "list"});
+  auto check = d.Step("Check the machine: host key, uname, Ascend tools", {"machine", "check", "sim1"});
+  d.Expect(check, 0, "machine check");
+
+  auto probe = d.Step("Probe the NPUs (npu-smi info, kept as evidence)", {"submit", "probe", "--machine", "sim1", "--wait"});
+  d.Expect(probe, 0, "probe");
+  d.summary["probe_run"] = probe.json().value("run_id", "");
+
+  const auto& kinds = sm::DefaultKinds();
+  if (kinds.Find("serve")) {
+    const std::string model = d.h.MakeModel({"--kind", "dense"});
+    auto serve = d.Step("Start a vLLM service on two free NPUs (serve run kind)",
+                        {"submit", "serve", "--machine", "sim1", "--model", model, "--served-model-name", "demo",
+                         "--tp", "2", "--wait"});
+    d.Expect(serve, 0, "serve");
+    const std::string run = serve.json().value("run_id", "");
+    d.summary["serve_run"] = run;
+    if (!run.empty()) {
+      auto stop = d.Step("Stop the service", {"stop", run, "--wait"});
+      d.Expect(stop, 0, "stop");
+    }
+  }
+  d.Step("All runs", {"runs"});
+  d.summary["ok"] = d.ok;
+  PrintJson(d.summary);
+  d.h.Stop();
+  std::cerr << (clean ? "" : fmt::format("\nkept: {} (store, exports, reports)\n", d.h.Dir()));
+  ExitCode() = d.ok ? 0 : 1;
+}
+
+}  // namespace
+
+void AddDemoCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("demo", "Run every workflow against a simulated Ascend target on this machine");
+  auto clean = std::make_shared<bool>(false);
+  cmd->add_flag("--clean", *clean, "Remove the demo directory at the end");
+  cmd->callback([clean] { RunDemo(*clean); });
+}
 
 }  // namespace npuprof::cli

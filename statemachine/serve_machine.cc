@@ -1,8 +1,292 @@
-// Placeholder until the run kind lands; replaced by its own implementation.
+#include "statemachine/serve_machine.h"
+
+#include <fmt/format.h>
+
 #include "statemachine/kind_registrations.h"
+#include "statemachine/service_spec.h"
+#include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
 
-void RegisterServeKind(KindRegistry&) {}
+namespace {
+
+constexpr const char* kHealthDeadline = "health_deadline";
+// The readiness task reports a timeout itself; the timer only catches a task
+// that never answers, so it fires this long after the deadline.
+constexpr int64_t kHealthTimerSlackMs = 30000;
+
+int ReasonRank(const std::string& r) { return r == "failure" ? 3 : r == "cancel" ? 2 : r == "user" ? 1 : 0; }
+
+const TaskInfo* LastTaskOfKind(const RunState& s, const std::string& kind) {
+  const TaskInfo* last = nullptr;
+  for (const auto& [id, t] : s.tasks)
+    if (t.kind == kind && (!last || id.size() > last->task_id.size() || (id.size() == last->task_id.size() && id > last->task_id)))
+      last = &t;
+  return last;
+}
+
+TaskPolicy LaunchPolicy() {
+  TaskPolicy p;
+  p.max_attempts = 3;
+  p.backoff_ms = 1000;
+  p.lease_ms = 90000;
+  return p;
+}
+
+TaskPolicy WaitPolicy() {
+  TaskPolicy p;
+  p.max_attempts = 3;
+  p.backoff_ms = 1000;
+  p.lease_ms = 30000;
+  return p;
+}
+
+TaskPolicy StopPolicy() {
+  TaskPolicy p;
+  p.max_attempts = 3;
+  p.backoff_ms = 1000;
+  p.lease_ms = 60000;
+  return p;
+}
+
+std::string CurrentReason(const RunState& s) { return s.data.value("stop", json::object()).value("reason", ""); }
+
+// Records a stop request, keeping the stronger reason and force.
+void RequestStop(Decision& d, const std::string& reason, bool force, bool deferred) {
+  const json cur = d.state().data.value("stop", json::object());
+  const std::string r = ReasonRank(cur.value("reason", "")) >= ReasonRank(reason) ? cur.value("reason", reason) : reason;
+  d.Emit(kServiceStopRequested,
+         json{{"reason", r}, {"force", force || cur.value("force", false)}, {"deferred", deferred}});
+}
+
+// Schedules service.stop for what is known of the service (pid may be unknown:
+// the handler then reads the runtime dir's pid file).
+void ScheduleStop(Decision& d) {
+  const RunState& s = d.state();
+  const json svc = s.data.value("service", json::object());
+  const TaskInfo* launch = LastTaskOfKind(s, kServiceLaunchTask);
+  const std::string rt = svc.value("runtime_dir", launch ? launch->payload.value("runtime_dir", "") : "");
+  if (s.state != "stopping") d.Transition("stopping", CurrentReason(s));
+  d.ScheduleTask(kServiceStopTask,
+                 BuildStopPayload(s.spec.value("machine_record", json::object()), rt, svc.value("pid", json(nullptr)),
+                                  s.data["stop"].value("force", false), s.spec.value("stop_grace_s", 10)),
+                 StopPolicy());
+}
+
+void StartStop(Decision& d, const std::string& reason, bool force) {
+  RequestStop(d, reason, force, false);
+  ScheduleStop(d);
+}
+
+std::string FailureError(const RunState& s) {
+  const json f = s.data.value("failure", json::object());
+  std::string e = fmt::format("{}: {}", f.value("kind", "error"), f.value("error", ""));
+  const std::string hint = f.value("env_hint", "");
+  if (!hint.empty() && e.find(hint) == std::string::npos) e += " (hint: " + hint + ")";
+  return e;
+}
+
+// Ends the run after the service is known stopped (or known never started).
+void FinishByReason(Decision& d, const std::string& extra_error = "") {
+  const RunState& s = d.state();
+  const std::string reason = CurrentReason(s);
+  const bool failed = s.data.contains("failure");
+  std::string err = failed ? FailureError(s) : "";
+  if (!extra_error.empty()) err = err.empty() ? extra_error : err + "; " + extra_error;
+  if (failed || (!extra_error.empty() && reason != "cancel")) return d.Finish("failed", err);
+  if (s.cancel_requested || reason == "cancel") return d.Finish("cancelled", err.empty() ? "cancelled by request" : err);
+  d.Finish("ok");
+}
+
+json FailureRecord(const std::string& stage, const json& failure) {
+  const json r = failure.value("result", json::object());
+  json rec = {{"stage", stage},
+              {"kind", failure.value("error_kind", "error")},
+              {"error", failure.value("error", "")}};
+  for (const char* k : {"stderr_tail", "stdout_tail", "env_hint", "env_errors", "last_health", "free_devices",
+                        "busy_devices", "exit_hint"})
+    if (r.is_object() && r.contains(k)) rec[k] = r[k];
+  if (failure.contains("blobs")) rec["evidence"] = failure["blobs"];
+  return rec;
+}
+
+}  // namespace
+
+const TransitionTable& ServeMachine::transitions() const {
+  static const TransitionTable table({{"queued", "launching"},
+                                      {"queued", "completed"},
+                                      {"queued", "failed"},
+                                      {"queued", "cancelled"},
+                                      {"launching", "waiting_ready"},
+                                      {"launching", "stopping"},
+                                      {"launching", "failed"},
+                                      {"launching", "cancelled"},
+                                      {"waiting_ready", "ready"},
+                                      {"waiting_ready", "stopping"},
+                                      {"ready", "stopping"},
+                                      {"stopping", "completed"},
+                                      {"stopping", "failed"},
+                                      {"stopping", "cancelled"},
+                                      {"stopping", "ready"}},
+                                     {"completed", "failed", "cancelled"});
+  return table;
+}
+
+Status ServeMachine::ValidateSpec(json& spec) const {
+  if (Status s = RequireSafeName(spec, "machine", true); !s.ok()) return s;
+  if (Status s = RequireSafeName(spec, "tag", false); !s.ok()) return s;
+  if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
+  return ValidateServiceSpec(spec);
+}
+
+void ServeMachine::OnStart(Decision& d) const {
+  d.Transition("launching");
+  d.ScheduleTask(kServiceLaunchTask, BuildLaunchPayload(d.state().run_id, 1, d.state().spec), LaunchPolicy());
+}
+
+void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
+  if (task.kind == kServiceLaunchTask) {
+    json rec = ServiceRecordFromLaunch(task.payload, result);
+    if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
+    d.Emit(kServiceLaunched, rec);
+    if (d.state().cancel_requested || d.state().data.contains("stop")) {
+      const json stop = d.state().data.value("stop", json::object());
+      return StartStop(d, d.state().cancel_requested ? "cancel" : stop.value("reason", "user"),
+                       d.state().cancel_requested || stop.value("force", false));
+    }
+    d.Transition("waiting_ready");
+    const json wait = BuildWaitReadyPayload(task.payload, result, d.now_ms());
+    d.ScheduleTask(kServiceWaitReadyTask, wait, WaitPolicy());
+    d.ScheduleTimer(kHealthDeadline, wait.value("health_timeout_s", int64_t{300}) * 1000 + kHealthTimerSlackMs);
+    return;
+  }
+  if (task.kind == kServiceWaitReadyTask) {
+    if (d.state().state != "waiting_ready") return;
+    for (const auto& [id, t] : d.state().timers)
+      if (t.armed && t.purpose == kHealthDeadline) d.CancelTimer(id);
+    d.Emit(kServiceReady, result);
+    d.Transition("ready");
+    return;
+  }
+  if (task.kind == kServiceStopTask) {
+    json rec = result;
+    if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
+    d.Emit(kServiceStopped, rec);
+    FinishByReason(d);
+  }
+}
+
+void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
+  if (task.kind == kServiceLaunchTask) {
+    d.Emit(kServiceFailed, FailureRecord("launch", failure));
+    const json r = failure.value("result", json::object());
+    const bool nothing_started = r.is_object() && r.value("started", true) == false;
+    if (nothing_started) return FinishByReason(d);
+    return StartStop(d, "failure", true);  // the process may exist: clean up
+  }
+  if (task.kind == kServiceWaitReadyTask) {
+    if (d.state().state != "waiting_ready") return;
+    d.AbandonOutstanding("readiness failed");
+    d.Emit(kServiceFailed, FailureRecord("wait_ready", failure));
+    return StartStop(d, "failure", true);
+  }
+  if (task.kind == kServiceStopTask) {
+    d.Emit(kServiceStopFailed,
+           json{{"error_kind", failure.value("error_kind", "")}, {"error", failure.value("error", "")},
+                {"force", task.payload.value("force", false)}, {"result", failure.value("result", json(nullptr))}});
+    const json stop = d.state().data.value("stop", json::object());
+    // A stronger stop (force) was asked for while this one ran: do it now.
+    if (stop.value("force", false) && !task.payload.value("force", false)) return ScheduleStop(d);
+    if (CurrentReason(d.state()) == "user" && !d.state().cancel_requested) {
+      d.Transition("ready", "stop did not end the service: " + failure.value("error", ""));
+      return;
+    }
+    const json svc = d.state().data.value("service", json::object());
+    FinishByReason(d, fmt::format("the service (pid {}) may still be running: {}: {}",
+                                  svc.value("pid", json(nullptr)).dump(), failure.value("error_kind", ""),
+                                  failure.value("error", "")));
+  }
+}
+
+void ServeMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
+  if (timer.purpose != kHealthDeadline || d.state().state != "waiting_ready") return;
+  d.AbandonOutstanding("readiness deadline passed");
+  d.Emit(kServiceFailed, json{{"stage", "wait_ready"},
+                              {"kind", "never_ready"},
+                              {"error", fmt::format("no readiness verdict within {} s (+{} s)",
+                                                    d.state().spec.value("health_timeout_s", 300),
+                                                    kHealthTimerSlackMs / 1000)}});
+  StartStop(d, "failure", true);
+}
+
+bool ServeMachine::AcceptsSignal(std::string_view name) const { return name == "stop"; }
+
+void ServeMachine::OnSignal(Decision& d, const std::string& name, const json& payload) const {
+  if (name != "stop") return;
+  const bool force = payload.value("force", false);
+  const std::string& st = d.state().state;
+  if (st == "queued") return d.Finish("ok");
+  if (st == "launching") return RequestStop(d, "user", force, true);
+  if (st == "waiting_ready" || st == "ready") {
+    d.AbandonOutstanding("stop requested");
+    return StartStop(d, "user", force);
+  }
+  if (st == "stopping" && force && !d.state().data.value("stop", json::object()).value("force", false))
+    RequestStop(d, "user", true, false);  // used when the running stop does not end it
+}
+
+void ServeMachine::OnCancel(Decision& d) const {
+  const std::string& st = d.state().state;
+  if (st == "queued") return RunKind::OnCancel(d);
+  if (st == "launching") return RequestStop(d, "cancel", true, true);
+  if (st == "waiting_ready" || st == "ready") {
+    d.AbandonOutstanding("run cancelled");
+    return StartStop(d, "cancel", true);
+  }
+  if (st == "stopping") RequestStop(d, "cancel", true, false);
+}
+
+void ServeMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
+  json& svc = s.data["service"];
+  if (type == kServiceLaunched) {
+    svc = p;
+  } else if (type == kServiceReady) {
+    if (svc.is_object()) {
+      svc["status"] = "ready";
+      svc["ready"] = p;
+    }
+  } else if (type == kServiceFailed) {
+    s.data["failure"] = p;
+    if (svc.is_object()) {
+      svc["status"] = "failed";
+      svc["failure"] = p;
+    }
+  } else if (type == kServiceStopRequested) {
+    s.data["stop"] = p;
+    if (svc.is_object() && svc.value("status", "") != "failed" && !p.value("deferred", false)) svc["status"] = "stopping";
+  } else if (type == kServiceStopped) {
+    if (svc.is_object()) {
+      if (svc.value("status", "") != "failed") svc["status"] = "stopped";
+      svc["stop_result"] = p;
+    }
+    s.data.erase("stop_error");
+  } else if (type == kServiceStopFailed) {
+    s.data["stop_error"] = p;
+    if (svc.is_object()) svc["stop_error"] = p;
+    if (svc.is_object() && svc.value("status", "") == "stopping" && s.data["stop"].value("reason", "") == "user")
+      svc["status"] = "ready";
+  }
+  if (svc.is_null()) s.data.erase("service");
+}
+
+json ServeMachine::Summary(const RunState& s) const {
+  json j = RunKind::Summary(s);
+  j["service"] = s.data.value("service", json(nullptr));
+  if (s.data.contains("failure")) j["failure"] = s.data["failure"];
+  if (s.data.contains("stop")) j["stop_request"] = s.data["stop"];
+  return j;
+}
+
+void RegisterServeKind(KindRegistry& r) { r.Register(std::make_unique<ServeMachine>()); }
 
 }  // namespace npuprof::sm

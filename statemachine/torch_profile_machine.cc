@@ -1,8 +1,358 @@
-// Placeholder until the run kind lands; replaced by its own implementation.
+#include "statemachine/torch_profile_machine.h"
+
+#include <fmt/format.h>
+
+#include "statemachine/analyse_root_machine.h"
+#include "statemachine/event_types.h"
 #include "statemachine/kind_registrations.h"
+#include "statemachine/torch_profile_analysis.h"
+#include "statemachine/torch_profile_gates.h"
+#include "statemachine/torch_profile_manifest.h"
+#include "statemachine/torch_profile_spec.h"
+#include "statemachine/torch_profile_tasks.h"
 
 namespace npuprof::sm {
 
-void RegisterTorchProfileKinds(KindRegistry&) {}
+namespace {
+
+TaskPolicy Policy(int attempts, int64_t lease_ms) {
+  TaskPolicy p;
+  p.max_attempts = attempts;
+  p.backoff_ms = 1000;
+  p.lease_ms = lease_ms;
+  return p;
+}
+
+json Machine(const Decision& d) { return d.state().spec.value("machine_record", json::object()); }
+
+// The launched service: the launch result, or a failed launch's partial result
+// when it carries a pid (so a half-started service can still be stopped).
+json ServiceOf(const RunState& s) {
+  const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
+  if (!launch) return nullptr;
+  json r = TaskResultData(launch);
+  if (r.is_object()) return r;
+  if (launch->status == "failed" && launch->result.contains("result") && launch->result["result"].is_object() &&
+      launch->result["result"].contains("pid") && !launch->result["result"]["pid"].is_null())
+    return launch->result["result"];
+  return nullptr;
+}
+
+bool ServiceStopped(const RunState& s) {
+  const TaskInfo* stop = LastTask(s, kServiceStopTask);
+  const json r = TaskResultData(stop);
+  return r.is_object() && (r.value("stopped", false) || r.value("already_gone", false));
+}
+
+bool Pending(const TaskInfo* t) { return t && (t->in_flight() || t->status == "retry_wait"); }
+
+void StepFailed(Decision& d, const std::string& step, const std::string& kind, const std::string& error) {
+  d.Emit(kTpStepFailed, json{{"step", step}, {"error_kind", kind}, {"error", error}});
+}
+
+void ScheduleStop(Decision& d, bool force) {
+  const json svc = ServiceOf(d.state());
+  d.ScheduleTask(kServiceStopTask,
+                 json{{"machine", Machine(d)},
+                      {"runtime_dir", svc.value("runtime_dir", "")},
+                      {"pid", svc.value("pid", json(nullptr))},
+                      {"force", force},
+                      {"grace_s", d.state().spec.value("stop_grace_s", 10)}},
+                 Policy(3, 120000));
+}
+
+std::string FailureText(const json& f) {
+  const std::string kind = f.value("error_kind", "");
+  const std::string err = f.value("error", "");
+  return kind.empty() ? err : fmt::format("{}: {}", kind, err);
+}
+
+// The run's error from recorded step failures and tripped gates.
+std::string RunError(const RunState& s) {
+  std::vector<std::string> parts;
+  for (const auto& e : s.data.value("errors", json::array()))
+    parts.push_back(fmt::format("{}: {}", e.value("step", ""), e.value("error", "")));
+  const std::string ws = s.data.value("workload_status", json::object()).value("status", "");
+  const std::string as = s.data.value("analysis_status", "");
+  bool gate = false;
+  if (!ws.empty() && ws != "ok") {
+    parts.push_back("workload gate: " + ws);
+    gate = true;
+  }
+  if (!as.empty() && as != "ok") {
+    parts.push_back("analysis gate: " + as);
+    gate = true;
+  }
+  if (gate) parts.push_back("re-collect required");
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// Starts cleanup: stop the service if one is known, else end now.
+void BeginCleanup(Decision& d, const std::string& reason) {
+  d.Emit(kTpCleanupStarted, json{{"reason", reason}});
+  const RunState& s = d.state();
+  if (Pending(LastTask(s, kServiceStopTask))) return;  // a stop is already on its way
+  if (ServiceOf(s).is_object() && !ServiceStopped(s)) {
+    if (s.state != "stopping_service") d.Transition("stopping_service", reason);
+    ScheduleStop(d, false);
+    return;
+  }
+  if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+  d.Finish("failed", RunError(d.state()));
+}
+
+void StartLaunch(Decision& d) {
+  d.Transition("launching");
+  json payload = TorchProfileLaunchPayload(d.state().spec);
+  payload["machine"] = Machine(d);
+  payload["run_id"] = d.state().run_id;
+  d.ScheduleTask(kServiceLaunchTask, payload, Policy(3, 120000));
+}
+
+void ScheduleControl(Decision& d, const std::string& action) {
+  const json svc = ServiceOf(d.state());
+  d.ScheduleTask(kTpControlTask,
+                 json{{"machine", Machine(d)},
+                      {"role", action},
+                      {"action", action},
+                      {"port", svc.value("port", 0)},
+                      {"timeout_s", d.state().spec.value("profile_control_timeout", 600)}},
+                 Policy(2, 60000));
+}
+
+void ScheduleRequests(Decision& d, const std::string& role) {
+  const json& spec = d.state().spec;
+  const json svc = ServiceOf(d.state());
+  const bool wave = role == "wave";
+  d.ScheduleTask(kTpRequestsTask,
+                 json{{"machine", Machine(d)},
+                      {"role", role},
+                      {"port", svc.value("port", 0)},
+                      {"served_model_name", spec["served_model_name"]},
+                      {"total", wave ? spec["benchmark_total_requests"].get<int64_t>() : 1},
+                      {"concurrency", wave ? spec["benchmark_concurrency"].get<int64_t>() : 1},
+                      {"first_index", wave ? 0 : spec["benchmark_total_requests"].get<int64_t>()},
+                      {"prompt_tokens", spec["prompt_tokens"]},
+                      {"max_tokens", wave ? spec["benchmark_output_tokens"] : spec["followup_output_tokens"]},
+                      {"timeout_s", spec["request_timeout"]},
+                      {"request_kind", spec["request_kind"]},
+                      {"image_path", spec["image_path"]},
+                      {"image_height", spec["image_height"]}},
+                 Policy(2, 60000));
+}
+
+// The service is down (or could not be stopped): analyse, or end the cleanup.
+void AfterStop(Decision& d) {
+  const RunState& s = d.state();
+  if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+  if (s.data.value("cleanup", false)) return d.Finish("failed", RunError(s));
+  d.Transition("analysing");
+  const json svc = ServiceOf(s);
+  const std::string root = svc.value("runtime_dir", "") + "/" + s.spec["torch_profiler_dir"].get<std::string>();
+  ScheduleProfileListing(d, root, s.spec["analyse_timeout_s"].get<int64_t>());
+}
+
+void FinishAnalysis(Decision& d) {
+  const json a = AnalysisProjection(d.state(), ExpectedRanks(d.state().spec));
+  d.Emit(kTpAnalysisGated, json{{"analysis_status", a["analysis_status"]},
+                                {"rank_count", a["rank_count"]},
+                                {"expected_ranks", ExpectedRanks(d.state().spec)},
+                                {"remote_profile_root", a["remote_profile_root"]}});
+  const std::string error = RunError(d.state());
+  if (error.empty()) return d.Finish("ok");
+  d.Finish("failed", error);
+}
+
+}  // namespace
+
+const TransitionTable& TorchProfileMachine::transitions() const {
+  static const TransitionTable table(
+      {{"queued", "preparing_image"},        {"queued", "launching"},
+       {"preparing_image", "launching"},     {"launching", "ready"},
+       {"ready", "profiling"},               {"profiling", "workload"},
+       {"workload", "stopping_profile"},     {"stopping_profile", "flush"},
+       {"flush", "stopping_service"},        {"stopping_service", "analysing"},
+       {"analysing", "completed"},           {"analysing", "failed"},
+       // cleanup after a failure or a cancel
+       {"launching", "stopping_service"},    {"ready", "stopping_service"},
+       {"profiling", "stopping_service"},    {"workload", "stopping_service"},
+       {"stopping_profile", "stopping_service"},
+       {"stopping_service", "failed"},       {"stopping_service", "cancelled"},
+       // nothing running yet
+       {"queued", "failed"},                 {"preparing_image", "failed"},
+       {"launching", "failed"},              {"queued", "cancelled"},
+       {"preparing_image", "cancelled"},     {"launching", "cancelled"},
+       {"analysing", "cancelled"}},
+      {"completed", "failed", "cancelled"});
+  return table;
+}
+
+Status TorchProfileMachine::ValidateSpec(json& spec) const { return ValidateTorchProfileSpec(spec); }
+
+void TorchProfileMachine::OnStart(Decision& d) const {
+  const json& spec = d.state().spec;
+  if (spec["request_kind"] == "vl") {
+    d.Transition("preparing_image");
+    d.ScheduleTask(kTpPrepareImageTask,
+                   json{{"machine", Machine(d)}, {"image_path", spec["image_path"]}, {"image_height", spec["image_height"]}},
+                   Policy(1, 60000));
+    return;
+  }
+  StartLaunch(d);
+}
+
+void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
+  const RunState& s = d.state();
+  const std::string role = task.payload.value("role", "");
+  if (task.kind == kTpPrepareImageTask) {
+    if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+    return StartLaunch(d);
+  }
+  if (task.kind == kServiceLaunchTask) {
+    if (s.cancel_requested) return BeginCleanup(d, "cancelled");
+    d.ScheduleTask(kServiceWaitReadyTask,
+                   json{{"machine", Machine(d)},
+                        {"runtime_dir", result.value("runtime_dir", "")},
+                        {"pid", result.value("pid", json(nullptr))},
+                        {"port", result.value("port", json(nullptr))},
+                        {"served_model_name", s.spec["served_model_name"]},
+                        {"health_timeout_s", s.spec["health_timeout_s"]}},
+                   Policy(3, 60000));
+    return;
+  }
+  if (task.kind == kServiceWaitReadyTask) {
+    d.Transition("ready");
+    d.Transition("profiling");
+    return ScheduleControl(d, "start_profile");
+  }
+  if (task.kind == kTpControlTask && role == "start_profile") {
+    if (!result.value("ok", false)) {
+      StepFailed(d, "start_profile", "http_status",
+                 fmt::format("/start_profile answered HTTP {}", result.value("status", 0)));
+      return BeginCleanup(d, "start_profile failed");
+    }
+    d.Transition("workload");
+    return ScheduleRequests(d, "wave");
+  }
+  if (task.kind == kTpRequestsTask && role == "wave") return ScheduleRequests(d, "followup");
+  if (task.kind == kTpRequestsTask && role == "followup") {
+    const json wave = TaskResultData(LastTask(s, kTpRequestsTask, "wave"));
+    const json bench = wave.is_object() ? wave.value("results", json::array()) : json::array();
+    const json followups = result.value("results", json::array());
+    const json followup = followups.empty() ? json(nullptr) : followups[0];
+    d.Emit(kTpWorkloadGated,
+           json{{"workload_status",
+                 WorkloadGate(bench, followup, s.spec["benchmark_success_threshold"].get<double>())}});
+    d.Transition("stopping_profile");
+    return ScheduleControl(d, "stop_profile");
+  }
+  if (task.kind == kTpControlTask && role == "stop_profile") {
+    if (!result.value("ok", false)) {
+      StepFailed(d, "stop_profile", "http_status",
+                 fmt::format("/stop_profile answered HTTP {}", result.value("status", 0)));
+      return BeginCleanup(d, "stop_profile failed");
+    }
+    d.Transition("flush");
+    d.ScheduleTimer("flush", s.spec["flush_seconds"].get<int64_t>() * 1000);
+    return;
+  }
+  if (task.kind == kServiceStopTask) {
+    if (!result.value("stopped", false) && !result.value("already_gone", false)) {
+      if (!task.payload.value("force", false)) return ScheduleStop(d, true);
+      StepFailed(d, "stop_service", "not_stopped", "the service survived SIGINT, SIGTERM and SIGKILL");
+    }
+    return AfterStop(d);
+  }
+  if (task.kind == kTpListDirsTask) {
+    if (!ScheduleRankAnalyses(d, result, s.spec["analyse_timeout_s"].get<int64_t>())) FinishAnalysis(d);
+    return;
+  }
+  if (task.kind == kTpAnalyseRankTask && AnalysisDone(s)) FinishAnalysis(d);
+}
+
+void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
+  const RunState& s = d.state();
+  const std::string text = FailureText(failure);
+  if (task.kind == kTpPrepareImageTask) {
+    if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+    StepFailed(d, "prepare_image", failure.value("error_kind", ""), failure.value("error", ""));
+    return d.Finish("failed", RunError(d.state()));
+  }
+  if (task.kind == kServiceStopTask) {
+    if (!task.payload.value("force", false)) return ScheduleStop(d, true);
+    StepFailed(d, "stop_service", failure.value("error_kind", ""), failure.value("error", ""));
+    return AfterStop(d);
+  }
+  if (task.kind == kTpAnalyseRankTask || task.kind == kTpListDirsTask) {
+    StepFailed(d, task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse", failure.value("error_kind", ""),
+               failure.value("error", ""));
+    if (AnalysisDone(d.state())) FinishAnalysis(d);
+    return;
+  }
+  std::string step = task.kind;
+  if (task.kind == kServiceLaunchTask) step = "service_launch";
+  if (task.kind == kServiceWaitReadyTask) step = "service_ready";
+  if (task.kind == kTpControlTask || task.kind == kTpRequestsTask) step = task.payload.value("role", task.kind);
+  if (!s.cancel_requested) StepFailed(d, step, failure.value("error_kind", ""), failure.value("error", ""));
+  BeginCleanup(d, s.cancel_requested ? "cancelled" : step + " failed: " + text);
+}
+
+void TorchProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
+  if (timer.purpose != "flush" || d.state().state != "flush") return;
+  d.Transition("stopping_service");
+  ScheduleStop(d, false);
+}
+
+void TorchProfileMachine::OnCancel(Decision& d) const {
+  std::vector<std::string> abandon, timers;
+  for (const auto& [id, t] : d.state().tasks)
+    if ((t.in_flight() || t.status == "retry_wait") && t.kind != kServiceLaunchTask && t.kind != kServiceStopTask)
+      abandon.push_back(id);
+  for (const auto& [id, t] : d.state().timers)
+    if (t.armed) timers.push_back(id);
+  for (const auto& id : abandon) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "run cancelled"}});
+  for (const auto& id : timers) d.CancelTimer(id);
+  const RunState& s = d.state();
+  if (Pending(LastTask(s, kServiceLaunchTask))) {
+    d.Emit(kTpCleanupStarted, json{{"reason", "cancelled; waiting for the launch to report its pid"}});
+    return;
+  }
+  BeginCleanup(d, "cancelled");
+}
+
+void TorchProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
+  if (type == kTpStepFailed) {
+    if (!s.data.contains("errors")) s.data["errors"] = json::array();
+    s.data["errors"].push_back(p);
+  } else if (type == kTpWorkloadGated) {
+    s.data["workload_status"] = p.value("workload_status", json::object());
+  } else if (type == kTpAnalysisGated) {
+    s.data["analysis_status"] = p.value("analysis_status", json(nullptr));
+  } else if (type == kTpCleanupStarted) {
+    s.data["cleanup"] = true;
+    s.data["cleanup_reason"] = p.value("reason", "");
+  }
+}
+
+json TorchProfileMachine::Summary(const RunState& s) const {
+  json j = RunKind::Summary(s);
+  const json svc = ServiceOf(s);
+  j["service"] = svc.is_object() ? json{{"runtime_dir", svc.value("runtime_dir", "")},
+                                        {"pid", svc.value("pid", json(nullptr))},
+                                        {"port", svc.value("port", json(nullptr))},
+                                        {"stopped", ServiceStopped(s)}}
+                                 : json(nullptr);
+  j["workload_status"] = s.data.value("workload_status", json(nullptr));
+  j["analysis_status"] = s.data.value("analysis_status", json(nullptr));
+  j["step_errors"] = s.data.value("errors", json::array());
+  return j;
+}
+
+json TorchProfileMachine::Manifest(const RunState& s) const { return TorchProfileManifest(s); }
+
+void RegisterTorchProfileKinds(KindRegistry& r) {
+  r.Register(std::make_unique<TorchProfileMachine>());
+  r.Register(std::make_unique<AnalyseRootMachine>());
+}
 
 }  // namespace npuprof::sm

@@ -24,8 +24,15 @@ nlohmann::json CliResult::json() const {
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
 
-std::string NpuprofBinary() { return std::string(NPUPROF_BINARY_DIR) + "/cli/npuprof"; }
-std::string SimDir() { return std::string(NPUPROF_SOURCE_DIR) + "/tests/sim"; }
+std::string NpuprofBinary() {
+  if (const char* b = std::getenv("NPUPROF_BIN"); b && *b) return b;
+  return std::string(NPUPROF_BINARY_DIR) + "/cli/npuprof";
+}
+
+std::string SimDir() {
+  if (const char* d = std::getenv("NPUPROF_SIM_DIR"); d && *d) return d;
+  return std::string(NPUPROF_SOURCE_DIR) + "/tests/sim";
+}
 
 namespace {
 

@@ -32,9 +32,9 @@ struct CliResult {
   nlohmann::json json() const;
 };
 
-// Path of the built npuprof binary.
+// Path of the npuprof binary: $NPUPROF_BIN, else the one in the build tree.
 std::string NpuprofBinary();
-// tests/sim inside the source tree.
+// The simulator: $NPUPROF_SIM_DIR, else tests/sim in the source tree.
 std::string SimDir();
 
 class NpuprofHarness {

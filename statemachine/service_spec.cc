@@ -1,0 +1,252 @@
+#include "statemachine/service_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "statemachine/spec_checks.h"
+
+namespace npuprof::sm {
+
+namespace {
+
+bool HasControlChar(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
+Status CheckAbsPath(const json& spec, const char* field, bool required, const char* fix) {
+  if (!spec.contains(field) || spec[field].is_null() || spec[field] == "") {
+    if (required) return Status::Invalid(fmt::format("{} is required: {}", field, fix));
+    return Status::Ok();
+  }
+  if (!spec[field].is_string()) return Status::Invalid(fmt::format("{} must be a path string: {}", field, fix));
+  const std::string v = spec[field];
+  if (v[0] != '/' || HasControlChar(v) || v.size() > 4096)
+    return Status::Invalid(fmt::format("{} '{}' is not an absolute path on the target: {}", field, v, fix));
+  return Status::Ok();
+}
+
+Status CheckServedName(const json& spec) {
+  if (!spec.contains("served_model_name") || spec["served_model_name"].is_null() || spec["served_model_name"] == "")
+    return Status::Ok();
+  const json& v = spec["served_model_name"];
+  bool ok = v.is_string() && !v.get<std::string>().empty() && v.get<std::string>().size() <= 128 &&
+            v.get<std::string>()[0] != '-';
+  if (ok)
+    for (unsigned char c : v.get<std::string>())
+      if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == '/' || c == ':')) ok = false;
+  if (!ok)
+    return Status::Invalid(fmt::format(
+        "served_model_name '{}' is not allowed: use 1-128 characters from A-Z a-z 0-9 . _ - / : (not starting with -)",
+        v.is_string() ? v.get<std::string>() : v.dump()));
+  return Status::Ok();
+}
+
+// "0,1,2" -> [0,1,2]; arrays kept; null kept.
+Status NormaliseDevices(json& spec, int64_t ranks) {
+  json& d = spec["devices"];
+  if (d.is_null()) return Status::Ok();
+  if (d.is_string()) {
+    const std::string s = d;
+    json arr = json::array();
+    std::string cur;
+    for (size_t i = 0; i <= s.size(); ++i) {
+      if (i == s.size() || s[i] == ',') {
+        if (cur.empty() || cur.size() > 4 || !std::all_of(cur.begin(), cur.end(), ::isdigit))
+          return Status::Invalid(fmt::format("devices '{}' is not a list of device indices: use e.g. --devices 0,1", s));
+        arr.push_back(std::stoi(cur));
+        cur.clear();
+      } else {
+        cur.push_back(s[i]);
+      }
+    }
+    d = arr;
+  }
+  if (!d.is_array()) return Status::Invalid("devices must be a list of device indices, e.g. [0,1], or null");
+  std::set<int64_t> seen;
+  for (const auto& x : d) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 4095)
+      return Status::Invalid(fmt::format("devices {} holds {}: device indices are integers 0..4095", d.dump(), x.dump()));
+    if (!seen.insert(x.get<int64_t>()).second)
+      return Status::Invalid(fmt::format("devices {} lists device {} twice", d.dump(), x.dump()));
+  }
+  if (static_cast<int64_t>(d.size()) != ranks)
+    return Status::Invalid(fmt::format("devices lists {} device(s) but tp*dp = {}: give exactly {} (or omit "
+                                       "--devices to pick free NPUs)",
+                                       d.size(), ranks, ranks));
+  return Status::Ok();
+}
+
+bool LooksSecret(const std::string& name) {
+  std::string up;
+  for (char c : name) up.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  for (const char* w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL"})
+    if (up.find(w) != std::string::npos) return true;
+  return false;
+}
+
+bool IsEnvName(const std::string& n) {
+  if (n.empty() || n.size() > 128 || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+  return std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
+
+Status CheckEnv(json& spec) {
+  json& env = spec["env"];
+  if (env.is_null()) env = json::object();
+  if (!env.is_object()) return Status::Invalid("env must be an object {NAME: value} (CLI: --env NAME=VALUE)");
+  for (auto& [k, v] : env.items()) {
+    if (!IsEnvName(k))
+      return Status::Invalid(fmt::format("env name '{}' is not a shell variable name: use letters, digits and _ "
+                                         "and do not start with a digit (e.g. --env HCCL_BUFFSIZE=200)",
+                                         k));
+    if (k == "ASCEND_RT_VISIBLE_DEVICES")
+      return Status::Invalid("env ASCEND_RT_VISIBLE_DEVICES is set by npuprof from the devices: use --devices");
+    if (LooksSecret(k))
+      return Status::Invalid(fmt::format("env {} looks like a secret and would be recorded in the run's events: "
+                                         "export it in the machine's env script instead",
+                                         k));
+    if (v.is_number() || v.is_boolean()) v = v.dump();
+    if (!v.is_string() || HasControlChar(v.get<std::string>()))
+      return Status::Invalid(fmt::format("env {} must be a one-line string value", k));
+  }
+  return Status::Ok();
+}
+
+// Flags npuprof sets itself; the option to use instead.
+const char* ManagedFlag(const std::string& arg) {
+  static const std::vector<std::pair<std::string, const char*>> kManaged = {
+      {"--port", "--port"},
+      {"--host", "nothing (the service listens on 0.0.0.0)"},
+      {"--tensor-parallel-size", "--tp"},
+      {"-tp", "--tp"},
+      {"--data-parallel-size", "--dp"},
+      {"-dp", "--dp"},
+      {"--served-model-name", "--served-model-name"},
+      {"--model", "--model"}};
+  for (const auto& [flag, use] : kManaged)
+    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return use;
+  return nullptr;
+}
+
+Status CheckExtraArgs(json& spec) {
+  json& a = spec["extra_args"];
+  if (a.is_null()) a = json::array();
+  if (!a.is_array()) return Status::Invalid("extra_args must be a list of strings (CLI: after --)");
+  for (const auto& x : a) {
+    if (!x.is_string() || HasControlChar(x.get<std::string>()) || x.get<std::string>().size() > 65536)
+      return Status::Invalid(fmt::format("extra_args holds {}: each argument must be a one-line string", x.dump()));
+    if (const char* use = ManagedFlag(x.get<std::string>()))
+      return Status::Invalid(fmt::format("extra_args: {} is set by npuprof; use {} instead", x.get<std::string>(), use));
+  }
+  return Status::Ok();
+}
+
+void DefaultNull(json& spec, const char* field) {
+  if (!spec.contains(field) || spec[field] == "") spec[field] = nullptr;
+}
+
+}  // namespace
+
+Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults) {
+  if (Status s = CheckAbsPath(spec, "model", true, "pass --model /abs/path/of/the/model/dir/on/the/target"); !s.ok())
+    return s;
+  DefaultNull(spec, "served_model_name");
+  if (Status s = CheckServedName(spec); !s.ok()) return s;
+  if (Status s = CheckIntRange(spec, "tp", 1, 1, 64); !s.ok()) return s;
+  if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
+  DefaultNull(spec, "devices");
+  if (Status s = NormaliseDevices(spec, spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>()); !s.ok()) return s;
+  if (!spec.contains("port") || spec["port"].is_null() || spec["port"] == 0) spec["port"] = defaults.port;
+  if (!spec["port"].is_null())
+    if (Status s = CheckIntRange(spec, "port", 0, 1, 65535); !s.ok())
+      return Status::Invalid(s.message() + " (omit --port to use a free port on the target)");
+  if (Status s = CheckEnv(spec); !s.ok()) return s;
+  if (Status s = CheckExtraArgs(spec); !s.ok()) return s;
+  DefaultNull(spec, "wrap_script");
+  if (Status s = CheckAbsPath(spec, "wrap_script", false, "give the absolute path of the wrap script on the target");
+      !s.ok())
+    return s;
+  if (Status s = CheckIntRange(spec, "health_timeout_s", defaults.health_timeout_s, 1, 86400); !s.ok()) return s;
+  if (Status s = CheckIntRange(spec, "stop_grace_s", defaults.stop_grace_s, 1, 600); !s.ok()) return s;
+  return CheckIntRange(spec, "busy_threshold_mb", 4096, 0, 1 << 30);
+}
+
+std::string ServiceRuntimeDir(const json& machine_record, const std::string& run_id, int launch_no) {
+  std::string base = machine_record.value("runtime_base", "/tmp/npuprof");
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return fmt::format("{}/{}/service-{}", base, run_id, launch_no);
+}
+
+std::string EffectiveServedName(const json& j) {
+  if (j.contains("served_model_name") && j["served_model_name"].is_string() && j["served_model_name"] != "")
+    return j["served_model_name"];
+  return j.value("model", "");
+}
+
+json BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
+                        const std::vector<std::string>& kind_args, const json& kind_env) {
+  const json machine = spec.value("machine_record", json::object());
+  json env = kind_env.is_object() ? kind_env : json::object();
+  for (const auto& [k, v] : spec.value("env", json::object()).items()) env[k] = v;
+  json args = json::array();
+  for (const auto& a : kind_args) args.push_back(a);
+  for (const auto& a : spec.value("extra_args", json::array())) args.push_back(a);
+  return json{{"machine", machine},
+              {"run_id", run_id},
+              {"launch_no", launch_no},
+              {"runtime_dir", ServiceRuntimeDir(machine, run_id, launch_no)},
+              {"model", spec.value("model", "")},
+              {"served_model_name", spec.value("served_model_name", json(nullptr))},
+              {"tp", spec.value("tp", 1)},
+              {"dp", spec.value("dp", 1)},
+              {"devices", spec.value("devices", json(nullptr))},
+              {"port", spec.value("port", json(nullptr))},
+              {"env", env},
+              {"extra_args", args},
+              {"wrap_script", spec.value("wrap_script", json(nullptr))},
+              {"health_timeout_s", spec.value("health_timeout_s", 300)},
+              {"stop_grace_s", spec.value("stop_grace_s", 10)},
+              {"busy_threshold_mb", spec.value("busy_threshold_mb", 4096)}};
+}
+
+json BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms) {
+  const int64_t timeout_s = launch_payload.value("health_timeout_s", int64_t{300});
+  return json{{"machine", launch_payload.value("machine", json::object())},
+              {"runtime_dir", launch_result.value("runtime_dir", launch_payload.value("runtime_dir", ""))},
+              {"pid", launch_result.value("pid", json(nullptr))},
+              {"port", launch_result.value("port", json(nullptr))},
+              {"served_model_name", EffectiveServedName(launch_payload)},
+              {"health_timeout_s", timeout_s},
+              {"deadline_ms", now_ms + timeout_s * 1000}};
+}
+
+json BuildStopPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, bool force,
+                      int64_t grace_s) {
+  return json{{"machine", machine_record}, {"runtime_dir", runtime_dir}, {"pid", pid}, {"force", force},
+              {"grace_s", grace_s}};
+}
+
+json ServiceRecordFromLaunch(const json& p, const json& r) {
+  return json{{"status", "starting"},
+              {"model", p.value("model", "")},
+              {"served_model_name", EffectiveServedName(p)},
+              {"tp", p.value("tp", 1)},
+              {"dp", p.value("dp", 1)},
+              {"devices", r.value("devices", p.value("devices", json(nullptr)))},
+              {"env", p.value("env", json::object())},
+              {"extra_args", p.value("extra_args", json::array())},
+              {"port", r.value("port", p.value("port", json(nullptr)))},
+              {"pid", r.value("pid", json(nullptr))},
+              {"runtime_dir", r.value("runtime_dir", p.value("runtime_dir", ""))},
+              {"stdout_log", r.value("stdout_log", json(nullptr))},
+              {"stderr_log", r.value("stderr_log", json(nullptr))},
+              {"serve_sh", r.value("serve_sh", json(nullptr))},
+              {"serve_argv", r.value("serve_argv", json::array())},
+              {"wrap_script", p.value("wrap_script", json(nullptr))},
+              {"launch_no", p.value("launch_no", 1)},
+              {"adopted", r.value("adopted", false)}};
+}
+
+}  // namespace npuprof::sm

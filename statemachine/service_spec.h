@@ -1,0 +1,73 @@
+// The common fields of a vLLM service in a run spec, and the payloads of the
+// service.* tasks built from them. Pure (no I/O, no clock): shared by every
+// run kind that launches a service (serve, torch-profile, memory-profile).
+//
+// Spec fields (ValidateServiceSpec checks them and fills defaults):
+//   model              absolute path of the model dir on the target (required)
+//   served_model_name  name the API serves; default: vLLM's (the model path)
+//   tp, dp             >= 1 (default 1)
+//   devices            list of device indices (logical ids), exactly tp*dp of
+//                      them, or null = pick free NPUs at launch ("0,1" accepted)
+//   port               1..65535, or null = a free port found on the target
+//   env                {NAME: "value"}: NAME a shell variable name, not one that
+//                      looks like a secret (put those in the machine's env script)
+//   extra_args         extra `vllm serve` arguments; flags npuprof manages
+//                      (--port, --host, -tp, -dp, --served-model-name, --model)
+//                      are refused with the option to use instead
+//   wrap_script        absolute path of a script run as `bash WRAP _serve.sh RUNTIME`, or null
+//   health_timeout_s   readiness deadline (default 300)
+//   stop_grace_s       wait after SIGINT and after SIGTERM (default 10)
+//   busy_threshold_mb  HBM use that makes a device without process busy (4096)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+inline constexpr const char* kServiceLaunchTask = "service.launch";
+inline constexpr const char* kServiceWaitReadyTask = "service.wait_ready";
+inline constexpr const char* kServiceStopTask = "service.stop";
+
+// Defaults a run kind may change before validation (e.g. memory-profile's port 8901).
+struct ServiceDefaults {
+  json port = nullptr;  // null = free port on the target
+  int64_t health_timeout_s = 300;
+  int64_t stop_grace_s = 10;
+};
+
+// Checks and normalises the service fields of spec in place. The error names
+// the field and the fix; nothing has run when it fails.
+Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults = {});
+
+// "<runtime_base>/<run_id>/service-<launch_no>": deterministic, so a
+// re-dispatched launch finds the runtime dir (and pid) of its first attempt.
+std::string ServiceRuntimeDir(const json& machine_record, const std::string& run_id, int launch_no);
+
+// The service.launch payload for launch number launch_no of run_id, from a
+// validated spec (which holds machine_record). kind_args go before the
+// user's extra_args; kind_env is merged under the user's env (user wins).
+json BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
+                        const std::vector<std::string>& kind_args = {}, const json& kind_env = json::object());
+
+// service.wait_ready payload from the launch payload and its result. The
+// readiness deadline is absolute (now_ms + health timeout) so a re-dispatched
+// attempt only waits for what is left.
+json BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms);
+
+// service.stop payload. pid may be null: the handler then reads <runtime>/pid.
+json BuildStopPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, bool force,
+                      int64_t grace_s);
+
+// The service state record (model, served name, tp, dp, devices, env,
+// extra args, port, pid, runtime dir, logs, wrap script, serve argv) from a
+// launch payload and its result, with status "starting".
+json ServiceRecordFromLaunch(const json& launch_payload, const json& launch_result);
+
+// The name /v1/models must list: served_model_name, else the model path.
+std::string EffectiveServedName(const json& spec_or_payload);
+
+}  // namespace npuprof::sm

@@ -1,0 +1,30 @@
+// The analyse-and-verify step shared by torch-profile and analyse-root:
+// list *_ascend_pt under a root, one analyse task per directory, then the
+// analysis gate. Pure helpers over Decision / RunState.
+#pragma once
+
+#include <string>
+
+#include "statemachine/decision.h"
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+// The task of `kind` with the highest task number (optionally with
+// payload.role == role); nullptr when none.
+const TaskInfo* LastTask(const RunState& s, const std::string& kind, const std::string& role = "");
+// The handler result of a succeeded task (null otherwise).
+json TaskResultData(const TaskInfo* t);
+
+void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s);
+// Called with a list result: schedules one analyse task per directory.
+// Returns false when there is nothing to analyse (gate can be computed now).
+bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_timeout_s);
+// True when the listing ended and no analyse task is still outstanding.
+bool AnalysisDone(const RunState& s);
+
+// Projection of the analysis part: {remote_profile_root, remote_profile_dirs,
+// rank_count, analysis_status (null until done)}.
+json AnalysisProjection(const RunState& s, int expected_ranks);
+
+}  // namespace npuprof::sm

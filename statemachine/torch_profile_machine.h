@@ -1,0 +1,37 @@
+// The `torch-profile` run kind (behaviour.md §1): launch a profiled vLLM
+// service, bracket a workload with /start_profile and /stop_profile, flush,
+// stop the service, analyse every *_ascend_pt and apply the two gates.
+//
+//   queued -> [preparing_image ->] launching -> ready -> profiling -> workload
+//     -> stopping_profile -> flush -> stopping_service -> analysing
+//     -> completed | failed
+// Any failure after the launch goes to stopping_service (graceful stop, then
+// forced) before failed; cancel does the same and ends cancelled.
+#pragma once
+
+#include "statemachine/run_kind.h"
+
+namespace npuprof::sm {
+
+// Kind-specific events.
+inline constexpr const char* kTpStepFailed = "TorchProfileStepFailed";   // {step, error_kind, error}
+inline constexpr const char* kTpWorkloadGated = "WorkloadGated";         // {workload_status}
+inline constexpr const char* kTpCleanupStarted = "CleanupStarted";       // {reason}
+inline constexpr const char* kTpAnalysisGated = "AnalysisGated";         // {analysis_status, rank_count, expected_ranks}
+
+class TorchProfileMachine : public RunKind {
+ public:
+  std::string_view name() const override { return "torch-profile"; }
+  const TransitionTable& transitions() const override;
+  Status ValidateSpec(json& spec) const override;
+  void OnStart(Decision& d) const override;
+  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const override;
+  void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const override;
+  void OnTimer(Decision& d, const TimerInfo& timer) const override;
+  void OnCancel(Decision& d) const override;
+  void ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const override;
+  json Summary(const RunState& s) const override;
+  json Manifest(const RunState& s) const override;
+};
+
+}  // namespace npuprof::sm

@@ -1,0 +1,118 @@
+#include "statemachine/torch_profile_manifest.h"
+
+#include "common/time_util.h"
+#include "statemachine/torch_profile_analysis.h"
+#include "statemachine/torch_profile_spec.h"
+#include "statemachine/torch_profile_tasks.h"
+
+namespace npuprof::sm {
+
+namespace {
+
+// What a step produced: its result, or {ok:false, error_kind, error} when it
+// failed for good; null while it has not ended (or never ran).
+json StepRecord(const TaskInfo* t) {
+  if (!t) return nullptr;
+  if (t->status == "succeeded") return TaskResultData(t);
+  if (t->status == "failed") {
+    json r = {{"ok", false}, {"error_kind", t->result.value("error_kind", "")}, {"error", t->result.value("error", "")}};
+    if (t->result.contains("result")) r["partial_result"] = t->result["result"];
+    return r;
+  }
+  if (t->status == "abandoned") return json{{"ok", false}, {"error_kind", "abandoned"}, {"error", "abandoned"}};
+  return nullptr;
+}
+
+json SpecField(const RunState& s, const char* f) { return s.spec.value(f, json(nullptr)); }
+
+void AddTimes(const RunState& s, json& m) {
+  m["started_at"] = IsoTimeMs(s.created_ms);
+  if (s.terminal) {
+    if (s.status == "ok") m["completed_at"] = IsoTimeMs(s.finished_ms);
+    else m["failed_at"] = IsoTimeMs(s.finished_ms);
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& TorchProfileManifestFields() {
+  static const std::vector<std::string> f = {
+      "schema_version", "tag", "started_at", "machine", "session_id", "model", "served_model_name", "tp", "dp",
+      "mode", "request_kind", "speculative_tokens", "speculative_method", "enable_expert_parallel",
+      "api_server_count", "torch_profiler_with_stack", "torch_profiler_dir", "prompt_tokens",
+      "benchmark_output_tokens", "followup_output_tokens", "benchmark_total_requests", "benchmark_concurrency",
+      "benchmark_success_threshold", "expected_ranks", "profile_control_timeout", "serve_args", "image_meta",
+      "service_result", "start_profile", "stop_profile", "benchmark_results", "followup_result",
+      "workload_status", "stop_result", "remote_profile_root", "remote_profile_dirs", "rank_count",
+      "analysis_status", "status", "error"};
+  return f;
+}
+
+json TorchProfileManifest(const RunState& s) {
+  json m = json::object();
+  m["schema_version"] = 1;
+  m["run_id"] = s.run_id;
+  m["kind"] = s.kind;
+  m["tag"] = s.tag;
+  AddTimes(s, m);
+  m["machine"] = s.machine;
+  m["session_id"] = s.run_id;
+  for (const char* f : {"model", "served_model_name", "tp", "dp", "mode", "request_kind", "speculative_tokens",
+                        "speculative_method", "enable_expert_parallel", "api_server_count",
+                        "torch_profiler_with_stack", "torch_profiler_dir", "prompt_tokens",
+                        "benchmark_output_tokens", "followup_output_tokens", "benchmark_total_requests",
+                        "benchmark_concurrency", "benchmark_success_threshold", "profile_control_timeout",
+                        "request_timeout", "image_height"})
+    m[f] = SpecField(s, f);
+  m["expected_ranks"] = ExpectedRanks(s.spec);
+  m["serve_args"] = s.spec.contains("mode") && s.spec.contains("max_model_len") ? json(TorchProfileServeArgs(s.spec))
+                                                                               : json::array();
+
+  const json image = StepRecord(LastTask(s, kTpPrepareImageTask));
+  m["image_meta"] = image.is_object() && image.contains("image_meta") ? image["image_meta"] : image;
+
+  json service = StepRecord(LastTask(s, kServiceLaunchTask));
+  if (service.is_object()) service["ready"] = StepRecord(LastTask(s, kServiceWaitReadyTask));
+  m["service_result"] = service;
+  m["start_profile"] = StepRecord(LastTask(s, kTpControlTask, "start_profile"));
+  m["stop_profile"] = StepRecord(LastTask(s, kTpControlTask, "stop_profile"));
+  const json wave = StepRecord(LastTask(s, kTpRequestsTask, "wave"));
+  m["benchmark_results"] = wave.is_object() && wave.contains("results") ? wave["results"] : json::array();
+  const json followup = StepRecord(LastTask(s, kTpRequestsTask, "followup"));
+  m["followup_result"] = followup.is_object() && followup.contains("results") && !followup["results"].empty()
+                             ? followup["results"][0]
+                             : followup;
+  m["workload_status"] = s.data.value("workload_status", json(nullptr));
+  m["stop_result"] = StepRecord(LastTask(s, kServiceStopTask));
+
+  const json a = AnalysisProjection(s, ExpectedRanks(s.spec));
+  for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
+  m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
+  m["status"] = s.status;
+  m["error"] = s.error.empty() ? json(nullptr) : json(s.error);
+  m["step_errors"] = s.data.value("errors", json::array());
+  return m;
+}
+
+json AnalyseRootManifest(const RunState& s) {
+  json m = json::object();
+  m["schema_version"] = 1;
+  m["run_id"] = s.run_id;
+  m["kind"] = s.kind;
+  m["tag"] = s.tag;
+  AddTimes(s, m);
+  m["machine"] = s.machine;
+  m["session_id"] = s.run_id;
+  const int expected = s.spec.value("expected_ranks", 1);
+  m["expected_ranks"] = expected;
+  const json a = AnalysisProjection(s, expected);
+  for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
+  if (m["remote_profile_root"].is_null()) m["remote_profile_root"] = SpecField(s, "profile_root");
+  m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
+  m["status"] = s.status;
+  m["error"] = s.error.empty() ? json(nullptr) : json(s.error);
+  m["step_errors"] = s.data.value("errors", json::array());
+  return m;
+}
+
+}  // namespace npuprof::sm

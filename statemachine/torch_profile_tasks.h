@@ -1,0 +1,33 @@
+// Task kinds of the torch-profile and analyse-root runs (docs/TASKS.md).
+// The service.* kinds belong to the service lifecycle (serve kind).
+#pragma once
+
+namespace npuprof::sm {
+
+// {image_path, image_height} -> {image_meta}: reads a PNG on the worker's
+// machine, resizes it to image_height (aspect kept); blob "image.png".
+inline constexpr const char* kTpPrepareImageTask = "torch_profile.prepare_image";
+// {port, action: start_profile|stop_profile, timeout_s} ->
+// {action, ok (2xx), status, latency_ms, body | error}. Success whenever an
+// HTTP answer arrived (the machine judges the status).
+inline constexpr const char* kTpControlTask = "torch_profile.control";
+// {role: wave|followup, port, served_model_name, total, concurrency,
+//  prompt_tokens, max_tokens, timeout_s, request_kind, image_path,
+//  image_height, first_index} -> {role, results: [{index, ok, status,
+//  latency_ms, body | error}]}
+inline constexpr const char* kTpRequestsTask = "torch_profile.requests";
+// {profile_root} -> {profile_root, root_exists, dirs: [abs paths of *_ascend_pt directly under it]}
+inline constexpr const char* kTpListDirsTask = "torch_profile.list_profile_dirs";
+// {dir, analyse_timeout_s} -> {path, outputs:{kernel_details_csv:{path,exists},
+// trace_view_json:{path,exists}}, analysis_status, analyse:{exit_code,
+// reattached, log_tail}}. analyse() runs detached on the target with an
+// exit-code marker named after the task id; a re-dispatched attempt waits
+// for the running one instead of starting it again.
+inline constexpr const char* kTpAnalyseRankTask = "torch_profile.analyse_rank";
+
+// Service lifecycle task kinds (contract in docs/TASKS.md).
+inline constexpr const char* kServiceLaunchTask = "service.launch";
+inline constexpr const char* kServiceWaitReadyTask = "service.wait_ready";
+inline constexpr const char* kServiceStopTask = "service.stop";
+
+}  // namespace npuprof::sm
