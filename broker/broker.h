@@ -111,6 +111,11 @@ class Broker {
   proto::ClientResponse Workers();
   proto::ClientResponse Blob(const sm::json& args);
   proto::ClientResponse Signal(const sm::json& args, std::string* deferred_run);
+  // verify: replays runs from their stored events (chain, legality) and
+  // compares the folded summary/manifest with what the server serves.
+  proto::ClientResponse Verify(const sm::json& args);
+  // import: appends the events of a finished run exported by `events --json`.
+  proto::ClientResponse Import(const sm::json& args);
   // Sends watcher the "watched_run_finished" signal about target (staged in the current turn).
   void DeliverWatch(const std::string& watcher, const std::string& target);
   // Registers a watch, or delivers at once when target already ended.

@@ -8,6 +8,7 @@
 #include "broker/broker.h"
 #include "common/time_util.h"
 #include "proto/wire.h"
+#include "statemachine/replay_verifier.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::broker {
@@ -83,6 +84,10 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
     r = MachineVerb(verb, args, &deferred);
   } else if (verb == "workers") {
     r = Workers();
+  } else if (verb == "verify") {
+    r = Verify(args);
+  } else if (verb == "import") {
+    r = Import(args);
   } else if (verb == "signal") {
     r = Signal(args, &deferred);
   } else if (verb == "blob") {
@@ -251,6 +256,103 @@ proto::ClientResponse Broker::Signal(const json& args, std::string* deferred_run
   if (!st.ok()) return Err(2, st.message());
   *deferred_run = run_id;
   return Ok({{"run_id", run_id}, {"signal", in.signal}});
+}
+
+proto::ClientResponse Broker::Verify(const json& args) {
+  std::vector<std::string> ids;
+  const std::string only = args.value("run_id", "");
+  if (!only.empty()) {
+    if (!LoadRun(only)) return Err(2, fmt::format("no run '{}'", only));
+    ids.push_back(only);
+  } else {
+    for (const auto& row : store_->ListRuns()) ids.push_back(row.run_id());
+  }
+  json results = json::array();
+  bool all_ok = true;
+  auto hasher = [](const proto::Event& e) { return store::EventHash(e); };
+  if (only.empty()) {
+    auto evs = store_->ReadRun(sm::kMachinesStream);
+    if (evs.ok() && !evs->empty()) {
+      auto vr = sm::VerifyChainOnly(*evs, hasher);
+      all_ok = all_ok && vr.ok;
+      results.push_back({{"run_id", sm::kMachinesStream}, {"ok", vr.ok}, {"events", vr.events},
+                         {"error", vr.ok ? json(nullptr) : json(vr.first_divergence)}});
+    }
+  }
+  for (const auto& id : ids) {
+    auto evs = store_->ReadRun(id);
+    json row = {{"run_id", id}};
+    if (!evs.ok()) {
+      row["ok"] = false;
+      row["error"] = evs.status().ToString();
+    } else {
+      auto vr = sm::VerifyRunEvents(kinds_, *evs, hasher);
+      row["events"] = vr.events;
+      if (vr.ok) {
+        // The projections served must equal the fold from scratch, byte for byte.
+        const sm::RunKind* k = kinds_.Find(vr.state.kind);
+        sm::RunState* served = LoadRun(id);
+        if (k && served) {
+          if (k->Manifest(vr.state).dump() != k->Manifest(*served).dump()) {
+            vr.ok = false;
+            vr.first_divergence = "the manifest folded from the events differs from the one served";
+          } else if (k->Summary(vr.state).dump() != k->Summary(*served).dump()) {
+            vr.ok = false;
+            vr.first_divergence = "the summary folded from the events differs from the one served";
+          }
+        }
+        if (auto idx = store_->GetRun(id); vr.ok && idx && idx->state() != vr.state.state) {
+          vr.ok = false;
+          vr.first_divergence = fmt::format("run index says state '{}' but the events fold to '{}'", idx->state(),
+                                            vr.state.state);
+        }
+      }
+      row["ok"] = vr.ok;
+      row["error"] = vr.ok ? json(nullptr) : json(vr.first_divergence);
+    }
+    all_ok = all_ok && row["ok"].get<bool>();
+    results.push_back(row);
+  }
+  proto::ClientResponse r = Ok({{"ok", all_ok}, {"checked", results.size()}, {"runs", results}});
+  r.set_exit_code(all_ok ? 0 : 1);
+  return r;
+}
+
+proto::ClientResponse Broker::Import(const json& args) {
+  const json& list = args.value("events", json::array());
+  if (!list.is_array() || list.empty()) return Err(2, "events: expected the output of `npuprof events RUN --json`");
+  std::vector<proto::Event> evs;
+  const std::string run_id = args.value("run_id", "");
+  for (const auto& e : list) {
+    proto::Event ev;
+    ev.set_run_id(run_id);
+    ev.set_seq(e.value("seq", uint64_t{0}));
+    ev.set_type(e.value("type", ""));
+    ev.set_time_ms(e.value("time_ms", int64_t{0}));
+    ev.set_payload_json(e.contains("payload") ? e["payload"].dump() : "{}");
+    ev.set_cause(e.value("cause", ""));
+    ev.set_prev_hash(e.value("prev_hash", ""));
+    ev.set_hash(e.value("hash", ""));
+    evs.push_back(std::move(ev));
+  }
+  auto hasher = [](const proto::Event& e) { return store::EventHash(e); };
+  auto vr = sm::VerifyRunEvents(kinds_, evs, hasher);
+  if (!vr.ok) return Err(2, "refusing to import: " + vr.first_divergence);
+  if (!vr.state.terminal) return Err(2, "refusing to import an unfinished run (it would be resumed here)");
+  if (store_->LastSeq(run_id) != 0) return Err(2, fmt::format("run '{}' already exists here", run_id));
+  store::AppendRequest req;
+  req.run_id = run_id;
+  req.expected_last_seq = 0;
+  req.events = evs;
+  vr.state.run_id = run_id;
+  req.index = IndexRowOf(vr.state);
+  std::vector<proto::Event> stored;
+  Status st = store_->Append(req, &stored);
+  if (!st.ok()) return Err(2, st.ToString());
+  for (size_t i = 0; i < stored.size(); ++i)
+    if (stored[i].hash() != evs[i].hash()) return Err(2, "imported events hash differently here (store bug)");
+  runs_.erase(run_id);
+  return Ok({{"run_id", run_id}, {"events", stored.size()}, {"imported", true}});
 }
 
 proto::ClientResponse Broker::Blob(const json& args) {

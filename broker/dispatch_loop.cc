@@ -164,9 +164,16 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
   } else if (msg.has_result()) {
     const proto::TaskResult& r = msg.result();
     auto it = in_flight_.find(r.task_id());
-    if (it != in_flight_.end() && it->second.attempt == r.attempt() && it->second.worker_identity == identity)
+    const bool held_here = it != in_flight_.end() && it->second.worker_identity == identity;
+    if (held_here && it->second.attempt == r.attempt()) {
       in_flight_.erase(it);
-    w->tasks.erase(r.task_id());
+      w->tasks.erase(r.task_id());
+    } else if (!held_here) {
+      w->tasks.erase(r.task_id());
+    }
+    // else: a stale attempt's result from a worker that now holds a newer
+    // attempt of the same task: it keeps that slot (and is re-dispatched from
+    // if it is lost).
     json blobs = json::object();
     for (const auto& b : r.blobs()) {
       auto h = store_->PutBlob(b.data());

@@ -1,4 +1,5 @@
 // Client verbs about runs: runs, show, watch, events, cancel, manifest, workers.
+#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -108,6 +109,47 @@ void AddRunCommands(CLI::App& app) {
       auto r = client.CallJson("signal", json{{"run_id", *run}, {"name", "stop"}, {"payload", {{"force", *force}}}});
       if (!r.ok()) return Fail(2, r.status().message());
       if (*wait) return WaitForRun(client, *run, false);
+      PrintJson(*r);
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand(
+        "verify", "Replay runs from their events: hash chain, legal transitions, projections equal to the served ones");
+    auto addr = std::make_shared<ServerAddress>();
+    auto run = std::make_shared<std::string>();
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("RUN", *run, "Only this run (default: every run)");
+    cmd->callback([addr, run] {
+      Client client(*addr);
+      json args = json::object();
+      if (!run->empty()) args["run_id"] = *run;
+      auto r = client.Call("verify", args, std::chrono::seconds(120));
+      if (!r.ok()) return Fail(2, r.status().message());
+      if (!r->ok()) return Fail(2, r->error());
+      json body = json::parse(r->body_json());
+      PrintJson(body);
+      if (!body.value("ok", false)) {
+        for (const auto& row : body["runs"])
+          if (!row.value("ok", true))
+            return Fail(1, fmt::format("run {}: {}", row.value("run_id", ""), row.value("error", "")));
+      }
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("import", "Import a finished run from `npuprof events RUN --json` output");
+    auto addr = std::make_shared<ServerAddress>();
+    auto file = std::make_shared<std::string>();
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("FILE", *file, "JSON file written by `npuprof events RUN --json`")->required();
+    cmd->callback([addr, file] {
+      std::ifstream in(*file);
+      if (!in) return Fail(2, "cannot read " + *file);
+      json doc = json::parse(in, nullptr, false);
+      if (doc.is_discarded() || !doc.is_object() || !doc.contains("events"))
+        return Fail(2, *file + ": not the output of `npuprof events RUN --json`");
+      Client client(*addr);
+      auto r = client.CallJson("import", doc, std::chrono::seconds(60));
+      if (!r.ok()) return Fail(2, r.status().message());
       PrintJson(*r);
     });
   }

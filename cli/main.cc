@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   npuprof::cli::AddRunCommands(app);
   npuprof::cli::AddMachineCommand(app);
   npuprof::cli::AddInspectCommand(app);
+  npuprof::cli::AddReportCommand(app);
+  npuprof::cli::AddExportCommand(app);
   npuprof::cli::AddDemoCommand(app);
   try {
     app.parse(argc, argv);

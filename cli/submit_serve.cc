@@ -1,8 +1,143 @@
-// Placeholder until the run kind lands; replaced by its own implementation.
+// `npuprof submit serve --machine M --model PATH [...] [--wait] -- <extra vllm args>`
+// Starts a vLLM service that runs until `npuprof stop RUN [--force]`.
+// With --wait: returns once the service is ready (run summary with its
+// "service" state on stdout, exit 0) or the run ended first (exit 1, reason
+// on stderr).
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
 #include "cli/submit_kinds.h"
+#include "common/time_util.h"
 
 namespace npuprof::cli {
 
-void AddSubmitServe(CLI::App*) {}
+namespace {
+
+struct ServeOpts {
+  std::string model, served_name, devices, wrap_script;
+  int tp = 1, dp = 1, port = 0;
+  int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096;
+  std::vector<std::string> env, extra;
+};
+
+// Prints one event line on stderr (progress for humans; stdout stays JSON).
+void Progress(const json& e) {
+  const json& p = e["payload"];
+  std::string line = fmt::format("[{}] {}", e.value("time", ""), e.value("type", ""));
+  const std::string type = e.value("type", "");
+  if (type == "StateChanged") line += fmt::format(" {} -> {}", p.value("from", ""), p.value("to", ""));
+  if (type == "TaskScheduled" || type == "TaskRedispatched")
+    line += fmt::format(" {} {} attempt {}", p.value("task_id", ""), p.value("kind", p.value("reason", "")),
+                        p.value("attempt", 0));
+  if (p.contains("error") && p["error"].is_string()) {
+    const std::string err = p["error"];
+    line += ": " + err.substr(0, err.find('\n'));  // the whole text comes with the final answer
+  }
+  std::cerr << line << std::endl;
+}
+
+// Polls the run until its service is ready or the run has ended.
+void WaitForReady(Client& client, const std::string& run_id) {
+  uint64_t next_seq = 1;
+  int64_t unreachable_since = 0;
+  while (true) {
+    auto evs = client.CallJson("events", json{{"run_id", run_id}, {"from_seq", next_seq}});
+    if (!evs.ok()) {
+      if (evs.status().code() != Code::kUnavailable) return Fail(2, evs.status().message());
+      if (unreachable_since == 0) unreachable_since = NowMs();
+      if (NowMs() - unreachable_since > 120000) return Fail(2, evs.status().message());
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      continue;
+    }
+    unreachable_since = 0;
+    bool changed = false;
+    for (const auto& e : (*evs)["events"]) {
+      Progress(e);
+      next_seq = e.value("seq", next_seq) + 1;
+      changed = true;
+    }
+    if (changed) {
+      auto show = client.CallJson("show", json{{"run_id", run_id}});
+      if (!show.ok()) return Fail(2, show.status().message());
+      const std::string state = show->value("state", "");
+      if (state == "ready") {
+        PrintJson(*show);
+        ExitCode() = 0;
+        return;
+      }
+      if (show->value("status", "running") != "running") {
+        PrintJson(*show);
+        Fail(1, fmt::format("serve run {} ended before the service was ready: {} {}", run_id,
+                            show->value("status", ""),
+                            (*show)["error"].is_string() ? (*show)["error"].get<std::string>() : ""));
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+
+void AddSubmitServe(CLI::App* submit) {
+  auto c = std::make_shared<SubmitCommon>();
+  auto o = std::make_shared<ServeOpts>();
+  auto* cmd = AddSubmitKind(submit, "serve",
+                            "Start a vLLM service on a machine; it runs until `npuprof stop RUN [--force]`. "
+                            "Extra vLLM arguments go after --",
+                            c.get());
+  cmd->add_option("--model", o->model, "Absolute path of the model dir on the target")->required();
+  cmd->add_option("--served-model-name", o->served_name, "Name the API serves (default: the model path)");
+  cmd->add_option("--tp", o->tp, "Tensor parallel size")->check(CLI::Range(1, 64));
+  cmd->add_option("--dp", o->dp, "Data parallel size")->check(CLI::Range(1, 64));
+  cmd->add_option("--devices", o->devices, "Device indices, e.g. 0,1 (tp*dp of them; default: free NPUs)");
+  cmd->add_option("--port", o->port, "Service port (default: a free port on the target)")->check(CLI::Range(1, 65535));
+  cmd->add_option("--env", o->env, "Extra environment KEY=VALUE for the service (repeat --env for more)")
+      ->allow_extra_args(false);
+  cmd->get_option("--wait")->description(
+      "Wait until the service is ready (exit 0) or the run ended first (exit 1); print the run's JSON");
+  cmd->add_option("--wrap-script", o->wrap_script, "Script run as `bash WRAP _serve.sh RUNTIME_DIR`");
+  cmd->add_option("--health-timeout", o->health_timeout, "Seconds to wait for readiness (default 300)");
+  cmd->add_option("--stop-grace", o->stop_grace, "Seconds to wait after SIGINT and after SIGTERM (default 10)");
+  cmd->add_option("--busy-threshold-mb", o->busy_threshold,
+                  "A device with at least this much HBM used and no process listed counts as busy");
+  cmd->add_option("extra", o->extra, "Extra `vllm serve` arguments (after --)");
+  cmd->callback([c, o] {
+    json env = json::object();
+    for (const auto& kv : o->env) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return Fail(2, fmt::format("--env '{}' is not KEY=VALUE (e.g. --env HCCL_BUFFSIZE=200)", kv));
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    json spec = {{"model", o->model},
+                 {"tp", o->tp},
+                 {"dp", o->dp},
+                 {"env", env},
+                 {"extra_args", o->extra},
+                 {"health_timeout_s", o->health_timeout},
+                 {"stop_grace_s", o->stop_grace},
+                 {"busy_threshold_mb", o->busy_threshold}};
+    if (!o->served_name.empty()) spec["served_model_name"] = o->served_name;
+    if (!o->devices.empty()) spec["devices"] = o->devices;
+    if (o->port > 0) spec["port"] = o->port;
+    if (!o->wrap_script.empty()) spec["wrap_script"] = o->wrap_script;
+    if (!c->wait) return SubmitAndMaybeWait(*c, "serve", spec, false);
+    // Submit without the run-to-end wait, then wait for readiness instead.
+    if (!c->machine.empty()) spec["machine"] = c->machine;
+    if (!c->tag.empty()) spec["tag"] = c->tag;
+    json args = {{"kind", "serve"}, {"spec", spec}};
+    if (!c->run_id.empty()) args["run_id"] = c->run_id;
+    Client client(c->addr);
+    auto r = client.CallJson("submit", args);
+    if (!r.ok()) return Fail(2, r.status().message());
+    const std::string run_id = r->value("run_id", "");
+    std::cerr << "npuprof: serve run " << run_id << " submitted; waiting for the service to be ready" << std::endl;
+    WaitForReady(client, run_id);
+  });
+}
 
 }  // namespace npuprof::cli

@@ -1,8 +1,464 @@
-// Placeholder until the run kind lands; replaced by its own implementation.
+#include "statemachine/memory_profile_machine.h"
+
+#include <fmt/format.h>
+
+#include "statemachine/event_types.h"
 #include "statemachine/kind_registrations.h"
+#include "statemachine/memory_manifest.h"
+#include "statemachine/memory_profile_spec.h"
+#include "statemachine/memory_report.h"
+#include "statemachine/service_spec.h"
 
 namespace npuprof::sm {
 
-void RegisterMemoryProfileKind(KindRegistry&) {}
+namespace {
+
+
+const json& Field(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+// j[key] when j is an object holding a string there, else def.
+std::string Str(const json& j, const char* key, const std::string& def) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return def;
+  return j[key].get<std::string>();
+}
+
+std::string Mode(const RunState& s) { return s.spec.value("mode", "standalone"); }
+bool Standalone(const RunState& s) { return Mode(s) == "standalone"; }
+
+bool Failed(const RunState& s, const std::string& step) {
+  return Field(s.data, "step_failures").is_object() && s.data["step_failures"].contains(step);
+}
+bool Done(const RunState& s, const std::string& step) { return s.data.contains(step) || Failed(s, step); }
+
+// A step is in flight (task pending or retrying) or the flush timer is armed.
+bool Busy(const RunState& s) {
+  for (const auto& [id, t] : s.tasks)
+    if (t.status == "pending" || t.status == "retry_wait") return true;
+  for (const auto& [id, t] : s.timers)
+    if (t.armed && t.purpose == "flush") return true;
+  return false;
+}
+
+// The service this run profiles: its own (standalone) or the attached one.
+json ServiceOf(const RunState& s) {
+  if (Standalone(s)) return s.data.value("service", json::object());
+  json svc = Field(Field(s.spec, "attach_run_record"), "service");
+  if (!svc.is_object()) svc = json::object();
+  // The final record of the serve run (sent with its end) wins.
+  const json& fin = Field(Field(Field(s.data, "serve_ended"), "summary"), "service");
+  if (fin.is_object())
+    for (const auto& [k, v] : fin.items()) svc[k] = v;
+  return svc;
+}
+
+bool Wrapped(const RunState& s) {
+  if (Standalone(s)) return true;
+  const json svc = ServiceOf(s);
+  return svc.contains("wrap_script") && svc["wrap_script"].is_string() && !svc["wrap_script"].get<std::string>().empty();
+}
+
+std::string MsprofDir(const RunState& s) { return ServiceOf(s).value("runtime_dir", "") + "/msprof_data"; }
+
+bool ServeEnded(const RunState& s) { return s.data.contains("serve_ended"); }
+
+std::string BlobOf(const TaskInfo& task, const std::string& name) {
+  const json& b = Field(task.result, "blobs");
+  return b.is_object() ? b.value(name, "") : "";
+}
+
+void Record(Decision& d, const std::string& field, json value) {
+  d.Emit(kMemRecorded, json{{"field", field}, {"value", std::move(value)}});
+}
+
+void StepFailed(Decision& d, const std::string& step, const json& failure) {
+  d.Emit(kMemStepFailed, json{{"step", step},
+                              {"error_kind", failure.value("error_kind", "")},
+                              {"error", failure.value("error", "")}});
+}
+
+void Failing(Decision& d, const std::string& error) {
+  if (!d.state().data.contains("failure")) d.Emit(kMemRunFailing, json{{"error", error}});
+}
+
+void MoveTo(Decision& d, const std::string& state) {
+  if (d.state().state != state) d.Transition(state);
+}
+
+TaskPolicy Policy(int attempts, int64_t lease_ms) {
+  TaskPolicy p;
+  p.max_attempts = attempts;
+  p.backoff_ms = 1000;
+  p.lease_ms = lease_ms;
+  return p;
+}
+
+const TaskInfo* FindTaskOfKind(const RunState& s, const std::string& kind) {
+  const TaskInfo* found = nullptr;
+  for (const auto& [id, t] : s.tasks)
+    if (t.kind == kind) found = &t;
+  return found;
+}
+
+json MachineOf(const RunState& s) { return s.spec.value("machine_record", json::object()); }
+
+bool ExpertParallel(const RunState& s) {
+  if (Standalone(s)) return s.spec.value("enable_expert_parallel", false);
+  for (const auto& a : ServiceOf(s).value("extra_args", json::array()))
+    if (a == "--enable-expert-parallel") return true;
+  return false;
+}
+
+// ---- scheduling of each step ---------------------------------------------
+
+void Schedule(Decision& d, const std::string& step) {
+  const RunState& s = d.state();
+  const json machine = MachineOf(s);
+  const json svc = ServiceOf(s);
+  if (step == "preflight") {
+    MoveTo(d, "preflight");
+    d.ScheduleTask(kMemPreflightTask,
+                   json{{"step", step}, {"machine", machine}, {"run_id", s.run_id},
+                        {"wrap_script", MemoryWrapScriptPath(machine, s.run_id)},
+                        {"msprof_mem_freq", s.spec.value("msprof_mem_freq", 50)}},
+                   Policy(3, 120000));
+  } else if (step == "baseline" || step == "after_ready" || step == "after_infer") {
+    MoveTo(d, step);
+    d.ScheduleTask(kMemNpuSmiTask, json{{"step", step}, {"machine", machine}, {"phase", step}}, Policy(3, 60000));
+  } else if (step == "service") {
+    MoveTo(d, "launching");
+    json p = BuildLaunchPayload(s.run_id, 1, s.spec, MemoryServeArgs(s.spec));
+    p["wrap_script"] = Str(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id));
+    p["step"] = step;
+    Record(d, "launch_attempted", json{{"runtime_dir", p["runtime_dir"]}});
+    d.ScheduleTask(kServiceLaunchTask, p, Policy(3, 120000));
+  } else if (step == "ready") {
+    MoveTo(d, "waiting_ready");
+    json p;
+    if (const TaskInfo* launch = Standalone(s) ? FindTaskOfKind(s, kServiceLaunchTask) : nullptr) {
+      p = BuildWaitReadyPayload(launch->payload, Field(launch->result, "result"), d.now_ms());
+    } else {
+      const int64_t timeout_s = s.spec.value("attach_ready_timeout_s", 60);
+      p = json{{"machine", machine},
+               {"runtime_dir", svc.value("runtime_dir", "")},
+               {"pid", svc.value("pid", json(nullptr))},
+               {"port", svc.value("port", json(nullptr))},
+               {"served_model_name", svc.value("served_model_name", svc.value("model", ""))},
+               {"health_timeout_s", timeout_s},
+               {"deadline_ms", d.now_ms() + timeout_s * 1000}};
+    }
+    p["step"] = step;
+    d.ScheduleTask(kServiceWaitReadyTask, p, Policy(2, 120000));
+  } else if (step == "vllm_log") {
+    MoveTo(d, "collecting_logs");
+    const std::string rt = Str(svc, "runtime_dir", Str(Field(s.data, "launch_attempted"), "runtime_dir", ""));
+    d.ScheduleTask(kMemLogsTask,
+                   json{{"step", step}, {"machine", machine}, {"runtime_dir", rt},
+                        {"stdout_log", svc.value("stdout_log", json(rt + "/stdout.log"))},
+                        {"stderr_log", svc.value("stderr_log", json(rt + "/stderr.log"))}},
+                   Policy(3, 120000));
+  } else if (step == "inference") {
+    MoveTo(d, "inferring");
+    d.ScheduleTask(kMemInferTask,
+                   json{{"step", step}, {"machine", machine}, {"port", svc.value("port", json(nullptr))},
+                        {"served_model_name", svc.value("served_model_name", svc.value("model", ""))},
+                        {"prompt", s.spec.value("prompt", "")}, {"image_url", s.spec.value("image_url", json(nullptr))},
+                        {"max_tokens", s.spec.value("max_tokens", 128)}, {"timeout_s", 600}},
+                   Policy(1, 700000));
+  } else if (step == "stopped") {
+    MoveTo(d, "stopping");
+    const std::string rt = Str(svc, "runtime_dir", Str(Field(s.data, "launch_attempted"), "runtime_dir", ""));
+    json p = BuildStopPayload(machine, rt, svc.value("pid", json(nullptr)), s.cancel_requested,
+                              s.spec.value("stop_grace_s", 10));
+    p["step"] = step;
+    d.ScheduleTask(kServiceStopTask, p, Policy(3, 180000));
+  } else if (step == "weights") {
+    MoveTo(d, "reading_weights");
+    d.ScheduleTask(kMemWeightsTask,
+                   json{{"step", step}, {"machine", machine}, {"model", svc.value("model", s.spec.value("model", ""))},
+                        {"tp", svc.value("tp", s.spec.value("tp", 1))}, {"dp", svc.value("dp", s.spec.value("dp", 1))},
+                        {"expert_parallel", ExpertParallel(s)}},
+                   Policy(3, 300000));
+  } else if (step == "flushed") {
+    MoveTo(d, "flushing");
+    d.ScheduleTimer("flush", s.spec.value("flush_s", 5) * int64_t{1000});
+  } else if (step == "export") {
+    MoveTo(d, "exporting");
+    const int64_t timeout_s = s.spec.value("export_timeout_s", 1800);
+    d.ScheduleTask(kMemExportTask,
+                   json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)},
+                        {"timeout_s", timeout_s + 60}},
+                   Policy(3, 120000));
+    d.ScheduleTimer("export_timeout", timeout_s * 1000);
+  } else if (step == "msprof") {
+    MoveTo(d, "collecting_csvs");
+    d.ScheduleTask(kMemCollectTask, json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}},
+                   Policy(3, 300000));
+  }
+}
+
+// The planner: schedules the next missing step, or finishes.
+void Advance(Decision& d) {
+  const RunState& s = d.state();
+  if (s.terminal || Busy(s) || d.failed()) return;
+  const bool launched = Standalone(s) && s.data.contains("launch_attempted");
+
+  if (s.data.contains("failure") || s.cancel_requested) {
+    if (launched && !Done(s, "vllm_log") && !s.cancel_requested) return Schedule(d, "vllm_log");
+    if (launched && !Done(s, "stopped")) return Schedule(d, "stopped");
+    if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+    std::string err = s.data["failure"].value("error", "memory-profile failed");
+    return d.Finish("failed", err);
+  }
+
+  const std::string mode = Mode(s);
+  if (mode == "install_wrapper") {
+    if (!Done(s, "preflight")) return Schedule(d, "preflight");
+    return d.Finish("ok");
+  }
+
+  std::vector<std::string> steps, after_end;
+  if (mode == "standalone") {
+    steps = {"preflight", "baseline", "service", "ready", "after_ready", "vllm_log", "inference",
+             "after_infer", "stopped", "weights", "flushed", "export", "msprof"};
+  } else {
+    // Live steps only while the attached service runs and answered health.
+    const bool live = !ServeEnded(s) && !Failed(s, "ready");
+    if (live) steps = {"ready", "after_ready", "vllm_log", "inference", "after_infer", "weights"};
+    else steps = {"vllm_log", "weights"};
+    if (Wrapped(s)) after_end = {"flushed", "export", "msprof"};
+  }
+  for (const auto& step : steps)
+    if (!Done(s, step)) return Schedule(d, step);
+  if (mode == "attach" && !ServeEnded(s)) return MoveTo(d, "awaiting_service_stop");
+  for (const auto& step : after_end)
+    if (!Done(s, step)) return Schedule(d, step);
+  d.Finish("ok");
+}
+
+bool CriticalStep(const RunState& s, const std::string& step) {
+  if (Standalone(s)) return step == "preflight" || step == "baseline" || step == "service" || step == "ready" || step == "stopped";
+  return step == "preflight";
+}
+
+std::string FailureText(const std::string& step, const json& f) {
+  const std::string kind = f.value("error_kind", "");
+  const std::string err = f.value("error", "");
+  return kind.empty() ? fmt::format("{}: {}", step, err) : fmt::format("{} ({}): {}", step, kind, err);
+}
+
+json BaselineFromSpec(const RunState& s) {
+  const json& rec = Field(s.spec, "baseline_run_record");
+  if (rec.is_object()) {
+    const json& data = Field(rec, "data");
+    const json& b = Field(data, "baseline");
+    if (b.is_object() && b.contains("hbm"))
+      return json{{"hbm", b["hbm"]}, {"source", "baseline_run"}, {"origin", s.spec.value("baseline_run", "")},
+                  {"blob", b.value("blob", "")}, {"file", "baseline_npu_smi.txt"}};
+    const json& p = Field(data, "probe");
+    if (p.is_object() && p.contains("hbm"))
+      return json{{"hbm", p["hbm"]}, {"source", "baseline_run"}, {"origin", s.spec.value("baseline_run", "")},
+                  {"blob", Str(Field(p, "evidence"), "npu_smi_info.txt", "")}, {"file", "baseline_npu_smi.txt"}};
+  }
+  if (s.spec.contains("baseline_hbm") && s.spec["baseline_hbm"].is_object())
+    return json{{"hbm", s.spec["baseline_hbm"]}, {"source", "baseline_file"},
+                {"origin", s.spec.value("baseline_origin", "")}, {"blob", ""}, {"file", "baseline_npu_smi.txt"}};
+  return nullptr;
+}
+
+}  // namespace
+
+// ---- RunKind hooks -------------------------------------------------------
+
+const TransitionTable& MemoryProfileMachine::transitions() const {
+  static const TransitionTable table(
+      {
+#include "statemachine/memory_profile_transitions.inc"
+      },
+      {"completed", "failed", "cancelled"});
+  return table;
+}
+
+Status MemoryProfileMachine::ValidateSpec(json& spec) const { return ValidateMemorySpec(spec); }
+
+void MemoryProfileMachine::OnStart(Decision& d) const {
+  const RunState& s = d.state();
+  if (!Standalone(s)) {
+    json b = BaselineFromSpec(s);
+    if (!b.is_null()) Record(d, "baseline", b);
+  }
+  if (Mode(s) == "attach") {
+    const json& rec = Field(s.spec, "attach_run_record");
+    const bool ended = !Field(rec, "finished_at").is_null() && Field(rec, "finished_at").is_string();
+    if (ended)
+      Record(d, "serve_ended", json{{"run_id", s.spec.value("attach_run", "")}, {"status", rec.value("status", "")},
+                                    {"state", rec.value("state", "")}, {"at_submit", true}});
+    else
+      d.WatchRun(s.spec.value("attach_run", ""));
+  }
+  Advance(d);
+}
+
+void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
+  const std::string step = task.payload.value("step", "");
+  if (task.kind == kMemPreflightTask) {
+    Record(d, "preflight", result);
+  } else if (task.kind == kMemNpuSmiTask) {
+    const std::string file = step + "_npu_smi.txt";
+    Record(d, step, json{{"hbm", result.value("hbm", json::object())}, {"source", "npu_smi"},
+                         {"blob", BlobOf(task, file)}, {"file", file}});
+  } else if (task.kind == kServiceLaunchTask) {
+    Record(d, "service", ServiceRecordFromLaunch(task.payload, result));
+  } else if (task.kind == kServiceWaitReadyTask) {
+    Record(d, "ready", result);
+  } else if (task.kind == kMemLogsTask) {
+    Record(d, "vllm_log", json{{"summary", result.value("summary", json::object())}, {"bytes", result.value("bytes", 0)},
+                               {"blob", BlobOf(task, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
+  } else if (task.kind == kMemInferTask) {
+    json r = result;
+    r["blob"] = BlobOf(task, "inference_response.json");
+    Record(d, "inference", r);
+  } else if (task.kind == kServiceStopTask) {
+    Record(d, "stopped", result);
+    if (!result.value("stopped", true) && !result.value("already_gone", false))
+      Failing(d, "the service could not be stopped: " + result.dump());
+  } else if (task.kind == kMemWeightsTask) {
+    json w = result.value("weights", json());
+    if (w.is_object()) {
+      w["blob"] = BlobOf(task, "weight_manifest.json");
+      w["file"] = "weight_manifest.json";
+      Record(d, "weights", w);
+    } else {
+      d.Emit(kMemStepFailed, json{{"step", "weights"}, {"error_kind", "no_safetensors"},
+                                  {"error", "no readable *.safetensors headers in the model dir"}});
+    }
+    if (result.contains("theory") && result["theory"].is_object()) Record(d, "theory", result["theory"]);
+    Record(d, "model_config", json{{"content", result.value("config", json(nullptr))},
+                                   {"blob", BlobOf(task, "config.json")}, {"file", "model_config.json"}});
+  } else if (task.kind == kMemExportTask) {
+    for (const auto& [id, t] : d.state().timers)
+      if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
+    Record(d, "export", result);
+  } else if (task.kind == kMemCollectTask) {
+    json m = result;
+    const json& blobs = Field(task.result, "blobs");
+    for (const char* part : {"module_mem", "npu_mem"}) {
+      if (!m.contains(part) || !m[part].is_array()) continue;
+      for (auto& r : m[part])
+        r["blob"] = blobs.is_object() ? blobs.value("msprof_csvs/" + r.value("file", ""), "") : "";
+    }
+    json csv_blobs = json::object();
+    if (blobs.is_object())
+      for (const auto& [name, sha] : blobs.items()) csv_blobs[name] = sha;
+    m["blobs"] = csv_blobs;
+    const json& exp = Field(d.state().data, "export");
+    m["status"] = exp.is_object() ? exp.value("status", "ok") : "not_exported";
+    Record(d, "msprof", m);
+  }
+  Advance(d);
+}
+
+void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
+  const std::string step = task.payload.value("step", "");
+  StepFailed(d, step, failure);
+  if (task.kind == kMemExportTask) {
+    for (const auto& [id, t] : d.state().timers)
+      if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
+  }
+  if (CriticalStep(d.state(), step)) Failing(d, FailureText(step, failure));
+  Advance(d);
+}
+
+void MemoryProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
+  if (timer.purpose == "flush") {
+    Record(d, "flushed", json{{"flush_s", d.state().spec.value("flush_s", 5)}});
+  } else if (timer.purpose == "export_timeout") {
+    if (d.state().data.contains("export")) return;
+    for (const auto& [id, t] : d.state().tasks)
+      if (t.kind == kMemExportTask && (t.status == "pending" || t.status == "retry_wait"))
+        d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "msprof export timed out"}});
+    Record(d, "export", json{{"status", "export_timeout"},
+                             {"timeout_s", d.state().spec.value("export_timeout_s", 1800)}});
+  }
+  Advance(d);
+}
+
+bool MemoryProfileMachine::AcceptsSignal(std::string_view name) const {
+  return name == ev::kSignalWatchedRunFinished;
+}
+
+void MemoryProfileMachine::OnSignal(Decision& d, const std::string& name, const json& payload) const {
+  if (name != ev::kSignalWatchedRunFinished || d.state().data.contains("serve_ended")) return;
+  json rec = {{"run_id", payload.value("run_id", "")}, {"status", payload.value("status", "")},
+              {"state", payload.value("state", "")}};
+  const json& svc = Field(Field(payload, "summary"), "service");
+  if (svc.is_object()) rec["summary"] = json{{"service", svc}};
+  Record(d, "serve_ended", rec);
+  Advance(d);
+}
+
+void MemoryProfileMachine::OnCancel(Decision& d) const {
+  d.AbandonOutstanding("run cancelled");
+  Advance(d);
+}
+
+void MemoryProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
+  if (type == kMemRecorded) {
+    s.data[p.value("field", "unknown")] = p.value("value", json(nullptr));
+  } else if (type == kMemStepFailed) {
+    s.data["step_failures"][p.value("step", "unknown")] = {{"error_kind", p.value("error_kind", "")},
+                                                            {"error", p.value("error", "")}};
+  } else if (type == kMemRunFailing) {
+    if (!s.data.contains("failure")) s.data["failure"] = p;
+  }
+}
+
+json MemoryEvidenceFromState(const RunState& s) {
+  const json svc = ServiceOf(s);
+  json ev = {{"mode", Mode(s)},
+             {"tp", svc.value("tp", s.spec.value("tp", 1))},
+             {"dp", svc.value("dp", s.spec.value("dp", 1))},
+             {"devices", svc.value("devices", s.spec.value("devices", json::array()))}};
+  if (!ev["devices"].is_array()) ev["devices"] = json::array();
+  for (const char* f : {"baseline", "after_ready", "after_infer", "vllm_log", "msprof", "weights", "theory"})
+    if (s.data.contains(f) && s.data[f].is_object()) ev[f] = s.data[f];
+  if (!ev.contains("msprof")) {
+    const json& exp = Field(s.data, "export");
+    std::string st = Wrapped(s) ? "not_collected" : "not_wrapped";
+    if (exp.is_object()) st = exp.value("status", st);
+    ev["msprof"] = json{{"status", st}, {"module_mem", json::array()}, {"npu_mem", json::array()}};
+  }
+  return ev;
+}
+
+json MemoryProfileMachine::Summary(const RunState& s) const {
+  json j = RunKind::Summary(s);
+  j["mode"] = Mode(s);
+  j["service"] = ServiceOf(s).empty() ? json(nullptr) : ServiceOf(s);
+  if (s.data.contains("preflight")) j["wrap_script"] = s.data["preflight"].value("wrap_script", "");
+  if (s.data.contains("step_failures")) j["step_failures"] = s.data["step_failures"];
+  if (s.data.contains("baseline")) j["baseline"] = s.data["baseline"];
+  if (Mode(s) != "install_wrapper") {
+    const json report = BuildMemoryReport(MemoryEvidenceFromState(s));
+    json devs = json::array();
+    for (const auto& d : report["devices"]) {
+      json comps = json::object();
+      for (const auto& c : d["components"]) comps[c.value("key", "")] = c["value_mb"];
+      devs.push_back({{"device_id", d["device_id"]}, {"hbm_used_mb", d["hbm_used_mb"]}, {"components_mb", comps}});
+    }
+    j["report_summary"] = {{"msprof", report["msprof"]}, {"devices", devs}};
+  }
+  return j;
+}
+
+json MemoryProfileMachine::Manifest(const RunState& s) const {
+  return BuildMemoryManifest(s, Summary(s), BuildMemoryReport(MemoryEvidenceFromState(s)), ServiceOf(s));
+}
+
+void RegisterMemoryProfileKind(KindRegistry& r) { r.Register(std::make_unique<MemoryProfileMachine>()); }
 
 }  // namespace npuprof::sm

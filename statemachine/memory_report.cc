@@ -250,8 +250,10 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
     std::optional<double> st_mb, th_mb;
     if (auto b = Num(weights, "per_device_bytes")) st_mb = *b / kMiB;
     if (auto b = Num(theory, "per_device_bytes")) th_mb = *b / kMiB;
-    json st_ev = {{"blob", weights.value("blob", "")}, {"file", weights.value("file", "weight_manifest.json")},
-                  {"field", "per_device_bytes"}, {"value", Num(weights, "per_device_bytes").value_or(0)}};
+    json st_ev = nullptr;
+    if (weights.is_object())
+      st_ev = {{"blob", weights.value("blob", "")}, {"file", weights.value("file", "weight_manifest.json")},
+               {"field", "per_device_bytes"}, {"value", Num(weights, "per_device_bytes").value_or(0)}};
     if (lv.gib) {
       c.value = *lv.gib * 1024.0;
       c.source = "vllm_log";

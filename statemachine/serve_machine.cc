@@ -69,7 +69,8 @@ void ScheduleStop(Decision& d) {
   if (s.state != "stopping") d.Transition("stopping", CurrentReason(s));
   d.ScheduleTask(kServiceStopTask,
                  BuildStopPayload(s.spec.value("machine_record", json::object()), rt, svc.value("pid", json(nullptr)),
-                                  s.data["stop"].value("force", false), s.spec.value("stop_grace_s", 10)),
+                                  s.data.value("stop", json::object()).value("force", false),
+                                  s.spec.value("stop_grace_s", 10)),
                  StopPolicy());
 }
 

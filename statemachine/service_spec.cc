@@ -189,7 +189,8 @@ json BuildLaunchPayload(const std::string& run_id, int launch_no, const json& sp
                         const std::vector<std::string>& kind_args, const json& kind_env) {
   const json machine = spec.value("machine_record", json::object());
   json env = kind_env.is_object() ? kind_env : json::object();
-  for (const auto& [k, v] : spec.value("env", json::object()).items()) env[k] = v;
+  const json user_env = spec.value("env", json::object());
+  for (const auto& [k, v] : user_env.items()) env[k] = v;
   json args = json::array();
   for (const auto& a : kind_args) args.push_back(a);
   for (const auto& a : spec.value("extra_args", json::array())) args.push_back(a);

@@ -25,17 +25,18 @@ TaskPolicy Policy(int attempts, int64_t lease_ms) {
 
 json Machine(const Decision& d) { return d.state().spec.value("machine_record", json::object()); }
 
-// The launched service: the launch result, or a failed launch's partial result
-// when it carries a pid (so a half-started service can still be stopped).
+// The service to stop: the launch result; for a failed launch that may have
+// started something (anything but started=false), the payload's runtime dir
+// with pid null (service.stop then reads <runtime>/pid).
 json ServiceOf(const RunState& s) {
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
   if (!launch) return nullptr;
   json r = TaskResultData(launch);
   if (r.is_object()) return r;
-  if (launch->status == "failed" && launch->result.contains("result") && launch->result["result"].is_object() &&
-      launch->result["result"].contains("pid") && !launch->result["result"]["pid"].is_null())
-    return launch->result["result"];
-  return nullptr;
+  if (launch->status != "failed") return nullptr;
+  const json partial = launch->result.value("result", json::object());
+  if (partial.is_object() && partial.value("started", true) == false) return nullptr;
+  return json{{"runtime_dir", launch->payload.value("runtime_dir", "")}, {"pid", nullptr}};
 }
 
 bool ServiceStopped(const RunState& s) {
@@ -53,11 +54,8 @@ void StepFailed(Decision& d, const std::string& step, const std::string& kind, c
 void ScheduleStop(Decision& d, bool force) {
   const json svc = ServiceOf(d.state());
   d.ScheduleTask(kServiceStopTask,
-                 json{{"machine", Machine(d)},
-                      {"runtime_dir", svc.value("runtime_dir", "")},
-                      {"pid", svc.value("pid", json(nullptr))},
-                      {"force", force},
-                      {"grace_s", d.state().spec.value("stop_grace_s", 10)}},
+                 BuildStopPayload(Machine(d), svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), force,
+                                  d.state().spec.value("stop_grace_s", 10)),
                  Policy(3, 120000));
 }
 
@@ -70,8 +68,11 @@ std::string FailureText(const json& f) {
 // The run's error from recorded step failures and tripped gates.
 std::string RunError(const RunState& s) {
   std::vector<std::string> parts;
-  for (const auto& e : s.data.value("errors", json::array()))
-    parts.push_back(fmt::format("{}: {}", e.value("step", ""), e.value("error", "")));
+  for (const auto& e : s.data.value("errors", json::array())) {
+    const std::string kind = e.value("error_kind", "");
+    parts.push_back(kind.empty() ? fmt::format("{}: {}", e.value("step", ""), e.value("error", ""))
+                                 : fmt::format("{}: {}: {}", e.value("step", ""), kind, e.value("error", "")));
+  }
   const std::string ws = s.data.value("workload_status", json::object()).value("status", "");
   const std::string as = s.data.value("analysis_status", "");
   bool gate = false;
@@ -103,10 +104,8 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 
 void StartLaunch(Decision& d) {
   d.Transition("launching");
-  json payload = TorchProfileLaunchPayload(d.state().spec);
-  payload["machine"] = Machine(d);
-  payload["run_id"] = d.state().run_id;
-  d.ScheduleTask(kServiceLaunchTask, payload, Policy(3, 120000));
+  d.ScheduleTask(kServiceLaunchTask, TorchProfileLaunchPayload(d.state().run_id, d.state().spec),
+                 Policy(3, 120000));
 }
 
 void ScheduleControl(Decision& d, const std::string& action) {
@@ -210,13 +209,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kServiceLaunchTask) {
     if (s.cancel_requested) return BeginCleanup(d, "cancelled");
-    d.ScheduleTask(kServiceWaitReadyTask,
-                   json{{"machine", Machine(d)},
-                        {"runtime_dir", result.value("runtime_dir", "")},
-                        {"pid", result.value("pid", json(nullptr))},
-                        {"port", result.value("port", json(nullptr))},
-                        {"served_model_name", s.spec["served_model_name"]},
-                        {"health_timeout_s", s.spec["health_timeout_s"]}},
+    d.ScheduleTask(kServiceWaitReadyTask, BuildWaitReadyPayload(task.payload, result, d.now_ms()),
                    Policy(3, 60000));
     return;
   }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
@@ -109,7 +110,7 @@ Status ValidateTorchProfileSpec(json& spec) {
   if (!spec["served_model_name"].is_string() || !IsServedName(spec["served_model_name"].get<std::string>()))
     return Status::Invalid("served_model_name is not allowed: use 1-128 characters from A-Z a-z 0-9 . _ - / :");
   if (Status s = RequireInt(spec, "tp", 1, 64); !s.ok()) return s;
-  if (Status s = CheckIntRange(spec, "dp", 1, 0, 64); !s.ok()) return s;
+  if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
   if (Status s = CheckEnum(spec, "mode", IsTorchProfileMode, "enforce_eager, full_decode_only, piecewise_graph");
       !s.ok())
     return s;
@@ -153,24 +154,11 @@ Status ValidateTorchProfileSpec(json& spec) {
     spec["image_path"] = nullptr;
   }
   if (Status s = CheckIntRange(spec, "flush_seconds", 5, 0, 600); !s.ok()) return s;
-  if (Status s = CheckIntRange(spec, "health_timeout_s", 300, 1, 7200); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "analyse_timeout_s", 1800, 1, 86400); !s.ok()) return s;
-  if (Status s = CheckIntRange(spec, "stop_grace_s", 10, 0, 600); !s.ok()) return s;
-  if (Present(spec, "port")) {
-    if (Status s = CheckIntRange(spec, "port", 8000, 1, 65535); !s.ok()) return s;
-  } else {
-    spec["port"] = nullptr;
-  }
-  if (Present(spec, "devices")) {
-    if (!spec["devices"].is_array() || spec["devices"].empty())
-      return Status::Invalid("devices must be a non-empty list of device indices, e.g. --devices 0,1");
-    for (const auto& d : spec["devices"])
-      if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > 4096)
-        return Status::Invalid("devices must be device indices (integers 0..4096)");
-  } else {
-    spec["devices"] = nullptr;
-  }
-  return RequireMachineRecord(spec);
+  if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
+  // Service fields shared with the other service kinds: devices, port, env,
+  // extra_args, wrap_script, health_timeout_s, stop_grace_s.
+  return ValidateServiceSpec(spec);
 }
 
 int ExpectedRanks(const json& spec) {
@@ -213,16 +201,9 @@ std::vector<std::string> TorchProfileServeArgs(const json& spec) {
   return a;
 }
 
-json TorchProfileLaunchPayload(const json& spec) {
-  return json{{"model", spec["model"]},
-              {"served_model_name", spec["served_model_name"]},
-              {"tp", spec["tp"]},
-              {"dp", spec["dp"]},
-              {"devices", spec["devices"]},
-              {"port", spec["port"]},
-              {"env", json{{"PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True"}}},
-              {"extra_args", TorchProfileServeArgs(spec)},
-              {"wrap_script", nullptr}};
+json TorchProfileLaunchPayload(const std::string& run_id, const json& spec) {
+  return BuildLaunchPayload(run_id, 1, spec, TorchProfileServeArgs(spec),
+                            json{{"PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True"}});
 }
 
 }  // namespace npuprof::sm

@@ -26,8 +26,8 @@ bool IsTorchProfileRequestKind(const std::string& kind);
 //   benchmark_success_threshold 0.8, request_timeout 900,
 //   profile_control_timeout 600, torch_profiler_dir "vllm_profile",
 //   torch_profiler_with_stack false, image_path null, image_height 480,
-//   flush_seconds 5, health_timeout_s 300, analyse_timeout_s 1800,
-//   stop_grace_s 10, devices null, port null.
+//   flush_seconds 5, analyse_timeout_s 1800; then the service fields
+//   (ValidateServiceSpec: devices, port, env, health_timeout_s 300, ...).
 // The error names the field and the fix; nothing has run when it fails.
 Status ValidateTorchProfileSpec(json& spec);
 
@@ -38,9 +38,9 @@ int ExpectedRanks(const json& spec);
 // REQUIRES: spec validated.
 std::vector<std::string> TorchProfileServeArgs(const json& spec);
 
-// The service.launch payload (docs/TASKS.md) for a validated spec; `machine`
-// and `run_id` are filled in by the caller.
-json TorchProfileLaunchPayload(const json& spec);
+// The service.launch payload (launch number 1) for a validated spec: the
+// serve args above plus PYTORCH_NPU_ALLOC_CONF=expandable_segments:True.
+json TorchProfileLaunchPayload(const std::string& run_id, const json& spec);
 
 // A path relative to the service's runtime dir: no leading '/', no "..",
 // characters from [A-Za-z0-9._/-].

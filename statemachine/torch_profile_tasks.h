@@ -2,6 +2,8 @@
 // The service.* kinds belong to the service lifecycle (serve kind).
 #pragma once
 
+#include "statemachine/service_spec.h"  // service.launch / wait_ready / stop
+
 namespace npuprof::sm {
 
 // {image_path, image_height} -> {image_meta}: reads a PNG on the worker's
@@ -24,10 +26,5 @@ inline constexpr const char* kTpListDirsTask = "torch_profile.list_profile_dirs"
 // exit-code marker named after the task id; a re-dispatched attempt waits
 // for the running one instead of starting it again.
 inline constexpr const char* kTpAnalyseRankTask = "torch_profile.analyse_rank";
-
-// Service lifecycle task kinds (contract in docs/TASKS.md).
-inline constexpr const char* kServiceLaunchTask = "service.launch";
-inline constexpr const char* kServiceWaitReadyTask = "service.wait_ready";
-inline constexpr const char* kServiceStopTask = "service.stop";
 
 }  // namespace npuprof::sm

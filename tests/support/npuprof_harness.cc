@@ -49,7 +49,10 @@ bool Alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
 CliResult RunCaptured(const std::vector<std::string>& argv, int timeout_s) {
   CliResult r;
   int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return r;
+  // Close-on-exec: a process started meanwhile by another thread (a server
+  // restarted while a client runs) must not inherit these pipes, or the
+  // reader would wait for that process to end.
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) return r;
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_pipe[1], 1);
@@ -142,6 +145,7 @@ Status NpuprofHarness::StartServer() {
     const std::string bin = NpuprofBinary();
     const std::string data = DataDir();
     const std::string workers = std::to_string(local_workers_);
+    for (const auto& [name, value] : server_env_) setenv(name.c_str(), value.c_str(), 1);
     execl(bin.c_str(), bin.c_str(), "server", "--data-dir", data.c_str(), "--local-workers", workers.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
@@ -198,6 +202,20 @@ void NpuprofHarness::KillServer(int sig) {
 Status NpuprofHarness::RestartServer() {
   if (server_pid_ > 0) KillServer(SIGKILL);
   return StartServer();
+}
+
+bool NpuprofHarness::WaitForServerExit(int timeout_s) {
+  if (server_pid_ <= 0) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(server_pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  server_pid_ = -1;
+  // Local workers die with the server (PDEATHSIG); give them a moment.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return true;
 }
 
 std::vector<pid_t> NpuprofHarness::WorkerPids() {

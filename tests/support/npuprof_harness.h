@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -56,6 +57,12 @@ class NpuprofHarness {
   pid_t server_pid() const { return server_pid_; }
   void KillServer(int sig = SIGKILL);
   Status RestartServer();
+  // Extra environment (NAME, VALUE) for every later server start (Start,
+  // RestartServer), e.g. NPUPROF_FAULT_CRASH_BEFORE_DISPATCH; {} = none.
+  void SetServerEnv(std::vector<std::pair<std::string, std::string>> env) { server_env_ = std::move(env); }
+  // Waits for the server to exit on its own (a fault injection crashing it)
+  // and reaps it. False when it is still running after timeout_s.
+  bool WaitForServerExit(int timeout_s);
   std::vector<pid_t> WorkerPids();
 
   std::string MakeModel(const std::vector<std::string>& make_model_args);
@@ -75,6 +82,7 @@ class NpuprofHarness {
   SshdFixture sshd_;
   std::string dir_;
   pid_t server_pid_ = -1;
+  std::vector<std::pair<std::string, std::string>> server_env_;
   int local_workers_ = 2;
   int model_count_ = 0;
   bool started_ = false;

@@ -6,6 +6,7 @@
 // other attempt adopts the pid it finds. So a re-dispatched launch never
 // starts a second vLLM.
 #include <cstdlib>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -147,6 +148,8 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
 
   // Scripts are a pure function of the record; written only before the start.
   auto started_marker = c.session->Stat(rt + "/.started");
+  if (!started_marker.ok() && ssh::ErrorKindOf(started_marker.status()) != ssh::SshErrorKind::kRemoteError)
+    return OutcomeFromSsh(started_marker.status(), c.target);
   if (!started_marker.ok()) {
     auto serve_sh = ServeScript(rec);
     auto start_sh = StartScript(rec);

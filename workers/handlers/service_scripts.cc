@@ -61,7 +61,8 @@ std::vector<std::pair<std::string, std::string>> EnvList(const json& rec) {
     devs += std::to_string(d.get<int64_t>());
   }
   env.emplace_back("ASCEND_RT_VISIBLE_DEVICES", devs);
-  for (const auto& [k, v] : rec.value("env", json::object()).items())
+  const json user_env = rec.value("env", json::object());
+  for (const auto& [k, v] : user_env.items())
     env.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
   return env;
 }

@@ -10,6 +10,8 @@
 //   .started      created (mkdir, atomic) by the one launch that starts the service
 //   pid           pid of the service's process group leader (written by _start.sh)
 //   stdout.log, stderr.log
+// The service runs with the runtime dir as its working directory, so relative
+// paths in its arguments (e.g. torch_profiler_dir "./vllm_profile") land there.
 #pragma once
 
 #include <string>

@@ -1,0 +1,553 @@
+// Broker round trips: the REAL broker (broker::Broker, in-process, its own
+// temp data dir, Run() on a thread) with no-op workers, driven through the
+// client protocol (a raw DEALER speaking proto/wire.h).
+//
+// Each run is a `probe` run on the fake machine "x" (added with machine.add):
+// submit -> commit (RunSubmitted, StateChanged, TaskScheduled) -> dispatch of
+// one probe.npu_smi task -> a no-op worker answers at once -> commit
+// (TaskSucceeded, ProbeRecorded, StateChanged, RunFinished). So one run = one
+// task round trip and two synced group commits (plus the submission reply).
+//
+// Benchmarks (args: transport 0=ipc 1=tcp://127.0.0.1, sync 0/1, worker
+// 0=raw DEALER worker 1=WorkerRuntime):
+//   BM_BrokerThroughput: per iteration, kBatch runs submitted pipelined from
+//     one client, then waits until every run is durably finished (the "runs"
+//     verb with terminal=false answers from the store index, i.e. committed
+//     state). runs_per_s = end to end; task_rt_per_s = tasks over the window
+//     first task received .. last result sent (at the workers);
+//     cpu_us_per_run = CPU time of the whole process (broker + workers +
+//     client) per run, a figure that depends less on how loaded the machine
+//     is; run_id_collisions = submissions rejected because the generated run
+//     id already existed (resubmitted).
+//   BM_BrokerLatency: closed loop, one run at a time; p50/p99 counters of
+//     submit_ack = submit sent -> reply (the submission is committed; the
+//                  broker dispatches right after the reply, same loop turn)
+//     d2r        = dispatch to result: reply -> the run's RunFinished is
+//                  readable from the store (the "events" verb reads committed
+//                  events only; polled every 50 us once the worker answered)
+//     e2e        = submit sent -> RunFinished readable.
+//   BM_Recovery: a store with 10,000 finished + 100 unfinished probe runs;
+//     time from Broker::Open to the answer of a ping sent right after Open
+//     (the ping is handled in the first loop turn, after Recover()).
+// Logging is set to warn (the server logs one info line per task; not
+// measured here).
+#include <benchmark/benchmark.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "broker/broker.h"
+#include "npuprof.pb.h"
+#include "proto/wire.h"
+#include "statemachine/probe_machine.h"
+#include "workers/worker_runtime.h"
+
+namespace npuprof::bench {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "broker bench: %s\n", why.c_str());
+  std::fflush(nullptr);
+  std::_Exit(2);  // threads (broker, workers) are still running: no static destructors
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+std::string MakeTempDir(const std::string& prefix) {
+  const char* base = std::getenv("NPUPROF_BENCH_DIR");
+  std::filesystem::path root = base ? base : std::filesystem::temp_directory_path();
+  std::string tmpl = (root / (prefix + "XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp " + tmpl);
+  return tmpl;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    Die("cannot find a free loopback port");
+  const int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// CPU seconds used so far by every thread of this process (broker, workers, client).
+double ProcessCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+// ---------------------------------------------------------------- broker
+
+// An in-process broker on a temp (or given) data dir, running on its own thread.
+class BenchBroker {
+ public:
+  BenchBroker(bool sync, bool tcp, std::string dir = {}) : owns_dir_(dir.empty()) {
+    dir_ = dir.empty() ? MakeTempDir("npuprof_broker_bench_") : dir;
+    broker::BrokerOptions o;
+    o.data_dir = dir_;
+    o.sync = sync;
+    if (tcp) {
+      tcp_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
+      o.endpoints.push_back(tcp_);
+    }
+    auto b = broker::Broker::Open(o);
+    if (!b.ok()) Die("broker open: " + b.status().ToString());
+    broker_ = std::move(b).value();
+    endpoint_ = tcp ? tcp_ : wire::IpcEndpointFor(dir_);
+  }
+  void Start() {
+    thread_ = std::thread([this] {
+      Status s = broker_->Run(stop_);
+      if (!s.ok()) Die("broker run: " + s.ToString());
+    });
+  }
+  ~BenchBroker() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    broker_.reset();
+    if (owns_dir_) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  bool owns_dir_;
+  std::string dir_, tcp_, endpoint_;
+  std::unique_ptr<broker::Broker> broker_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------- client
+
+// A raw DEALER client: requests may be pipelined; replies come back in commit order.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& endpoint) : sock_(ctx_, zmq::socket_type::dealer) {
+    sock_.set(zmq::sockopt::linger, 0);
+    sock_.set(zmq::sockopt::sndhwm, 0);
+    sock_.set(zmq::sockopt::rcvhwm, 0);
+    sock_.connect(endpoint);
+  }
+  void Send(const std::string& verb, const json& args) {
+    proto::ClientRequest req;
+    req.set_verb(verb);
+    req.set_args_json(args.dump());
+    const std::string body = req.SerializeAsString();
+    wire::SendFrames(sock_, {wire::kClientHeader, body});
+  }
+  proto::ClientResponse Recv(int timeout_ms = 30000) {
+    zmq::pollitem_t items[] = {{sock_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 1, std::chrono::milliseconds(timeout_ms));
+    if (!(items[0].revents & ZMQ_POLLIN)) Die("no answer from the broker");
+    auto frames = wire::RecvFrames(sock_, false);
+    proto::ClientResponse r;
+    if (!frames || frames->size() < 2 || !r.ParseFromString((*frames)[1])) Die("malformed answer");
+    return r;
+  }
+  json Call(const std::string& verb, const json& args) {
+    Send(verb, args);
+    proto::ClientResponse r = Recv();
+    if (!r.ok()) Die(verb + ": " + r.error());
+    return json::parse(r.body_json());
+  }
+
+ private:
+  zmq::context_t ctx_{1};
+  zmq::socket_t sock_;
+};
+
+void AddFakeMachine(RawClient& c) {
+  c.Call("machine.add", json{{"name", "x"},
+                             {"host", "127.0.0.1"},
+                             {"user", "bench"},
+                             {"identity_file", "/nonexistent/bench_key"},
+                             {"known_hosts_file", "/nonexistent/bench_known_hosts"}});
+}
+
+const json& ProbeSubmit() {
+  static const json args = {{"kind", "probe"}, {"spec", {{"machine", "x"}}}};
+  return args;
+}
+
+// Submits n probe runs pipelined and waits for every acknowledgement. A
+// submission the broker rejects because its generated run id already exists
+// (NewRunId: second resolution + 24 random bits, so ids collide when ~1000
+// runs are submitted in one second) is sent again; returns how many were.
+size_t SubmitBatch(RawClient& c, int n) {
+  for (int i = 0; i < n; ++i) c.Send("submit", ProbeSubmit());
+  size_t collisions = 0;
+  for (int acked = 0; acked < n;) {
+    proto::ClientResponse r = c.Recv();
+    if (r.ok()) {
+      ++acked;
+    } else if (r.error().find("already exists") != std::string::npos) {
+      ++collisions;
+      c.Send("submit", ProbeSubmit());
+    } else {
+      Die("submit: " + r.error());
+    }
+  }
+  return collisions;
+}
+
+// Number of runs not yet durably finished (store index).
+size_t Unfinished(RawClient& c) { return c.Call("runs", json{{"terminal", false}})["runs"].size(); }
+
+// ---------------------------------------------------------------- workers
+
+// What the workers saw: per run, task received and result sent (steady clock).
+struct WorkerLog {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, Clock::time_point> result_sent;  // run id -> time
+  Clock::time_point first_task{Clock::time_point::max()};
+  Clock::time_point last_result{Clock::time_point::min()};
+  size_t results = 0;
+
+  void TaskSeen(Clock::time_point t) {
+    std::lock_guard<std::mutex> l(mu);
+    first_task = std::min(first_task, t);
+  }
+  void ResultSent(const std::string& run_id, Clock::time_point t) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      result_sent[run_id] = t;
+      last_result = std::max(last_result, t);
+      ++results;
+    }
+    cv.notify_all();
+  }
+  void Reset() {
+    std::lock_guard<std::mutex> l(mu);
+    result_sent.clear();
+    first_task = Clock::time_point::max();
+    last_result = Clock::time_point::min();
+    results = 0;
+  }
+  void WaitResults(size_t n) {
+    std::unique_lock<std::mutex> l(mu);
+    if (!cv.wait_for(l, std::chrono::seconds(60), [&] { return results >= n; }))
+      Die("workers saw " + std::to_string(results) + " of " + std::to_string(n) + " tasks");
+  }
+  void WaitResultFor(const std::string& run_id) {
+    std::unique_lock<std::mutex> l(mu);
+    if (!cv.wait_for(l, std::chrono::seconds(60), [&] { return result_sent.count(run_id) > 0; }))
+      Die("no result for " + run_id);
+  }
+};
+
+std::string NoopResultJson() {
+  static const std::string j = json{{"npus", 0}, {"devices", json::array()}, {"noop", true}}.dump();
+  return j;
+}
+
+// A minimal worker speaking the protocol on one DEALER: Ready, heartbeats,
+// answers each task inline (no thread per task).
+void RawWorkerLoop(const std::string& endpoint, int index, const std::atomic<bool>& stop, WorkerLog& log) {
+  zmq::context_t ctx(1);
+  zmq::socket_t sock(ctx, zmq::socket_type::dealer);
+  sock.set(zmq::sockopt::linger, 0);
+  sock.set(zmq::sockopt::sndhwm, 0);
+  sock.set(zmq::sockopt::rcvhwm, 0);
+  sock.set(zmq::sockopt::routing_id, "bench-raw-" + std::to_string(index));
+  sock.connect(endpoint);
+  auto send = [&](const proto::WorkerToBroker& m) {
+    const std::string body = m.SerializeAsString();
+    wire::SendFrames(sock, {wire::kWorkerHeader, body});
+  };
+  proto::WorkerToBroker ready;
+  ready.mutable_ready()->set_worker_id("bench-raw-" + std::to_string(index));
+  ready.mutable_ready()->add_task_kinds(sm::kProbeTask);
+  ready.mutable_ready()->set_capacity(100000);
+  ready.mutable_ready()->set_pid(static_cast<uint32_t>(::getpid()));
+  send(ready);
+  auto next_hb = Clock::now();
+  while (!stop) {
+    zmq::pollitem_t items[] = {{sock.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 1, std::chrono::milliseconds(100));
+    while (auto frames = wire::RecvFrames(sock, true)) {
+      if (frames->size() < 2 || (*frames)[0] != wire::kWorkerHeader) continue;
+      proto::BrokerToWorker msg;
+      if (!msg.ParseFromString((*frames)[1]) || !msg.has_task()) continue;
+      log.TaskSeen(Clock::now());
+      proto::WorkerToBroker out;
+      proto::TaskResult* r = out.mutable_result();
+      r->set_task_id(msg.task().task_id());
+      r->set_run_id(msg.task().run_id());
+      r->set_attempt(msg.task().attempt());
+      r->set_ok(true);
+      r->set_result_json(NoopResultJson());
+      send(out);
+      log.ResultSent(msg.task().run_id(), Clock::now());
+    }
+    if (Clock::now() >= next_hb) {
+      proto::WorkerToBroker hb;
+      hb.set_heartbeat(true);
+      send(hb);
+      next_hb = Clock::now() + std::chrono::seconds(1);
+    }
+  }
+  proto::WorkerToBroker bye;
+  bye.set_disconnect(true);
+  send(bye);
+}
+
+// N worker threads (raw or WorkerRuntime), stopped and joined on destruction.
+class Workers {
+ public:
+  Workers(const std::string& endpoint, int n, bool runtime, WorkerLog& log) {
+    for (int i = 0; i < n; ++i) {
+      if (!runtime) {
+        threads_.emplace_back([this, endpoint, i, &log] { RawWorkerLoop(endpoint, i, stop_, log); });
+        continue;
+      }
+      workers::WorkerOptions o;
+      o.broker_endpoint = endpoint;
+      o.worker_id = "bench-rt-" + std::to_string(i);
+      o.capacity = 64;
+      auto w = std::make_unique<workers::WorkerRuntime>(o);
+      // The runtime sends the result after the handler returns; "result sent"
+      // is taken at handler return (the send itself waits for the runtime's
+      // loop thread, which is part of what end-to-end figures measure).
+      w->Register(sm::kProbeTask, [&log](const proto::Task& t, workers::TaskContext&) {
+        log.TaskSeen(Clock::now());
+        auto out = workers::TaskOutcome::Success(json::parse(NoopResultJson()));
+        log.ResultSent(t.run_id(), Clock::now());
+        return out;
+      });
+      workers::WorkerRuntime* wp = w.get();
+      runtimes_.push_back(std::move(w));
+      threads_.emplace_back([this, wp] { (void)wp->Run(stop_); });
+    }
+  }
+  ~Workers() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::unique_ptr<workers::WorkerRuntime>> runtimes_;
+  std::vector<std::thread> threads_;
+};
+
+// Waits until the broker lists n workers.
+void WaitForWorkers(RawClient& c, size_t n) {
+  for (int i = 0; i < 500; ++i) {
+    if (c.Call("workers", json::object())["workers"].size() >= n) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Die("workers did not register");
+}
+
+std::string VariantLabel(const benchmark::State& state) {
+  return std::string(state.range(0) ? "tcp" : "ipc") + (state.range(1) ? " sync=on" : " sync=off") +
+         (state.range(2) ? " worker=runtime" : " worker=raw");
+}
+
+constexpr int kWorkers = 2;
+constexpr int kBatch = 1000;
+
+// ---------------------------------------------------------------- throughput
+
+void BM_BrokerThroughput(benchmark::State& state) {
+  spdlog::set_level(spdlog::level::warn);
+  const bool tcp = state.range(0) != 0, sync = state.range(1) != 0, runtime = state.range(2) != 0;
+  BenchBroker broker(sync, tcp);
+  broker.Start();
+  RawClient client(broker.endpoint());
+  AddFakeMachine(client);
+  WorkerLog log;
+  Workers workers(broker.endpoint(), kWorkers, runtime, log);
+  WaitForWorkers(client, kWorkers);
+
+  size_t runs = 0, collisions = 0;
+  double task_window_s = 0, total_s = 0, cpu_s = 0;
+  for (auto _ : state) {
+    log.Reset();
+    const double c0 = ProcessCpuSeconds();
+    const auto t0 = Clock::now();
+    collisions += SubmitBatch(client, kBatch);
+    log.WaitResults(kBatch);
+    while (Unfinished(client) != 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    const auto t1 = Clock::now();
+    cpu_s += ProcessCpuSeconds() - c0;
+    total_s += Seconds(t1 - t0);
+    {
+      std::lock_guard<std::mutex> l(log.mu);
+      task_window_s += Seconds(log.last_result - log.first_task);
+    }
+    runs += kBatch;
+  }
+  state.counters["runs_per_s"] = static_cast<double>(runs) / total_s;
+  state.counters["task_rt_per_s"] = static_cast<double>(runs) / task_window_s;
+  // All threads of the process (broker, workers, client) per run: what a run
+  // costs in CPU regardless of how loaded the machine is.
+  state.counters["cpu_us_per_run"] = cpu_s * 1e6 / static_cast<double>(runs);
+  state.counters["run_id_collisions"] = static_cast<double>(collisions);
+  state.SetItemsProcessed(static_cast<int64_t>(runs));
+  state.SetLabel(VariantLabel(state));
+}
+
+// ---------------------------------------------------------------- latency
+
+void BM_BrokerLatency(benchmark::State& state) {
+  spdlog::set_level(spdlog::level::warn);
+  const bool tcp = state.range(0) != 0, sync = state.range(1) != 0, runtime = state.range(2) != 0;
+  BenchBroker broker(sync, tcp);
+  broker.Start();
+  RawClient client(broker.endpoint());
+  AddFakeMachine(client);
+  WorkerLog log;
+  Workers workers(broker.endpoint(), kWorkers, runtime, log);
+  WaitForWorkers(client, kWorkers);
+
+  std::vector<double> ack_us, d2r_us, e2e_us;
+  double events_per_run = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    const std::string run_id = client.Call("submit", ProbeSubmit())["run_id"];
+    const auto t1 = Clock::now();
+    log.WaitResultFor(run_id);
+    for (;;) {
+      json evs = client.Call("events", json{{"run_id", run_id}})["events"];
+      if (!evs.empty() && evs.back()["type"] == "RunFinished") {
+        events_per_run = static_cast<double>(evs.size());
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    const auto t2 = Clock::now();
+    ack_us.push_back(Micros(t1 - t0));
+    d2r_us.push_back(Micros(t2 - t1));
+    e2e_us.push_back(Micros(t2 - t0));
+  }
+  state.counters["submit_ack_p50_us"] = Percentile(ack_us, 0.50);
+  state.counters["submit_ack_p99_us"] = Percentile(ack_us, 0.99);
+  state.counters["d2r_p50_us"] = Percentile(d2r_us, 0.50);
+  state.counters["d2r_p99_us"] = Percentile(d2r_us, 0.99);
+  state.counters["e2e_p50_us"] = Percentile(e2e_us, 0.50);
+  state.counters["e2e_p99_us"] = Percentile(e2e_us, 0.99);
+  state.counters["events_per_run"] = events_per_run;
+  state.SetLabel(VariantLabel(state));
+}
+
+void Variants(benchmark::internal::Benchmark* b) {
+  for (int tcp : {0, 1})
+    for (int sync : {1, 0})
+      for (int rt : {0, 1}) b->Args({tcp, sync, rt});
+  b->ArgNames({"tcp", "sync", "runtime"});
+}
+
+BENCHMARK(BM_BrokerThroughput)->Apply(Variants)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BrokerLatency)->Apply(Variants)->Iterations(100)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// ---------------------------------------------------------------- recovery
+
+constexpr int kFinishedRuns = 10'000;
+constexpr int kUnfinishedRuns = 100;
+
+// Data dir with 10,000 finished and 100 unfinished probe runs, built once
+// through the real broker (sync off while building).
+std::string* g_recovery_dir = nullptr;
+const std::string& RecoveryDir() {
+  if (g_recovery_dir) return *g_recovery_dir;
+  g_recovery_dir = new std::string(MakeTempDir("npuprof_recovery_bench_"));
+  BenchBroker broker(/*sync=*/false, /*tcp=*/false, *g_recovery_dir);
+  broker.Start();
+  RawClient client(broker.endpoint());
+  AddFakeMachine(client);
+  {
+    WorkerLog log;
+    Workers workers(broker.endpoint(), 1, /*runtime=*/false, log);
+    WaitForWorkers(client, 1);
+    for (int done = 0; done < kFinishedRuns; done += kBatch) {
+      SubmitBatch(client, kBatch);
+      log.WaitResults(static_cast<size_t>(done + kBatch));
+    }
+    while (Unfinished(client) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // No worker now: these stay in "probing" with their task outstanding.
+  SubmitBatch(client, kUnfinishedRuns);
+  if (Unfinished(client) != kUnfinishedRuns) Die("unexpected number of unfinished runs");
+  return *g_recovery_dir;
+}
+
+void BM_Recovery(benchmark::State& state) {
+  spdlog::set_level(spdlog::level::warn);
+  const std::string& dir = RecoveryDir();
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    auto b = std::make_unique<BenchBroker>(/*sync=*/true, /*tcp=*/false, dir);
+    RawClient client(b->endpoint());
+    client.Send("ping", json::object());
+    b->Start();
+    if (!client.Recv().ok()) Die("ping failed");
+    const auto t1 = Clock::now();
+    state.SetIterationTime(Seconds(t1 - t0));
+    if (Unfinished(client) != kUnfinishedRuns) Die("recovery lost runs");
+    b.reset();
+  }
+  state.counters["finished_runs"] = kFinishedRuns;
+  state.counters["unfinished_runs"] = kUnfinishedRuns;
+}
+BENCHMARK(BM_Recovery)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace npuprof::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  if (npuprof::bench::g_recovery_dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(*npuprof::bench::g_recovery_dir, ec);
+    delete npuprof::bench::g_recovery_dir;
+  }
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs every npuprof benchmark and prints one table of the figures.
+#
+#   scripts/bench.sh                 # build dir ./build (configured Release if absent)
+#   BUILD_DIR=build-bench scripts/bench.sh
+#   MIN_TIME=0.5 scripts/bench.sh    # seconds per store benchmark (default 0.2; broker
+#                                    # and ssh benchmarks run fixed iteration counts)
+#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh)
+#   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every binary
+#
+# Builds only the benchmark targets (and what they need), -j2. Raw JSON of
+# each binary goes to $OUT_DIR (default: a fresh temp dir, printed at the end).
+# What each figure means: docs/PERFORMANCE.md.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
+MIN_TIME="${MIN_TIME:-0.2}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh}"
+FILTER="${FILTER:-}"
+JOBS="${JOBS:-2}"
+OUT_DIR="${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/npuprof_bench_out_XXXXXX")}"
+mkdir -p "$OUT_DIR"
+
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >&2
+fi
+build_type="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")"
+if [[ "$build_type" != "Release" ]]; then
+  echo "note: $BUILD_DIR is a '$build_type' build; figures in docs/PERFORMANCE.md are Release" >&2
+fi
+targets=()
+for b in "${BENCH_LIST[@]}"; do targets+=("npuprof_bench_$b"); done
+cmake --build "$BUILD_DIR" -j"$JOBS" --target "${targets[@]}" >&2
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "machine: $(nproc) cores, $(uname -srm); load before: $(loadavg)" | tee "$OUT_DIR/machine.txt"
+
+for b in "${BENCH_LIST[@]}"; do
+  exe="$BUILD_DIR/bench/npuprof_bench_$b"
+  args=(--benchmark_out="$OUT_DIR/$b.json" --benchmark_out_format=json)
+  [[ "$b" == store ]] && args+=(--benchmark_min_time="$MIN_TIME")
+  [[ -n "$FILTER" ]] && args+=(--benchmark_filter="$FILTER")
+  echo "running $b (load $(loadavg)) ..." >&2
+  "$exe" "${args[@]}" >"$OUT_DIR/$b.log" 2>&1 || { cat "$OUT_DIR/$b.log" >&2; exit 1; }
+  echo "$b load after: $(loadavg)" >>"$OUT_DIR/machine.txt"
+done
+
+python3 - "$OUT_DIR" "${BENCH_LIST[@]}" <<'EOF'
+import json, os, re, sys
+out_dir, benches = sys.argv[1], sys.argv[2:]
+# Counters worth a column, in this order; anything else is listed as well.
+preferred = ["events", "runs_per_s", "task_rt_per_s", "cpu_us_per_run", "run_id_collisions", "submit_ack_p50_us", "submit_ack_p99_us",
+             "d2r_p50_us", "d2r_p99_us", "e2e_p50_us", "e2e_p99_us", "events_per_run", "median_ms"]
+skip = {"name", "run_name", "run_type", "repetitions", "repetition_index", "threads", "iterations",
+        "real_time", "cpu_time", "time_unit", "family_index", "per_family_instance_index", "label",
+        "items_per_second", "aggregate_name", "aggregate_unit", "finished_runs", "unfinished_runs"}
+
+def fmt(v):
+    if abs(v) >= 1e6: return f"{v/1e6:.2f}M"
+    if abs(v) >= 1e4: return f"{v/1e3:.1f}k"
+    if abs(v) >= 100: return f"{v:.0f}"
+    return f"{v:.3g}"
+
+rows = []
+for b in benches:
+    path = os.path.join(out_dir, f"{b}.json")
+    if not os.path.exists(path): continue
+    for r in json.load(open(path))["benchmarks"]:
+        if r.get("run_type") != "iteration": continue
+        extra = {k: v for k, v in r.items() if k not in skip and isinstance(v, (int, float))}
+        keys = [k for k in preferred if k in extra] + sorted(k for k in extra if k not in preferred)
+        figures = "  ".join(f"{k}={fmt(extra[k])}" for k in keys)
+        rows.append((r["name"], r.get("label", ""), f"{r['real_time']:.3g} {r['time_unit']}", str(r["iterations"]), figures))
+
+hdr = ("benchmark", "variant", "time/iter", "iters", "figures")
+w = [max(len(x[i]) for x in rows + [hdr]) for i in range(4)]
+line = lambda x: f"{x[0]:<{w[0]}}  {x[1]:<{w[1]}}  {x[2]:>{w[2]}}  {x[3]:>{w[3]}}  {x[4]}"
+print(line(hdr))
+print("-" * (sum(w) + 8 + 40))
+for r in rows: print(line(r))
+ssh_log = os.path.join(out_dir, "ssh.log")
+if os.path.exists(ssh_log):
+    for l in open(ssh_log):
+        if l.startswith("ssh_"): print(l.rstrip())
+EOF
+echo "load after: $(loadavg)"
+echo "raw results: $OUT_DIR"

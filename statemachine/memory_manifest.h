@@ -1,0 +1,14 @@
+// The memory-profile manifest: the seed's run-directory manifest (keys
+// baseline_hbm, after_ready_hbm, after_infer_hbm, msprof_csvs with
+// __prof_device_map__, model_config, tp, dp, mode) plus the run summary, the
+// report and "files": every exported file name -> the sha256 of the stored
+// blob holding it (what `npuprof export` writes). Pure.
+#pragma once
+
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+json BuildMemoryManifest(const RunState& s, const json& summary, const json& report, const json& service);
+
+}  // namespace npuprof::sm

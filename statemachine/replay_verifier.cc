@@ -1,0 +1,84 @@
+#include "statemachine/replay_verifier.h"
+
+#include <fmt/format.h>
+
+#include "statemachine/event_types.h"
+
+namespace npuprof::sm {
+
+namespace {
+
+// Sequence and hash chain of event i; empty string when fine.
+std::string CheckChain(const std::vector<proto::Event>& events, size_t i, const EventHasher& hash) {
+  const proto::Event& e = events[i];
+  if (e.run_id() != events[0].run_id()) return fmt::format("belongs to run '{}'", e.run_id());
+  if (e.seq() != i + 1) return fmt::format("sequence {} where {} was expected (missing event?)", e.seq(), i + 1);
+  const std::string expected_prev = i == 0 ? "" : events[i - 1].hash();
+  if (e.prev_hash() != expected_prev) return "prev_hash does not match the previous event's hash (event missing or reordered)";
+  if (hash(e) != e.hash()) return "hash does not match the event's content (edited?)";
+  return "";
+}
+
+}  // namespace
+
+VerifyResult VerifyChainOnly(const std::vector<proto::Event>& events, const EventHasher& hash) {
+  VerifyResult r;
+  if (events.empty()) return r;
+  r.run_id = events[0].run_id();
+  for (size_t i = 0; i < events.size(); ++i) {
+    std::string err = CheckChain(events, i, hash);
+    if (!err.empty()) {
+      r.ok = false;
+      r.first_divergence = fmt::format("event #{} ({}): {}", i + 1, events[i].type(), err);
+      return r;
+    }
+    r.events++;
+  }
+  return r;
+}
+
+VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto::Event>& events,
+                             const EventHasher& hash) {
+  VerifyResult r;
+  auto fail = [&](size_t i, const std::string& why) {
+    r.ok = false;
+    r.first_divergence = fmt::format("event #{} ({}): {}", i + 1, events[i].type(), why);
+    return r;
+  };
+  if (events.empty()) {
+    r.ok = false;
+    r.first_divergence = "the run has no events";
+    return r;
+  }
+  r.run_id = events[0].run_id();
+  const RunKind* kind = nullptr;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const proto::Event& e = events[i];
+    if (std::string err = CheckChain(events, i, hash); !err.empty()) return fail(i, err);
+    json p = json::parse(e.payload_json(), nullptr, false);
+    if (p.is_discarded()) return fail(i, "payload is not JSON");
+    if (i == 0) {
+      if (e.type() != ev::kRunSubmitted) return fail(i, "a run must start with RunSubmitted");
+      kind = kinds.Find(p.value("kind", ""));
+      if (!kind) return fail(i, fmt::format("unknown run kind '{}'", p.value("kind", "")));
+    } else if (e.type() == ev::kRunSubmitted) {
+      return fail(i, "RunSubmitted in the middle of a run");
+    }
+    if (r.state.terminal) return fail(i, "event after RunFinished");
+    if (e.type() == ev::kStateChanged) {
+      const std::string from = p.value("from", "");
+      const std::string to = p.value("to", "");
+      if (from != r.state.state)
+        return fail(i, fmt::format("transition from '{}' but the run was in '{}'", from, r.state.state));
+      if (!kind->transitions().Allowed(from, to))
+        return fail(i, fmt::format("illegal transition {} -> {} for {}", from, to, kind->name()));
+    }
+    if (e.type() == ev::kRunFinished && !kind->transitions().IsTerminal(r.state.state))
+      return fail(i, fmt::format("RunFinished while in non-terminal state '{}'", r.state.state));
+    ApplyStored(kinds, r.state, e);
+    r.events++;
+  }
+  return r;
+}
+
+}  // namespace npuprof::sm

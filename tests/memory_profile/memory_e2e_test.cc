@@ -1,0 +1,281 @@
+// memory-profile end to end: `npuprof server` + local workers, a real loopback
+// sshd and the simulated Ascend target (tests/sim), whose ground truth per
+// device (state/truth/*.json) every report line is compared with.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/npuprof_harness.h"
+
+namespace npuprof::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kTruthKeys[][2] = {
+    {"fixed", "fixed_overhead"}, {"weights", "weights"}, {"kv_cache", "kv_cache"},
+    {"graph_capture", "graph_capture"}, {"hccl", "hccl"}, {"runtime", "runtime"}, {"slog", "slog"},
+    {"msprof_other", "msprof_other"}, {"activation_peak", "activation_peak"}, {"residual", "residual"}};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+json Component(const json& dev, const std::string& key) {
+  for (const auto& c : dev["components"])
+    if (c["key"] == key) return c;
+  return nullptr;
+}
+
+class MemoryE2E : public ::testing::Test {
+ protected:
+  void StartHarness(const std::vector<std::string>& sim_args = {}) {
+    std::vector<std::string> args = {"--export-delay", "0.5"};
+    args.insert(args.end(), sim_args.begin(), sim_args.end());
+    Status st = h_.Start(args);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    model_ = h_.MakeModel({"--kind", "dense", "--layers", "4"});
+    ASSERT_FALSE(model_.empty());
+  }
+  void TearDown() override {
+    if (HasFailure())
+      for (const auto& r : runs_) std::cerr << "events of " << r << ":\n" << h_.Cli({"events", r}).out << std::endl;
+    h_.Stop();
+  }
+  std::string Track(const CliResult& r) {
+    json j = r.json();
+    std::string id = j.is_object() ? j.value("run_id", "") : "";
+    if (!id.empty()) runs_.push_back(id);
+    return id;
+  }
+  static int FreePort() {
+    static int next = 20000 + (::getpid() % 2000) * 7;
+    return next++;
+  }
+  json WaitForEnd(const std::string& run, int timeout_s = 150) {
+    json s;
+    for (int i = 0; i < timeout_s * 5; ++i) {
+      s = h_.Cli({"show", run}).json();
+      if (s.is_object() && s.value("status", "running") != "running") return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return s;
+  }
+  json WaitForState(const std::string& run, const std::string& state, int timeout_s = 120) {
+    json s;
+    for (int i = 0; i < timeout_s * 5; ++i) {
+      s = h_.Cli({"show", run}).json();
+      if (s.is_object() && (s.value("state", "") == state || s.value("status", "running") != "running")) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return s;
+  }
+  // The truth record of the instance that served on `port`.
+  json TruthForPort(int port) {
+    for (const auto& t : h_.SimTruthFiles())
+      if (t.value("port", 0) == port) return t;
+    return nullptr;
+  }
+  void ExpectMatchesTruth(const json& report, const json& truth) {
+    ASSERT_TRUE(truth.is_object());
+    ASSERT_EQ(report["devices"].size(), truth["per_device"].size());
+    for (const auto& dev : report["devices"]) {
+      const std::string id = std::to_string(dev["device_id"].get<int>());
+      ASSERT_TRUE(truth["per_device"].contains(id)) << id;
+      const json& comps = truth["per_device"][id]["components_mb"];
+      for (const auto& [tk, rk] : kTruthKeys) {
+        json c = Component(dev, rk);
+        ASSERT_TRUE(c.is_object()) << rk;
+        ASSERT_TRUE(c["value_mb"].is_number()) << rk << ": " << c.dump();
+        EXPECT_NEAR(c["value_mb"].get<double>(), comps[tk].get<double>(), 1.0) << "device " << id << " " << rk;
+      }
+    }
+  }
+
+  NpuprofHarness h_;
+  std::string model_;
+  std::vector<std::string> runs_;
+};
+
+TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
+  StartHarness();
+  const int port = FreePort();
+  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(port), "--flush-seconds", "1", "--wait"},
+                       200);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json m = r.json();
+  ASSERT_TRUE(m.is_object()) << r.out;
+  const std::string run = m.value("run_id", "");
+  runs_.push_back(run);
+  EXPECT_EQ(m["status"], "ok");
+  const json truth = TruthForPort(port);
+  ExpectMatchesTruth(m["report"], truth);
+  EXPECT_EQ(m["report"]["msprof"]["available"], true);
+  for (const auto& dev : m["report"]["devices"]) {
+    EXPECT_EQ(dev["msprof_scope"], "device");
+    EXPECT_EQ(Component(dev, "weights")["source"], "vllm_log");
+    EXPECT_EQ(Component(dev, "residual")["status"], "unattributed");
+  }
+  // safetensors per-device bytes = the true sharded bytes.
+  EXPECT_NEAR(m["report"]["weights_breakdown"]["per_device_gib"].get<double>(),
+              truth["weights"]["per_device_bytes"].get<double>() / (1 << 30), 0.001);
+  const json cor = Component(m["report"]["devices"][0], "weights")["corroboration"][0];
+  EXPECT_EQ(cor["source"], "safetensors");
+  EXPECT_NEAR(cor["value_mb"].get<double>(), truth["weights"]["per_device_bytes"].get<double>() / (1 << 20), 0.01);
+  // The seed's manifest keys.
+  for (const char* k : {"baseline_hbm", "after_ready_hbm", "after_infer_hbm", "msprof_csvs", "model_config", "tp", "dp", "mode"})
+    EXPECT_TRUE(m.contains(k) && !m[k].is_null()) << k;
+  EXPECT_TRUE(m["msprof_csvs"].contains("__prof_device_map__"));
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+
+  // Report verb: json and text (zh, en).
+  CliResult rj = h_.Cli({"report", run});
+  ASSERT_EQ(rj.exit_code, 0) << rj.err;
+  EXPECT_EQ(rj.json()["devices"].size(), 2u);
+  CliResult rt = h_.Cli({"report", run, "--format", "text"});
+  EXPECT_NE(rt.out.find("未归因残差"), std::string::npos) << rt.out;
+  EXPECT_NE(rt.out.find("HCCL 缓冲"), std::string::npos);
+  CliResult re = h_.Cli({"report", run, "--format", "text", "--lang", "en"});
+  EXPECT_NE(re.out.find("Unattributed residual"), std::string::npos);
+
+  // Export: the seed's run directory.
+  const std::string dir = h_.Dir() + "/export-" + run;
+  CliResult ex = h_.Cli({"export", run, dir});
+  ASSERT_EQ(ex.exit_code, 0) << ex.out << ex.err;
+  for (const char* f : {"manifest.json", "baseline_npu_smi.txt", "after_ready_npu_smi.txt", "after_infer_npu_smi.txt",
+                        "vllm_serve.log", "model_config.json", "weight_manifest.json", "report.txt", "report.json"})
+    EXPECT_TRUE(fs::exists(fs::path(dir) / f)) << f;
+  json exported = json::parse(ReadAll(dir + "/manifest.json"), nullptr, false);
+  ASSERT_TRUE(exported.is_object());
+  int csvs = 0;
+  for (const auto& [name, path] : exported["msprof_csvs"].items()) {
+    if (name == "__prof_device_map__") continue;
+    EXPECT_TRUE(fs::exists(fs::path(dir) / path.get<std::string>())) << path;
+    EXPECT_GT(fs::file_size(fs::path(dir) / path.get<std::string>()), 100u);
+    ++csvs;
+  }
+  EXPECT_GT(csvs, 0);
+
+  // Offline inspect of the exported evidence gives the same numbers.
+  CliResult iv = h_.CliRaw({"inspect", "vllm-log", dir + "/vllm_serve.log"});
+  ASSERT_EQ(iv.exit_code, 0) << iv.err;
+  EXPECT_NEAR(iv.json()["kv_cache_available_gib"].get<double>() * 1024,
+              truth["per_device"]["0"]["components_mb"]["kv_cache"].get<double>(), 1.0);
+  for (const auto& [name, path] : exported["msprof_csvs"].items()) {
+    if (name.rfind("npu_module_mem", 0) != 0) continue;
+    CliResult ic = h_.CliRaw({"inspect", "msprof-csv", dir + "/" + path.get<std::string>()});
+    ASSERT_EQ(ic.exit_code, 0) << ic.err;
+    EXPECT_EQ(ic.json()["kind"], "npu_module_mem");
+  }
+  CliResult is = h_.CliRaw({"inspect", "safetensors", model_, "--tp", "2"});
+  ASSERT_EQ(is.exit_code, 0) << is.err;
+  EXPECT_EQ(is.json()["per_device_bytes"].get<double>(), truth["weights"]["per_device_bytes"].get<double>());
+}
+
+TEST_F(MemoryE2E, MsprofMissingFailsBeforeLaunch) {
+  StartHarness({"--msprof-missing"});
+  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(FreePort()), "--wait"});
+  Track(r);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  json m = r.json();
+  ASSERT_TRUE(m.is_object()) << r.out;
+  EXPECT_EQ(m["status"], "failed");
+  EXPECT_NE(m["error"].get<std::string>().find("msprof"), std::string::npos);
+  EXPECT_NE(m["error"].get<std::string>().find("CANN"), std::string::npos);
+  EXPECT_TRUE(m["service"].is_null());
+  EXPECT_TRUE(h_.SimTruthFiles().empty());  // no service ever started
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+}
+
+TEST_F(MemoryE2E, AttachWithMsprofWrapperContinuesAfterServeStops) {
+  StartHarness();
+  // The wrapper a serve run uses: written on the target by --install-wrapper.
+  CliResult w = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--install-wrapper", "--wait"});
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
+  const std::string wrap = w.json().value("wrap_script", "");
+  ASSERT_FALSE(wrap.empty()) << w.out;
+  // A saved npu-smi file as the baseline (taken before the service starts).
+  CliResult probe = h_.Cli({"submit", "probe", "--machine", "sim1", "--wait"});
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  const std::string probe_run = probe.json().value("run_id", "");
+
+  const int port = FreePort();
+  CliResult s = h_.Cli({"submit", "serve", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(port), "--wrap-script", wrap, "--wait"});
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  const std::string serve = s.json().value("run_id", "");
+  runs_.push_back(serve);
+
+  CliResult a = h_.Cli({"submit", "memory-profile", "--attach", serve, "--baseline-from", probe_run,
+                        "--flush-seconds", "1"});
+  const std::string mem = Track(a);
+  ASSERT_FALSE(mem.empty()) << a.out << a.err;
+  json st = WaitForState(mem, "awaiting_service_stop");
+  ASSERT_EQ(st.value("state", ""), "awaiting_service_stop") << st.dump();
+  EXPECT_FALSE(h_.LiveServicePids().empty());  // attach never stops the service
+
+  CliResult stop = h_.Cli({"stop", serve});
+  ASSERT_EQ(stop.exit_code, 0) << stop.out << stop.err;
+  json end = WaitForEnd(mem);
+  ASSERT_EQ(end.value("status", ""), "ok") << end.dump();
+
+  json report = h_.Cli({"report", mem}).json();
+  ExpectMatchesTruth(report, TruthForPort(port));
+  EXPECT_EQ(report["mode"], "attach");
+  EXPECT_EQ(Component(report["devices"][0], "fixed_overhead")["source"], "baseline_run");
+}
+
+TEST_F(MemoryE2E, AttachWithoutWrapperAndSavedNpuSmiBaseline) {
+  StartHarness();
+  // Saved `npu-smi info` text, as a user would keep it.
+  const std::string saved = h_.Dir() + "/baseline.txt";
+  const std::string cmd = ". '" + h_.SimRoot() + "/set_env.sh' && npu-smi info > '" + saved + "'";
+  ASSERT_EQ(std::system(("bash -c \"" + cmd + "\"").c_str()), 0);
+  const int port = FreePort();
+  CliResult s = h_.Cli({"submit", "serve", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(port), "--wait"});
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  const std::string serve = s.json().value("run_id", "");
+  runs_.push_back(serve);
+  CliResult a = h_.Cli({"submit", "memory-profile", "--attach", serve, "--baseline-from", saved});
+  const std::string mem = Track(a);
+  ASSERT_FALSE(mem.empty()) << a.out << a.err;
+  json st = WaitForState(mem, "awaiting_service_stop");
+  ASSERT_EQ(st.value("state", ""), "awaiting_service_stop") << st.dump();
+  ASSERT_EQ(h_.Cli({"stop", serve}).exit_code, 0);
+  json end = WaitForEnd(mem);
+  ASSERT_EQ(end.value("status", ""), "ok") << end.dump();
+  json report = h_.Cli({"report", mem}).json();
+  EXPECT_EQ(report["msprof"]["status"], "not_wrapped");
+  const json truth = TruthForPort(port);
+  for (const auto& dev : report["devices"]) {
+    const std::string id = std::to_string(dev["device_id"].get<int>());
+    const json& tc = truth["per_device"][id]["components_mb"];
+    EXPECT_NEAR(Component(dev, "fixed_overhead")["value_mb"].get<double>(), tc["fixed"].get<double>(), 1.0);
+    EXPECT_EQ(Component(dev, "fixed_overhead")["source"], "baseline_file");
+    EXPECT_TRUE(Component(dev, "hccl")["value_mb"].is_null());
+    const json res = Component(dev, "residual");
+    EXPECT_EQ(res["status"], "unattributed_msprof_missing");
+    // Without msprof the residual holds exactly what msprof would have split out.
+    const double expect = tc["residual"].get<double>() + tc["hccl"].get<double>() + tc["runtime"].get<double>() +
+                          tc["slog"].get<double>() + tc["msprof_other"].get<double>();
+    EXPECT_NEAR(res["value_mb"].get<double>(), expect, 1.0);
+  }
+  // Exported: the saved baseline text travels with the run.
+  const std::string dir = h_.Dir() + "/export-attach";
+  ASSERT_EQ(h_.Cli({"export", mem, dir}).exit_code, 0);
+  EXPECT_EQ(ReadAll(dir + "/baseline_npu_smi.txt"), ReadAll(saved));
+}
+
+}  // namespace
+}  // namespace npuprof::testing

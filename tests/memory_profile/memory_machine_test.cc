@@ -1,0 +1,309 @@
+// The memory-profile state machine driven through the pure engine: step
+// order, failure paths (msprof missing, never ready), export timeout, attach.
+#include <gtest/gtest.h>
+
+#include "statemachine/engine.h"
+#include "statemachine/memory_profile_machine.h"
+#include "statemachine/service_spec.h"
+
+namespace npuprof::sm {
+namespace {
+
+json Machine() {
+  return {{"name", "m1"}, {"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}, {"runtime_base", "/tmp/rt"},
+          {"env_script", ""}};
+}
+
+class Driver {
+ public:
+  explicit Driver(const std::string& id) { s_.run_id = id; }
+  std::vector<NewEvent> Feed(const Input& in) {
+    auto evs = Decide(DefaultKinds(), s_, in);
+    EXPECT_TRUE(evs.ok()) << evs.status().ToString();
+    if (!evs.ok()) return {};
+    for (const auto& e : *evs) Apply(DefaultKinds(), s_, e.type, e.payload, s_.last_seq + 1, in.now_ms);
+    return *evs;
+  }
+  void Submit(json spec) {
+    Input in;
+    in.type = Input::Type::kSubmit;
+    in.kind = "memory-profile";
+    in.spec = std::move(spec);
+    in.now_ms = now_ += 10;
+    Feed(in);
+  }
+  const TaskInfo* Pending() const {
+    for (const auto& [id, t] : s_.tasks)
+      if (t.in_flight()) return &t;
+    return nullptr;
+  }
+  std::string PendingKind() const { return Pending() ? Pending()->kind : ""; }
+  void Succeed(json result, json blobs = json::object()) {
+    const TaskInfo* t = Pending();
+    ASSERT_NE(t, nullptr);
+    Input in;
+    in.type = Input::Type::kTaskResult;
+    in.task_id = t->task_id;
+    in.attempt = t->attempt;
+    in.ok = true;
+    in.result = std::move(result);
+    in.blobs = std::move(blobs);
+    in.now_ms = now_ += 10;
+    Feed(in);
+  }
+  void Fail(const std::string& kind, const std::string& error) {
+    const TaskInfo* t = Pending();
+    ASSERT_NE(t, nullptr);
+    Input in;
+    in.type = Input::Type::kTaskResult;
+    in.task_id = t->task_id;
+    in.attempt = t->attempt;
+    in.ok = false;
+    in.retryable = false;
+    in.error_kind = kind;
+    in.error = error;
+    in.now_ms = now_ += 10;
+    Feed(in);
+  }
+  bool FireTimer(const std::string& purpose) {
+    for (const auto& [id, t] : s_.timers) {
+      if (!t.armed || t.purpose != purpose) continue;
+      Input in;
+      in.type = Input::Type::kTimerFired;
+      in.timer_id = id;
+      in.now_ms = now_ = std::max(now_, t.deadline_ms);
+      Feed(in);
+      return true;
+    }
+    return false;
+  }
+  void Signal(const std::string& name, json payload) {
+    Input in;
+    in.type = Input::Type::kSignal;
+    in.signal = name;
+    in.result = std::move(payload);
+    in.now_ms = now_ += 10;
+    Feed(in);
+  }
+  const RunState& s() const { return s_; }
+
+ private:
+  RunState s_;
+  int64_t now_ = 1000;
+};
+
+json StandaloneSpec() {
+  return {{"machine", "m1"}, {"machine_record", Machine()}, {"model", "/models/m"}, {"tp", 2}, {"port", 18001}};
+}
+
+json Hbm(double used) {
+  return {{"0", {{"used_mb", used}, {"total_mb", 65536}}}, {"1", {{"used_mb", used}, {"total_mb", 65536}}}};
+}
+
+TEST(MemoryMachine, SpecDefaultsFollowTheSeed) {
+  json spec = {{"machine", "m1"}, {"machine_record", Machine()}, {"model", "/models/m"}, {"tp", 2}};
+  const RunKind* k = DefaultKinds().Find("memory-profile");
+  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(k->ValidateSpec(spec).ok());
+  EXPECT_EQ(spec["port"], 8901);
+  EXPECT_EQ(spec["devices"], json({0, 1}));
+  EXPECT_DOUBLE_EQ(spec["gpu_memory_utilization"].get<double>(), 0.85);
+  EXPECT_EQ(spec["max_model_len"], 2048);
+  EXPECT_EQ(spec["max_tokens"], 128);
+  EXPECT_EQ(spec["msprof_mem_freq"], 50);
+  EXPECT_EQ(spec["export_timeout_s"], 1800);
+  json bad = StandaloneSpec();
+  bad["speculative_config"] = "{not json";
+  EXPECT_FALSE(k->ValidateSpec(bad).ok());
+  json bad2 = StandaloneSpec();
+  bad2["msprof_mem_freq"] = 1000;
+  EXPECT_FALSE(k->ValidateSpec(bad2).ok());
+  json att = {{"mode", "attach"}, {"attach_run", "r0"}, {"machine", "m1"}, {"machine_record", Machine()},
+              {"attach_run_record", {{"kind", "probe"}}}};
+  EXPECT_FALSE(k->ValidateSpec(att).ok());
+}
+
+TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
+  Driver d("mp1");
+  d.Submit(StandaloneSpec());
+  EXPECT_EQ(d.PendingKind(), kMemPreflightTask);
+  d.Succeed({{"wrap_script", "/tmp/rt/mp1/msprof_wrap.sh"}, {"python", "/usr/bin/python3"}});
+  EXPECT_EQ(d.PendingKind(), kMemNpuSmiTask);
+  d.Succeed({{"hbm", Hbm(2862)}}, {{"baseline_npu_smi.txt", "sha-b"}});
+  ASSERT_EQ(d.PendingKind(), kServiceLaunchTask);
+  const json launch = d.Pending()->payload;
+  EXPECT_EQ(launch["wrap_script"], "/tmp/rt/mp1/msprof_wrap.sh");
+  EXPECT_EQ(launch["devices"], json({0, 1}));
+  EXPECT_NE(launch["extra_args"].dump().find("--gpu-memory-utilization"), std::string::npos);
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp1/service-1"}, {"pid", 4242}, {"port", 18001}, {"devices", {0, 1}},
+             {"stdout_log", "/tmp/rt/mp1/service-1/stdout.log"}, {"stderr_log", "/tmp/rt/mp1/service-1/stderr.log"}});
+  EXPECT_EQ(d.PendingKind(), kServiceWaitReadyTask);
+  d.Succeed({{"ready_after_ms", 500}});
+  EXPECT_EQ(d.PendingKind(), kMemNpuSmiTask);
+  EXPECT_EQ(d.Pending()->payload["phase"], "after_ready");
+  d.Succeed({{"hbm", Hbm(59299)}}, {{"after_ready_npu_smi.txt", "sha-r"}});
+  EXPECT_EQ(d.PendingKind(), kMemLogsTask);
+  d.Succeed({{"summary", {{"weights_gib", 7.0}, {"kv_cache_available_gib", 46.0}}}}, {{"vllm_serve.log", "sha-l"}});
+  EXPECT_EQ(d.PendingKind(), kMemInferTask);
+  d.Succeed({{"ok", true}, {"http_status", 200}});
+  EXPECT_EQ(d.Pending()->payload["phase"], "after_infer");
+  d.Succeed({{"hbm", Hbm(59479)}}, {{"after_infer_npu_smi.txt", "sha-i"}});
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  EXPECT_EQ(d.Pending()->payload["pid"], 4242);
+  d.Succeed({{"stopped", true}});
+  EXPECT_EQ(d.PendingKind(), kMemWeightsTask);
+  d.Succeed({{"weights", {{"per_device_bytes", 7615691776.0}, {"total_bytes", 15230974976.0}}}},
+            {{"weight_manifest.json", "sha-w"}});
+  EXPECT_EQ(d.s().state, "flushing");
+  EXPECT_EQ(d.Pending(), nullptr);
+  ASSERT_TRUE(d.FireTimer("flush"));
+  ASSERT_EQ(d.PendingKind(), kMemExportTask);
+  EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/mp1/service-1/msprof_data");
+  d.Succeed({{"status", "ok"}, {"exit_code", 0}});
+  EXPECT_EQ(d.PendingKind(), kMemCollectTask);
+  d.Succeed({{"module_mem", json::array({{{"file", "npu_module_mem_1.csv"}, {"component", "HCCL"}, {"device_id", 0},
+                                          {"max_mb", 597.65625}, {"row", 2}}})},
+             {"npu_mem", json::array()},
+             {"__prof_device_map__", {{"npu_module_mem_1.csv", {0}}}}},
+            {{"msprof_csvs/npu_module_mem_1.csv", "sha-c"}});
+  EXPECT_TRUE(d.s().terminal);
+  EXPECT_EQ(d.s().status, "ok");
+
+  const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
+  EXPECT_EQ(m["mode"], "standalone");
+  EXPECT_EQ(m["baseline_hbm"]["0"]["used_mb"], 2862);
+  EXPECT_EQ(m["after_ready_hbm"]["1"]["used_mb"], 59299);
+  EXPECT_EQ(m["after_infer_hbm"]["1"]["used_mb"], 59479);
+  EXPECT_EQ(m["msprof_csvs"]["__prof_device_map__"]["npu_module_mem_1.csv"], json({0}));
+  EXPECT_EQ(m["files"]["baseline_npu_smi.txt"], "sha-b");
+  EXPECT_EQ(m["files"]["msprof_csvs/npu_module_mem_1.csv"], "sha-c");
+  EXPECT_EQ(m["report"]["devices"][0]["components"][4]["key"], "hccl");
+  EXPECT_EQ(m["report"]["devices"][0]["components"][4]["evidence"][0]["blob"], "sha-c");
+  EXPECT_EQ(m["tp"], 2);
+}
+
+TEST(MemoryMachine, MsprofMissingFailsBeforeAnythingIsLaunched) {
+  Driver d("mp2");
+  d.Submit(StandaloneSpec());
+  d.Fail("msprof_missing", "msprof is not on PATH");
+  EXPECT_TRUE(d.s().terminal);
+  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_NE(d.s().error.find("msprof"), std::string::npos);
+  for (const auto& [id, t] : d.s().tasks) EXPECT_NE(t.kind, kServiceLaunchTask);
+}
+
+TEST(MemoryMachine, NeverReadyCollectsLogsThenStops) {
+  Driver d("mp3");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/tmp/rt/mp3/msprof_wrap.sh"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp3/service-1"}, {"pid", 77}, {"port", 18001}});
+  ASSERT_EQ(d.PendingKind(), kServiceWaitReadyTask);
+  d.Fail("never_ready", "no /health within 300 s; hint: ...");
+  EXPECT_EQ(d.PendingKind(), kMemLogsTask);
+  d.Succeed({{"summary", json::object()}});
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  d.Succeed({{"stopped", true}});
+  EXPECT_TRUE(d.s().terminal);
+  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_NE(d.s().error.find("never_ready"), std::string::npos);
+}
+
+TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
+  Driver d("mp4");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp4/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Succeed(json::object());
+  d.Succeed({{"hbm", Hbm(50000)}});
+  d.Succeed({{"summary", json::object()}});
+  d.Succeed({{"ok", true}});
+  d.Succeed({{"hbm", Hbm(50100)}});
+  d.Succeed({{"stopped", true}});
+  d.Succeed({{"weights", nullptr}});
+  ASSERT_TRUE(d.FireTimer("flush"));
+  ASSERT_EQ(d.PendingKind(), kMemExportTask);
+  ASSERT_TRUE(d.FireTimer("export_timeout"));
+  EXPECT_EQ(d.PendingKind(), kMemCollectTask);
+  d.Succeed({{"module_mem", json::array()}, {"npu_mem", json::array()}});
+  EXPECT_EQ(d.s().status, "ok");
+  const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
+  EXPECT_EQ(m["report"]["msprof"]["status"], "export_timeout");
+}
+
+TEST(MemoryMachine, CancelAfterLaunchStopsTheService) {
+  Driver d("mp5");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp5/service-1"}, {"pid", 5}, {"port", 18001}});
+  Input in;
+  in.type = Input::Type::kCancel;
+  in.now_ms = 999999;
+  d.Feed(in);
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  EXPECT_EQ(d.Pending()->payload["force"], true);
+  d.Succeed({{"stopped", true}});
+  EXPECT_EQ(d.s().status, "cancelled");
+}
+
+json AttachSpec(bool wrapped, bool ended) {
+  json svc = {{"model", "/models/m"}, {"served_model_name", "m"}, {"tp", 2}, {"dp", 1}, {"devices", {0, 1}},
+              {"port", 18002}, {"pid", 99}, {"runtime_dir", "/tmp/rt/s1/service-1"},
+              {"stdout_log", "/tmp/rt/s1/service-1/stdout.log"}, {"stderr_log", "/tmp/rt/s1/service-1/stderr.log"},
+              {"wrap_script", wrapped ? json("/tmp/rt/w/msprof_wrap.sh") : json(nullptr)},
+              {"extra_args", json::array()}};
+  return {{"mode", "attach"}, {"attach_run", "s1"}, {"machine", "m1"}, {"machine_record", Machine()},
+          {"attach_run_record", {{"kind", "serve"}, {"service", svc}, {"status", ended ? "ok" : "running"},
+                                 {"finished_at", ended ? json("2026-01-01T00:00:00Z") : json(nullptr)}}}};
+}
+
+TEST(MemoryMachine, AttachLiveThenContinuesWhenTheServeRunEnds) {
+  Driver d("mp6");
+  d.Submit(AttachSpec(true, false));
+  ASSERT_EQ(d.s().watching.size(), 1u);
+  EXPECT_EQ(d.PendingKind(), kServiceWaitReadyTask);
+  d.Succeed(json::object());
+  d.Succeed({{"hbm", Hbm(50000)}});
+  d.Succeed({{"summary", json::object()}});
+  d.Succeed({{"ok", true}});
+  d.Succeed({{"hbm", Hbm(50100)}});
+  ASSERT_EQ(d.PendingKind(), kMemWeightsTask);
+  d.Succeed({{"weights", nullptr}});
+  EXPECT_EQ(d.s().state, "awaiting_service_stop");
+  for (const auto& [id, t] : d.s().tasks) EXPECT_NE(t.kind, kServiceStopTask);  // never stops it
+  d.Signal("watched_run_finished", {{"run_id", "s1"}, {"status", "ok"}, {"state", "completed"}});
+  ASSERT_TRUE(d.FireTimer("flush"));
+  ASSERT_EQ(d.PendingKind(), kMemExportTask);
+  EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/s1/service-1/msprof_data");
+  d.Succeed({{"status", "ok"}});
+  d.Succeed({{"module_mem", json::array()}, {"npu_mem", json::array()}});
+  EXPECT_EQ(d.s().status, "ok");
+  const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
+  EXPECT_TRUE(m["baseline_hbm"].is_null());
+  EXPECT_EQ(m["mode"], "attach");
+}
+
+TEST(MemoryMachine, AttachUnwrappedFinishesWithoutMsprof) {
+  Driver d("mp7");
+  d.Submit(AttachSpec(false, true));
+  EXPECT_EQ(d.PendingKind(), kMemLogsTask);
+  d.Succeed({{"summary", json::object()}});
+  d.Succeed({{"weights", nullptr}});
+  EXPECT_EQ(d.s().status, "ok");
+  const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
+  EXPECT_EQ(m["report"]["msprof"]["status"], "not_wrapped");
+}
+
+TEST(MemoryMachine, TransitionsOnlyGoForward) {
+  const auto& t = DefaultKinds().Find("memory-profile")->transitions();
+  EXPECT_TRUE(t.Allowed("preflight", "baseline"));
+  EXPECT_TRUE(t.Allowed("waiting_ready", "collecting_logs"));
+  EXPECT_FALSE(t.Allowed("stopping", "launching"));
+  EXPECT_FALSE(t.Allowed("completed", "exporting"));
+  EXPECT_TRUE(t.IsTerminal("failed"));
+}
+
+}  // namespace
+}  // namespace npuprof::sm

@@ -1,0 +1,242 @@
+// The serve run kind end to end: `npuprof server` + local workers, a real
+// loopback sshd and the simulated Ascend target (tests/sim). Each test has its
+// own harness (temp dir, sshd, target, server), stopped and removed at the end.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <cstdlib>
+#include <thread>
+
+#include "tests/support/npuprof_harness.h"
+
+namespace npuprof::testing {
+namespace {
+
+using nlohmann::json;
+
+bool ProcessAlive(pid_t pid) {
+  if (pid <= 0 || kill(pid, 0) != 0) return false;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto p = s.rfind(')');
+  return p != std::string::npos && p + 2 < s.size() && s[p + 2] != 'Z';
+}
+
+class ServeE2E : public ::testing::Test {
+ protected:
+  void StartHarness(const std::vector<std::string>& sim_args = {}) {
+    Status st = h_.Start(sim_args);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
+    ASSERT_FALSE(model_.empty());
+  }
+  void TearDown() override {
+    if (HasFailure() && !last_run_.empty()) {
+      CliResult ev = h_.Cli({"events", last_run_});
+      std::cerr << "events of " << last_run_ << ":\n" << ev.out << ev.err << std::endl;
+    }
+    h_.Stop();
+  }
+  CliResult Serve(std::vector<std::string> args, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {"submit", "serve", "--machine", "sim1", "--model", model_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (!extra.empty()) {
+      argv.push_back("--");
+      argv.insert(argv.end(), extra.begin(), extra.end());
+    }
+    CliResult r = h_.Cli(argv);
+    json j = r.json();
+    if (j.is_object() && j.contains("run_id")) last_run_ = j.value("run_id", "");
+    return r;
+  }
+  json Show(const std::string& run) { return h_.Cli({"show", run}).json(); }
+  // Polls `show` until pred holds (or timeout); returns the last summary.
+  template <typename Pred>
+  json WaitFor(const std::string& run, Pred pred, int timeout_s = 90) {
+    json s;
+    for (int i = 0; i < timeout_s * 5; ++i) {
+      s = Show(run);
+      if (pred(s)) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return s;
+  }
+  void StopAndExpectGone(const std::string& run, pid_t pid, bool force = false) {
+    std::vector<std::string> args = {"stop", run, "--wait"};
+    if (force) args.push_back("--force");
+    CliResult stop = h_.Cli(args);
+    EXPECT_EQ(stop.exit_code, 0) << stop.out << stop.err;
+    json s = Show(run);
+    EXPECT_EQ(s.value("status", ""), "ok") << s.dump(2);
+    EXPECT_EQ(s.value("state", ""), "completed");
+    EXPECT_EQ(s["service"].value("status", ""), "stopped");
+    EXPECT_TRUE(h_.LiveServicePids().empty());
+    EXPECT_FALSE(ProcessAlive(pid));
+  }
+
+  NpuprofHarness h_;
+  std::string model_;
+  std::string last_run_;
+};
+
+TEST_F(ServeE2E, StartReadyStop) {
+  StartHarness();
+  CliResult r = Serve({"--served-model-name", "m", "--tp", "2", "--env", "MY_FLAG=a b", "--health-timeout", "60",
+                       "--wait"},
+                      {"--max-model-len", "2048", "--enforce-eager"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json s = r.json();
+  ASSERT_EQ(s.value("state", ""), "ready") << s.dump(2);
+  const json svc = s["service"];
+  EXPECT_EQ(svc.value("status", ""), "ready");
+  EXPECT_EQ(svc["devices"], json({0, 1}));
+  EXPECT_EQ(svc["tp"], 2);
+  EXPECT_EQ(svc["env"]["MY_FLAG"], "a b");
+  EXPECT_EQ(svc.value("runtime_dir", "").rfind(h_.Dir() + "/runtime/" + last_run_ + "/service-1", 0), 0u);
+  const std::vector<std::string> argv = svc["serve_argv"];
+  for (const char* want : {"--served-model-name", "m", "--tensor-parallel-size", "2", "--max-model-len", "2048",
+                           "--enforce-eager", "--host", "0.0.0.0"})
+    EXPECT_NE(std::find(argv.begin(), argv.end(), want), argv.end()) << want;
+  EXPECT_EQ(argv[0], "vllm");
+  EXPECT_EQ(argv[2], model_);
+  const pid_t pid = svc["pid"];
+  auto live = h_.LiveServicePids();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0], pid);
+  // The simulator's own record of what it was asked to run.
+  bool found = false;
+  for (const auto& t : h_.SimTruthFiles())
+    if (t.value("main_pid", 0) == pid) {
+      found = true;
+      EXPECT_EQ(t["served_model_name"], "m");
+      EXPECT_EQ(t["tp"], 2);
+      EXPECT_EQ(t["port"], svc["port"]);
+      EXPECT_EQ(t["max_model_len"], 2048);
+      EXPECT_EQ(t["enforce_eager"], true);
+    }
+  EXPECT_TRUE(found);
+  StopAndExpectGone(last_run_, pid);
+}
+
+TEST_F(ServeE2E, NeverReadyFailsWithDiagnosticsAndStopsTheService) {
+  StartHarness({"--fault", "never_ready"});
+  CliResult r = Serve({"--served-model-name", "m", "--health-timeout", "3", "--stop-grace", "3", "--wait"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  if (std::getenv("SERVE_TEST_VERBOSE")) std::cerr << r.err << std::endl;
+  json s = WaitFor(last_run_, [](const json& j) { return j.value("status", "running") != "running"; });
+  EXPECT_EQ(s.value("status", ""), "failed") << s.dump(2);
+  EXPECT_EQ(s["failure"].value("kind", ""), "never_ready");
+  EXPECT_NE(s["failure"].value("stdout_tail", "").find("init engine"), std::string::npos) << s["failure"].dump(2);
+  EXPECT_NE(s.value("error", "").find("not ready within 3 s"), std::string::npos) << s.value("error", "");
+  EXPECT_EQ(s["service"]["stop_result"].value("stopped", false), true);
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+  EXPECT_FALSE(ProcessAlive(s["service"].value("pid", 0)));
+}
+
+TEST_F(ServeE2E, EarlyCrashFailsFastWithStderrTailAndEnvHint) {
+  StartHarness({"--fault", "crash_on_start"});
+  CliResult r = Serve({"--health-timeout", "150", "--wait"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("vllm_ascend"), std::string::npos) << r.err;
+  if (std::getenv("SERVE_TEST_VERBOSE")) std::cerr << r.err << std::endl;
+  json s = Show(last_run_);
+  EXPECT_EQ(s.value("status", ""), "failed") << s.dump(2);
+  EXPECT_EQ(s["failure"].value("kind", ""), "environment");
+  EXPECT_NE(s["failure"].value("stderr_tail", "").find("No module named 'vllm_ascend'"), std::string::npos);
+  EXPECT_FALSE(s["failure"].value("env_hint", "").empty());
+  EXPECT_NE(s.value("error", "").find(s["failure"].value("env_hint", "-")), std::string::npos);
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+}
+
+TEST_F(ServeE2E, FreeDevicesAreChosenAndTooFewIsRefused) {
+  StartHarness({"--devices", "4", "--busy", "0:proc", "--busy", "2:hbm"});
+  CliResult r = Serve({"--tp", "2", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json s = r.json();
+  EXPECT_EQ(s["service"]["devices"], json({1, 3}));
+  const std::string first = last_run_;
+  // Every device is now busy (0 and 2 by others, 1 and 3 by the first service).
+  CliResult refused = Serve({"--wait"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  json f = Show(last_run_);
+  EXPECT_EQ(f.value("status", ""), "failed");
+  EXPECT_EQ(f["failure"].value("kind", ""), "devices_unavailable");
+  const std::string err = f.value("error", "");
+  EXPECT_NE(err.find("need 1 free NPU(s)"), std::string::npos) << err;
+  EXPECT_NE(err.find("busy: 0 ("), std::string::npos) << err;
+  EXPECT_NE(err.find("2 ("), std::string::npos) << err;
+  EXPECT_EQ(f["service"], nullptr);  // nothing was started
+  StopAndExpectGone(first, s["service"].value("pid", 0));
+}
+
+TEST_F(ServeE2E, LaunchIsAdoptedAfterTheWorkerIsKilledMidLaunch) {
+  ::setenv("NPUPROF_FAULT_SERVICE_LAUNCH_PAUSE_MS", "4000", 1);
+  StartHarness();
+  ::unsetenv("NPUPROF_FAULT_SERVICE_LAUNCH_PAUSE_MS");
+  CliResult r = Serve({"--served-model-name", "m"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string launch_task = last_run_ + ".t1";
+  pid_t holder = -1;
+  for (int i = 0; i < 150 && holder < 0; ++i) {
+    json w = h_.Cli({"workers"}).json();
+    if (w.is_object())
+      for (const auto& wk : w["workers"])
+        for (const auto& t : wk["tasks"])
+          if (t == launch_task) holder = wk.value("pid", -1);
+    if (holder < 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GT(holder, 0) << "no worker took the launch task";
+  // Wait until the first attempt has started the service, then kill its worker.
+  for (int i = 0; i < 100 && h_.LiveServicePids().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(h_.LiveServicePids().size(), 1u);
+  ASSERT_EQ(kill(holder, SIGKILL), 0);
+  json s = WaitFor(last_run_, [](const json& j) {
+    return j.value("state", "") == "ready" || j.value("status", "running") != "running";
+  });
+  ASSERT_EQ(s.value("state", ""), "ready") << s.dump(2);
+  EXPECT_EQ(s["service"].value("adopted", false), true);
+  auto live = h_.LiveServicePids();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0], s["service"].value("pid", 0));
+  json ev = h_.Cli({"events", last_run_, "--json"}).json();
+  int redispatched = 0;
+  for (const auto& e : ev["events"])
+    if (e.value("type", "") == "TaskRedispatched" && e["payload"].value("task_id", "") == launch_task) ++redispatched;
+  EXPECT_GE(redispatched, 1);
+  StopAndExpectGone(last_run_, live[0]);
+}
+
+TEST_F(ServeE2E, CancelStopsTheService) {
+  StartHarness();
+  CliResult r = Serve({"--served-model-name", "m", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const pid_t pid = r.json()["service"].value("pid", 0);
+  CliResult c = h_.Cli({"cancel", last_run_});
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  json s = WaitFor(last_run_, [](const json& j) { return j.value("status", "running") != "running"; });
+  EXPECT_EQ(s.value("status", ""), "cancelled") << s.dump(2);
+  EXPECT_EQ(s["service"].value("status", ""), "stopped");
+  EXPECT_EQ(s["service"]["stop_result"]["force"], true);
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+  EXPECT_FALSE(ProcessAlive(pid));
+}
+
+TEST_F(ServeE2E, StopStillWorksAfterTheServerWasKilled) {
+  StartHarness();
+  CliResult r = Serve({"--served-model-name", "m", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const pid_t pid = r.json()["service"].value("pid", 0);
+  h_.KillServer(SIGKILL);
+  EXPECT_TRUE(ProcessAlive(pid));  // the service lives on the target, not under the server
+  Status st = h_.RestartServer();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Show(last_run_).value("state", ""), "ready");
+  StopAndExpectGone(last_run_, pid);
+}
+
+}  // namespace
+}  // namespace npuprof::testing

@@ -1,0 +1,129 @@
+// Pure tests of statemachine/service_spec: validation of the common service
+// fields (each error names the field and the fix) and the task payloads.
+#include <gtest/gtest.h>
+
+#include "statemachine/service_spec.h"
+
+namespace npuprof::sm {
+namespace {
+
+json Base() {
+  return json{{"machine_record", {{"name", "m"}, {"host", "h"}, {"user", "u"}, {"runtime_base", "/tmp/np"}}},
+              {"model", "/models/m"}};
+}
+
+Status Check(json spec) { return ValidateServiceSpec(spec); }
+
+json With(const std::string& k, json v) {
+  json s = Base();
+  s[k] = std::move(v);
+  return s;
+}
+
+void ExpectInvalid(const json& spec, const std::string& needle) {
+  Status st = Check(spec);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << spec.dump();
+  EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();
+}
+
+TEST(ServiceSpec, DefaultsAreFilled) {
+  json s = Base();
+  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  EXPECT_EQ(s["tp"], 1);
+  EXPECT_EQ(s["dp"], 1);
+  EXPECT_EQ(s["devices"], nullptr);
+  EXPECT_EQ(s["port"], nullptr);
+  EXPECT_EQ(s["env"], json::object());
+  EXPECT_EQ(s["extra_args"], json::array());
+  EXPECT_EQ(s["wrap_script"], nullptr);
+  EXPECT_EQ(s["health_timeout_s"], 300);
+  EXPECT_EQ(s["stop_grace_s"], 10);
+}
+
+TEST(ServiceSpec, KindDefaultsApply) {
+  json s = Base();
+  ServiceDefaults d;
+  d.port = 8901;
+  ASSERT_TRUE(ValidateServiceSpec(s, d).ok());
+  EXPECT_EQ(s["port"], 8901);
+}
+
+TEST(ServiceSpec, ModelMustBeAnAbsolutePath) {
+  ExpectInvalid(json{{"machine_record", Base()["machine_record"]}}, "model is required");
+  ExpectInvalid(With("model", "models/m"), "absolute path");
+  ExpectInvalid(With("model", "/models/m\nrm -rf /"), "absolute path");
+}
+
+TEST(ServiceSpec, ParallelSizesAndDevices) {
+  ExpectInvalid(With("tp", 0), "tp = 0");
+  ExpectInvalid(With("dp", -1), "dp = -1");
+  json s = With("devices", "2,3");
+  s["tp"] = 2;
+  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  EXPECT_EQ(s["devices"], json({2, 3}));
+  ExpectInvalid(With("devices", "0,1"), "tp*dp = 1");
+  json dup = With("devices", json({1, 1}));
+  dup["tp"] = 2;
+  ExpectInvalid(dup, "twice");
+  ExpectInvalid(With("devices", "0,x"), "--devices 0,1");
+}
+
+TEST(ServiceSpec, PortRange) {
+  ExpectInvalid(With("port", 70000), "port");
+  json s = With("port", 8000);
+  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  EXPECT_EQ(s["port"], 8000);
+}
+
+TEST(ServiceSpec, EnvNamesAreValidatedAndSecretsRefused) {
+  ExpectInvalid(With("env", {{"1BAD", "x"}}), "env name '1BAD'");
+  ExpectInvalid(With("env", {{"A-B", "x"}}), "env name 'A-B'");
+  ExpectInvalid(With("env", {{"HF_TOKEN", "x"}}), "machine's env script");
+  ExpectInvalid(With("env", {{"ASCEND_RT_VISIBLE_DEVICES", "0"}}), "--devices");
+  ExpectInvalid(With("env", {{"A", "line\nbreak"}}), "one-line");
+  json s = With("env", {{"HCCL_BUFFSIZE", 200}, {"X", "a b 'c'"}});
+  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  EXPECT_EQ(s["env"]["HCCL_BUFFSIZE"], "200");
+}
+
+TEST(ServiceSpec, ExtraArgsMayNotOverrideManagedFlags) {
+  ExpectInvalid(With("extra_args", {"--port", "1"}), "use --port");
+  ExpectInvalid(With("extra_args", {"--port=1"}), "use --port");
+  ExpectInvalid(With("extra_args", {"-tp", "2"}), "use --tp");
+  ExpectInvalid(With("extra_args", {"--served-model-name", "x"}), "--served-model-name");
+  json s = With("extra_args", {"--compilation-config", "{\"cudagraph_mode\": \"PIECEWISE\"}", "--enforce-eager"});
+  EXPECT_TRUE(ValidateServiceSpec(s).ok());
+}
+
+TEST(ServiceSpec, WrapScriptNameAndTimeouts) {
+  ExpectInvalid(With("wrap_script", "wrap.sh"), "wrap_script");
+  ExpectInvalid(With("served_model_name", "-x"), "served_model_name");
+  ExpectInvalid(With("served_model_name", "a b"), "served_model_name");
+  EXPECT_TRUE(Check(With("served_model_name", "Qwen/Qwen2.5-7B")).ok());
+  ExpectInvalid(With("health_timeout_s", 0), "health_timeout_s");
+  ExpectInvalid(With("stop_grace_s", "x"), "stop_grace_s");
+}
+
+TEST(ServiceSpec, LaunchPayload) {
+  json s = Base();
+  s["served_model_name"] = "m";
+  s["env"] = {{"A", "user"}};
+  s["extra_args"] = {"--enforce-eager"};
+  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  json p = BuildLaunchPayload("r9", 2, s, {"--max-model-len", "4096"}, json{{"A", "kind"}, {"B", "kind"}});
+  EXPECT_EQ(p["runtime_dir"], "/tmp/np/r9/service-2");
+  EXPECT_EQ(p["extra_args"], json({"--max-model-len", "4096", "--enforce-eager"}));
+  EXPECT_EQ(p["env"], json({{"A", "user"}, {"B", "kind"}}));
+  EXPECT_EQ(p["machine"]["host"], "h");
+  json w = BuildWaitReadyPayload(p, json{{"pid", 7}, {"port", 9000}}, 1000);
+  EXPECT_EQ(w["deadline_ms"], 1000 + 300 * 1000);
+  EXPECT_EQ(w["served_model_name"], "m");
+  json rec = ServiceRecordFromLaunch(p, json{{"pid", 7}, {"port", 9000}, {"devices", {0}}});
+  EXPECT_EQ(rec["status"], "starting");
+  EXPECT_EQ(rec["devices"], json({0}));
+  EXPECT_EQ(EffectiveServedName(Base()), "/models/m");
+  EXPECT_EQ(ServiceRuntimeDir(json{{"runtime_base", "/a//"}}, "r", 1), "/a/r/service-1");
+}
+
+}  // namespace
+}  // namespace npuprof::sm

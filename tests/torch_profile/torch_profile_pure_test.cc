@@ -1,0 +1,482 @@
+// Pure tests of the torch-profile / analyse-root run kinds: spec validation,
+// serve args, gates, the transition table, whole flows driven through the
+// engine with invented task results, and the manifest field list.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "statemachine/engine.h"
+#include "statemachine/torch_profile_gates.h"
+#include "statemachine/torch_profile_manifest.h"
+#include "statemachine/torch_profile_spec.h"
+#include "statemachine/torch_profile_tasks.h"
+
+namespace npuprof::sm {
+namespace {
+
+json MachineRecord() {
+  return {{"name", "m1"}, {"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}, {"runtime_base", "/rt"}};
+}
+
+json BaseSpec() {
+  return {{"machine", "m1"},          {"machine_record", MachineRecord()},
+          {"model", "/models/qwen"},  {"served_model_name", "qwen"},
+          {"tp", 2},                  {"tag", "case-1"},
+          {"mode", "enforce_eager"},  {"request_kind", "text"},
+          {"benchmark_output_tokens", 8}};
+}
+
+std::string Validate(json spec) {
+  Status s = ValidateTorchProfileSpec(spec);
+  return s.ok() ? "" : s.message();
+}
+
+TEST(TorchProfileSpec, DefaultsFilled) {
+  json spec = BaseSpec();
+  ASSERT_TRUE(ValidateTorchProfileSpec(spec).ok());
+  EXPECT_EQ(spec["dp"], 1);
+  EXPECT_EQ(spec["speculative_tokens"], 0);
+  EXPECT_EQ(spec["speculative_method"], "qwen3_5_mtp");
+  EXPECT_DOUBLE_EQ(spec["gpu_memory_utilization"].get<double>(), 0.85);
+  EXPECT_EQ(spec["max_model_len"], 4096);
+  EXPECT_EQ(spec["max_num_seqs"], 2);
+  EXPECT_EQ(spec["max_num_batched_tokens"], 1024);
+  EXPECT_TRUE(spec["api_server_count"].is_null());
+  EXPECT_EQ(spec["prompt_tokens"], 2000);
+  EXPECT_EQ(spec["followup_output_tokens"], 5);
+  EXPECT_EQ(spec["benchmark_total_requests"], 10);
+  EXPECT_EQ(spec["benchmark_concurrency"], 5);
+  EXPECT_DOUBLE_EQ(spec["benchmark_success_threshold"].get<double>(), 0.8);
+  EXPECT_EQ(spec["request_timeout"], 900);
+  EXPECT_EQ(spec["profile_control_timeout"], 600);
+  EXPECT_EQ(spec["torch_profiler_dir"], "vllm_profile");
+  EXPECT_EQ(spec["torch_profiler_with_stack"], false);
+  EXPECT_EQ(spec["image_height"], 480);
+  EXPECT_EQ(spec["flush_seconds"], 5);
+  EXPECT_EQ(ExpectedRanks(spec), 2);
+}
+
+TEST(TorchProfileSpec, RefusalsNameTheField) {
+  struct Case { const char* field; json value; const char* expect; };
+  const std::vector<Case> cases = {
+      {"mode", "graph", "mode"},
+      {"tp", 0, "tp"},
+      {"benchmark_success_threshold", 1.5, "benchmark_success_threshold"},
+      {"benchmark_success_threshold", -0.1, "benchmark_success_threshold"},
+      {"tag", "bad tag;rm", "tag"},
+      {"request_kind", "audio", "request_kind"},
+      {"torch_profiler_dir", "../x", "torch_profiler_dir"},
+      {"torch_profiler_dir", "/abs", "torch_profiler_dir"},
+      {"model", "relative/path", "model"},
+      {"served_model_name", "a b", "served_model_name"},
+      {"gpu_memory_utilization", 0, "gpu_memory_utilization"},
+      {"speculative_method", "x;y", "speculative_method"},
+      {"benchmark_concurrency", 0, "benchmark_concurrency"},
+  };
+  for (const auto& c : cases) {
+    json spec = BaseSpec();
+    spec[c.field] = c.value;
+    const std::string err = Validate(spec);
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.field << " -> '" << err << "'";
+  }
+  for (const char* f : {"model", "served_model_name", "tp", "tag", "mode", "request_kind", "benchmark_output_tokens"}) {
+    json spec = BaseSpec();
+    spec.erase(f);
+    EXPECT_NE(Validate(spec).find(f), std::string::npos) << f;
+  }
+  json vl = BaseSpec();
+  vl["request_kind"] = "vl";
+  EXPECT_NE(Validate(vl).find("image_path"), std::string::npos);
+  vl["image_path"] = "/tmp/x.png";
+  EXPECT_EQ(Validate(vl), "");
+  json edge = BaseSpec();
+  edge["benchmark_success_threshold"] = 0;
+  EXPECT_EQ(Validate(edge), "");
+  edge["benchmark_success_threshold"] = 1;
+  EXPECT_EQ(Validate(edge), "");
+}
+
+std::vector<std::string> Args(json spec) {
+  EXPECT_TRUE(ValidateTorchProfileSpec(spec).ok());
+  return TorchProfileServeArgs(spec);
+}
+
+bool Has(const std::vector<std::string>& a, const std::string& flag, const std::string& value = "") {
+  auto it = std::find(a.begin(), a.end(), flag);
+  if (it == a.end()) return false;
+  return value.empty() || (it + 1 != a.end() && *(it + 1) == value);
+}
+
+TEST(TorchProfileSpec, ServeArgsPerMode) {
+  json spec = BaseSpec();
+  auto eager = Args(spec);
+  EXPECT_TRUE(Has(eager, "--enforce-eager"));
+  EXPECT_FALSE(Has(eager, "--compilation-config"));
+  EXPECT_TRUE(Has(eager, "--max-model-len", "4096"));
+  EXPECT_TRUE(Has(eager, "--trust-remote-code"));
+  EXPECT_TRUE(Has(eager, "--gpu-memory-utilization", "0.85"));
+  EXPECT_TRUE(Has(eager, "--max-num-seqs", "2"));
+  EXPECT_TRUE(Has(eager, "--max-num-batched-tokens", "1024"));
+  EXPECT_TRUE(Has(eager, "--profiler-config",
+                  R"({"profiler":"torch","torch_profiler_dir":"./vllm_profile","torch_profiler_with_stack":false})"));
+  EXPECT_FALSE(Has(eager, "--speculative-config"));
+  EXPECT_FALSE(Has(eager, "--enable-expert-parallel"));
+  EXPECT_FALSE(Has(eager, "--api-server-count"));
+
+  spec["mode"] = "full_decode_only";
+  EXPECT_TRUE(Has(Args(spec), "--compilation-config", R"({"cudagraph_mode":"FULL_DECODE_ONLY"})"));
+  spec["mode"] = "piecewise_graph";
+  auto pw = Args(spec);
+  EXPECT_TRUE(Has(pw, "--compilation-config", R"({"cudagraph_mode":"PIECEWISE"})"));
+  EXPECT_FALSE(Has(pw, "--enforce-eager"));
+
+  spec["speculative_tokens"] = 2;
+  spec["enable_expert_parallel"] = true;
+  spec["api_server_count"] = 2;
+  spec["torch_profiler_with_stack"] = true;
+  auto more = Args(spec);
+  EXPECT_TRUE(Has(more, "--speculative-config", R"({"method":"qwen3_5_mtp","num_speculative_tokens":2})"));
+  EXPECT_TRUE(Has(more, "--enable-expert-parallel"));
+  EXPECT_TRUE(Has(more, "--api-server-count", "2"));
+  ASSERT_TRUE(ValidateTorchProfileSpec(spec).ok());
+  json payload = TorchProfileLaunchPayload("r1", spec);
+  EXPECT_EQ(payload["run_id"], "r1");
+  EXPECT_EQ(payload["extra_args"][0], "--max-model-len");
+  EXPECT_EQ(payload["env"]["PYTORCH_NPU_ALLOC_CONF"], "expandable_segments:True");
+}
+
+TEST(TorchProfileGates, Workload) {
+  auto ok = json{{"ok", true}};
+  auto bad = json{{"ok", false}};
+  EXPECT_EQ(WorkloadGate(json::array({ok, ok}), bad, 0.8)["status"], "followup_failed");
+  EXPECT_EQ(WorkloadGate(json::array({ok}), nullptr, 0.8)["status"], "followup_failed");
+  EXPECT_EQ(WorkloadGate(json::array(), ok, 0.8)["status"], "no_benchmark_requests");
+  EXPECT_EQ(WorkloadGate(json::array({ok, bad, ok, bad}), ok, 0.8)["status"], "benchmark_below_threshold");
+  const json at = WorkloadGate(json::array({ok, ok, ok, ok, bad}), ok, 0.8);
+  EXPECT_EQ(at["status"], "ok");
+  EXPECT_EQ(at["bench_total"], 5);
+  EXPECT_EQ(at["bench_ok"], 4);
+  EXPECT_DOUBLE_EQ(at["bench_success_rate"].get<double>(), 0.8);
+  EXPECT_DOUBLE_EQ(at["bench_threshold"].get<double>(), 0.8);
+  EXPECT_EQ(at["followup_ok"], true);
+  // followup checked first even when the wave is empty
+  EXPECT_EQ(WorkloadGate(json::array(), bad, 0.8)["status"], "followup_failed");
+}
+
+TEST(TorchProfileGates, AnalysisWorstFirst) {
+  EXPECT_EQ(RankAnalysisStatus(false, true), "missing_kernel_details");
+  EXPECT_EQ(RankAnalysisStatus(false, false), "missing_kernel_details");
+  EXPECT_EQ(RankAnalysisStatus(true, false), "partial");
+  EXPECT_EQ(RankAnalysisStatus(true, true), "ok");
+  EXPECT_EQ(AnalysisGate({}, 2), "no_profile_dirs");
+  EXPECT_EQ(AnalysisGate({"ok", "missing_kernel_details"}, 2), "missing_kernel_details");
+  EXPECT_EQ(AnalysisGate({"missing_kernel_details"}, 2), "missing_kernel_details");
+  EXPECT_EQ(AnalysisGate({"ok"}, 2), "rank_count_mismatch");
+  EXPECT_EQ(AnalysisGate({"partial"}, 2), "rank_count_mismatch");
+  EXPECT_EQ(AnalysisGate({"ok", "partial"}, 2), "partial");
+  EXPECT_EQ(AnalysisGate({"ok", "ok"}, 2), "ok");
+  EXPECT_EQ(GateError("ok", "ok"), "");
+  EXPECT_EQ(GateError("followup_failed", "partial"),
+            "workload gate: followup_failed; analysis gate: partial; re-collect required");
+}
+
+TEST(TorchProfileTransitions, Table) {
+  const RunKind* k = DefaultKinds().Find("torch-profile");
+  ASSERT_NE(k, nullptr);
+  const auto& t = k->transitions();
+  const std::vector<std::pair<std::string, std::string>> legal = {
+      {"queued", "launching"},          {"launching", "ready"},       {"ready", "profiling"},
+      {"profiling", "workload"},        {"workload", "stopping_profile"}, {"stopping_profile", "flush"},
+      {"flush", "stopping_service"},    {"stopping_service", "analysing"}, {"analysing", "completed"},
+      {"analysing", "failed"},          {"workload", "stopping_service"}, {"stopping_service", "cancelled"},
+      {"queued", "preparing_image"},    {"preparing_image", "launching"}};
+  for (const auto& [a, b] : legal) EXPECT_TRUE(t.Allowed(a, b)) << a << "->" << b;
+  const std::vector<std::pair<std::string, std::string>> illegal = {
+      {"queued", "completed"},       {"launching", "completed"},  {"workload", "completed"},
+      {"workload", "cancelled"},     {"profiling", "failed"},     {"stopping_service", "completed"},
+      {"completed", "launching"},    {"failed", "stopping_service"}, {"analysing", "launching"},
+      {"flush", "analysing"}};
+  for (const auto& [a, b] : illegal) EXPECT_FALSE(t.Allowed(a, b)) << a << "->" << b;
+  for (const char* s : {"completed", "failed", "cancelled"}) EXPECT_TRUE(t.IsTerminal(s));
+  const RunKind* ar = DefaultKinds().Find("analyse-root");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_TRUE(ar->transitions().Allowed("analysing", "completed"));
+  EXPECT_FALSE(ar->transitions().Allowed("queued", "completed"));
+}
+
+// Drives one run through the engine.
+class Flow {
+ public:
+  explicit Flow(const std::string& kind = "torch-profile") : kind_(kind) { s_.run_id = "r1"; }
+
+  std::string Submit(json spec) {
+    Input in;
+    in.type = Input::Type::kSubmit;
+    in.kind = kind_;
+    in.spec = std::move(spec);
+    return Feed(in);
+  }
+  // Result for the in-flight task of `kind` (optionally payload.role == role).
+  std::string Result(const std::string& kind, json result, const std::string& role = "", bool ok = true,
+                     const std::string& error_kind = "") {
+    const TaskInfo* t = Pending(kind, role);
+    if (!t) return "no pending task " + kind + " " + role;
+    Input in;
+    in.type = Input::Type::kTaskResult;
+    in.task_id = t->task_id;
+    in.attempt = t->attempt;
+    in.ok = ok;
+    in.result = std::move(result);
+    in.error_kind = error_kind;
+    in.error = ok ? "" : error_kind + " happened";
+    return Feed(in);
+  }
+  std::string FireTimer(const std::string& purpose) {
+    for (const auto& [id, t] : s_.timers)
+      if (t.armed && t.purpose == purpose) {
+        Input in;
+        in.type = Input::Type::kTimerFired;
+        in.timer_id = id;
+        in.now_ms = t.deadline_ms;
+        return Feed(in);
+      }
+    return "no timer " + purpose;
+  }
+  std::string Cancel() {
+    Input in;
+    in.type = Input::Type::kCancel;
+    return Feed(in);
+  }
+  const TaskInfo* Pending(const std::string& kind, const std::string& role = "") const {
+    const TaskInfo* found = nullptr;
+    for (const auto& [id, t] : s_.tasks)
+      if (t.kind == kind && t.in_flight() && (role.empty() || t.payload.value("role", "") == role)) found = &t;
+    return found;
+  }
+  int PendingCount(const std::string& kind) const {
+    int n = 0;
+    for (const auto& [id, t] : s_.tasks) n += (t.kind == kind && t.in_flight());
+    return n;
+  }
+  const RunState& state() const { return s_; }
+  json Manifest() const { return DefaultKinds().Find(kind_)->Manifest(s_); }
+
+ private:
+  std::string Feed(Input in) {
+    in.now_ms = in.now_ms ? in.now_ms : (now_ += 1000);
+    auto evs = Decide(DefaultKinds(), s_, in);
+    if (!evs.ok()) return evs.status().message();
+    for (const auto& e : *evs) Apply(DefaultKinds(), s_, e.type, e.payload, s_.last_seq + 1, in.now_ms);
+    return "";
+  }
+  std::string kind_;
+  RunState s_;
+  int64_t now_ = 1700000000000;
+};
+
+json Launched() { return {{"runtime_dir", "/rt/svc-1"}, {"pid", 4242}, {"port", 18000}, {"adopted", false}}; }
+json RankOk(const std::string& dir) {
+  return {{"path", dir},
+          {"outputs", {{"kernel_details_csv", {{"path", dir + "/k"}, {"exists", true}}},
+                       {"trace_view_json", {{"path", dir + "/t"}, {"exists", true}}}}},
+          {"analysis_status", "ok"}};
+}
+
+// Runs a clean collection up to (not including) the analyse step results.
+void RunToAnalysing(Flow& f, json bench = json::array({{{"ok", true}}, {{"ok", true}}})) {
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.state().state, "launching");
+  const TaskInfo* launch = f.Pending(kServiceLaunchTask);
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->payload["run_id"], "r1");
+  EXPECT_EQ(launch->payload["env"]["PYTORCH_NPU_ALLOC_CONF"], "expandable_segments:True");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  ASSERT_EQ(f.Pending(kServiceWaitReadyTask)->payload["pid"], 4242);
+  ASSERT_EQ(f.Result(kServiceWaitReadyTask, {{"ready_after_ms", 10}}), "");
+  ASSERT_EQ(f.state().state, "profiling");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "start_profile"), "");
+  ASSERT_EQ(f.state().state, "workload");
+  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", bench}}, "wave"), "");
+  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", json::array({{{"ok", true}, {"index", 2}}})}}, "followup"), "");
+  ASSERT_EQ(f.state().state, "stopping_profile");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "stop_profile"), "");
+  ASSERT_EQ(f.state().state, "flush");
+  ASSERT_EQ(f.FireTimer("flush"), "");
+  ASSERT_EQ(f.state().state, "stopping_service");
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  ASSERT_EQ(f.state().state, "analysing");
+  EXPECT_EQ(f.Pending(kTpListDirsTask)->payload["profile_root"], "/rt/svc-1/vllm_profile");
+}
+
+TEST(TorchProfileFlow, CleanRunCompletesWithEveryManifestField) {
+  Flow f;
+  RunToAnalysing(f);
+  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt", "/p/b_ascend_pt"}}}), "");
+  EXPECT_EQ(f.PendingCount(kTpAnalyseRankTask), 2);
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
+  EXPECT_FALSE(f.state().terminal);
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/b_ascend_pt")), "");
+  EXPECT_TRUE(f.state().terminal);
+  EXPECT_EQ(f.state().status, "ok");
+  EXPECT_EQ(f.state().state, "completed");
+  const json m = f.Manifest();
+  for (const auto& field : TorchProfileManifestFields()) EXPECT_TRUE(m.contains(field)) << field;
+  EXPECT_TRUE(m.contains("completed_at"));
+  EXPECT_FALSE(m.contains("failed_at"));
+  EXPECT_EQ(m["schema_version"], 1);
+  EXPECT_EQ(m["analysis_status"], "ok");
+  EXPECT_EQ(m["workload_status"]["status"], "ok");
+  EXPECT_EQ(m["rank_count"], 2);
+  EXPECT_EQ(m["expected_ranks"], 2);
+  EXPECT_EQ(m["remote_profile_root"], "/rt/svc-1/vllm_profile");
+  EXPECT_EQ(m["remote_profile_dirs"].size(), 2u);
+  EXPECT_EQ(m["benchmark_results"].size(), 2u);
+  EXPECT_EQ(m["followup_result"]["index"], 2);
+  EXPECT_EQ(m["service_result"]["pid"], 4242);
+  EXPECT_EQ(m["stop_result"]["stopped"], true);
+  EXPECT_TRUE(m["error"].is_null());
+  EXPECT_EQ(m["status"], "ok");
+}
+
+TEST(TorchProfileFlow, BelowThresholdStillAnalysesThenFails) {
+  Flow f;
+  RunToAnalysing(f, json::array({{{"ok", true}}, {{"ok", false}}}));
+  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt"}}}), "");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
+  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_NE(f.state().error.find("workload gate: benchmark_below_threshold"), std::string::npos) << f.state().error;
+  EXPECT_NE(f.state().error.find("analysis gate: rank_count_mismatch"), std::string::npos);
+  EXPECT_NE(f.state().error.find("re-collect required"), std::string::npos);
+  const json m = f.Manifest();
+  EXPECT_TRUE(m.contains("failed_at"));
+}
+
+TEST(TorchProfileFlow, NoProfileDirs) {
+  Flow f;
+  RunToAnalysing(f);
+  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", json::array()}}), "");
+  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.Manifest()["analysis_status"], "no_profile_dirs");
+}
+
+TEST(TorchProfileFlow, StartProfile500StopsServiceAndFails) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  ASSERT_EQ(f.Result(kServiceWaitReadyTask, json::object()), "");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", false}, {"status", 500}}, "start_profile"), "");
+  EXPECT_EQ(f.state().state, "stopping_service");
+  ASSERT_NE(f.Pending(kServiceStopTask), nullptr);
+  EXPECT_EQ(f.Pending(kServiceStopTask)->payload["force"], false);
+  // graceful stop did not work -> forced
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", false}}), "");
+  EXPECT_EQ(f.Pending(kServiceStopTask)->payload["force"], true);
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_NE(f.state().error.find("start_profile"), std::string::npos);
+  EXPECT_EQ(f.PendingCount(kTpListDirsTask), 0);
+}
+
+TEST(TorchProfileFlow, NeverReadyStopsService) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  ASSERT_EQ(f.Result(kServiceWaitReadyTask, json::object(), "", false, "never_ready"), "");
+  EXPECT_EQ(f.state().state, "stopping_service");
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_NE(f.state().error.find("never_ready"), std::string::npos) << f.state().error;
+}
+
+TEST(TorchProfileFlow, CancelDuringWorkloadStopsServiceThenCancelled) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  ASSERT_EQ(f.Result(kServiceWaitReadyTask, json::object()), "");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "start_profile"), "");
+  ASSERT_EQ(f.Cancel(), "");
+  EXPECT_EQ(f.state().state, "stopping_service");
+  EXPECT_EQ(f.PendingCount(kTpRequestsTask), 0);
+  EXPECT_FALSE(f.state().terminal);
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  EXPECT_EQ(f.state().status, "cancelled");
+}
+
+TEST(TorchProfileFlow, CancelDuringLaunchWaitsForPidThenStops) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.Cancel(), "");
+  EXPECT_FALSE(f.state().terminal);
+  ASSERT_NE(f.Pending(kServiceLaunchTask), nullptr);
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  EXPECT_EQ(f.state().state, "stopping_service");
+  EXPECT_EQ(f.PendingCount(kServiceWaitReadyTask), 0);
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"already_gone", true}}), "");
+  EXPECT_EQ(f.state().status, "cancelled");
+}
+
+TEST(TorchProfileFlow, LaunchFailureWithoutPidFailsAtOnce) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, {{"started", false}}, "", false, "devices_unavailable"), "");
+  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_NE(f.state().error.find("devices_unavailable"), std::string::npos);
+}
+
+TEST(TorchProfileFlow, LaunchLostStillStopsByRuntimeDir) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, json::object(), "", false, "launch_lost"), "");
+  EXPECT_EQ(f.state().state, "stopping_service");
+  const TaskInfo* stop = f.Pending(kServiceStopTask);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->payload["runtime_dir"], "/rt/r1/service-1");
+  EXPECT_TRUE(stop->payload["pid"].is_null());
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"already_gone", true}}), "");
+  EXPECT_EQ(f.state().status, "failed");
+}
+
+TEST(TorchProfileFlow, VlPreparesImageFirst) {
+  Flow f;
+  json spec = BaseSpec();
+  spec["request_kind"] = "vl";
+  spec["image_path"] = "/tmp/img.png";
+  ASSERT_EQ(f.Submit(spec), "");
+  EXPECT_EQ(f.state().state, "preparing_image");
+  EXPECT_EQ(f.PendingCount(kServiceLaunchTask), 0);
+  ASSERT_EQ(f.Result(kTpPrepareImageTask, {{"image_meta", {{"height", 480}}}}), "");
+  EXPECT_EQ(f.state().state, "launching");
+  EXPECT_EQ(f.Manifest()["image_meta"]["height"], 480);
+}
+
+TEST(TorchProfileFlow, ReplayReproducesManifest) {
+  Flow f;
+  RunToAnalysing(f);
+  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt"}}}), "");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
+  // Manifest is a pure function of the state: two calls give the same bytes.
+  EXPECT_EQ(f.Manifest().dump(), f.Manifest().dump());
+}
+
+TEST(AnalyseRootFlow, GatesAndManifest) {
+  Flow f("analyse-root");
+  ASSERT_NE(f.Submit({{"machine", "m1"}, {"machine_record", MachineRecord()}, {"profile_root", "/p/"}}), "")
+      << "expected_ranks is required";
+  ASSERT_EQ(f.Submit({{"machine", "m1"}, {"machine_record", MachineRecord()}, {"profile_root", "/p/"},
+                      {"expected_ranks", 2}}),
+            "");
+  EXPECT_EQ(f.Pending(kTpListDirsTask)->payload["profile_root"], "/p");
+  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt", "/p/b_ascend_pt"}}}), "");
+  json partial = RankOk("/p/b_ascend_pt");
+  partial["analysis_status"] = "partial";
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, partial), "");
+  EXPECT_EQ(f.state().status, "failed");
+  const json m = f.Manifest();
+  EXPECT_EQ(m["analysis_status"], "partial");
+  EXPECT_EQ(m["rank_count"], 2);
+  EXPECT_EQ(m["remote_profile_root"], "/p");
+}
+
+}  // namespace
+}  // namespace npuprof::sm

@@ -1,0 +1,129 @@
+// memory.collect_csvs: every exported *.csv larger than 100 bytes in ONE
+// command (a length-prefixed stream), PROF -> device mapping, and the
+// component maxima / APP peaks of the newest npu_module_mem / npu_mem export.
+#include <fmt/format.h>
+
+#include "parsers/msprof_csv_parser.h"
+#include "parsers/prof_device_map.h"
+#include "workers/memory/memory_common.h"
+#include "workers/memory/memory_tasks.h"
+
+namespace npuprof::workers {
+
+namespace {
+
+// $1 = msprof output dir. Lists PROF_*/device_<N> dirs, then streams each CSV.
+constexpr const char* kCollect = R"SH(cd "$1" || exit 3
+find . -maxdepth 2 -type d -name 'device_*'
+find . -type f -name '*.csv' -size +100c -exec sh -c 'for f; do printf "@@NPUPROF_FILE %s %s\n" "$(wc -c <"$f" | tr -d " ")" "$f"; cat "$f"; done' sh {} +)SH";
+
+constexpr std::string_view kMarker = "@@NPUPROF_FILE ";
+
+json ComponentRow(const ProfCsvEntry& e, const ModuleMemComponent& m) {
+  std::optional<int> dev = m.device_id;
+  if (!dev && e.device_ids.size() == 1) dev = e.device_ids[0];
+  const bool mapped = dev && std::find(e.device_ids.begin(), e.device_ids.end(), *dev) != e.device_ids.end();
+  return {{"file", e.local_name},
+          {"prof_dir", e.prof_dir},
+          {"component", m.component},
+          {"device_id", dev ? json(*dev) : json(nullptr)},
+          {"max_mb", m.max_reserved_mb},
+          {"row", m.max_data_row},
+          {"raw", m.max_raw_value},
+          {"timestamp", m.max_timestamp_raw},
+          {"rows", m.rows},
+          {"scope", mapped ? "device" : "process"}};
+}
+
+}  // namespace
+
+bool SplitFileStream(std::string_view in, std::vector<std::string>* listing,
+                     std::vector<std::pair<std::string, std::string>>* files) {
+  size_t pos = 0;
+  while (pos < in.size()) {
+    size_t eol = in.find('\n', pos);
+    if (eol == std::string_view::npos) eol = in.size();
+    std::string_view line = in.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.substr(0, kMarker.size()) != kMarker) {
+      if (!line.empty()) listing->emplace_back(line);
+      continue;
+    }
+    line.remove_prefix(kMarker.size());
+    const size_t sp = line.find(' ');
+    if (sp == std::string_view::npos) return false;
+    const uint64_t size = std::strtoull(std::string(line.substr(0, sp)).c_str(), nullptr, 10);
+    std::string path(line.substr(sp + 1));
+    if (pos > in.size() || in.size() - std::min(pos, in.size()) < size) return false;
+    files->emplace_back(path, std::string(in.substr(pos, size)));
+    listing->push_back(path);
+    pos += size;
+  }
+  return true;
+}
+
+TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
+  TaskOutcome fail;
+  auto c = mem::Open(task, tc, &fail);
+  if (!c) return fail;
+  const std::string dir = c->payload.value("msprof_dir", "");
+  if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "msprof_dir must be absolute", false);
+  auto run = RunRemote(*c->session, {"sh", "-c", kCollect, "sh", dir}, std::chrono::seconds(600));
+  if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
+  if (run->exit_status == 3)
+    return TaskOutcome::Success(json{{"csv_count", 0}, {"csvs", json::array()}, {"module_mem", json::array()},
+                                     {"npu_mem", json::array()}, {"__prof_device_map__", json::object()},
+                                     {"prof_dirs", json::object()}, {"note", dir + " does not exist"}});
+  std::vector<std::string> listing;
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!SplitFileStream(run->stdout_data, &listing, &files))
+    return TaskOutcome::Failure("collect_truncated", "the CSV stream from the target was truncated", true);
+
+  const ProfDeviceMap map = BuildProfDeviceMap(RelativePathsFromListing(fmt::format("{}", fmt::join(listing, "\n")), "."));
+  std::map<std::string, std::string> by_path;
+  for (auto& [p, data] : files) by_path[p.rfind("./", 0) == 0 ? p.substr(2) : p] = std::move(data);
+
+  TaskOutcome out;
+  json module_mem = json::array(), npu_mem = json::array(), parse_errors = json::array();
+  for (const auto& e : map.csvs) {
+    auto it = by_path.find(e.path);
+    if (it == by_path.end()) continue;
+    out.blobs.emplace_back("msprof_csvs/" + e.local_name, it->second);
+    if (!e.newest_export) continue;
+    const MsprofCsvKind kind = DetectMsprofCsvKind(it->second);
+    if (kind == MsprofCsvKind::kNpuModuleMem) {
+      auto t = ParseNpuModuleMemCsv(it->second);
+      if (!t.ok()) {
+        parse_errors.push_back({{"file", e.local_name}, {"error", t.status().message()}});
+        continue;
+      }
+      for (const auto& m : t->components)
+        if (m.has_value) module_mem.push_back(ComponentRow(e, m));
+    } else if (kind == MsprofCsvKind::kNpuMem) {
+      auto t = ParseNpuMemCsv(it->second);
+      if (!t.ok()) {
+        parse_errors.push_back({{"file", e.local_name}, {"error", t.status().message()}});
+        continue;
+      }
+      for (const auto& sr : t->series) {
+        std::optional<int> dev = sr.device_id;
+        if (!dev && e.device_ids.size() == 1) dev = e.device_ids[0];
+        npu_mem.push_back({{"file", e.local_name}, {"prof_dir", e.prof_dir}, {"event", sr.event},
+                           {"device_id", dev ? json(*dev) : json(nullptr)}, {"max_hbm_mb", sr.max_hbm_mb},
+                           {"row", sr.max_data_row}, {"raw", sr.max_raw_hbm_kb}, {"samples", sr.samples.size()}});
+      }
+    }
+  }
+  json full = ProfDeviceMapJson(map);
+  out.ok = true;
+  out.result = {{"csv_count", files.size()},
+                {"csvs", full["csvs"]},
+                {"__prof_device_map__", full["__prof_device_map__"]},
+                {"prof_dirs", full["prof_dirs"]},
+                {"module_mem", module_mem},
+                {"npu_mem", npu_mem},
+                {"parse_errors", parse_errors}};
+  return out;
+}
+
+}  // namespace npuprof::workers

@@ -1,0 +1,89 @@
+// memory.preflight: msprof present and answering --help, a Python with
+// torch_npu, and the msprof wrap script written on the target.
+#include <fmt/format.h>
+
+#include "workers/memory/memory_common.h"
+#include "workers/memory/memory_tasks.h"
+
+namespace npuprof::workers {
+
+std::string MsprofWrapScript(int mem_freq_hz) {
+  return fmt::format(R"(#!/bin/bash
+# npuprof msprof wrap script: runs a vLLM service under msprof so that
+# component memory (HCCL, RUNTIME, SLOG, ...) is recorded.
+# Usage: bash msprof_wrap.sh <_serve.sh> <runtime dir>
+# Output: <runtime dir>/msprof_data/PROF_*  (export later: msprof --export=on)
+set -u
+serve_sh="$1"
+runtime_dir="$2"
+mkdir -p "$runtime_dir/msprof_data"
+exec msprof --output="$runtime_dir/msprof_data" --sys-hardware-mem=on --sys-hardware-mem-freq={} \
+  --task-time=off --ai-core=off --ascendcl=off --application="bash $serve_sh"
+)",
+                     mem_freq_hz);
+}
+
+TaskOutcome MemPreflight(const proto::Task& task, TaskContext& tc) {
+  TaskOutcome fail;
+  auto c = mem::Open(task, tc, &fail);
+  if (!c) return fail;
+  auto& s = *c->session;
+  const std::string where = fmt::format("{} (env script '{}')", mem::MachineName(*c), c->target.env_script);
+
+  auto which = RunRemote(s, {"sh", "-c", "command -v msprof || which msprof"}, std::chrono::seconds(30));
+  if (!which.ok()) return OutcomeFromSsh(which.status(), c->target);
+  if (which->exit_status != 0 || which->stdout_data.empty())
+    return TaskOutcome::Failure(
+        "msprof_missing",
+        fmt::format("msprof is not on PATH on {}: install the CANN toolkit, source its set_env.sh (make it the "
+                    "machine's env script) so msprof is on PATH, then submit again. Nothing was launched.",
+                    where),
+        false);
+  std::string msprof_path = which->stdout_data.substr(0, which->stdout_data.find('\n'));
+
+  auto help = RunRemote(s, {"msprof", "--help"}, std::chrono::seconds(60));
+  if (!help.ok()) return OutcomeFromSsh(help.status(), c->target);
+  const std::string help_text = help->stdout_data + help->stderr_data;
+  if (help_text.find("--output") == std::string::npos && help_text.find("Usage") == std::string::npos)
+    return TaskOutcome::Failure("msprof_broken",
+                                fmt::format("`msprof --help` on {} did not print the msprof usage (exit {}): {}", where,
+                                            help->exit_status, TailLines(help_text, 5)),
+                                false);
+
+  std::string python;
+  for (const char* py : {"python3", "python"}) {
+    auto r = RunRemote(s, {py, "-c", "import sys, torch_npu; print(sys.executable)"}, std::chrono::seconds(120));
+    if (!r.ok()) return OutcomeFromSsh(r.status(), c->target);
+    if (r->exit_status == 0) {
+      python = r->stdout_data.substr(0, r->stdout_data.find('\n'));
+      break;
+    }
+  }
+  if (python.empty())
+    return TaskOutcome::Failure("torch_npu_missing",
+                                fmt::format("no Python on {} can `import torch_npu`: install torch_npu for the Python "
+                                            "vLLM uses, or source its environment in the machine's env script",
+                                            where),
+                                false);
+
+  const std::string wrap = c->payload.value("wrap_script", "");
+  const int freq = c->payload.value("msprof_mem_freq", 50);
+  if (wrap.empty() || wrap[0] != '/')
+    return TaskOutcome::Failure("bad_payload", "wrap_script must be an absolute path", false);
+  const std::string dir = wrap.substr(0, wrap.rfind('/'));
+  auto mk = RunRemote(s, {"mkdir", "-p", dir}, std::chrono::seconds(30));
+  if (!mk.ok()) return OutcomeFromSsh(mk.status(), c->target);
+  if (mk->exit_status != 0)
+    return TaskOutcome::Failure("remote_error", fmt::format("mkdir -p {} failed: {}", dir, mk->stderr_data), false);
+  if (Status st = s.WriteFile(wrap, MsprofWrapScript(freq), 0755); !st.ok())
+    return TaskOutcome::Failure("remote_error", fmt::format("writing {} failed: {}", wrap, st.message()), true);
+
+  TaskOutcome out = TaskOutcome::Success(json{{"msprof_path", msprof_path},
+                                              {"python", python},
+                                              {"wrap_script", wrap},
+                                              {"msprof_mem_freq", freq}});
+  out.blobs.emplace_back("msprof_help.txt", help_text);
+  return out;
+}
+
+}  // namespace npuprof::workers

@@ -1,0 +1,127 @@
+// memory.npu_smi, memory.logs, memory.infer: the live phases of a memory
+// profile (read-only on the target, except the one inference request).
+#include <fmt/format.h>
+
+#include "parsers/npu_smi_parser.h"
+#include "parsers/vllm_log_parser.h"
+#include "workers/memory/memory_common.h"
+#include "workers/memory/memory_tasks.h"
+
+namespace npuprof::workers {
+
+TaskOutcome MemNpuSmi(const proto::Task& task, TaskContext& tc) {
+  TaskOutcome fail;
+  auto c = mem::Open(task, tc, &fail);
+  if (!c) return fail;
+  const std::string phase = c->payload.value("phase", "snapshot");
+  auto run = RunRemote(*c->session, {"npu-smi", "info"}, std::chrono::seconds(60));
+  if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
+  if (run->exit_status == 127 || (run->stdout_data.empty() && run->stderr_data.find("not found") != std::string::npos))
+    return TaskOutcome::Failure("npu_smi_missing",
+                                fmt::format("npu-smi is not on PATH on {} (env script '{}'): install the Ascend driver "
+                                            "or fix the machine's env script",
+                                            mem::MachineName(*c), c->target.env_script),
+                                false);
+  TaskOutcome out;
+  out.blobs.emplace_back(phase + "_npu_smi.txt", run->stdout_data);
+  if (run->exit_status != 0) {
+    out.error_kind = "npu_smi_failed";
+    out.error = fmt::format("npu-smi info exited {}: {}", run->exit_status, TailLines(run->stderr_data, 5));
+    return out;
+  }
+  auto snap = parsers::ParseNpuSmi(run->stdout_data);
+  if (!snap.ok()) {
+    out.error_kind = "unparseable";
+    out.error = "npu-smi output could not be parsed (raw text kept as evidence): " + snap.status().message();
+    return out;
+  }
+  out.ok = true;
+  out.result = {{"phase", phase}, {"hbm", parsers::HbmSnapshotJson(*snap)}, {"device_count", snap->devices.size()}};
+  return out;
+}
+
+TaskOutcome MemLogs(const proto::Task& task, TaskContext& tc) {
+  TaskOutcome fail;
+  auto c = mem::Open(task, tc, &fail);
+  if (!c) return fail;
+  std::string text;
+  json parts = json::object();
+  for (const char* f : {"stdout_log", "stderr_log"}) {
+    const std::string path = c->payload.value(f, "");
+    if (path.empty()) continue;
+    auto data = c->session->ReadFile(path);
+    if (!data.ok()) {
+      if (ssh::ErrorKindOf(data.status()) == ssh::SshErrorKind::kRemoteError) {
+        parts[f] = {{"path", path}, {"missing", true}};
+        continue;
+      }
+      return OutcomeFromSsh(data.status(), c->target);
+    }
+    parts[f] = {{"path", path}, {"bytes", data->size()}};
+    text += *data;
+    if (!text.empty() && text.back() != '\n') text += '\n';
+  }
+  const auto summary = parsers::ParseVllmLog(text);
+  TaskOutcome out = TaskOutcome::Success(json{{"summary", parsers::VllmLogToJson(summary)},
+                                              {"bytes", text.size()},
+                                              {"parts", parts},
+                                              {"env_error_hint", parsers::EnvErrorHint(summary.env_errors)}});
+  out.blobs.emplace_back("vllm_serve.log", text);
+  return out;
+}
+
+TaskOutcome MemInfer(const proto::Task& task, TaskContext& tc) {
+  TaskOutcome fail;
+  auto c = mem::Open(task, tc, &fail);
+  if (!c) return fail;
+  const json& p = c->payload;
+  if (!p.contains("port") || !p["port"].is_number_integer())
+    return TaskOutcome::Failure("bad_payload", "inference needs the service port", false);
+  const std::string model = p.value("served_model_name", "");
+  const int max_tokens = p.value("max_tokens", 128);
+  const std::string prompt = p.value("prompt", "");
+  const bool image = p.contains("image_url") && p["image_url"].is_string();
+  ssh::HttpRequest req;
+  req.remote_port = p["port"].get<int>();
+  req.method = "POST";
+  req.headers = {{"Content-Type", "application/json"}};
+  req.timeout = std::chrono::seconds(p.value("timeout_s", 600));
+  json body;
+  if (image) {
+    req.path = "/v1/chat/completions";
+    body = {{"model", model},
+            {"max_tokens", max_tokens},
+            {"temperature", 0},
+            {"messages", json::array({{{"role", "user"},
+                                       {"content", json::array({{{"type", "image_url"},
+                                                                 {"image_url", {{"url", p["image_url"]}}}},
+                                                                {{"type", "text"}, {"text", prompt}}})}}})}};
+  } else {
+    req.path = "/v1/completions";
+    body = {{"model", model}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
+  }
+  req.body = body.dump();
+  auto resp = c->session->Http(req);
+  if (!resp.ok()) {
+    TaskOutcome o = OutcomeFromSsh(resp.status(), c->target);
+    o.error_kind = "inference_failed";
+    o.retryable = false;
+    return o;
+  }
+  const bool ok = resp->status >= 200 && resp->status < 300;
+  json parsed = json::parse(resp->body, nullptr, false);
+  json usage = (!parsed.is_discarded() && parsed.is_object()) ? parsed.value("usage", json(nullptr)) : json(nullptr);
+  TaskOutcome out;
+  out.blobs.emplace_back("inference_response.json", resp->body);
+  out.result = {{"endpoint", req.path}, {"http_status", resp->status}, {"ok", ok},
+                {"latency_ms", resp->latency_ms}, {"usage", usage}, {"max_tokens", max_tokens}};
+  if (!ok) {
+    out.error_kind = "inference_failed";
+    out.error = fmt::format("POST {} answered {}: {}", req.path, resp->status, resp->body.substr(0, 500));
+    return out;
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace npuprof::workers

@@ -1,0 +1,124 @@
+// memory.weights: config.json and every *.safetensors header over SFTP (8
+// bytes, then the header only; tensor data is never read), attributed to
+// devices with the shard rules of parsers/weight_attribution.h.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "parsers/safetensors_header.h"
+#include "parsers/weight_attribution.h"
+#include "workers/memory/memory_common.h"
+#include "workers/memory/memory_tasks.h"
+
+namespace npuprof::workers {
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+int HiddenLayers(const json& config) {
+  if (!config.is_object()) return 0;
+  if (config.contains("num_hidden_layers") && config["num_hidden_layers"].is_number_integer())
+    return config["num_hidden_layers"].get<int>();
+  if (config.contains("text_config")) return HiddenLayers(config["text_config"]);
+  return 0;
+}
+
+}  // namespace
+
+TaskOutcome MemWeights(const proto::Task& task, TaskContext& tc) {
+  TaskOutcome fail;
+  auto c = mem::Open(task, tc, &fail);
+  if (!c) return fail;
+  auto& s = *c->session;
+  std::string model = c->payload.value("model", "");
+  while (model.size() > 1 && model.back() == '/') model.pop_back();
+  if (model.empty() || model[0] != '/') return TaskOutcome::Failure("bad_payload", "model must be an absolute path", false);
+
+  TaskOutcome out;
+  json config = nullptr;
+  auto cfg = s.ReadFile(model + "/config.json", 0, 16 << 20);
+  if (cfg.ok()) {
+    config = json::parse(*cfg, nullptr, false);
+    if (config.is_discarded()) config = nullptr;
+    out.blobs.emplace_back("config.json", *cfg);
+  } else if (ssh::ErrorKindOf(cfg.status()) != ssh::SshErrorKind::kRemoteError) {
+    return OutcomeFromSsh(cfg.status(), c->target);
+  }
+
+  auto entries = s.ListDir(model);
+  if (!entries.ok()) {
+    if (ssh::ErrorKindOf(entries.status()) == ssh::SshErrorKind::kRemoteError)
+      return TaskOutcome::Failure("model_missing", fmt::format("cannot list {}: {}", model, entries.status().message()),
+                                  false);
+    return OutcomeFromSsh(entries.status(), c->target);
+  }
+  std::vector<ssh::DirEntry> files;
+  for (const auto& e : *entries)
+    if (!e.is_dir && EndsWith(e.name, ".safetensors")) files.push_back(e);
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+
+  std::vector<WeightTensor> tensors;
+  json header_errors = json::array();
+  for (const auto& f : files) {
+    const std::string path = model + "/" + f.name;
+    auto first8 = s.ReadFile(path, 0, 8);
+    if (!first8.ok()) return OutcomeFromSsh(first8.status(), c->target);
+    auto n = SafetensorsHeaderLength(*first8, f.size);
+    if (!n.ok()) {
+      header_errors.push_back({{"file", f.name}, {"error", n.status().message()}});
+      continue;
+    }
+    auto header = s.ReadFile(path, 8, *n);
+    if (!header.ok()) return OutcomeFromSsh(header.status(), c->target);
+    auto parsed = ParseSafetensorsHeader(*header);
+    if (!parsed.ok()) {
+      header_errors.push_back({{"file", f.name}, {"error", parsed.status().message()}});
+      continue;
+    }
+    out.blobs.emplace_back("safetensors_headers/" + f.name + ".json", *header);
+    auto ts = WeightTensorsFromHeader(*parsed, f.name);
+    tensors.insert(tensors.end(), ts.begin(), ts.end());
+    tc.progress(fmt::format("read header of {}", f.name));
+  }
+
+  ParallelConfig pc;
+  pc.tp = c->payload.value("tp", 1);
+  pc.dp = c->payload.value("dp", 1);
+  pc.expert_parallel = c->payload.value("expert_parallel", false);
+  pc.num_hidden_layers = HiddenLayers(config);
+
+  json weights = nullptr;
+  if (!tensors.empty()) {
+    auto attr = AttributeWeights(tensors, pc);
+    if (!attr.ok()) return TaskOutcome::Failure("bad_payload", attr.status().message(), false);
+    json manifest = WeightManifestJson(*attr);
+    out.blobs.emplace_back("weight_manifest.json", manifest.dump(2));
+    weights = {{"per_device_bytes", attr->per_device_bytes},
+               {"total_bytes", attr->total_bytes},
+               {"categories", manifest.value("categories", json::array())},
+               {"tp", pc.tp},
+               {"dp", pc.dp},
+               {"ep", attr->ep},
+               {"expert_parallel", pc.expert_parallel},
+               {"files", files.size()},
+               {"tensors", attr->tensors.size()},
+               {"rule_based_inference", true}};
+  }
+  json theory = nullptr;
+  if (config.is_object()) {
+    auto th = EstimateWeightsFromConfig(config, pc);
+    if (th.ok()) theory = WeightTheoryJson(*th);
+  }
+  if (weights.is_null() && config.is_null())
+    return TaskOutcome::Failure("model_missing",
+                                fmt::format("{} has neither config.json nor readable *.safetensors headers", model), false);
+  out.ok = true;
+  out.result = {{"weights", weights}, {"theory", theory}, {"config", config}, {"header_errors", header_errors},
+                {"safetensors_files", files.size()}};
+  return out;
+}
+
+}  // namespace npuprof::workers

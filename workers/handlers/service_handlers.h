@@ -1,0 +1,19 @@
+// The service.* task handlers (contract: docs/TASKS.md).
+#pragma once
+
+#include "workers/task_outcome.h"
+
+namespace npuprof::workers::service {
+
+// service.launch: runtime dir, _serve.sh, detached start in its own process
+// group, or adoption of the run's live service. Result: runtime_dir, pid,
+// port, devices, serve_argv, logs, adopted.
+TaskOutcome Launch(const proto::Task& task, TaskContext& ctx);
+// service.wait_ready: polls /health and /v1/models over SSH, checking the pid
+// every round; fails at once when the service dies (stderr tail, env hint).
+TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx);
+// service.stop: SIGINT, grace, SIGTERM, grace, SIGKILL only with force, to the
+// process group. A service already gone is success.
+TaskOutcome Stop(const proto::Task& task, TaskContext& ctx);
+
+}  // namespace npuprof::workers::service

@@ -1,0 +1,122 @@
+// service.wait_ready: ready = GET /health answers 200 and GET /v1/models lists
+// the served name. Each round first checks that the pid is alive, so an early
+// death ends the wait at once. Read-only; a re-dispatched attempt only waits
+// for what is left of the absolute deadline.
+#include <fmt/format.h>
+
+#include "common/time_util.h"
+#include "workers/handlers/service_common.h"
+#include "workers/handlers/service_handlers.h"
+
+namespace npuprof::workers::service {
+
+namespace {
+
+struct Probe {
+  bool ready = false;
+  std::string observation;  // what the last round saw
+  json models = json::array();
+};
+
+Probe ProbeHttp(ssh::SshSession& session, int port, const std::string& served) {
+  Probe pr;
+  ssh::HttpRequest req;
+  req.remote_port = port;
+  req.path = "/health";
+  req.timeout = std::chrono::milliseconds(3000);
+  auto health = session.Http(req);
+  if (!health.ok()) {
+    pr.observation = "/health: " + health.status().message();
+    return pr;
+  }
+  if (health->status != 200) {
+    pr.observation = fmt::format("/health answered {}", health->status);
+    return pr;
+  }
+  req.path = "/v1/models";
+  auto models = session.Http(req);
+  if (!models.ok()) {
+    pr.observation = "/v1/models: " + models.status().message();
+    return pr;
+  }
+  const json body = json::parse(models->body, nullptr, false);
+  if (models->status == 200 && body.is_object() && body.contains("data") && body["data"].is_array())
+    for (const auto& m : body["data"])
+      if (m.is_object() && m.contains("id") && m["id"].is_string()) pr.models.push_back(m["id"]);
+  for (const auto& id : pr.models)
+    if (id == served) pr.ready = true;
+  pr.observation = pr.ready ? "ready"
+                            : fmt::format("/v1/models answered {} without '{}' (lists {})", models->status, served,
+                                          pr.models.dump());
+  return pr;
+}
+
+TaskOutcome Died(ssh::SshSession& session, const std::string& rt, int64_t pid) {
+  TaskOutcome out;
+  json d = Diagnostics(session, rt, out);
+  const std::string hint = d.value("env_hint", "");
+  const std::string tail = TailLines(d.value("stderr_tail", ""), 5);
+  out.retryable = false;
+  out.result = d;
+  if (!hint.empty()) {
+    out.error_kind = "environment";
+    out.error = fmt::format("vLLM (pid {}) exited during start-up because of an environment problem: {}. "
+                            "stderr tail:\n{}",
+                            pid, hint, tail);
+  } else {
+    out.error_kind = "service_died";
+    out.error = fmt::format("vLLM (pid {}) exited before it was ready; stderr tail ({}/stderr.log):\n{}", pid, rt,
+                            tail);
+  }
+  return out;
+}
+
+}  // namespace
+
+TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
+  Call c = Open(task, ctx);
+  if (c.failure) return *c.failure;
+  const json& p = c.payload;
+  const std::string rt = p.value("runtime_dir", "");
+  const int64_t pid = p.value("pid", int64_t{0});
+  const int port = p.value("port", 0);
+  const std::string served = p.value("served_model_name", "");
+  if (pid <= 0 || port <= 0) return TaskOutcome::Failure("bad_payload", "wait_ready needs pid and port", false);
+  const int64_t timeout_ms = p.value("health_timeout_s", int64_t{300}) * 1000;
+  const int64_t start = NowMs();
+  const int64_t deadline = std::min(start + timeout_ms, p.value("deadline_ms", start + timeout_ms));
+
+  std::string last = "not polled yet";
+  int rounds = 0;
+  while (true) {
+    if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
+    auto st = QueryGroup(*c.session, pid);
+    if (!st.ok()) return OutcomeFromSsh(st.status(), c.target);
+    if (!st->leader_alive) return Died(*c.session, rt, pid);
+    Probe pr = ProbeHttp(*c.session, port, served);
+    ++rounds;
+    last = pr.observation;
+    if (pr.ready)
+      return TaskOutcome::Success(json{{"ready_after_ms", NowMs() - start},
+                                       {"rounds", rounds},
+                                       {"models", pr.models},
+                                       {"port", port},
+                                       {"pid", pid}});
+    const int64_t now = NowMs();
+    if (now >= deadline) {
+      TaskOutcome out;
+      json d = Diagnostics(*c.session, rt, out);
+      d["last_health"] = last;
+      out.result = d;
+      out.error_kind = "never_ready";
+      out.error = fmt::format("vLLM (pid {}) was not ready within {} s (last check: {}); stdout tail:\n{}", pid,
+                              timeout_ms / 1000, last, TailLines(d.value("stdout_tail", ""), 5));
+      return out;
+    }
+    ctx.progress(fmt::format("waiting for readiness on port {} ({} s left): {}", port, (deadline - now) / 1000, last));
+    if (!SleepUnlessCancelled(ctx, std::chrono::milliseconds(std::min<int64_t>(500, deadline - now))))
+      return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
+  }
+}
+
+}  // namespace npuprof::workers::service

@@ -1,0 +1,163 @@
+// torch_profile.list_profile_dirs and torch_profile.analyse_rank: discover
+// the *_ascend_pt directories of a profile root, run analyse() on one of them
+// detached (re-attachable through marker files) and verify its outputs.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "parsers/msprof_csv_parser.h"
+#include "statemachine/torch_profile_gates.h"
+#include "workers/handlers/torch_profile_handlers.h"
+#include "workers/profiling/remote_analyse.h"
+#include "workers/remote.h"
+
+namespace npuprof::workers {
+
+namespace {
+
+constexpr uint64_t kKernelHeadBytes = 256 * 1024;
+constexpr uint64_t kMaxTraceCheckBytes = 64ull << 20;
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Existence plus a light content check of one output file.
+json CheckOutput(ssh::SshSession& session, const std::string& path, bool kernel_details) {
+  json rec = {{"path", path}, {"exists", false}};
+  auto st = session.Stat(path);
+  if (!st.ok() || st->is_dir) return rec;
+  rec["exists"] = true;
+  rec["size"] = st->size;
+  if (kernel_details) {
+    auto head = session.ReadFile(path, 0, kKernelHeadBytes);
+    if (!head.ok()) return rec;
+    std::string text = *head;
+    if (st->size > kKernelHeadBytes) text.resize(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+    auto check = CheckKernelDetailsCsv(text);
+    rec["valid"] = check.ok();
+    if (check.ok()) {
+      rec["columns"] = check->columns;
+      rec["data_rows_checked"] = check->data_rows;
+    } else {
+      rec["problem"] = check.status().message();
+    }
+  } else if (st->size <= kMaxTraceCheckBytes) {
+    auto body = session.ReadFile(path);
+    if (!body.ok()) return rec;
+    auto check = CheckTraceViewJson(*body);
+    rec["valid"] = check.ok();
+    if (check.ok()) rec["event_count"] = check->event_count;
+    else rec["problem"] = check.status().message();
+  }
+  return rec;
+}
+
+Result<json> Payload(const proto::Task& task) {
+  json p = json::parse(task.payload_json(), nullptr, false);
+  if (p.is_discarded() || !p.is_object()) return Status::Invalid("task payload is not a JSON object");
+  return p;
+}
+
+}  // namespace
+
+TaskOutcome TorchProfileListDirs(const proto::Task& task, TaskContext& ctx) {
+  auto p = Payload(task);
+  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
+  auto target = TargetFromMachine(p->value("machine", json::object()));
+  if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
+  const std::string root = p->value("profile_root", "");
+  if (root.empty() || root[0] != '/') return TaskOutcome::Failure("bad_payload", "profile_root must be absolute", false);
+  auto session = ctx.pool.Get(*target);
+  auto st = session->Stat(root);
+  if (!st.ok()) {
+    if (ssh::ErrorKindOf(st.status()) == ssh::SshErrorKind::kRemoteError)
+      return TaskOutcome::Success(json{{"profile_root", root}, {"root_exists", false}, {"dirs", json::array()}});
+    return OutcomeFromSsh(st.status(), *target);
+  }
+  auto entries = session->ListDir(root);
+  if (!entries.ok()) return OutcomeFromSsh(entries.status(), *target);
+  std::vector<std::string> dirs;
+  json others = json::array();
+  for (const auto& e : *entries) {
+    if (e.is_dir && EndsWith(e.name, "_ascend_pt")) dirs.push_back(root + "/" + e.name);
+    else others.push_back(e.name);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return TaskOutcome::Success(
+      json{{"profile_root", root}, {"root_exists", true}, {"dirs", dirs}, {"other_entries", others}});
+}
+
+TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
+  auto p = Payload(task);
+  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
+  auto target = TargetFromMachine(p->value("machine", json::object()));
+  if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
+  const std::string dir = p->value("dir", "");
+  if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "dir must be absolute", false);
+  const auto timeout = std::chrono::seconds(p->value("analyse_timeout_s", 1800));
+  const std::string marker = profiling::AnalyseMarker(dir, task.task_id());
+  auto session = ctx.pool.Get(*target);
+
+  auto launch = RunRemote(*session, profiling::DetachedAnalyseArgv(dir, marker), std::chrono::seconds(60));
+  if (!launch.ok()) return OutcomeFromSsh(launch.status(), *target);
+  if (launch->exit_status != 0)
+    return TaskOutcome::Failure("analyse_launch_failed",
+                                fmt::format("could not start analyse() in {}: exit {}: {}", dir, launch->exit_status,
+                                            TailLines(launch->stderr_data, 5)),
+                                false);
+  std::string how = launch->stdout_data;
+  while (!how.empty() && (how.back() == '\n' || how.back() == ' ')) how.pop_back();
+
+  json analyse = {{"marker", marker}, {"launch", how}, {"reattached", how != "started"}};
+  const auto start = std::chrono::steady_clock::now();
+  bool finished = false;
+  for (int poll = 0;; ++poll) {
+    auto rc = session->ReadFile(marker + ".rc");
+    if (rc.ok()) {
+      finished = true;
+      analyse["exit_code"] = std::atoi(rc->c_str());
+      break;
+    }
+    if (ssh::ErrorKindOf(rc.status()) != ssh::SshErrorKind::kRemoteError) return OutcomeFromSsh(rc.status(), *target);
+    if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "analyse wait cancelled (analyse() keeps running)", false);
+    if (std::chrono::steady_clock::now() - start > timeout) {
+      analyse["error"] = fmt::format("analyse() did not finish within {} s", timeout.count());
+      break;
+    }
+    if (poll % 10 == 9) {
+      auto alive = RunRemote(*session, profiling::AnalyseAliveArgv(marker), std::chrono::seconds(30));
+      if (alive.ok() && alive->stdout_data.rfind("gone", 0) == 0) {
+        analyse["error"] = "the analyse() process vanished without an exit code";
+        break;
+      }
+    }
+    ctx.progress(fmt::format("analyse {}", dir));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  analyse["finished"] = finished;
+  TaskOutcome out;
+  auto log = session->ReadFile(marker + ".log");
+  if (log.ok()) {
+    analyse["log_tail"] = TailLines(*log, 5);
+    out.blobs.emplace_back("analyse.log", *log);
+  }
+
+  const std::string base = dir + "/ASCEND_PROFILER_OUTPUT/";
+  json kd = CheckOutput(*session, base + "kernel_details.csv", true);
+  json tv = CheckOutput(*session, base + "trace_view.json", false);
+  const bool kd_ok = kd.value("exists", false) && kd.value("valid", true);
+  const bool tv_ok = tv.value("exists", false) && tv.value("valid", true);
+  std::string status = sm::RankAnalysisStatus(kd.value("exists", false), tv_ok);
+  if (status == "ok" && !kd_ok) status = "partial";  // CSV present but unreadable
+  out.ok = true;
+  out.result = json{{"path", dir},
+                    {"outputs", {{"kernel_details_csv", kd}, {"trace_view_json", tv}}},
+                    {"analysis_status", status},
+                    {"analyse", analyse}};
+  return out;
+}
+
+}  // namespace npuprof::workers

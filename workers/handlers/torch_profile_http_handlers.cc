@@ -1,0 +1,137 @@
+// torch_profile.prepare_image, torch_profile.control, torch_profile.requests:
+// everything that talks HTTP to the profiled service goes over SSH
+// direct-tcpip channels (no local port is opened).
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "workers/handlers/torch_profile_handlers.h"
+#include "workers/profiling/chat_requests.h"
+#include "workers/profiling/image_prep.h"
+#include "workers/remote.h"
+
+namespace npuprof::workers {
+
+namespace {
+
+Result<json> Payload(const proto::Task& task) {
+  json p = json::parse(task.payload_json(), nullptr, false);
+  if (p.is_discarded() || !p.is_object()) return Status::Invalid("task payload is not a JSON object");
+  return p;
+}
+
+// Runs fn on another thread, reporting progress (which extends the lease)
+// every two seconds until it returns.
+template <typename Fn>
+auto WithProgress(TaskContext& ctx, const std::string& what, Fn fn) -> decltype(fn()) {
+  auto fut = std::async(std::launch::async, std::move(fn));
+  int ticks = 0;
+  while (fut.wait_for(std::chrono::seconds(2)) != std::future_status::ready)
+    ctx.progress(fmt::format("{} ({} s)", what, 2 * ++ticks));
+  return fut.get();
+}
+
+// Long HTTP calls (profiler control waits minutes, the wave holds many
+// channels) get their own SSH session: the pooled one serialises every call of
+// this worker to the target, and a service.stop (cleanup, cancel) must not
+// wait behind a running wave.
+std::shared_ptr<ssh::SshSession> OwnSession(const ssh::SshTarget& target) {
+  return std::make_shared<ssh::SshSession>(target);
+}
+
+std::string Printable(std::string_view s, size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) out += (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) ? c : '?';
+  return out;
+}
+
+}  // namespace
+
+TaskOutcome TorchProfilePrepareImage(const proto::Task& task, TaskContext&) {
+  auto p = Payload(task);
+  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
+  const std::string path = p->value("image_path", "");
+  auto img = profiling::PrepareImageFile(path, p->value("image_height", 480));
+  if (!img.ok()) return TaskOutcome::Failure("bad_image", img.status().message(), false);
+  TaskOutcome out = TaskOutcome::Success(json{{"image_meta", profiling::ImageMeta(path, *img)}});
+  out.blobs.emplace_back("image.png", img->png);
+  return out;
+}
+
+TaskOutcome TorchProfileControl(const proto::Task& task, TaskContext& ctx) {
+  auto p = Payload(task);
+  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
+  const std::string action = p->value("action", "");
+  if (action != "start_profile" && action != "stop_profile")
+    return TaskOutcome::Failure("bad_payload", "action must be start_profile or stop_profile", false);
+  auto target = TargetFromMachine(p->value("machine", json::object()));
+  if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
+  auto session = OwnSession(*target);
+  ssh::HttpRequest req;
+  req.remote_port = p->value("port", 0);
+  req.method = "POST";
+  req.path = "/" + action;
+  req.timeout = std::chrono::seconds(p->value("timeout_s", 600));
+  auto r = WithProgress(ctx, "waiting for /" + action, [&] { return session->Http(req); });
+  if (!r.ok()) {
+    TaskOutcome o = OutcomeFromSsh(r.status(), *target);
+    o.error = fmt::format("POST /{} got no answer: {}", action, o.error);
+    o.result = json{{"action", action}, {"ok", false}, {"status", nullptr}, {"error", o.error}};
+    return o;
+  }
+  const bool ok = r->status >= 200 && r->status < 300;
+  TaskOutcome out = TaskOutcome::Success(json{{"action", action},
+                                              {"ok", ok},
+                                              {"status", r->status},
+                                              {"latency_ms", r->latency_ms},
+                                              {"body", Printable(r->body, 16384)}});
+  out.blobs.emplace_back(action + "_response.txt", r->body);
+  return out;
+}
+
+TaskOutcome TorchProfileRequests(const proto::Task& task, TaskContext& ctx) {
+  auto p = Payload(task);
+  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
+  auto target = TargetFromMachine(p->value("machine", json::object()));
+  if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
+  const std::string role = p->value("role", "wave");
+  const int64_t total = p->value("total", int64_t{0});
+  const int64_t first = p->value("first_index", int64_t{0});
+  std::string image_url;
+  if (p->value("request_kind", "text") == "vl") {
+    auto img = profiling::PrepareImageFile(p->value("image_path", ""), p->value("image_height", 480));
+    if (!img.ok()) return TaskOutcome::Failure("bad_image", img.status().message(), false);
+    image_url = profiling::PngDataUrl(*img);
+  }
+  std::vector<ssh::HttpRequest> reqs;
+  for (int64_t i = 0; i < total; ++i) {
+    ssh::HttpRequest req;
+    req.remote_port = p->value("port", 0);
+    req.method = "POST";
+    req.path = "/v1/chat/completions";
+    req.headers = {{"Content-Type", "application/json"}};
+    req.body = profiling::ChatBody(p->value("served_model_name", ""),
+                                   profiling::BuildPrompt(first + i, p->value("prompt_tokens", int64_t{2000})),
+                                   p->value("max_tokens", int64_t{16}), image_url)
+                   .dump();
+    req.timeout = std::chrono::seconds(p->value("timeout_s", 900));
+    reqs.push_back(std::move(req));
+  }
+  auto session = OwnSession(*target);
+  const int concurrency = static_cast<int>(std::max<int64_t>(1, p->value("concurrency", int64_t{1})));
+  auto responses = WithProgress(ctx, fmt::format("{}: {} requests in flight", role, total),
+                                [&] { return session->HttpMany(reqs, concurrency); });
+  json results = json::array();
+  int64_t ok = 0;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    json rec = profiling::RequestRecord(first + static_cast<int64_t>(i), responses[i], -1);
+    if (rec.value("ok", false)) ++ok;
+    results.push_back(std::move(rec));
+  }
+  return TaskOutcome::Success(json{{"role", role}, {"total", total}, {"ok_count", ok}, {"results", results}});
+}
+
+}  // namespace npuprof::workers

@@ -1,0 +1,27 @@
+// The workload's chat-completion requests (behaviour.md §1 steps 3-4):
+// prompt text, request body, and the per-request record kept in the manifest.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "workers/ssh/http_over_ssh.h"
+
+namespace npuprof::profiling {
+
+// About `prompt_tokens` whitespace-separated words: a fixed prefix, the
+// request number, then filler words. Deterministic.
+std::string BuildPrompt(int64_t index, int64_t prompt_tokens);
+
+// OpenAI chat body: model, one user message (text, or text + image_url part
+// when image_data_url is not empty), max_tokens, temperature 0, top_p 1.
+nlohmann::json ChatBody(const std::string& model, const std::string& prompt, int64_t max_tokens,
+                        const std::string& image_data_url);
+
+// {index, ok (2xx), status, latency_ms, body (JSON when parseable, else text,
+// cut at 64 KiB)} or {index, ok:false, status:null, latency_ms, error}.
+nlohmann::json RequestRecord(int64_t index, const Result<ssh::HttpResponse>& r, int64_t elapsed_ms);
+
+}  // namespace npuprof::profiling

@@ -1,0 +1,40 @@
+#include "workers/profiling/remote_analyse.h"
+
+namespace npuprof::profiling {
+
+namespace {
+
+// $1 = dir, $2 = marker prefix. The inner shell writes its own pid first, runs
+// analyse() with the dir as sys.argv[1] (no path inside Python source), then
+// publishes the exit code atomically.
+constexpr const char* kLaunch = R"SH(d="$1"; m="$2"
+if [ -f "$m.rc" ]; then echo done; exit 0; fi
+if [ -f "$m.pid" ] && kill -0 "$(cat "$m.pid" 2>/dev/null)" 2>/dev/null; then echo running; exit 0; fi
+rm -f "$m.pid" "$m.rc.tmp"
+nohup sh -c 'echo $$ > "$2.pid"; python3 -c "import sys; from torch_npu.profiler.profiler import analyse; analyse(sys.argv[1])" "$1" > "$2.log" 2>&1; echo $? > "$2.rc.tmp"; mv -f "$2.rc.tmp" "$2.rc"' npuprof-analyse "$d" "$m" </dev/null >/dev/null 2>&1 &
+i=0; while [ ! -s "$m.pid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+echo started)SH";
+
+constexpr const char* kAlive = R"SH(if [ -f "$1.rc" ]; then echo done; elif [ -f "$1.pid" ] && kill -0 "$(cat "$1.pid" 2>/dev/null)" 2>/dev/null; then echo alive; else echo gone; fi)SH";
+
+}  // namespace
+
+std::vector<std::string> DetachedAnalyseArgv(const std::string& dir, const std::string& marker) {
+  return {"sh", "-c", kLaunch, "npuprof-analyse", dir, marker};
+}
+
+std::vector<std::string> AnalyseAliveArgv(const std::string& marker) {
+  return {"sh", "-c", kAlive, "npuprof-analyse-check", marker};
+}
+
+std::string AnalyseMarker(const std::string& dir, const std::string& task_id) {
+  std::string id = task_id;
+  for (char& c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  return dir + "/.npuprof_analyse." + id;
+}
+
+}  // namespace npuprof::profiling

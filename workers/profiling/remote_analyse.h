@@ -1,0 +1,28 @@
+// analyse() of one *_ascend_pt directory, run detached on the target so that
+// a re-dispatched task re-attaches instead of running it twice.
+//
+// Marker files (prefix M = <dir>/.npuprof_analyse.<task id>):
+//   M.pid  pid of the detached shell (written by that shell first)
+//   M.log  analyse() stdout+stderr
+//   M.rc   exit code, written (atomically via M.rc.tmp) when analyse() ends
+// The marker carries the task id, so a later re-analyse of the same root
+// (another run) starts afresh while a retry of the same task re-attaches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace npuprof::profiling {
+
+// argv that starts analyse() unless M.rc exists ("done") or M.pid names a live
+// process ("running"); prints "started" when it launched it. dir and marker
+// travel as positional parameters, never inside the script text.
+std::vector<std::string> DetachedAnalyseArgv(const std::string& dir, const std::string& marker);
+
+// argv printing "alive" when M.pid names a live process, else "gone".
+std::vector<std::string> AnalyseAliveArgv(const std::string& marker);
+
+// Marker prefix for a task id (characters outside [A-Za-z0-9._-] become '_').
+std::string AnalyseMarker(const std::string& dir, const std::string& task_id);
+
+}  // namespace npuprof::profiling
