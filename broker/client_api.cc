@@ -110,6 +110,7 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
       return Ok({{"run_id", run_id}, {"existing", true}, {"state", existing->state}, {"status", existing->status}});
   } else {
     run_id = NewRunId(NowMs());
+    while (LoadRun(run_id) || turn_.staged.count(run_id)) run_id = NewRunId(NowMs());
   }
   if (spec.contains("machine") && spec["machine"].is_string()) {
     if (auto rec = machines_.Find(spec["machine"].get<std::string>())) spec["machine_record"] = *rec;

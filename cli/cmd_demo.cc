@@ -86,7 +86,48 @@ void RunDemo(bool clean) {
       d.Expect(stop, 0, "stop");
     }
   }
+  if (kinds.Find("torch-profile")) {
+    const std::string model = d.h.MakeModel({"--kind", "dense"});
+    auto tp = d.Step("Torch-profiler collection: profile window, workload wave, analyse() per rank, gates",
+                     {"submit", "torch-profile", "--machine", "sim1", "--model", model, "--served-model-name", "demo",
+                      "--tp", "2", "--tag", "demo", "--mode", "enforce_eager", "--request-kind", "text",
+                      "--benchmark-output-tokens", "16", "--benchmark-total-requests", "6",
+                      "--benchmark-concurrency", "3", "--prompt-tokens", "200", "--flush-seconds", "1", "--wait"},
+                     600);
+    d.Expect(tp, 0, "torch-profile");
+    const std::string run = tp.json().value("session_id", tp.json().value("run_id", ""));
+    if (!run.empty()) {
+      const std::string out = d.h.Dir() + "/exports/torch-profile";
+      auto ex = d.Step("Export the manifest for the downstream analysis tool", {"export", run, out});
+      d.Expect(ex, 0, "export torch-profile");
+      d.summary["torch_profile_run"] = run;
+      d.summary["torch_profile_manifest"] = out + "/manifest.json";
+    }
+  }
+  if (kinds.Find("memory-profile")) {
+    const std::string model = d.h.MakeModel({"--kind", "dense"});
+    auto mem = d.Step("HBM memory profiling under msprof: baseline, after ready, after inference, export, attribution",
+                      {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "2",
+                       "--flush-seconds", "1", "--wait"},
+                      600);
+    d.Expect(mem, 0, "memory-profile");
+    std::string run = mem.json().value("run_id", "");
+    if (run.empty()) run = mem.json().value("session_id", "");
+    if (!run.empty()) {
+      auto text = d.Step("The per-device HBM report (text)", {"report", run, "--format", "text", "--lang", "en"});
+      d.Expect(text, 0, "report");
+      const std::string out = d.h.Dir() + "/exports/memory-profile";
+      auto ex = d.Step("Export the run directory (manifest, npu-smi snapshots, logs, msprof CSVs, report)",
+                       {"export", run, out});
+      d.Expect(ex, 0, "export memory-profile");
+      d.summary["memory_profile_run"] = run;
+      d.summary["memory_profile_export"] = out;
+      d.summary["memory_profile_report_json"] = out + "/report.json";
+    }
+  }
   d.Step("All runs", {"runs"});
+  auto verify = d.Step("Replay every run from its events and check the hash chain", {"verify"});
+  d.Expect(verify, 0, "verify");
   d.summary["ok"] = d.ok;
   PrintJson(d.summary);
   d.h.Stop();

@@ -34,7 +34,7 @@ std::string NewRunId(int64_t now_ms) {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   return fmt::format("r{:04}{:02}{:02}{:02}{:02}{:02}-{}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, RandomHex(3));
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, RandomHex(5));
 }
 
 }  // namespace npuprof

@@ -12,7 +12,7 @@ int64_t NowMs();
 std::string IsoTimeMs(int64_t ms);
 // Random hex string of n bytes (2n chars), for run and task ids.
 std::string RandomHex(int nbytes);
-// Sortable, unique run id: "r" + yyyymmddHHMMSS + "-" + 6 hex.
+// Sortable, unique run id: "r" + yyyymmddHHMMSS + "-" + 10 hex (40 random bits).
 std::string NewRunId(int64_t now_ms);
 
 }  // namespace npuprof

@@ -84,6 +84,7 @@ json BuildMemoryManifest(const RunState& s, const json& summary, const json& rep
   m["weight_manifest"] = d.contains("weights") ? json("weight_manifest.json") : json(nullptr);
   m["inference"] = d.value("inference", json(nullptr));
   m["step_failures"] = d.value("step_failures", json::object());
+  m["stop_escalated"] = d.value("stop_escalated", json(nullptr));
   m["files"] = files;
   // A baseline given as a saved npu-smi file travels in the spec, not a blob.
   if (s.spec.contains("baseline_npu_smi_text") && s.spec["baseline_npu_smi_text"].is_string() &&

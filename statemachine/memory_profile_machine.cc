@@ -172,8 +172,9 @@ void Schedule(Decision& d, const std::string& step) {
   } else if (step == "stopped") {
     MoveTo(d, "stopping");
     const std::string rt = Str(svc, "runtime_dir", Str(Field(s.data, "launch_attempted"), "runtime_dir", ""));
-    json p = BuildStopPayload(machine, rt, svc.value("pid", json(nullptr)), s.cancel_requested,
-                              s.spec.value("stop_grace_s", 10));
+    // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
+    const bool force = s.cancel_requested || s.data.contains("stop_escalated");
+    json p = BuildStopPayload(machine, rt, svc.value("pid", json(nullptr)), force, s.spec.value("stop_grace_s", 30));
     p["step"] = step;
     d.ScheduleTask(kServiceStopTask, p, Policy(3, 180000));
   } else if (step == "weights") {
@@ -364,6 +365,13 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
 
 void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
   const std::string step = task.payload.value("step", "");
+  // A graceful stop that left the service running escalates once to SIGKILL:
+  // the run never leaves a service it started behind.
+  if (task.kind == kServiceStopTask && !task.payload.value("force", false) &&
+      !d.state().data.contains("stop_escalated")) {
+    Record(d, "stop_escalated", json{{"error_kind", failure.value("error_kind", "")}, {"error", failure.value("error", "")}});
+    return Advance(d);
+  }
   StepFailed(d, step, failure);
   if (task.kind == kMemExportTask) {
     for (const auto& [id, t] : d.state().timers)

@@ -154,6 +154,7 @@ Status ValidateMemorySpec(json& spec) {
   if (!IsSet(spec, "served_model_name")) spec["served_model_name"] = "npuprof-mem";
   ServiceDefaults defaults;
   defaults.port = 8901;
+  defaults.stop_grace_s = 30;  // msprof exports after the app exits: give it time
   return ValidateServiceSpec(spec, defaults);
 }
 

@@ -50,6 +50,7 @@ std::string SourceLabel(const std::string& key, bool zh) {
       {"msprof_npu_module_mem", {"msprof npu_module_mem", "msprof npu_module_mem"}},
       {"npu_smi_delta", {"npu-smi delta", "npu-smi delta"}},
       {"residual", {"残差", "residual"}},
+      {"config_theory", {"config.json 理论值 (仅参考)", "config.json theory (reference only)"}},
       {"unavailable", {"不可用", "unavailable"}},
   };
   auto it = kMap.find(key);

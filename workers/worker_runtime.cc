@@ -152,7 +152,8 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
     bool reconnect = false;
     while (!stop && !reconnect) {
       zmq::pollitem_t items[] = {{sock.handle(), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 1, std::chrono::milliseconds(50));
+      // Short poll while tasks run, so a finished result leaves within ~2 ms.
+      zmq::poll(items, 1, std::chrono::milliseconds(im.running.empty() ? 50 : 2));
       while (auto frames = wire::RecvFrames(sock, true)) {
         last_heard = NowMs();
         if (frames->size() < 2 || (*frames)[0] != wire::kWorkerHeader) continue;

@@ -296,6 +296,28 @@ TEST(MemoryMachine, AttachUnwrappedFinishesWithoutMsprof) {
   EXPECT_EQ(m["report"]["msprof"]["status"], "not_wrapped");
 }
 
+TEST(MemoryMachine, GracefulStopThatLeavesTheServiceRunningEscalatesToForce) {
+  Driver d("mp8");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp8/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Succeed(json::object());
+  d.Succeed({{"hbm", Hbm(50000)}});
+  d.Succeed({{"summary", json::object()}});
+  d.Succeed({{"ok", true}});
+  d.Succeed({{"hbm", Hbm(50100)}});
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  EXPECT_EQ(d.Pending()->payload["force"], false);
+  EXPECT_EQ(d.Pending()->payload["grace_s"], 30);
+  d.Fail("still_running", "pid 5 is still running after SIGINT and SIGTERM");
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  EXPECT_EQ(d.Pending()->payload["force"], true);
+  d.Succeed({{"stopped", true}});
+  EXPECT_EQ(d.PendingKind(), kMemWeightsTask);
+  EXPECT_FALSE(d.s().data.contains("failure"));
+}
+
 TEST(MemoryMachine, TransitionsOnlyGoForward) {
   const auto& t = DefaultKinds().Find("memory-profile")->transitions();
   EXPECT_TRUE(t.Allowed("preflight", "baseline"));

@@ -129,6 +129,12 @@ TEST_F(TorchProfileE2E, CleanTextRunTp2ThenExportAndAnalyseRoot) {
                           m["remote_profile_root"].get<std::string>(), "--expected-ranks", "4", "--wait"});
   EXPECT_EQ(ar4.exit_code, 1);
   EXPECT_EQ(ar4.json()["analysis_status"], "rank_count_mismatch");
+
+  // a root that does not exist: no_profile_dirs
+  CliResult none = h_.Cli({"submit", "analyse-root", "--machine", "sim1", "--profile-root", h_.Dir() + "/nowhere",
+                           "--expected-ranks", "1", "--wait"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.json()["analysis_status"], "no_profile_dirs");
 }
 
 TEST_F(TorchProfileE2E, InvalidInputsRefusedBeforeAnythingRuns) {

@@ -132,6 +132,8 @@ TEST(RemoteAnalyse, MarkerMakesItRunOnce) {
   EXPECT_EQ(RunSh(DetachedAnalyseArgv(dir, AnalyseMarker(dir, "other.t1")), env), "started");
   for (int i = 0; i < 200 && !std::filesystem::exists(AnalyseMarker(dir, "other.t1") + ".rc"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // A missing directory is refused (exit 4), nothing is started.
+  EXPECT_EQ(RunSh(DetachedAnalyseArgv(tmp + "/nope", tmp + "/nope/.m"), env + " 2>/dev/null"), "");
   std::filesystem::remove_all(tmp);
 }
 

@@ -8,6 +8,8 @@ namespace {
 // analyse() with the dir as sys.argv[1] (no path inside Python source), then
 // publishes the exit code atomically.
 constexpr const char* kLaunch = R"SH(d="$1"; m="$2"
+[ -d "$d" ] || { echo "no such directory: $d" >&2; exit 4; }
+[ -w "$d" ] || { echo "directory not writable (analyse() writes ASCEND_PROFILER_OUTPUT there): $d" >&2; exit 5; }
 if [ -f "$m.rc" ]; then echo done; exit 0; fi
 if [ -f "$m.pid" ] && kill -0 "$(cat "$m.pid" 2>/dev/null)" 2>/dev/null; then echo running; exit 0; fi
 rm -f "$m.pid" "$m.rc.tmp"

@@ -3,7 +3,8 @@
 namespace npuprof::ssh {
 
 std::shared_ptr<SshSession> SshPool::Get(const SshTarget& target) {
-  Key key{target.host, target.port, target.user, target.identity_file, target.known_hosts_file};
+  Key key{target.host,          target.port,       target.user, target.identity_file, target.known_hosts_file,
+          target.env_script,    static_cast<int>(target.host_key_policy)};
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = sessions_[key];
   if (!slot) slot = std::make_shared<SshSession>(target);

@@ -1,0 +1,477 @@
+// The crash matrix for the probe and serve run kinds.
+//
+// For each kind, one clean run records the global positions of the run's
+// events. Then, for every committed event of that run (position K relative to
+// the fresh store), a fresh installation (own sshd, simulated target, data
+// dir) starts its server with NPUPROF_FAULT_CRASH_AFTER_GLOBAL_POS=K, the same
+// run is submitted (--run-id), the server SIGKILLs itself right after the
+// commit that reaches K, and a restarted server (no fault) must:
+//   * end the run with the clean run's terminal status,
+//   * serve a summary and a manifest equal to the clean run's once the
+//     fields listed in kDroppedKeys are dropped and the installation's temp
+//     dir is replaced by "<dir>",
+//   * pass `npuprof verify RUN` (exit 0),
+//   * have recorded RunRecovered exactly when the crash happened before the
+//     run's RunFinished was committed,
+//   * serve: show exactly one live vLLM service whenever the run is ready,
+//     launch one vLLM in all (one instance in the simulator's truth), and
+//     leave nothing running on the target once `npuprof stop` is done.
+// Serve runs are stopped (`npuprof stop RUN`) once ready, so the matrix also
+// crashes the server during stopping. Each K is one fresh installation, so
+// every K is independent of the others.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/npuprof_harness.h"
+
+namespace npuprof::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Fields that legitimately differ between a clean run and a crashed and
+// recovered one: times, the recovery count and sequence numbers (recovery
+// adds RunRecovered/TaskRedispatched events), attempts, worker ids, pids,
+// ports, HTTP round counts and readiness latency, whether the launch was
+// adopted by a re-dispatched attempt. Evidence ("evidence", "blobs") keeps
+// its names but each hash becomes "<sha256>" (the blobs hold logs and
+// npu-smi text with pids, ports and times).
+const std::set<std::string>& DroppedKeys() {
+  static const std::set<std::string> keys = {
+      "created_at", "updated_at", "finished_at", "deadline", "time", "time_ms", "deadline_ms", "ready_at",
+      "recoveries", "last_seq", "seq", "attempt", "attempts", "worker", "pid", "pgid", "pids", "port",
+      "ready_after_ms", "rounds", "adopted", "alive_at_launch"};
+  return keys;
+}
+
+void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+}
+
+// Drops DroppedKeys() at any depth; replaces the installation dir (runtime
+// dirs, model path, key and known_hosts paths live under it) by "<dir>" and
+// the value after "--port" in any array (the service's argv) by "<port>".
+json Normalise(const json& j, const std::string& dir) {
+  if (j.is_object()) {
+    json out = json::object();
+    for (const auto& [k, v] : j.items()) {
+      if (DroppedKeys().count(k)) continue;
+      if ((k == "evidence" || k == "blobs") && v.is_object()) {
+        json names = json::object();
+        for (const auto& [name, hash] : v.items()) names[name] = "<sha256>";
+        out[k] = names;
+        continue;
+      }
+      out[k] = Normalise(v, dir);
+    }
+    return out;
+  }
+  if (j.is_array()) {
+    json out = json::array();
+    for (size_t i = 0; i < j.size(); ++i) {
+      // The port in an argv (`vllm serve ... --port N`) is a picked free port.
+      if (i > 0 && j[i - 1].is_string() && j[i - 1] == "--port") out.push_back("<port>");
+      else out.push_back(Normalise(j[i], dir));
+    }
+    return out;
+  }
+  if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    ReplaceAll(s, dir, "<dir>");
+    return s;
+  }
+  return j;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool ProcessAlive(pid_t pid) {
+  if (pid <= 0 || kill(pid, 0) != 0) return false;
+  const std::string s = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto p = s.rfind(')');
+  return p != std::string::npos && p + 2 < s.size() && s[p + 2] != 'Z';
+}
+
+bool ServerGone(const NpuprofHarness& h) { return h.server_pid() <= 0 || !ProcessAlive(h.server_pid()); }
+
+// A client run in the background, so that a server crashing while the client
+// waits for its answer does not cost the client's whole answer timeout.
+struct BgClient {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+};
+
+BgClient Spawn(NpuprofHarness& h, std::vector<std::string> args) {
+  static int counter = 0;
+  BgClient c;
+  const int n = counter++;
+  c.out_path = fmt::format("{}/client-{}.out", h.Dir(), n);
+  c.err_path = fmt::format("{}/client-{}.err", h.Dir(), n);
+  auto dd = std::find(args.begin(), args.end(), "--");
+  args.insert(dd, {"--data-dir", h.DataDir()});
+  args.insert(args.begin(), NpuprofBinary());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = open(c.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int e = open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (o < 0 || e < 0 || in < 0) _exit(126);
+    dup2(o, 1);
+    dup2(e, 2);
+    dup2(in, 0);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  c.pid = pid;
+  return c;
+}
+
+// Waits for a background client. Kills (and reaps) it when the server is gone
+// or after timeout_s; *aborted says so.
+CliResult Await(const NpuprofHarness& h, BgClient& c, int timeout_s, bool* aborted = nullptr) {
+  CliResult r;
+  if (aborted) *aborted = false;
+  if (c.pid <= 0) return r;
+  const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (true) {
+    const pid_t w = waitpid(c.pid, &status, WNOHANG);
+    if (w == c.pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (ServerGone(h) || Clock::now() > deadline) {
+      kill(c.pid, SIGKILL);
+      waitpid(c.pid, &status, 0);
+      if (aborted) *aborted = true;
+      r.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  c.pid = -1;
+  r.out = Slurp(c.out_path);
+  r.err = Slurp(c.err_path);
+  return r;
+}
+
+struct Scenario {
+  std::string kind;
+  int shard = 0;
+  int shards = 1;
+};
+
+void PrintTo(const Scenario& sc, std::ostream* os) { *os << sc.kind << " shard " << sc.shard + 1 << "/" << sc.shards; }
+
+std::string RunIdOf(const Scenario& sc) { return "crash-" + sc.kind; }
+
+struct Outcome {
+  bool crashed = false;
+  uint64_t crash_pos = 0;  // the store's last global position when the server killed itself
+  std::string status, state;
+  json summary, manifest, events;
+  int verify_exit = -1;
+  std::string verify_text;
+  size_t max_live_when_ready = 0;
+  bool saw_ready = false;
+  size_t truth_instances = 0;
+  std::vector<pid_t> left_on_target;
+  std::vector<std::string> problems;
+};
+
+// One installation of a scenario: harness, model (serve), the submit argv.
+class Installation {
+ public:
+  Status Start(const Scenario& sc, uint64_t crash_after_pos) {
+    serve_ = sc.kind == "serve";
+    if (crash_after_pos > 0) h_.SetServerEnv({{"NPUPROF_FAULT_CRASH_AFTER_GLOBAL_POS", std::to_string(crash_after_pos)}});
+    Status st = h_.Start();
+    if (!st.ok()) return st;
+    if (serve_) {
+      model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
+      if (model_.empty()) return Status::Internal("make_model.py failed");
+    }
+    return Status::Ok();
+  }
+
+  std::vector<std::string> SubmitArgs(const std::string& run) const {
+    if (!serve_) return {"submit", "probe", "--machine", "sim1", "--run-id", run};
+    return {"submit", "serve", "--machine", "sim1", "--model", model_, "--served-model-name", "m", "--tp", "2",
+            "--health-timeout", "60", "--stop-grace", "5", "--run-id", run};
+  }
+
+  // Submits the run and follows it to its end; when crash_expected, the first
+  // server must kill itself on the way and is restarted without the fault.
+  Outcome Drive(const std::string& run, bool crash_expected) {
+    Outcome o;
+    Phase1(run, crash_expected, o);
+    if (crash_expected) {
+      if (!ServerGone(h_)) {
+        o.problems.push_back("the server did not crash (the fault position was never reached)");
+        return o;
+      }
+      h_.WaitForServerExit(10);
+      o.crashed = true;
+      std::smatch m;
+      const std::string log = Slurp(h_.Dir() + "/server.log");
+      static const std::regex re("crashing after global position ([0-9]+)");
+      if (std::regex_search(log, m, re)) o.crash_pos = std::stoull(m[1].str());
+      else o.problems.push_back("no fault-injection line in server.log");
+      h_.SetServerEnv({});
+      Status st = h_.RestartServer();
+      if (!st.ok()) {
+        o.problems.push_back("restart failed: " + st.ToString());
+        return o;
+      }
+    }
+    Phase2(run, o);
+    Collect(run, o);
+    return o;
+  }
+
+  NpuprofHarness& h() { return h_; }
+
+ private:
+  void SawReady(Outcome& o) {
+    o.saw_ready = true;
+    o.max_live_when_ready = std::max(o.max_live_when_ready, h_.LiveServicePids().size());
+  }
+
+  // Until the server crashes (crash expected) or the run ends (clean run).
+  void Phase1(const std::string& run, bool crash_expected, Outcome& o) {
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    BgClient submit = Spawn(h_, SubmitArgs(run));
+    BgClient stop;
+    bool submit_done = false, stop_sent = false;
+    while (Clock::now() < deadline) {
+      if (ServerGone(h_)) break;
+      if (!submit_done) {
+        int status = 0;
+        if (waitpid(submit.pid, &status, WNOHANG) != submit.pid) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          continue;
+        }
+        submit_done = true;
+        submit.pid = -1;
+      }
+      BgClient show = Spawn(h_, {"show", run});
+      bool aborted = false;
+      CliResult r = Await(h_, show, 15, &aborted);
+      const json j = r.json();
+      if (!aborted && r.exit_code == 0 && j.is_object()) {
+        if (j.value("status", "running") != "running") {
+          if (crash_expected) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a last commit may crash it
+          break;
+        }
+        if (serve_ && j.value("state", "") == "ready" && !stop_sent) {
+          SawReady(o);
+          stop = Spawn(h_, {"stop", run});
+          stop_sent = true;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (Clock::now() >= deadline) o.problems.push_back("phase 1 did not end within 120 s");
+    if (submit.pid > 0) Await(h_, submit, 0);
+    if (stop.pid > 0) Await(h_, stop, 15);
+  }
+
+  // Until the run is terminal; a ready serve run is stopped.
+  void Phase2(const std::string& run, Outcome& o) {
+    const auto deadline = Clock::now() + std::chrono::seconds(150);
+    while (true) {
+      CliResult r = h_.Cli({"show", run}, 30);
+      const json j = r.json();
+      if (r.exit_code == 0 && j.is_object()) {
+        if (j.value("status", "running") != "running") return;
+        if (serve_ && j.value("state", "") == "ready") {
+          SawReady(o);
+          CliResult s = h_.Cli({"stop", run, "--wait"}, 120);
+          if (s.exit_code != 0 && s.exit_code != 1) o.problems.push_back("stop --wait: " + s.err);
+          continue;
+        }
+      }
+      if (Clock::now() > deadline) {
+        o.problems.push_back("the run did not end within 150 s after the restart: " + r.out + r.err);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+  }
+
+  void Collect(const std::string& run, Outcome& o) {
+    o.summary = h_.Cli({"show", run}).json();
+    o.manifest = h_.Cli({"manifest", run}).json();
+    const json ev = h_.Cli({"events", run, "--json"}).json();
+    o.events = ev.is_object() ? ev.value("events", json::array()) : json::array();
+    if (o.summary.is_object()) {
+      o.status = o.summary.value("status", "");
+      o.state = o.summary.value("state", "");
+    }
+    CliResult v = h_.Cli({"verify", run});
+    o.verify_exit = v.exit_code;
+    o.verify_text = v.out + v.err;
+    for (int i = 0; i < 50; ++i) {
+      o.left_on_target = h_.TargetProcesses();
+      if (o.left_on_target.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    o.truth_instances = h_.SimTruthFiles().size();
+  }
+
+  NpuprofHarness h_;
+  bool serve_ = false;
+  std::string model_;
+};
+
+std::vector<uint64_t> GlobalPositions(const json& events) {
+  std::vector<uint64_t> out;
+  for (const auto& e : events) out.push_back(e.value("global_pos", uint64_t{0}));
+  return out;
+}
+
+bool HasType(const json& events, const std::string& type) {
+  return std::any_of(events.begin(), events.end(), [&](const json& e) { return e.value("type", "") == type; });
+}
+
+uint64_t PosOfType(const json& events, const std::string& type) {
+  for (const auto& e : events)
+    if (e.value("type", "") == type) return e.value("global_pos", uint64_t{0});
+  return 0;
+}
+
+std::string EventTrace(const json& events) {
+  std::string s;
+  for (const auto& e : events)
+    s += fmt::format("  {:>3} g{:<3} {:<20} {}\n", e.value("seq", 0), e.value("global_pos", 0),
+                     e.value("type", ""), e.value("cause", ""));
+  return s;
+}
+
+class CrashMatrix : public ::testing::TestWithParam<Scenario> {};
+
+TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
+  const Scenario sc = GetParam();
+  const std::string run = RunIdOf(sc);
+  const auto t0 = Clock::now();
+
+  // The clean run: its terminal status, projections and event positions.
+  Installation clean_inst;
+  Status st = clean_inst.Start(sc, 0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const Outcome clean = clean_inst.Drive(run, false);
+  ASSERT_TRUE(clean.problems.empty()) << fmt::format("{}", fmt::join(clean.problems, "\n"));
+  ASSERT_EQ(clean.verify_exit, 0) << clean.verify_text;
+  ASSERT_FALSE(HasType(clean.events, "RunRecovered"));
+  ASSERT_TRUE(clean.left_on_target.empty());
+  if (sc.kind == "serve") {
+    ASSERT_EQ(clean.status, "ok") << clean.summary.dump(2);
+    ASSERT_EQ(clean.state, "completed");
+    ASSERT_TRUE(clean.saw_ready);
+    ASSERT_EQ(clean.max_live_when_ready, 1u);
+    ASSERT_EQ(clean.truth_instances, 1u);
+  } else {
+    ASSERT_EQ(clean.status, "ok") << clean.summary.dump(2);
+  }
+  const std::string clean_dir = clean_inst.h().Dir();
+  const json clean_summary = Normalise(clean.summary, clean_dir);
+  const json clean_manifest = Normalise(clean.manifest, clean_dir);
+  if (std::getenv("CRASH_MATRIX_VERBOSE")) {
+    std::cerr << "clean run events:\n" << EventTrace(clean.events) << "clean summary (normalised):\n"
+              << clean_summary.dump(2) << std::endl;
+  }
+  const std::vector<uint64_t> positions = GlobalPositions(clean.events);
+  ASSERT_FALSE(positions.empty());
+  // Everything before the run in a fresh store (the machines stream: `machine
+  // add sim1`); each crash installation is built the same way.
+  const uint64_t base = positions.front() - 1;
+  std::vector<uint64_t> offsets;
+  for (uint64_t p : positions) offsets.push_back(p - base);
+  const auto clean_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::cerr << fmt::format("[crash-matrix] {} clean run: {} events, base position {}, {:.1f} s\n", sc.kind,
+                           offsets.size(), base, clean_s);
+
+  int covered = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (static_cast<int>(i % sc.shards) != sc.shard) continue;
+    const uint64_t k = base + offsets[i];
+    const auto tk = Clock::now();
+    SCOPED_TRACE(fmt::format("{}: crash after global position {} (event {} of the clean run: {})", sc.kind, k,
+                             i + 1, clean.events[i].value("type", "")));
+    Installation inst;
+    st = inst.Start(sc, k);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const Outcome o = inst.Drive(run, true);
+    const std::string dir = inst.h().Dir();
+    const std::string trace = EventTrace(o.events);
+    EXPECT_TRUE(o.problems.empty()) << fmt::format("{}", fmt::join(o.problems, "\n")) << "\n" << trace;
+    EXPECT_TRUE(o.crashed);
+    // K was meant relative to the same fresh-store prefix.
+    EXPECT_EQ(PosOfType(o.events, "RunSubmitted"), base + 1) << trace;
+    EXPECT_EQ(o.status, clean.status) << o.summary.dump(2) << "\n" << trace;
+    EXPECT_EQ(o.state, clean.state) << trace;
+    const json s = Normalise(o.summary, dir), m = Normalise(o.manifest, dir);
+    EXPECT_EQ(s, clean_summary) << "summary differs from the clean run's: " << json::diff(clean_summary, s).dump(2)
+                                << "\n" << trace;
+    EXPECT_EQ(m, clean_manifest) << "manifest differs from the clean run's: "
+                                 << json::diff(clean_manifest, m).dump(2);
+    EXPECT_EQ(o.verify_exit, 0) << o.verify_text << "\n" << trace;
+    const uint64_t finished_pos = PosOfType(o.events, "RunFinished");
+    EXPECT_GT(finished_pos, 0u) << trace;
+    const bool crashed_before_end = finished_pos > o.crash_pos;
+    EXPECT_EQ(HasType(o.events, "RunRecovered"), crashed_before_end)
+        << "crash at " << o.crash_pos << ", RunFinished at " << finished_pos << "\n" << trace;
+    EXPECT_TRUE(o.left_on_target.empty()) << o.left_on_target.size() << " process(es) left on the target";
+    if (sc.kind == "serve") {
+      EXPECT_TRUE(o.saw_ready) << trace;
+      EXPECT_EQ(o.max_live_when_ready, 1u) << "live vLLM services while ready\n" << trace;
+      EXPECT_EQ(o.truth_instances, 1u) << "vLLM instances launched in all\n" << trace;
+    }
+    ++covered;
+    std::cerr << fmt::format("[crash-matrix] {} K={} ({}): crashed at {}, recovered={}, {} -> {} in {:.1f} s\n",
+                             sc.kind, k, clean.events[i].value("type", ""), o.crash_pos,
+                             HasType(o.events, "RunRecovered"), o.state, o.status,
+                             std::chrono::duration<double>(Clock::now() - tk).count());
+    if (HasFailure() && std::getenv("CRASH_MATRIX_STOP_ON_FAILURE")) break;
+  }
+  RecordProperty("crash_points", covered);
+  std::cerr << fmt::format("[crash-matrix] {} shard {}/{}: {} crash point(s) in {:.1f} s\n", sc.kind, sc.shard + 1,
+                           sc.shards, covered, std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+// Serve runs take longer per crash point: their matrix is split into shards
+// (crash points i with i % shards == shard), each a CTest test of its own.
+INSTANTIATE_TEST_SUITE_P(Kinds, CrashMatrix,
+                         ::testing::Values(Scenario{"probe", 0, 1}, Scenario{"serve", 0, 3}, Scenario{"serve", 1, 3},
+                                           Scenario{"serve", 2, 3}),
+                         [](const ::testing::TestParamInfo<Scenario>& i) {
+                           return fmt::format("{}_{}of{}", i.param.kind, i.param.shard + 1, i.param.shards);
+                         });
+
+}  // namespace
+}  // namespace npuprof::testing
