@@ -83,6 +83,8 @@ class Broker {
   void HandleMessage(std::vector<std::string>& frames);
   void HandleWorker(const std::string& identity, const std::string& body);
   void CheckWorkers(int64_t now);
+  // Every task the worker holds is lost: re-dispatch (or fail) each.
+  void ReleaseHeldTasks(const WorkerEntry& w, int64_t now);
   void FireTimers(int64_t now);
   void Dispatch();
   void SendToWorker(const std::string& identity, const proto::BrokerToWorker& msg);

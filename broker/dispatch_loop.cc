@@ -126,19 +126,7 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
   if (msg.has_ready()) {
     if (w && !w->tasks.empty()) {
       // A worker that announces itself again has forgotten what it held.
-      for (const auto& task_id : std::set<std::string>(w->tasks)) {
-        auto it = in_flight_.find(task_id);
-        if (it == in_flight_.end()) continue;
-        sm::Input in;
-        in.type = sm::Input::Type::kWorkerLost;
-        in.now_ms = now;
-        in.task_id = task_id;
-        in.attempt = it->second.attempt;
-        in.worker = w->worker_id;
-        const std::string run_id = it->second.run_id;
-        in_flight_.erase(it);
-        (void)DecideAndStage(run_id, in);
-      }
+      ReleaseHeldTasks(*w, now);
     }
     WorkerEntry& e = workers_.Upsert(identity);
     e.worker_id = msg.ready().worker_id();
@@ -206,23 +194,27 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
   }
 }
 
+void Broker::ReleaseHeldTasks(const WorkerEntry& w, int64_t now) {
+  for (const auto& task_id : std::set<std::string>(w.tasks)) {
+    auto it = in_flight_.find(task_id);
+    if (it == in_flight_.end()) continue;
+    sm::Input in;
+    in.type = sm::Input::Type::kWorkerLost;
+    in.now_ms = now;
+    in.task_id = task_id;
+    in.attempt = it->second.attempt;
+    in.worker = w.worker_id;
+    const std::string run_id = it->second.run_id;
+    in_flight_.erase(it);
+    (void)DecideAndStage(run_id, in);
+  }
+}
+
 void Broker::CheckWorkers(int64_t now) {
   for (const auto& identity : workers_.Expired(now)) {
     WorkerEntry* w = workers_.Find(identity);
     spdlog::warn("worker {} (pid {}) lost; {} task(s) to re-dispatch", w->worker_id, w->pid, w->tasks.size());
-    for (const auto& task_id : w->tasks) {
-      auto it = in_flight_.find(task_id);
-      if (it == in_flight_.end()) continue;
-      sm::Input in;
-      in.type = sm::Input::Type::kWorkerLost;
-      in.now_ms = now;
-      in.task_id = task_id;
-      in.attempt = it->second.attempt;
-      in.worker = w->worker_id;
-      const std::string run_id = it->second.run_id;
-      in_flight_.erase(it);
-      (void)DecideAndStage(run_id, in);
-    }
+    ReleaseHeldTasks(*w, now);
     workers_.Remove(identity);
   }
   // Leases: a task without progress for its lease is treated as lost.

@@ -1,5 +1,6 @@
 """Every fault a test can choose in config.json behaves as documented."""
 import glob
+import json
 import os
 import time
 import unittest
@@ -10,8 +11,8 @@ PROFILE_CFG = '{"profiler":"torch","torch_profiler_dir":"./vllm_profile"}'
 
 
 class ServiceFaults(SimTestCase):
-    def serve(self, faults, tp=1, profile=False, devices=None):
-        self.make_target(faults=faults)
+    def serve(self, faults, tp=1, profile=False, devices=None, sets=()):
+        self.make_target(faults=faults, sets=sets)
         port = free_port()
         argv = ["vllm", "serve", small_model(), "--port", str(port), "-tp", str(tp), "--served-model-name", "m"]
         if profile:
@@ -81,8 +82,8 @@ class ServiceFaults(SimTestCase):
         self.assertGreaterEqual(time.time() - t0, 0.75)
         self.assertEqual(self.stop(p), 0)
 
-    def _profile(self, faults, tp=2):
-        p, port = self.serve(faults, tp=tp, profile=True)
+    def _profile(self, faults, tp=2, sets=()):
+        p, port = self.serve(faults, tp=tp, profile=True, sets=sets)
         self.wait_ready(p, port)
         self.assertEqual(http("POST", port, "/start_profile")[0], 200)
         self.assertEqual(http("POST", port, "/v1/completions", {"model": "m", "prompt": "x y", "max_tokens": 3})[0], 200)
@@ -111,6 +112,30 @@ class ServiceFaults(SimTestCase):
     def test_rank_without_trace_view(self):
         out, _ = self._profile(["rank_no_trace_view=1"])
         self.assertEqual(out, {0: (True, True), 1: (True, False)})
+
+    def test_analyse_delay_and_invocation_log(self):
+        t0 = time.time()
+        out, log = self._profile([], sets=["delays.analyse=0.4"])
+        self.assertEqual(out, {0: (True, True), 1: (True, True)})
+        root = os.path.join(self.tmp, "vllm_profile")
+        pts = sorted(glob.glob(os.path.join(root, "*_ascend_pt")))
+        for pt in pts:
+            with open(os.path.join(pt, ".sim_analyse_invocations")) as f:
+                recs = [json.loads(l) for l in f if l.strip()]
+            self.assertEqual(len(recs), 1, pt)
+            self.assertEqual(recs[0]["path"], pt)
+            self.assertGreater(recs[0]["pid"], 0)
+            self.assertGreaterEqual(os.path.getmtime(os.path.join(pt, "ASCEND_PROFILER_OUTPUT", "analyse.done")),
+                                    recs[0]["time"] + 0.4 - 0.05)
+        self.assertGreaterEqual(time.time() - t0, 0.8)  # two dirs, 0.4 s each
+        # a second analyse() of one directory appends a second line there only
+        r = self.sh("python3 -c \"from torch_npu.profiler.profiler import analyse; analyse('%s')\"" % pts[0])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        counts = []
+        for pt in pts:
+            with open(os.path.join(pt, ".sim_analyse_invocations")) as f:
+                counts.append(sum(1 for l in f if l.strip()))
+        self.assertEqual(counts, [2, 1])
 
     def test_analyse_without_msprof_gives_no_kernel_details(self):
         out, log = self._profile(["msprof_missing"], tp=1)

@@ -10,6 +10,10 @@ import time
 
 from . import sim_root
 
+# One JSON line per analyse() of a directory, appended inside that directory
+# when the invocation starts (so an invocation killed mid-way still counts).
+INVOCATION_LOG = ".sim_analyse_invocations"
+
 HEADER_BLOCKDIM = ("Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),"
                    "Duration(us),Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,Input Data Types,"
                    "Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID,aicore_time(us),"
@@ -79,9 +83,23 @@ def _trace(ops, tasks, pid):
     return ev
 
 
+def record_invocation(path):
+    line = json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "time": time.time(), "path": path},
+                      separators=(",", ":")) + "\n"
+    fd = os.open(os.path.join(path, INVOCATION_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
 def analyse_one(path, cfg):
     _log("INFO", "Start parsing profiling data in sync mode at: %s" % path)
     t0 = time.time()
+    record_invocation(path)
+    delay = sim_root.delay(cfg, "analyse", 0.0)
+    if delay > 0:
+        time.sleep(delay)  # delays.analyse: the real analyse() takes minutes on big traces
     out = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)

@@ -138,19 +138,27 @@ def run_app(opts, app, cfg):
                                            "task_time": opts.get("task-time", "on"),
                                            "ai_core": opts.get("ai-core", "on"),
                                            "ascendcl": opts.get("ascendcl", "on")})
-    info("Start profiling....")
-    child = subprocess.Popen(cmd, env=env)
-    stopped = {"sig": None}
+    stopped = {"sig": None, "child": None}
 
     def forward(sig, _f):
         stopped["sig"] = sig
         try:
-            child.send_signal(signal.SIGINT if sig == signal.SIGINT else sig)
+            if stopped["child"] is not None:
+                stopped["child"].send_signal(sig)
         except OSError:
             pass
 
+    # Handlers before the child exists: a stop that arrives while msprof is
+    # spawning the application must not be lost (a background job of a
+    # non-interactive shell inherits SIGINT ignored, so without our handler
+    # an early SIGINT would just vanish). It is passed on once the child runs.
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, forward)
+    info("Start profiling....")
+    child = subprocess.Popen(cmd, env=env)
+    stopped["child"] = child
+    if stopped["sig"] is not None:
+        forward(stopped["sig"], None)
     while True:
         try:
             rc = child.wait()

@@ -23,6 +23,43 @@ ENV_ERRORS = {
 }
 
 
+class StopFlag:
+    """Stop request that a signal handler may set: a plain flag plus a
+    non-blocking self-pipe, no locks. A threading.Event must not be set from
+    a signal handler: the handler runs in the main thread, which may be inside
+    Event.wait() holding the Event's own (non-reentrant) lock; set() then
+    blocks on that lock forever, and every later SIGINT/SIGTERM handler blocks
+    the same way, so the service survives both signals."""
+
+    def __init__(self):
+        self._set = False
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+
+    def set(self):
+        self._set = True
+        try:
+            os.write(self._w, b"x")
+        except OSError:  # pipe full: a wake-up is already pending
+            pass
+
+    def is_set(self):
+        return self._set
+
+    def wait(self, timeout):
+        """True when set; otherwise sleeps up to timeout (woken by set())."""
+        if not self._set:
+            try:
+                select.select([self._r], [], [], max(0.0, timeout))
+            except InterruptedError:
+                pass
+            try:
+                os.read(self._r, 512)
+            except OSError:
+                pass
+        return self._set
+
 
 class Service:
     def __init__(self, args, entry):
@@ -32,7 +69,7 @@ class Service:
         self.cfg = sim_root.load_config(self.root)
         self.style = self.cfg.get("log_style", "ascend")
         self.pid = os.getpid()
-        self.stop_event = threading.Event()
+        self.stop_event = StopFlag()  # set from signal handlers: no locks
         self.lock = threading.Lock()
         self.api_log = Logger(self.style, log_lines.api_prefix(self.style, self.pid), self.cfg.get("log_ansi"))
         self.model = args.model
