@@ -109,6 +109,9 @@ class Broker {
   proto::ClientResponse Events(const sm::json& args);
   proto::ClientResponse Runs(const sm::json& args);
   proto::ClientResponse Cancel(const sm::json& args, std::string* deferred_run);
+  // Decides input on a live run (answers at once for a missing or finished one).
+  proto::ClientResponse InputToLiveRun(const std::string& run_id, const sm::Input& in, const sm::json& ack,
+                                       std::string* deferred_run);
   proto::ClientResponse MachineVerb(const std::string& verb, const sm::json& args, std::string* deferred_run);
   proto::ClientResponse Workers();
   proto::ClientResponse Blob(const sm::json& args);

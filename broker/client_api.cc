@@ -187,20 +187,25 @@ proto::ClientResponse Broker::Runs(const json& args) {
   return Ok({{"runs", out}});
 }
 
-proto::ClientResponse Broker::Cancel(const json& args, std::string* deferred_run) {
-  const std::string run_id = args.value("run_id", "");
+proto::ClientResponse Broker::InputToLiveRun(const std::string& run_id, const sm::Input& in, const json& ack,
+                                             std::string* deferred_run) {
   sm::RunState* s = LoadRun(run_id);
   if (!s) return Err(2, fmt::format("no run '{}'", run_id));
   if (s->terminal)
     return Ok({{"run_id", run_id}, {"state", s->state}, {"status", s->status}, {"note", "run already finished"}});
+  Status st = DecideAndStage(run_id, in);
+  if (!st.ok()) return Err(2, st.message());
+  *deferred_run = run_id;
+  return Ok(ack);
+}
+
+proto::ClientResponse Broker::Cancel(const json& args, std::string* deferred_run) {
+  const std::string run_id = args.value("run_id", "");
   sm::Input in;
   in.type = sm::Input::Type::kCancel;
   in.now_ms = NowMs();
   in.by = args.value("by", "client");
-  Status st = DecideAndStage(run_id, in);
-  if (!st.ok()) return Err(2, st.message());
-  *deferred_run = run_id;
-  return Ok({{"run_id", run_id}, {"cancel_requested", true}});
+  return InputToLiveRun(run_id, in, {{"run_id", run_id}, {"cancel_requested", true}}, deferred_run);
 }
 
 proto::ClientResponse Broker::MachineVerb(const std::string& verb, const json& args, std::string* deferred_run) {
@@ -244,19 +249,12 @@ proto::ClientResponse Broker::Workers() {
 
 proto::ClientResponse Broker::Signal(const json& args, std::string* deferred_run) {
   const std::string run_id = args.value("run_id", "");
-  sm::RunState* s = LoadRun(run_id);
-  if (!s) return Err(2, fmt::format("no run '{}'", run_id));
-  if (s->terminal)
-    return Ok({{"run_id", run_id}, {"state", s->state}, {"status", s->status}, {"note", "run already finished"}});
   sm::Input in;
   in.type = sm::Input::Type::kSignal;
   in.now_ms = NowMs();
   in.signal = args.value("name", "");
   in.result = args.value("payload", json::object());
-  Status st = DecideAndStage(run_id, in);
-  if (!st.ok()) return Err(2, st.message());
-  *deferred_run = run_id;
-  return Ok({{"run_id", run_id}, {"signal", in.signal}});
+  return InputToLiveRun(run_id, in, {{"run_id", run_id}, {"signal", in.signal}}, deferred_run);
 }
 
 proto::ClientResponse Broker::Verify(const json& args) {

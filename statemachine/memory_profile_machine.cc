@@ -89,13 +89,7 @@ void MoveTo(Decision& d, const std::string& state) {
   if (d.state().state != state) d.Transition(state);
 }
 
-TaskPolicy Policy(int attempts, int64_t lease_ms) {
-  TaskPolicy p;
-  p.max_attempts = attempts;
-  p.backoff_ms = 1000;
-  p.lease_ms = lease_ms;
-  return p;
-}
+TaskPolicy Policy(int attempts, int64_t lease_ms) { return TaskPolicy::WithLease(lease_ms, attempts); }
 
 const TaskInfo* FindTaskOfKind(const RunState& s, const std::string& kind) {
   const TaskInfo* found = nullptr;

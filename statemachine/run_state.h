@@ -21,6 +21,15 @@ struct TaskPolicy {
   int64_t backoff_ms = 1000;
   int64_t max_backoff_ms = 30000;
   int64_t lease_ms = 120000;  // no progress within this -> the holder is considered lost
+
+  // The usual policy: 1 s backoff doubling to the cap, with this lease.
+  static TaskPolicy WithLease(int64_t lease, int attempts = 3) {
+    TaskPolicy p;
+    p.max_attempts = attempts;
+    p.backoff_ms = 1000;
+    p.lease_ms = lease;
+    return p;
+  }
 };
 
 struct TaskInfo {

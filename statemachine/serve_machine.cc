@@ -25,29 +25,11 @@ const TaskInfo* LastTaskOfKind(const RunState& s, const std::string& kind) {
   return last;
 }
 
-TaskPolicy LaunchPolicy() {
-  TaskPolicy p;
-  p.max_attempts = 3;
-  p.backoff_ms = 1000;
-  p.lease_ms = 90000;
-  return p;
-}
+TaskPolicy LaunchPolicy() { return TaskPolicy::WithLease(90000); }
 
-TaskPolicy WaitPolicy() {
-  TaskPolicy p;
-  p.max_attempts = 3;
-  p.backoff_ms = 1000;
-  p.lease_ms = 30000;
-  return p;
-}
+TaskPolicy WaitPolicy() { return TaskPolicy::WithLease(30000); }
 
-TaskPolicy StopPolicy() {
-  TaskPolicy p;
-  p.max_attempts = 3;
-  p.backoff_ms = 1000;
-  p.lease_ms = 60000;
-  return p;
-}
+TaskPolicy StopPolicy() { return TaskPolicy::WithLease(60000); }
 
 std::string CurrentReason(const RunState& s) { return s.data.value("stop", json::object()).value("reason", ""); }
 

@@ -24,13 +24,7 @@ std::vector<const TaskInfo*> TasksInOrder(const RunState& s, const std::string& 
   return out;
 }
 
-TaskPolicy AnalysePolicy() {
-  TaskPolicy p;
-  p.max_attempts = 3;
-  p.backoff_ms = 1000;
-  p.lease_ms = 60000;
-  return p;
-}
+TaskPolicy AnalysePolicy() { return TaskPolicy::WithLease(60000); }
 
 json MissingRank(const std::string& dir, const std::string& error) {
   return json{{"path", dir},

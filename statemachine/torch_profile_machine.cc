@@ -15,13 +15,7 @@ namespace npuprof::sm {
 
 namespace {
 
-TaskPolicy Policy(int attempts, int64_t lease_ms) {
-  TaskPolicy p;
-  p.max_attempts = attempts;
-  p.backoff_ms = 1000;
-  p.lease_ms = lease_ms;
-  return p;
-}
+TaskPolicy Policy(int attempts, int64_t lease_ms) { return TaskPolicy::WithLease(lease_ms, attempts); }
 
 json Machine(const Decision& d) { return d.state().spec.value("machine_record", json::object()); }
 
