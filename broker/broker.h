@@ -16,6 +16,7 @@
 
 #include <zmq.hpp>
 
+#include "broker/device_scheduler.h"
 #include "broker/timer_queue.h"
 #include "broker/worker_registry.h"
 #include "common/status.h"
@@ -86,6 +87,8 @@ class Broker {
   // Every task the worker holds is lost: re-dispatch (or fail) each.
   void ReleaseHeldTasks(const WorkerEntry& w, int64_t now);
   void FireTimers(int64_t now);
+  // Grants (or refuses) devices to queued runs; true when it staged anything.
+  bool ScheduleLeases();
   void Dispatch();
   void SendToWorker(const std::string& identity, const proto::BrokerToWorker& msg);
   void SendHeartbeats(int64_t now);
@@ -140,6 +143,7 @@ class Broker {
   std::deque<PendingTask> pending_;
   std::map<std::string, InFlight> in_flight_;  // task id -> holder
   TimerQueue timers_;
+  DeviceScheduler leases_;  // from committed lease events (device_scheduler.h)
   std::map<std::string, std::set<std::string>> watchers_;  // watched run -> runs waiting for its end
   Turn turn_;
   int64_t next_heartbeat_ms_ = 0;

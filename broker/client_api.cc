@@ -183,6 +183,8 @@ proto::ClientResponse Broker::Runs(const json& args) {
                    {"status", r.status()},   {"machine", r.machine()},   {"tag", r.tag()},
                    {"created_at", IsoTimeMs(r.created_ms())}, {"updated_at", IsoTimeMs(r.updated_ms())},
                    {"terminal", r.terminal()}});
+    if (!r.terminal())
+      if (json w = leases_.WaitingFor(r.run_id()); !w.is_null()) out.back()["waiting_for"] = w;
   }
   return Ok({{"runs", out}});
 }
@@ -312,7 +314,21 @@ proto::ClientResponse Broker::Verify(const json& args) {
     all_ok = all_ok && row["ok"].get<bool>();
     results.push_back(row);
   }
-  proto::ClientResponse r = Ok({{"ok", all_ok}, {"checked", results.size()}, {"runs", results}});
+  json out = {{"ok", all_ok}, {"checked", results.size()}, {"runs", results}};
+  if (only.empty()) {
+    // Across runs: no device was ever leased to two runs at once.
+    std::vector<proto::Event> lease_events;
+    (void)store_->ScanGlobal(1, [&](const proto::Event& e) {
+      if (e.type() == sm::kDevicesLeased || e.type() == sm::kDevicesReleased) lease_events.push_back(e);
+      return true;
+    });
+    const std::string clash = sm::FindDoubleLease(lease_events);
+    out["lease_audit"] = {{"ok", clash.empty()}, {"lease_events", lease_events.size()},
+                          {"error", clash.empty() ? json(nullptr) : json(clash)}};
+    if (!clash.empty()) all_ok = false;
+    out["ok"] = all_ok;
+  }
+  proto::ClientResponse r = Ok(out);
   r.set_exit_code(all_ok ? 0 : 1);
   return r;
 }

@@ -105,6 +105,8 @@ void Broker::Commit() {
         spdlog::error("append to {} failed: {}", order[i], statuses[i].ToString());
         failed[order[i]] = statuses[i];
         runs_.erase(order[i]);  // drop the speculative state; reload from the store
+        if (sm::RunState* s = LoadRun(order[i])) leases_.Sync(*s);
+        else leases_.Drop(order[i]);
       }
     }
     if (opts_.faults.crash_after_global_pos > 0 &&
@@ -134,6 +136,9 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
   if (!stored.empty()) s->last_hash = stored.back().hash();
   for (const auto& e : stored) {
     const std::string& t = e.type();
+    if (t == sm::kDevicesRequested) leases_.Wait(run_id, s->lease, e.global_pos());
+    else if (t == sm::kDevicesLeased) leases_.Hold(run_id, s->lease.machine, s->lease.granted);
+    else if (t == sm::kDevicesReleased || t == sm::kDevicesUnavailable || t == ev::kRunFinished) leases_.Drop(run_id);
     if (t != ev::kTaskScheduled && t != ev::kTaskRedispatched && t != ev::kTaskAbandoned &&
         t != ev::kTimerScheduled && t != ev::kTaskRetryScheduled && t != ev::kRunFinished &&
         t != ev::kWatchRequested)

@@ -72,6 +72,7 @@ Status Broker::Run(const std::atomic<bool>& stop) {
     FireTimers(after);
     CheckWorkers(after);
     Commit();
+    if (ScheduleLeases()) Commit();  // grants follow the releases they depend on
     Dispatch();
     SendHeartbeats(after);
   }
@@ -85,6 +86,11 @@ void Broker::Recover() {
   f.terminal = false;
   const auto rows = store_->ListRuns(f);
   const int64_t now = NowMs();
+  // Leases first: holders before waiters, so candidates see what npuprof holds.
+  for (const auto& row : rows)
+    if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == "held") leases_.Sync(*s);
+  for (const auto& row : rows)
+    if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == "waiting") leases_.Sync(*s);
   for (const auto& row : rows) {
     sm::RunState* s = LoadRun(row.run_id());
     if (!s || s->terminal) continue;
@@ -98,6 +104,7 @@ void Broker::Recover() {
   }
   if (!rows.empty()) spdlog::info("recovery: {} unfinished run(s) resumed", rows.size());
   Commit();
+  if (ScheduleLeases()) Commit();
 }
 
 void Broker::HandleMessage(std::vector<std::string>& frames) {
@@ -251,6 +258,34 @@ void Broker::FireTimers(int64_t now) {
     in.timer_id = t.timer_id;
     (void)DecideAndStage(t.run_id, in);
   }
+}
+
+bool Broker::ScheduleLeases() {
+  std::vector<DeviceScheduler::Grant> grants;
+  std::vector<DeviceScheduler::Refusal> refusals;
+  leases_.Schedule(&grants, &refusals);
+  const int64_t now = NowMs();
+  for (const auto& g : grants) {
+    sm::Input in;
+    in.type = sm::Input::Type::kLeaseGranted;
+    in.now_ms = now;
+    in.devices = g.devices;
+    if (!DecideAndStage(g.run_id, in).ok()) {
+      // Not grantable after all (e.g. the run ended meanwhile): resync its entry.
+      if (sm::RunState* s = LoadRun(g.run_id)) leases_.Sync(*s);
+      else leases_.Drop(g.run_id);
+    } else {
+      spdlog::info("run {}: devices {} leased", g.run_id, g.devices.dump());
+    }
+  }
+  for (const auto& r : refusals) {
+    sm::Input in;
+    in.type = sm::Input::Type::kLeaseRefused;
+    in.now_ms = now;
+    in.error = r.error;
+    (void)DecideAndStage(r.run_id, in);
+  }
+  return !grants.empty() || !refusals.empty();
 }
 
 void Broker::Dispatch() {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "statemachine/device_lease.h"
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
 #include "statemachine/run_kind.h"
@@ -59,6 +60,7 @@ void Decision::WatchRun(const std::string& run_id) { Emit(ev::kWatchRequested, j
 
 void Decision::Finish(const std::string& status, const std::string& error) {
   const std::string to = status == "ok" ? "completed" : status;
+  ReleaseDevices(*this, "run finished");
   if (state_.state != to) Transition(to, error);
   json p = {{"status", status}};
   if (!error.empty()) p["error"] = error;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::sm {
@@ -79,6 +80,7 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     t.attempt = p.value("attempt", 1u);
     t.payload = p.value("payload", json::object());
     t.policy = TaskPolicyFromJson(p.value("policy", json::object()));
+    if (IsLeaseProbe(t)) s.lease.phase = "probing";
     s.tasks[t.task_id] = std::move(t);
     s.next_task_no++;
   } else if (type == ev::kTaskSucceeded) {
@@ -145,6 +147,8 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     s.finished_ms = time_ms;
   } else if (type == ev::kTaskResultIgnored) {
     // audit only
+  } else if (ApplyLeaseEvent(s, type, p)) {
+    // device lease (statemachine/device_lease.h)
   } else if (kind) {
     kind->ApplyKindEvent(s, type, p);
   }
@@ -155,6 +159,7 @@ void ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e) 
   json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
   if (p.is_discarded()) p = json::object();
   Apply(kinds, s, e.type(), p, e.seq(), e.time_ms());
+  if (e.type() == kDevicesRequested) s.lease.request_pos = e.global_pos();
   s.last_hash = e.hash();
 }
 
@@ -177,6 +182,8 @@ std::string CauseOf(const Input& in) {
     case Input::Type::kWorkerLost: return fmt::format("worker_lost:{}", in.worker);
     case Input::Type::kRecover: return "recovery";
     case Input::Type::kSignal: return fmt::format("signal:{}", in.signal);
+    case Input::Type::kLeaseGranted: return "lease:granted";
+    case Input::Type::kLeaseRefused: return "lease:refused";
   }
   return "unknown";
 }
@@ -205,6 +212,7 @@ void OnFailure(const RunKind& kind, Decision& d, const TaskInfo& task, json fail
     return;
   }
   const TaskInfo* after = d.state().FindTask(task.task_id);
+  if (IsLeaseProbe(task)) return OnLeaseProbeFailed(d, failure);
   kind.OnTaskFailed(d, after ? *after : task, failure);
 }
 
@@ -227,7 +235,7 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
                                      {"spec", spec},
                                      {"machine", spec.value("machine", "")},
                                      {"tag", spec.value("tag", "")}});
-      kind->OnStart(d);
+      RequestDevicesOrStart(*kind, d);
       break;
     }
     case Input::Type::kTaskResult: {
@@ -253,7 +261,8 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
         if (in.blobs.is_object() && !in.blobs.empty()) p["blobs"] = in.blobs;
         d.Emit(ev::kTaskSucceeded, p);
         const TaskInfo* after = d.state().FindTask(in.task_id);
-        kind->OnTaskSucceeded(d, *after, in.result);
+        if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(d, in.result);
+        else kind->OnTaskSucceeded(d, *after, in.result);
       } else {
         json f = {{"task_id", in.task_id},   {"attempt", in.attempt}, {"error", in.error},
                   {"error_kind", in.error_kind}, {"retryable", in.retryable}, {"worker", in.worker}};
@@ -310,6 +319,16 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
         return Status::Invalid(fmt::format("a {} run does not accept '{}'", kind_name, in.signal));
       d.Emit(ev::kSignalReceived, json{{"name", in.signal}, {"payload", in.result.is_null() ? json::object() : in.result}});
       kind->OnSignal(d, in.signal, in.result.is_null() ? json::object() : in.result);
+      break;
+    }
+    case Input::Type::kLeaseGranted: {
+      if (Status st = CheckLeaseGrant(state, in.devices); !st.ok()) return st;
+      OnLeaseGranted(*kind, d, in.devices);
+      break;
+    }
+    case Input::Type::kLeaseRefused: {
+      if (state.terminal || state.lease.phase != "waiting") break;
+      OnLeaseRefused(d, in.error);
       break;
     }
     case Input::Type::kRecover: {

@@ -18,7 +18,7 @@
 namespace npuprof::sm {
 
 struct Input {
-  enum class Type { kSubmit, kTaskResult, kTimerFired, kCancel, kWorkerLost, kRecover, kSignal };
+  enum class Type { kSubmit, kTaskResult, kTimerFired, kCancel, kWorkerLost, kRecover, kSignal, kLeaseGranted, kLeaseRefused };
   Type type = Type::kSubmit;
   int64_t now_ms = 0;
   // kSubmit
@@ -40,6 +40,8 @@ struct Input {
   std::string by;
   // kSignal (payload in result)
   std::string signal;
+  // kLeaseGranted: the device ids (array); kLeaseRefused: why (in error)
+  json devices;
 };
 
 class KindRegistry {

@@ -280,6 +280,13 @@ const TransitionTable& MemoryProfileMachine::transitions() const {
 
 Status MemoryProfileMachine::ValidateSpec(json& spec) const { return ValidateMemorySpec(spec); }
 
+std::optional<DeviceNeed> MemoryProfileMachine::DevicesNeeded(const RunState& s) const {
+  // attach observes a serve run's service (that run holds the devices);
+  // install_wrapper only writes a script.
+  if (Mode(s) != "standalone") return std::nullopt;
+  return ServiceDeviceNeed(s);
+}
+
 void MemoryProfileMachine::OnStart(Decision& d) const {
   const RunState& s = d.state();
   if (!Standalone(s)) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::sm {
@@ -16,6 +17,18 @@ std::string CheckChain(const std::vector<proto::Event>& events, size_t i, const 
   const std::string expected_prev = i == 0 ? "" : events[i - 1].hash();
   if (e.prev_hash() != expected_prev) return "prev_hash does not match the previous event's hash (event missing or reordered)";
   if (hash(e) != e.hash()) return "hash does not match the event's content (edited?)";
+  return "";
+}
+
+// Lease events must follow the lease's own order (device_lease.h).
+std::string LeaseStepError(const RunState& s, const std::string& type) {
+  const std::string& phase = s.lease.phase;
+  if (type == kDevicesRequested && !(s.state == "queued" && (phase.empty() || phase == "probing")))
+    return fmt::format("devices requested in state '{}' with lease phase '{}'", s.state, phase);
+  if ((type == kDevicesLeased || type == kDevicesUnavailable) && phase != "waiting")
+    return fmt::format("devices granted or refused while the lease phase was '{}' (not waiting)", phase);
+  if (type == kDevicesReleased && phase != "held") return "devices released that were not held";
+  if (type == ev::kRunFinished && phase == "held") return "run finished while still holding its devices";
   return "";
 }
 
@@ -73,6 +86,7 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
       if (!kind->transitions().Allowed(from, to))
         return fail(i, fmt::format("illegal transition {} -> {} for {}", from, to, kind->name()));
     }
+    if (std::string err = LeaseStepError(r.state, e.type()); !err.empty()) return fail(i, err);
     if (e.type() == ev::kRunFinished && !kind->transitions().IsTerminal(r.state.state))
       return fail(i, fmt::format("RunFinished while in non-terminal state '{}'", r.state.state));
     ApplyStored(kinds, r.state, e);

@@ -17,6 +17,8 @@ void RunKind::OnSignal(Decision&, const std::string&, const json&) const {}
 
 void RunKind::ApplyKindEvent(RunState&, const std::string&, const json&) const {}
 
+std::optional<DeviceNeed> RunKind::DevicesNeeded(const RunState&) const { return std::nullopt; }
+
 json RunKind::Summary(const RunState& s) const {
   json outstanding = json::array();
   for (const auto& [id, t] : s.tasks) {
@@ -40,6 +42,7 @@ json RunKind::Summary(const RunState& s) const {
             {"armed_timers", timers},
             {"recoveries", s.recoveries},
             {"last_seq", s.last_seq}};
+  if (json lease = LeaseSummary(s); !lease.is_null()) j["devices_lease"] = lease;
   return j;
 }
 

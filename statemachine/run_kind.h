@@ -3,11 +3,13 @@
 // retries, timers, cancellation, recovery) and calls these hooks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 #include "statemachine/decision.h"
+#include "statemachine/device_lease.h"
 #include "statemachine/transition_table.h"
 
 namespace npuprof::sm {
@@ -23,7 +25,11 @@ class RunKind {
   // the field and the fix. Nothing has run yet when this fails.
   virtual Status ValidateSpec(json& spec) const = 0;
 
-  // Called right after RunSubmitted was applied (state "queued").
+  // NPUs the run must hold exclusively (nullopt = none). A run that needs
+  // some stays "queued" until the broker leases them; OnStart comes after.
+  virtual std::optional<DeviceNeed> DevicesNeeded(const RunState& s) const;
+  // Called once the run may start: right after RunSubmitted (state "queued"),
+  // or after its devices were leased.
   virtual void OnStart(Decision& d) const = 0;
   virtual void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const = 0;
   // Called once a task failed for good (retries exhausted or not retryable).

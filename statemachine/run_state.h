@@ -53,6 +53,22 @@ struct TimerInfo {
   bool armed = true;
 };
 
+// The run's hold on NPUs of its machine (see statemachine/device_lease.h).
+//   phase "": needs none; "probing": finding free devices (devices: null);
+//   "waiting": DevicesRequested, queued until the broker grants; "held";
+//   "released".
+struct LeaseInfo {
+  std::string phase;
+  std::string machine;
+  json devices = nullptr;     // requested ids (array), or null = any `count` free ones
+  int count = 0;
+  json free = nullptr;        // probe view when devices were not given
+  json busy = nullptr;
+  json granted = nullptr;     // ids held (array) once granted
+  uint64_t request_pos = 0;   // global position of DevicesRequested (FIFO order); 0 = not stored yet
+  int64_t requested_ms = 0;
+};
+
 struct RunState {
   std::string run_id;
   std::string kind;
@@ -73,6 +89,7 @@ struct RunState {
   bool terminal = false;
   bool cancel_requested = false;
   int recoveries = 0;
+  LeaseInfo lease;
   std::vector<std::string> watching;  // runs whose end this run waits for (WatchRequested)
   int next_task_no = 1;
   int next_timer_no = 1;

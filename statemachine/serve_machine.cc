@@ -122,6 +122,8 @@ Status ServeMachine::ValidateSpec(json& spec) const {
   return ValidateServiceSpec(spec);
 }
 
+std::optional<DeviceNeed> ServeMachine::DevicesNeeded(const RunState& s) const { return ServiceDeviceNeed(s); }
+
 void ServeMachine::OnStart(Decision& d) const {
   d.Transition("launching");
   d.ScheduleTask(kServiceLaunchTask, BuildLaunchPayload(d.state().run_id, 1, d.state().spec), LaunchPolicy());

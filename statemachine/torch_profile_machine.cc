@@ -182,6 +182,10 @@ const TransitionTable& TorchProfileMachine::transitions() const {
 
 Status TorchProfileMachine::ValidateSpec(json& spec) const { return ValidateTorchProfileSpec(spec); }
 
+std::optional<DeviceNeed> TorchProfileMachine::DevicesNeeded(const RunState& s) const {
+  return ServiceDeviceNeed(s);
+}
+
 void TorchProfileMachine::OnStart(Decision& d) const {
   const json& spec = d.state().spec;
   if (spec["request_kind"] == "vl") {

@@ -24,6 +24,7 @@ class TorchProfileMachine : public RunKind {
   std::string_view name() const override { return "torch-profile"; }
   const TransitionTable& transitions() const override;
   Status ValidateSpec(json& spec) const override;
+  std::optional<DeviceNeed> DevicesNeeded(const RunState& s) const override;
   void OnStart(Decision& d) const override;
   void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const override;
   void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const override;

@@ -2,6 +2,7 @@
 // order, failure paths (msprof missing, never ready), export timeout, attach.
 #include <gtest/gtest.h>
 
+#include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
 #include "statemachine/memory_profile_machine.h"
 #include "statemachine/service_spec.h"
@@ -31,6 +32,10 @@ class Driver {
     in.spec = std::move(spec);
     in.now_ms = now_ += 10;
     Feed(in);
+    while (auto lease = npuprof::sm::testing::NextLeaseInput(s_)) {
+      lease->now_ms = now_ += 10;
+      Feed(*lease);
+    }
   }
   const TaskInfo* Pending() const {
     for (const auto& [id, t] : s_.tasks)

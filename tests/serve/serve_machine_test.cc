@@ -2,6 +2,7 @@
 // rejected) and the decisions on every path (ready, stop, cancel, failures).
 #include <gtest/gtest.h>
 
+#include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
 #include "statemachine/serve_machine.h"
@@ -50,6 +51,7 @@ struct ServeRun {
     in.kind = "serve";
     in.spec = std::move(spec);
     Do(in);
+    while (auto lease = npuprof::sm::testing::NextLeaseInput(s)) Do(*lease);
   }
   const TaskInfo* Pending(const std::string& kind) const {
     for (const auto& [id, t] : s.tasks)
@@ -125,7 +127,9 @@ TEST(ServeMachine, StartReadyStop) {
   const TaskInfo* launch = r.Pending(kServiceLaunchTask);
   ASSERT_NE(launch, nullptr);
   EXPECT_EQ(launch->payload["runtime_dir"], "/rt/r1/service-1");
-  EXPECT_EQ(launch->payload["devices"], nullptr);
+  // devices: null in the spec = any two free ones; the lease picked 0,1.
+  EXPECT_EQ(launch->payload["devices"], json({0, 1}));
+  EXPECT_EQ(r.Summary()["devices_lease"]["phase"], "held");
   EXPECT_EQ(launch->payload["extra_args"], json({"--enforce-eager"}));
 
   r.Answer(kServiceLaunchTask, true, LaunchResult());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_manifest.h"
@@ -214,7 +215,11 @@ class Flow {
     in.type = Input::Type::kSubmit;
     in.kind = kind_;
     in.spec = std::move(spec);
-    return Feed(in);
+    std::string err = Feed(in);
+    while (err.empty())
+      if (auto lease = npuprof::sm::testing::NextLeaseInput(s_)) err = Feed(*lease);
+      else break;
+    return err;
   }
   // Result for the in-flight task of `kind` (optionally payload.role == role).
   std::string Result(const std::string& kind, json result, const std::string& role = "", bool ok = true,

@@ -1,0 +1,168 @@
+#include "broker/device_scheduler.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace npuprof::broker {
+
+namespace {
+
+std::vector<int> Ids(const nlohmann::json& j) {
+  std::vector<int> out;
+  if (!j.is_array()) return out;
+  for (const auto& d : j) {
+    if (d.is_number_integer()) out.push_back(d.get<int>());
+    else if (d.is_string()) {
+      try {
+        out.push_back(std::stoi(d.get<std::string>()));
+      } catch (...) {
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void DeviceScheduler::Hold(const std::string& run_id, const std::string& machine, const json& devices) {
+  // Leaving the queue (a grant confirmed) and holding are one step.
+  if (auto w = wait_index_.find(run_id); w != wait_index_.end()) {
+    machines_[w->second.first].queue.erase(w->second.second);
+    wait_index_.erase(w);
+  }
+  Machine& m = machines_[machine];
+  std::vector<int> ids = Ids(devices);
+  for (int d : ids) {
+    m.holder[d] = run_id;
+    m.known.insert(d);
+  }
+  held_by_run_[run_id] = {machine, ids};
+}
+
+void DeviceScheduler::Wait(const std::string& run_id, const sm::LeaseInfo& lease, uint64_t order) {
+  if (held_by_run_.count(run_id)) return;
+  if (auto w = wait_index_.find(run_id); w != wait_index_.end()) {
+    // Already queued (e.g. from recovery, then the commit confirms it): keep the earlier place.
+    return;
+  }
+  if (order == 0) order = next_local_order_++;
+  Machine& m = machines_[lease.machine];
+  Waiter w;
+  w.run_id = run_id;
+  w.count = lease.count;
+  if (lease.devices.is_array()) {
+    w.devices = Ids(lease.devices);
+  } else {
+    w.any = true;
+    std::set<int> cand;
+    for (int d : Ids(lease.free)) cand.insert(d);
+    for (int d : Ids(lease.busy))
+      if (m.known.count(d) || m.holder.count(d)) cand.insert(d);
+    w.candidates.assign(cand.begin(), cand.end());
+  }
+  m.queue[order] = std::move(w);
+  wait_index_[run_id] = {lease.machine, order};
+}
+
+void DeviceScheduler::Drop(const std::string& run_id) {
+  if (auto h = held_by_run_.find(run_id); h != held_by_run_.end()) {
+    Machine& m = machines_[h->second.first];
+    for (int d : h->second.second) {
+      auto it = m.holder.find(d);
+      if (it != m.holder.end() && it->second == run_id) m.holder.erase(it);
+    }
+    held_by_run_.erase(h);
+  }
+  if (auto w = wait_index_.find(run_id); w != wait_index_.end()) {
+    machines_[w->second.first].queue.erase(w->second.second);
+    wait_index_.erase(w);
+  }
+}
+
+void DeviceScheduler::Sync(const sm::RunState& s) {
+  Drop(s.run_id);
+  if (s.terminal) return;
+  if (s.lease.phase == "held") Hold(s.run_id, s.lease.machine, s.lease.granted);
+  else if (s.lease.phase == "waiting") Wait(s.run_id, s.lease, s.lease.request_pos);
+}
+
+void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>* refusals) {
+  for (auto& [name, m] : machines_) {
+    std::set<int> blocked;  // wanted by an earlier waiter that could not start
+    std::vector<uint64_t> done;
+    for (auto& [order, w] : m.queue) {
+      std::vector<int> pick;
+      if (!w.any) {
+        std::vector<std::string> why;
+        for (int d : w.devices) {
+          if (auto h = m.holder.find(d); h != m.holder.end()) why.push_back(fmt::format("device {} held by run {}", d, h->second));
+          else if (blocked.count(d)) why.push_back(fmt::format("device {} wanted by an earlier queued run", d));
+        }
+        if (!why.empty()) {
+          w.why = fmt::format("{}", fmt::join(why, "; "));
+          blocked.insert(w.devices.begin(), w.devices.end());
+          continue;
+        }
+        pick = w.devices;
+      } else {
+        if (static_cast<int>(w.candidates.size()) < w.count) {
+          refusals->push_back({w.run_id, fmt::format("needs {} free NPU(s) on {}, but only {} are free or leased by "
+                                                     "npuprof runs ({}); the others are busy with other processes",
+                                                     w.count, name, w.candidates.size(), fmt::join(w.candidates, ","))});
+          done.push_back(order);
+          continue;
+        }
+        std::vector<int> held_by;
+        for (int d : w.candidates)
+          if (!m.holder.count(d) && !blocked.count(d)) pick.push_back(d);
+        if (static_cast<int>(pick.size()) < w.count) {
+          std::set<std::string> holders;
+          for (int d : w.candidates)
+            if (auto h = m.holder.find(d); h != m.holder.end()) holders.insert(h->second);
+          w.why = fmt::format("needs {} of devices [{}]; {} available now (held by: {})", w.count,
+                              fmt::join(w.candidates, ","), pick.size(),
+                              holders.empty() ? std::string("earlier queued runs") : fmt::format("{}", fmt::join(holders, ", ")));
+          blocked.insert(w.candidates.begin(), w.candidates.end());
+          continue;
+        }
+        pick.resize(w.count);
+      }
+      json devs = json::array();
+      for (int d : pick) {
+        devs.push_back(d);
+        m.holder[d] = w.run_id;
+        m.known.insert(d);
+      }
+      held_by_run_[w.run_id] = {name, pick};
+      grants->push_back({w.run_id, devs});
+      done.push_back(order);
+    }
+    for (uint64_t o : done) {
+      wait_index_.erase(m.queue[o].run_id);
+      m.queue.erase(o);
+    }
+  }
+}
+
+nlohmann::json DeviceScheduler::WaitingFor(const std::string& run_id) const {
+  auto w = wait_index_.find(run_id);
+  if (w == wait_index_.end()) return nullptr;
+  const Machine& m = machines_.at(w->second.first);
+  const Waiter& waiter = m.queue.at(w->second.second);
+  int ahead = 0;
+  for (const auto& [order, other] : m.queue) {
+    if (order == w->second.second) break;
+    ++ahead;
+  }
+  json devs = json::array();
+  for (int d : waiter.any ? waiter.candidates : waiter.devices) devs.push_back(d);
+  return {{"machine", w->second.first},
+          {"devices", waiter.any ? json(nullptr) : devs},
+          {"count", waiter.count},
+          {"queued_ahead", ahead},
+          {"reason", waiter.why}};
+}
+
+}  // namespace npuprof::broker

@@ -1,0 +1,75 @@
+// DeviceScheduler: which waiting run gets which NPUs, per machine. Pure data
+// (no I/O, no clock): the broker feeds it committed lease events and turns its
+// grants and refusals into engine inputs, so every grant is an event.
+//
+// Order: FIFO per machine by the global position of DevicesRequested. A run
+// never overtakes an earlier waiting run on the same machine whose devices it
+// would take: an explicit request blocks its devices, an "any N free" request
+// blocks all its candidates. Runs with disjoint devices start side by side.
+//
+// "Any N free" candidates: the devices the run's probe saw free, plus those it
+// saw busy that npuprof runs have leased on that machine (they come back when
+// those runs end). Fewer candidates than N: refused at once with the reason.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "statemachine/run_state.h"
+
+namespace npuprof::broker {
+
+class DeviceScheduler {
+ public:
+  using json = nlohmann::json;
+  struct Grant {
+    std::string run_id;
+    json devices;  // array of ids
+  };
+  struct Refusal {
+    std::string run_id;
+    std::string error;
+  };
+
+  // Committed facts.
+  void Hold(const std::string& run_id, const std::string& machine, const json& devices);
+  void Wait(const std::string& run_id, const sm::LeaseInfo& lease, uint64_t order);
+  void Drop(const std::string& run_id);  // released, refused or run finished
+  // Rebuilds the entry of one run from its folded state (after a failed commit, recovery).
+  void Sync(const sm::RunState& s);
+
+  // Grants are marked held at once (confirmed later by their DevicesLeased).
+  void Schedule(std::vector<Grant>* grants, std::vector<Refusal>* refusals);
+
+  // Why a waiting run is still waiting (null when it is not waiting).
+  json WaitingFor(const std::string& run_id) const;
+  size_t waiting() const { return wait_index_.size(); }
+  size_t holders() const { return held_by_run_.size(); }
+
+ private:
+  struct Waiter {
+    std::string run_id;
+    std::vector<int> devices;     // explicit request
+    bool any = false;             // "any count free"
+    int count = 0;
+    std::vector<int> candidates;  // for any
+    std::string why = "not scheduled yet";
+  };
+  struct Machine {
+    std::map<int, std::string> holder;  // device -> run
+    std::set<int> known;                // ever leased here (npuprof's own)
+    std::map<uint64_t, Waiter> queue;   // order -> waiter
+  };
+
+  std::map<std::string, Machine> machines_;
+  std::map<std::string, std::pair<std::string, std::vector<int>>> held_by_run_;
+  std::map<std::string, std::pair<std::string, uint64_t>> wait_index_;  // run -> (machine, order)
+  uint64_t next_local_order_ = 1ull << 62;  // for entries without a stored position yet
+};
+
+}  // namespace npuprof::broker

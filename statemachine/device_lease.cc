@@ -1,0 +1,156 @@
+#include "statemachine/device_lease.h"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "statemachine/event_types.h"
+#include "statemachine/probe_machine.h"
+#include "statemachine/run_kind.h"
+
+namespace npuprof::sm {
+
+DeviceNeed ServiceDeviceNeed(const RunState& s) {
+  DeviceNeed n;
+  n.machine = s.machine;
+  n.devices = s.spec.value("devices", json(nullptr));
+  n.count = static_cast<int>(s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1}));
+  if (n.devices.is_array()) n.count = static_cast<int>(n.devices.size());
+  n.probe_payload = {{"machine", s.spec.value("machine_record", json::object())},
+                     {"busy_threshold_mb", s.spec.value("busy_threshold_mb", int64_t{4096})},
+                     {"purpose", kLeaseProbePurpose}};
+  return n;
+}
+
+void RequestDevicesOrStart(const RunKind& kind, Decision& d) {
+  std::optional<DeviceNeed> need = kind.DevicesNeeded(d.state());
+  if (!need || need->count <= 0) {
+    kind.OnStart(d);
+    return;
+  }
+  if (need->devices.is_array()) {
+    d.Emit(kDevicesRequested, json{{"machine", need->machine}, {"devices", need->devices}, {"count", need->count}});
+    return;
+  }
+  // Any free ones: find out which are free first (the probe runs while queued).
+  d.ScheduleTask(kProbeTask, need->probe_payload, TaskPolicy::WithLease(60000));
+}
+
+bool IsLeaseProbe(const TaskInfo& task) {
+  return task.kind == kProbeTask && task.payload.value("purpose", "") == kLeaseProbePurpose;
+}
+
+void OnLeaseProbeSucceeded(Decision& d, const json& result) {
+  const RunState& s = d.state();
+  const int count = static_cast<int>(s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1}));
+  json busy = json::array();
+  for (const auto& b : result.value("busy_devices", json::array()))
+    if (b.is_object() && b.contains("logical_id")) busy.push_back(b["logical_id"]);
+  d.Emit(kDevicesRequested, json{{"machine", s.machine},
+                                 {"devices", nullptr},
+                                 {"count", count},
+                                 {"free", result.value("free_devices", json::array())},
+                                 {"busy", busy}});
+}
+
+void OnLeaseProbeFailed(Decision& d, const json& failure) {
+  const std::string kind = failure.value("error_kind", "");
+  const std::string err = failure.value("error", "probe failed");
+  d.Finish("failed", fmt::format("device probe before the lease failed: {}{}", kind.empty() ? "" : kind + ": ", err));
+}
+
+Status CheckLeaseGrant(const RunState& s, const json& devices) {
+  if (s.terminal || s.lease.phase != "waiting")
+    return Status::Precondition(fmt::format("run {} is not waiting for devices (lease phase '{}')", s.run_id,
+                                            s.lease.phase));
+  if (!devices.is_array() || static_cast<int>(devices.size()) != s.lease.count)
+    return Status::Invalid(fmt::format("grant of {} for run {} that needs {} device(s)", devices.dump(), s.run_id,
+                                       s.lease.count));
+  if (s.lease.devices.is_array() && s.lease.devices != devices)
+    return Status::Invalid(fmt::format("grant of {} for run {} that asked for {}", devices.dump(), s.run_id,
+                                       s.lease.devices.dump()));
+  return Status::Ok();
+}
+
+void OnLeaseGranted(const RunKind& kind, Decision& d, const json& devices) {
+  d.Emit(kDevicesLeased, json{{"machine", d.state().lease.machine}, {"devices", devices}});
+  kind.OnStart(d);
+}
+
+void OnLeaseRefused(Decision& d, const std::string& error) {
+  d.Emit(kDevicesUnavailable, json{{"machine", d.state().lease.machine}, {"error", error}});
+  d.Finish("failed", "devices_unavailable: " + error);
+}
+
+void ReleaseDevices(Decision& d, const std::string& reason) {
+  const LeaseInfo& l = d.state().lease;
+  if (l.phase != "held") return;
+  d.Emit(kDevicesReleased, json{{"machine", l.machine}, {"devices", l.granted}, {"reason", reason}});
+}
+
+bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
+  LeaseInfo& l = s.lease;
+  if (type == kDevicesRequested) {
+    l.phase = "waiting";
+    l.machine = p.value("machine", s.machine);
+    l.devices = p.value("devices", json(nullptr));
+    l.count = p.value("count", 0);
+    l.free = p.value("free", json(nullptr));
+    l.busy = p.value("busy", json(nullptr));
+    l.requested_ms = s.updated_ms;
+  } else if (type == kDevicesLeased) {
+    l.phase = "held";
+    l.granted = p.value("devices", json::array());
+    // "Any free ones": from now on the run uses exactly the leased ones.
+    if (!s.spec.value("devices", json(nullptr)).is_array()) s.spec["devices"] = l.granted;
+  } else if (type == kDevicesReleased) {
+    l.phase = "released";
+  } else if (type == kDevicesUnavailable) {
+    l.phase = "refused";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+json LeaseSummary(const RunState& s) {
+  const LeaseInfo& l = s.lease;
+  if (l.phase.empty()) return nullptr;
+  json j = {{"phase", l.phase}, {"machine", l.machine.empty() ? s.machine : l.machine}, {"count", l.count}};
+  if (l.phase == "probing") {
+    j["count"] = s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1});
+  }
+  j["devices"] = l.granted.is_array() ? l.granted : l.devices;
+  return j;
+}
+
+std::string FindDoubleLease(const std::vector<proto::Event>& events) {
+  struct Holder {
+    std::string run;
+    uint64_t since = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Holder> held;  // (machine, device) -> holder
+  for (const auto& e : events) {
+    if (e.type() != kDevicesLeased && e.type() != kDevicesReleased) continue;
+    json p = json::parse(e.payload_json(), nullptr, false);
+    if (p.is_discarded()) continue;
+    const std::string machine = p.value("machine", "");
+    for (const auto& dev : p.value("devices", json::array())) {
+      const auto key = std::make_pair(machine, dev.dump());
+      if (e.type() == kDevicesLeased) {
+        auto it = held.find(key);
+        if (it != held.end() && it->second.run != e.run_id())
+          return fmt::format("global position {}: run {} leased device {} on {} while run {} held it (since position {})",
+                             e.global_pos(), e.run_id(), dev.dump(), machine, it->second.run, it->second.since);
+        held[key] = {e.run_id(), e.global_pos()};
+      } else {
+        auto it = held.find(key);
+        if (it != held.end() && it->second.run == e.run_id()) held.erase(it);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace npuprof::sm

@@ -1,0 +1,72 @@
+// Device leases: a run that needs NPUs of its machine holds them exclusively
+// from grant to release, and the grant and release are events of the run.
+//
+//   RunSubmitted (queued)
+//     devices given    -> DevicesRequested{machine, devices, count}
+//     devices null     -> probe task (npu-smi) -> DevicesRequested{machine,
+//                          count, free, busy}      (still queued)
+//   broker grants      -> DevicesLeased{machine, devices}, then the kind's OnStart
+//   broker refuses     -> DevicesUnavailable{error}, run failed
+//   run ends or the kind gives the devices back -> DevicesReleased
+//
+// Which run gets which devices is the broker's decision (broker/
+// device_scheduler.h, FIFO per machine); this file is the pure part: the
+// events, their fold, and the engine hooks. No I/O.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "npuprof.pb.h"
+#include "statemachine/decision.h"
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+inline constexpr const char* kDevicesRequested = "DevicesRequested";
+inline constexpr const char* kDevicesLeased = "DevicesLeased";
+inline constexpr const char* kDevicesReleased = "DevicesReleased";
+inline constexpr const char* kDevicesUnavailable = "DevicesUnavailable";
+// Purpose marker in the payload of the probe task a lease runs first.
+inline constexpr const char* kLeaseProbePurpose = "device_lease";
+
+// What a run needs: `count` NPUs on `machine`; `devices` names them, or is
+// null when any free ones will do (a probe finds them first).
+struct DeviceNeed {
+  std::string machine;
+  json devices = nullptr;
+  int count = 0;
+  json probe_payload = json::object();  // probe.npu_smi payload when devices is null
+};
+
+// The need of a service spec (serve, torch-profile, standalone memory-profile):
+// spec.devices or tp*dp free ones on spec.machine.
+DeviceNeed ServiceDeviceNeed(const RunState& s);
+
+class RunKind;
+
+// After RunSubmitted: request the devices the kind needs, or start the kind
+// at once when it needs none.
+void RequestDevicesOrStart(const RunKind& kind, Decision& d);
+// The lease's probe task ended (engine routes it here instead of the kind).
+bool IsLeaseProbe(const TaskInfo& task);
+void OnLeaseProbeSucceeded(Decision& d, const json& result);
+void OnLeaseProbeFailed(Decision& d, const json& failure);
+// The broker's answers.
+Status CheckLeaseGrant(const RunState& s, const json& devices);
+void OnLeaseGranted(const RunKind& kind, Decision& d, const json& devices);
+void OnLeaseRefused(Decision& d, const std::string& error);
+// Gives the devices back if the run holds them (Finish does this too).
+void ReleaseDevices(Decision& d, const std::string& reason);
+
+// Fold of the lease events (called by the engine's Apply).
+bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& payload);
+// The lease part of `npuprof show`.
+json LeaseSummary(const RunState& s);
+
+// Audit over the whole log in global order: no device is ever held by two
+// runs at once. Returns the first violation ("" when none).
+std::string FindDoubleLease(const std::vector<proto::Event>& global_order);
+
+}  // namespace npuprof::sm

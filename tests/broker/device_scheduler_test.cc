@@ -1,0 +1,131 @@
+// The broker's device scheduler alone (pure): FIFO per machine, no overtaking
+// on conflicting devices, disjoint runs side by side, "any N" requests.
+#include <gtest/gtest.h>
+
+#include "broker/device_scheduler.h"
+
+namespace npuprof::broker {
+namespace {
+
+using json = nlohmann::json;
+
+sm::LeaseInfo Explicit(json devices, const std::string& machine = "m1") {
+  sm::LeaseInfo l;
+  l.phase = "waiting";
+  l.machine = machine;
+  l.devices = devices;
+  l.count = static_cast<int>(devices.size());
+  return l;
+}
+
+sm::LeaseInfo Any(int count, json free, json busy = json::array()) {
+  sm::LeaseInfo l;
+  l.phase = "waiting";
+  l.machine = "m1";
+  l.count = count;
+  l.free = std::move(free);
+  l.busy = std::move(busy);
+  return l;
+}
+
+std::vector<std::string> GrantedRuns(DeviceScheduler& s) {
+  std::vector<DeviceScheduler::Grant> g;
+  std::vector<DeviceScheduler::Refusal> r;
+  s.Schedule(&g, &r);
+  std::vector<std::string> out;
+  for (const auto& x : g) out.push_back(x.run_id);
+  for (const auto& x : r) out.push_back("refused:" + x.run_id);
+  return out;
+}
+
+TEST(DeviceScheduler, DisjointRequestsStartTogether) {
+  DeviceScheduler s;
+  s.Wait("a", Explicit({0, 1}), 1);
+  s.Wait("b", Explicit({2, 3}), 2);
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(s.holders(), 2u);
+  EXPECT_EQ(s.waiting(), 0u);
+}
+
+TEST(DeviceScheduler, ConflictingRequestsWaitInSubmissionOrder) {
+  DeviceScheduler s;
+  s.Hold("h", "m1", {0, 1});
+  s.Wait("b", Explicit({1, 2}), 5);
+  s.Wait("c", Explicit({2, 3}), 6);  // free now, but b (earlier) wants device 2
+  s.Wait("d", Explicit({4}), 7);     // no conflict with anyone: starts
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"d"}));
+  const json w = s.WaitingFor("c");
+  EXPECT_EQ(w["queued_ahead"], 1);
+  EXPECT_NE(w["reason"].get<std::string>().find("device 2 wanted by an earlier queued run"), std::string::npos)
+      << w.dump();
+  EXPECT_NE(s.WaitingFor("b")["reason"].get<std::string>().find("device 1 held by run h"), std::string::npos);
+
+  s.Drop("h");
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"b"}));
+  s.Drop("b");
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"c"}));
+  EXPECT_TRUE(s.WaitingFor("c").is_null());
+}
+
+TEST(DeviceScheduler, OrderIsTheRequestPositionNotTheCallOrder) {
+  DeviceScheduler s;
+  s.Hold("h", "m1", {0});
+  s.Wait("late", Explicit({0}), 20);
+  s.Wait("early", Explicit({0}), 10);  // recovered later but requested first
+  s.Drop("h");
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"early"}));
+}
+
+TEST(DeviceScheduler, MachinesAreIndependent) {
+  DeviceScheduler s;
+  s.Hold("h", "m1", {0});
+  s.Wait("x", Explicit({0}, "m2"), 1);
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"x"}));
+}
+
+TEST(DeviceScheduler, AnyRequestTakesFreeOnesAndWaitsForOursButRefusesForeignBusy) {
+  DeviceScheduler s;
+  s.Hold("h", "m1", {0, 1});
+  // The probe saw 0,1 busy (ours) and 2,3 free; 7 busy with someone else's process.
+  s.Wait("a", Any(2, {2, 3}, {0, 1, 7}), 1);
+  s.Wait("b", Any(2, {2, 3}, {0, 1, 7}), 2);
+  s.Wait("c", Any(6, {2, 3}, {0, 1, 7}), 3);
+  std::vector<DeviceScheduler::Grant> g;
+  std::vector<DeviceScheduler::Refusal> r;
+  s.Schedule(&g, &r);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].run_id, "a");
+  EXPECT_EQ(g[0].devices, json({2, 3}));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].run_id, "c");
+  EXPECT_NE(r[0].error.find("needs 6 free NPU(s)"), std::string::npos) << r[0].error;
+  s.Drop("h");
+  g.clear();
+  r.clear();
+  s.Schedule(&g, &r);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].run_id, "b");
+  EXPECT_EQ(g[0].devices, json({0, 1}));
+}
+
+TEST(DeviceScheduler, SyncRebuildsFromRunState) {
+  DeviceScheduler s;
+  sm::RunState held;
+  held.run_id = "h";
+  held.lease = Explicit({0});
+  held.lease.phase = "held";
+  held.lease.granted = {0};
+  s.Sync(held);
+  sm::RunState waiting;
+  waiting.run_id = "w";
+  waiting.lease = Explicit({0});
+  waiting.lease.request_pos = 9;
+  s.Sync(waiting);
+  EXPECT_TRUE(GrantedRuns(s).empty());
+  held.terminal = true;
+  s.Sync(held);
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"w"}));
+}
+
+}  // namespace
+}  // namespace npuprof::broker

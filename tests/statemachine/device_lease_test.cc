@@ -1,0 +1,254 @@
+// Device leases in the pure engine: request, grant, release, refusal, and the
+// audits (per-run legality in the replay verifier, double lease across runs).
+#include <gtest/gtest.h>
+
+#include "statemachine/device_lease.h"
+#include "statemachine/engine.h"
+#include "statemachine/event_types.h"
+#include "statemachine/replay_verifier.h"
+#include "statemachine/service_spec.h"
+
+namespace npuprof::sm {
+namespace {
+
+json ServeSpec(json devices) {
+  return json{{"machine", "m1"},
+              {"machine_record", {{"name", "m1"}, {"host", "h"}, {"user", "u"}, {"runtime_base", "/rt/"}}},
+              {"model", "/models/qwen"},
+              {"tp", 2},
+              {"devices", std::move(devices)}};
+}
+
+struct LeaseRun {
+  RunState s;
+  std::vector<proto::Event> log;
+  int64_t now = 1000;
+  explicit LeaseRun(std::string id = "r1") { s.run_id = std::move(id); }
+
+  Result<std::vector<NewEvent>> Feed(Input in) {
+    in.now_ms = now += 10;
+    auto evs = Decide(DefaultKinds(), s, in);
+    if (!evs.ok()) return evs;
+    for (const auto& e : *evs) {
+      Apply(DefaultKinds(), s, e.type, e.payload, s.last_seq + 1, in.now_ms);
+      proto::Event pe;
+      pe.set_run_id(s.run_id);
+      pe.set_seq(s.last_seq);
+      pe.set_type(e.type);
+      pe.set_time_ms(in.now_ms);
+      pe.set_payload_json(e.payload.dump());
+      pe.set_prev_hash(log.empty() ? "" : log.back().hash());
+      pe.set_hash(std::to_string(pe.seq()));  // any stable content-independent hash for these tests
+      log.push_back(pe);
+    }
+    return evs;
+  }
+  void Submit(json spec, const std::string& kind = "serve") {
+    Input in;
+    in.type = Input::Type::kSubmit;
+    in.kind = kind;
+    in.spec = std::move(spec);
+    ASSERT_TRUE(Feed(in).ok());
+  }
+  Result<std::vector<NewEvent>> Grant(json devices) {
+    Input in;
+    in.type = Input::Type::kLeaseGranted;
+    in.devices = std::move(devices);
+    return Feed(in);
+  }
+  std::vector<std::string> Types() const {
+    std::vector<std::string> t;
+    for (const auto& e : log) t.push_back(e.type());
+    return t;
+  }
+};
+
+std::string StableHash(const proto::Event& e) { return std::to_string(e.seq()); }
+
+TEST(DeviceLease, ExplicitDevicesWaitQueuedWithNoTaskUntilGranted) {
+  LeaseRun r;
+  r.Submit(ServeSpec({2, 3}));
+  EXPECT_EQ(r.s.state, "queued");
+  EXPECT_TRUE(r.s.tasks.empty());
+  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_EQ(r.s.lease.devices, json({2, 3}));
+  EXPECT_EQ(r.Types(), (std::vector<std::string>{ev::kRunSubmitted, kDevicesRequested}));
+
+  ASSERT_TRUE(r.Grant({2, 3}).ok());
+  EXPECT_EQ(r.s.lease.phase, "held");
+  EXPECT_EQ(r.s.state, "launching");  // the kind's OnStart ran after the grant
+  ASSERT_EQ(r.s.tasks.size(), 1u);
+  EXPECT_EQ(r.s.tasks.begin()->second.payload["devices"], json({2, 3}));
+}
+
+TEST(DeviceLease, GrantOfOtherDevicesOrTwiceIsRefused) {
+  LeaseRun r;
+  r.Submit(ServeSpec({2, 3}));
+  EXPECT_FALSE(r.Grant({0, 1}).ok());
+  EXPECT_FALSE(r.Grant({2}).ok());
+  ASSERT_TRUE(r.Grant({2, 3}).ok());
+  EXPECT_FALSE(r.Grant({2, 3}).ok()) << "a held lease cannot be granted again";
+}
+
+TEST(DeviceLease, AnyFreeDevicesProbeFirstThenRequestWithTheProbeView) {
+  LeaseRun r;
+  r.Submit(ServeSpec(nullptr));
+  EXPECT_EQ(r.s.state, "queued");
+  EXPECT_EQ(r.s.lease.phase, "probing");
+  ASSERT_EQ(r.s.tasks.size(), 1u);
+  const TaskInfo probe = r.s.tasks.begin()->second;
+  EXPECT_EQ(probe.kind, "probe.npu_smi");
+  EXPECT_TRUE(IsLeaseProbe(probe));
+  Input res;
+  res.type = Input::Type::kTaskResult;
+  res.task_id = probe.task_id;
+  res.attempt = 1;
+  res.ok = true;
+  res.result = {{"free_devices", {4, 5, 6}}, {"busy_devices", {{{"logical_id", 0}, {"reason", "process"}}}}};
+  ASSERT_TRUE(r.Feed(res).ok());
+  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_EQ(r.s.lease.count, 2);
+  EXPECT_EQ(r.s.lease.free, json({4, 5, 6}));
+  EXPECT_EQ(r.s.lease.busy, json({0}));
+  ASSERT_TRUE(r.Grant({5, 6}).ok());
+  EXPECT_EQ(r.s.spec["devices"], json({5, 6})) << "the leased devices become the run's devices";
+}
+
+TEST(DeviceLease, ProbeFailureFailsTheRunWithTheReason) {
+  LeaseRun r;
+  r.Submit(ServeSpec(nullptr));
+  const TaskInfo probe = r.s.tasks.begin()->second;
+  Input res;
+  res.type = Input::Type::kTaskResult;
+  res.task_id = probe.task_id;
+  res.attempt = 1;
+  res.ok = false;
+  res.retryable = false;
+  res.error_kind = "npu_smi_missing";
+  res.error = "npu-smi: command not found";
+  ASSERT_TRUE(r.Feed(res).ok());
+  EXPECT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_NE(r.s.error.find("npu_smi_missing"), std::string::npos) << r.s.error;
+}
+
+TEST(DeviceLease, FinishReleasesBeforeRunFinished) {
+  LeaseRun r;
+  r.Submit(ServeSpec({0, 1}));
+  ASSERT_TRUE(r.Grant({0, 1}).ok());
+  Input cancel;
+  cancel.type = Input::Type::kCancel;
+  ASSERT_TRUE(r.Feed(cancel).ok());
+  // Cancelling a launching serve run first stops; finish the run by failing the launch for good.
+  const auto types = r.Types();
+  auto rel = std::find(types.begin(), types.end(), std::string(kDevicesReleased));
+  auto fin = std::find(types.begin(), types.end(), std::string(ev::kRunFinished));
+  if (fin != types.end()) {
+    ASSERT_NE(rel, types.end());
+    EXPECT_LT(rel - types.begin(), fin - types.begin());
+  }
+  for (const auto& [id, t] : std::map<std::string, TaskInfo>(r.s.tasks)) {
+    if (!t.in_flight()) continue;
+    Input res;
+    res.type = Input::Type::kTaskResult;
+    res.task_id = id;
+    res.attempt = t.attempt;
+    res.ok = false;
+    res.error_kind = "boom";
+    ASSERT_TRUE(r.Feed(res).ok());
+  }
+  for (int i = 0; i < 4 && !r.s.terminal; ++i)
+    for (const auto& [id, t] : std::map<std::string, TaskInfo>(r.s.tasks)) {
+      if (!t.in_flight()) continue;
+      Input res;
+      res.type = Input::Type::kTaskResult;
+      res.task_id = id;
+      res.attempt = t.attempt;
+      res.ok = true;
+      res.result = {{"stopped", true}, {"already_gone", true}};
+      (void)r.Feed(res);
+    }
+  ASSERT_TRUE(r.s.terminal) << r.s.state;
+  EXPECT_EQ(r.s.lease.phase, "released");
+  const auto t2 = r.Types();
+  const auto rel2 = std::find(t2.begin(), t2.end(), std::string(kDevicesReleased));
+  ASSERT_NE(rel2, t2.end());
+  EXPECT_EQ(t2.back(), ev::kRunFinished);
+  auto v = VerifyRunEvents(DefaultKinds(), r.log, StableHash);
+  EXPECT_TRUE(v.ok) << v.first_divergence;
+}
+
+TEST(DeviceLease, CancelWhileWaitingEndsWithoutALease) {
+  LeaseRun r;
+  r.Submit(ServeSpec({0, 1}));
+  Input cancel;
+  cancel.type = Input::Type::kCancel;
+  ASSERT_TRUE(r.Feed(cancel).ok());
+  EXPECT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, "cancelled");
+  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_FALSE(r.Grant({0, 1}).ok()) << "no grant after the run ended";
+}
+
+TEST(DeviceLease, RefusalFailsTheRun) {
+  LeaseRun r;
+  r.Submit(ServeSpec({0, 1}));
+  Input no;
+  no.type = Input::Type::kLeaseRefused;
+  no.error = "needs 2 free NPUs";
+  ASSERT_TRUE(r.Feed(no).ok());
+  EXPECT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.error, "devices_unavailable: needs 2 free NPUs");
+}
+
+TEST(DeviceLease, KindsWithoutDevicesStartAtOnce) {
+  LeaseRun r;
+  r.Submit({{"machine", "m1"}, {"machine_record", {{"name", "m1"}, {"host", "h"}, {"user", "u"}}}}, "probe");
+  EXPECT_EQ(r.s.state, "probing");
+  EXPECT_TRUE(r.s.lease.phase.empty());
+}
+
+TEST(DeviceLease, VerifierRejectsAGrantThatWasNeverRequested) {
+  LeaseRun r;
+  r.Submit(ServeSpec({0, 1}));
+  ASSERT_TRUE(r.Grant({0, 1}).ok());
+  auto ok = VerifyRunEvents(DefaultKinds(), r.log, StableHash);
+  ASSERT_TRUE(ok.ok) << ok.first_divergence;
+  // Drop DevicesRequested and renumber: the grant now comes from nowhere.
+  std::vector<proto::Event> forged;
+  for (const auto& e : r.log)
+    if (e.type() != kDevicesRequested) forged.push_back(e);
+  for (size_t i = 0; i < forged.size(); ++i) {
+    forged[i].set_seq(i + 1);
+    forged[i].set_hash(std::to_string(i + 1));
+    forged[i].set_prev_hash(i == 0 ? "" : forged[i - 1].hash());
+  }
+  auto bad = VerifyRunEvents(DefaultKinds(), forged, StableHash);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.first_divergence.find("DevicesLeased"), std::string::npos) << bad.first_divergence;
+}
+
+proto::Event LeaseEvent(const std::string& type, const std::string& run, json devices, uint64_t pos) {
+  proto::Event e;
+  e.set_run_id(run);
+  e.set_type(type);
+  e.set_global_pos(pos);
+  e.set_payload_json(json{{"machine", "m1"}, {"devices", std::move(devices)}}.dump());
+  return e;
+}
+
+TEST(DeviceLease, DoubleLeaseAuditFindsOverlapAndAcceptsHandOver) {
+  std::vector<proto::Event> ok = {LeaseEvent(kDevicesLeased, "a", {0, 1}, 1),
+                                  LeaseEvent(kDevicesLeased, "b", {2, 3}, 2),
+                                  LeaseEvent(kDevicesReleased, "a", {0, 1}, 3),
+                                  LeaseEvent(kDevicesLeased, "c", {1}, 4)};
+  EXPECT_EQ(FindDoubleLease(ok), "");
+  std::vector<proto::Event> bad = {LeaseEvent(kDevicesLeased, "a", {0, 1}, 1),
+                                   LeaseEvent(kDevicesLeased, "b", {1, 2}, 2)};
+  const std::string err = FindDoubleLease(bad);
+  EXPECT_NE(err.find("run b leased device 1 on m1 while run a held it"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace npuprof::sm

@@ -1,0 +1,43 @@
+// For pure engine tests: the input that moves a queued run through its device
+// lease the way the broker would (answer the lease probe with every device
+// free, then grant what was asked for or the first `count` free ones).
+#pragma once
+
+#include <optional>
+
+#include "statemachine/device_lease.h"
+#include "statemachine/engine.h"
+
+namespace npuprof::sm::testing {
+
+inline std::optional<Input> NextLeaseInput(const RunState& s, int npus = 8) {
+  Input in;
+  if (s.terminal) return std::nullopt;
+  if (s.lease.phase == "probing") {
+    for (const auto& [id, t] : s.tasks) {
+      if (!IsLeaseProbe(t) || !t.in_flight()) continue;
+      json free = json::array();
+      for (int i = 0; i < npus; ++i) free.push_back(i);
+      in.type = Input::Type::kTaskResult;
+      in.task_id = id;
+      in.attempt = t.attempt;
+      in.ok = true;
+      in.result = {{"free_devices", free}, {"busy_devices", json::array()}};
+      return in;
+    }
+    return std::nullopt;
+  }
+  if (s.lease.phase == "waiting") {
+    in.type = Input::Type::kLeaseGranted;
+    if (s.lease.devices.is_array()) {
+      in.devices = s.lease.devices;
+    } else {
+      in.devices = json::array();
+      for (int i = 0; i < s.lease.count; ++i) in.devices.push_back(i);
+    }
+    return in;
+  }
+  return std::nullopt;
+}
+
+}  // namespace npuprof::sm::testing
