@@ -58,8 +58,10 @@ void DeviceScheduler::Wait(const std::string& run_id, const sm::LeaseInfo& lease
     w.any = true;
     std::set<int> cand;
     for (int d : Ids(lease.free)) cand.insert(d);
-    for (int d : Ids(lease.busy))
+    for (int d : Ids(lease.busy)) {
       if (m.known.count(d) || m.holder.count(d)) cand.insert(d);
+      else w.foreign.push_back(d);
+    }
     w.candidates.assign(cand.begin(), cand.end());
   }
   m.queue[order] = std::move(w);
@@ -108,9 +110,11 @@ void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>*
         pick = w.devices;
       } else {
         if (static_cast<int>(w.candidates.size()) < w.count) {
-          refusals->push_back({w.run_id, fmt::format("needs {} free NPU(s) on {}, but only {} are free or leased by "
-                                                     "npuprof runs ({}); the others are busy with other processes",
-                                                     w.count, name, w.candidates.size(), fmt::join(w.candidates, ","))});
+          refusals->push_back(
+              {w.run_id, fmt::format("needs {} free NPU(s) on {}, but only {} are free or leased by npuprof runs "
+                                     "([{}]); busy with other processes: [{}]; lower --tp/--dp or free devices",
+                                     w.count, name, w.candidates.size(), fmt::join(w.candidates, ","),
+                                     fmt::join(w.foreign, ","))});
           done.push_back(order);
           continue;
         }

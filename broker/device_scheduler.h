@@ -58,6 +58,7 @@ class DeviceScheduler {
     bool any = false;             // "any count free"
     int count = 0;
     std::vector<int> candidates;  // for any
+    std::vector<int> foreign;     // for any: busy with processes npuprof did not start
     std::string why = "not scheduled yet";
   };
   struct Machine {

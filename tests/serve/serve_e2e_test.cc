@@ -151,25 +151,56 @@ TEST_F(ServeE2E, EarlyCrashFailsFastWithStderrTailAndEnvHint) {
   EXPECT_TRUE(h_.LiveServicePids().empty());
 }
 
-TEST_F(ServeE2E, FreeDevicesAreChosenAndTooFewIsRefused) {
+TEST_F(ServeE2E, FreeDevicesAreChosenQueuedBehindALeaseAndTooFewIsRefused) {
   StartHarness({"--devices", "4", "--busy", "0:proc", "--busy", "2:hbm"});
   CliResult r = Serve({"--tp", "2", "--wait"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json s = r.json();
   EXPECT_EQ(s["service"]["devices"], json({1, 3}));
+  EXPECT_EQ(s["devices_lease"]["phase"], "held");
   const std::string first = last_run_;
-  // Every device is now busy (0 and 2 by others, 1 and 3 by the first service).
-  CliResult refused = Serve({"--wait"});
+
+  // 0 and 2 are busy with other processes, 1 and 3 leased to the first run:
+  // a one-NPU run waits queued for the lease, and says so in `runs`.
+  CliResult q = Serve({});
+  ASSERT_EQ(q.exit_code, 0) << q.out << q.err;
+  const std::string second = last_run_;
+  json waiting;
+  for (int i = 0; i < 100 && waiting.is_null(); ++i) {
+    json runs = h_.Cli({"runs", "--json"}).json();
+    if (runs.is_object())
+      for (const auto& row : runs["runs"])
+        if (row.value("run_id", "") == second && row.contains("waiting_for")) waiting = row["waiting_for"];
+    if (waiting.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(waiting.is_null()) << "the second run never showed what it waits for";
+  EXPECT_EQ(waiting.value("count", 0), 1);
+  EXPECT_NE(waiting.value("reason", "").find(first), std::string::npos) << waiting.dump();
+  EXPECT_EQ(Show(second).value("state", ""), "queued");
+  CliResult table = h_.Cli({"runs"});
+  EXPECT_NE(table.out.find("waiting for 1 device(s) on sim1"), std::string::npos) << table.out;
+
+  // Three NPUs can never be had here: refused at once, nothing started.
+  CliResult refused = Serve({"--tp", "3", "--wait"});
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
   json f = Show(last_run_);
   EXPECT_EQ(f.value("status", ""), "failed");
-  EXPECT_EQ(f["failure"].value("kind", ""), "devices_unavailable");
   const std::string err = f.value("error", "");
-  EXPECT_NE(err.find("need 1 free NPU(s)"), std::string::npos) << err;
-  EXPECT_NE(err.find("busy: 0 ("), std::string::npos) << err;
-  EXPECT_NE(err.find("2 ("), std::string::npos) << err;
-  EXPECT_EQ(f["service"], nullptr);  // nothing was started
+  EXPECT_NE(err.find("devices_unavailable: needs 3 free NPU(s) on sim1"), std::string::npos) << err;
+  EXPECT_NE(err.find("busy with other processes: [0,2]"), std::string::npos) << err;
+  EXPECT_EQ(f["service"], nullptr);
+
+  // The first run's stop releases its devices: the queued run starts on one.
   StopAndExpectGone(first, s["service"].value("pid", 0));
+  json ready = WaitFor(second, [](const json& j) {
+    return j.value("state", "") == "ready" || j.value("status", "running") != "running";
+  });
+  ASSERT_EQ(ready.value("state", ""), "ready") << ready.dump(2);
+  EXPECT_EQ(ready["service"]["devices"], json({1}));
+  StopAndExpectGone(second, ready["service"].value("pid", 0));
+  CliResult v = h_.Cli({"verify"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_EQ(v.json()["lease_audit"].value("ok", false), true) << v.out;
 }
 
 TEST_F(ServeE2E, LaunchIsAdoptedAfterTheWorkerIsKilledMidLaunch) {
@@ -178,14 +209,21 @@ TEST_F(ServeE2E, LaunchIsAdoptedAfterTheWorkerIsKilledMidLaunch) {
   ::unsetenv("NPUPROF_FAULT_SERVICE_LAUNCH_PAUSE_MS");
   CliResult r = Serve({"--served-model-name", "m"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const std::string launch_task = last_run_ + ".t1";
+  // devices: any free -> t1 is the lease's npu-smi probe; the launch comes after the grant.
+  std::string launch_task;
   pid_t holder = -1;
   for (int i = 0; i < 150 && holder < 0; ++i) {
+    if (launch_task.empty()) {
+      json sum = h_.Cli({"show", last_run_}).json();
+      if (sum.is_object())
+        for (const auto& t : sum["outstanding_tasks"])
+          if (t.value("kind", "") == "service.launch") launch_task = t.value("task_id", "");
+    }
     json w = h_.Cli({"workers"}).json();
     if (w.is_object())
       for (const auto& wk : w["workers"])
         for (const auto& t : wk["tasks"])
-          if (t == launch_task) holder = wk.value("pid", -1);
+          if (!launch_task.empty() && t == launch_task) holder = wk.value("pid", -1);
     if (holder < 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_GT(holder, 0) << "no worker took the launch task";

@@ -133,6 +133,19 @@ Status NpuprofHarness::Start(const std::vector<std::string>& sim_args, int local
   return Status::Ok();
 }
 
+Status NpuprofHarness::AddTarget(const std::string& name, const std::vector<std::string>& sim_args) {
+  std::vector<std::string> setup = {"/usr/bin/python3", SimDir() + "/setup_target.py", "--root", SimRoot(name)};
+  setup.insert(setup.end(), sim_args.begin(), sim_args.end());
+  CliResult sr = RunCaptured(setup, 60);
+  if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
+  CliResult add = Cli({"machine", "add", name, "--host", "127.0.0.1", "--port", std::to_string(sshd_.port()),
+                       "--user", sshd_.user(), "--identity", sshd_.identity_file(), "--known-hosts",
+                       sshd_.known_hosts_file(), "--env-script", SimRoot(name) + "/set_env.sh", "--runtime-base",
+                       dir_ + "/runtime-" + name});
+  if (add.exit_code != 0) return Status::Internal("machine add failed: " + add.err);
+  return Status::Ok();
+}
+
 Status NpuprofHarness::StartServer() {
   const std::string log = dir_ + "/server.log";
   pid_t pid = fork();
@@ -252,10 +265,10 @@ std::vector<nlohmann::json> NpuprofHarness::SimTruthFiles() const {
   return out;
 }
 
-std::vector<pid_t> NpuprofHarness::LiveServicePids() const {
+std::vector<pid_t> NpuprofHarness::LiveServicePids(const std::string& machine) const {
   std::vector<pid_t> out;
   std::error_code ec;
-  const std::string dir = SimRoot() + "/state/instances";
+  const std::string dir = SimRoot(machine) + "/state/instances";
   if (!fs::exists(dir, ec)) return out;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() != ".json") continue;
@@ -270,7 +283,8 @@ std::vector<pid_t> NpuprofHarness::LiveServicePids() const {
 std::vector<pid_t> NpuprofHarness::TargetProcesses() const {
   std::vector<pid_t> out;
   if (dir_.empty()) return out;
-  const std::string marker = "NPUPROF_SIM_ROOT=" + SimRoot();
+  // <dir>/target and <dir>/target-<machine>: the marker's value starts with this.
+  const std::string marker = "NPUPROF_SIM_ROOT=" + dir_ + "/target";
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
@@ -282,7 +296,7 @@ std::vector<pid_t> NpuprofHarness::TargetProcesses() const {
     while (pos < env.size()) {
       size_t end = env.find('\0', pos);
       if (end == std::string::npos) end = env.size();
-      if (env.compare(pos, end - pos, marker) == 0) {
+      if (end - pos >= marker.size() && env.compare(pos, marker.size(), marker) == 0) {
         out.push_back(pid);
         break;
       }

@@ -66,12 +66,18 @@ class NpuprofHarness {
   std::vector<pid_t> WorkerPids();
 
   std::string MakeModel(const std::vector<std::string>& make_model_args);
-  std::string SimRoot() const { return dir_ + "/target"; }
+  // The first target is "sim1" (root <dir>/target); AddTarget adds more.
+  std::string SimRoot(const std::string& machine = "") const {
+    return machine.empty() || machine == "sim1" ? dir_ + "/target" : dir_ + "/target-" + machine;
+  }
+  // Another simulated target behind the same sshd (its own root, env script
+  // and runtime base), added to the inventory as machine `name`.
+  Status AddTarget(const std::string& name, const std::vector<std::string>& sim_args = {});
   std::string DataDir() const { return dir_ + "/data"; }
   std::string Dir() const { return dir_; }
   std::vector<nlohmann::json> SimTruthFiles() const;
-  std::vector<pid_t> LiveServicePids() const;
-  // Every live process carrying this target's marker.
+  std::vector<pid_t> LiveServicePids(const std::string& machine = "") const;
+  // Every live process carrying the marker of one of this harness's targets.
   std::vector<pid_t> TargetProcesses() const;
   SshdFixture& sshd() { return sshd_; }
 
