@@ -5,11 +5,17 @@
 #   BUILD_DIR=build-bench scripts/bench.sh
 #   MIN_TIME=0.5 scripts/bench.sh    # seconds per store benchmark (default 0.2; broker
 #                                    # and ssh benchmarks run fixed iteration counts)
-#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh)
-#   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every binary
+#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh overhead scale)
+#   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every Google Benchmark binary
+#   OVERHEAD_RUNS=3 scripts/bench.sh       # runs per kind (torch-profile, memory-profile) of the overhead bench
+#   SCALE_RUNS=20,200 SCALE_TARGETS=20 scripts/bench.sh   # concurrent probe runs / simulated targets
 #
-# Builds only the benchmark targets (and what they need), -j2. Raw JSON of
-# each binary goes to $OUT_DIR (default: a fresh temp dir, printed at the end).
+# store, broker and ssh are Google Benchmark binaries; overhead and scale are
+# whole installations (npuprof server + loopback sshd + simulated targets,
+# built only with the test harness) and print their own tables too.
+# Builds only the benchmark targets (and what they need), -j$JOBS (default 2).
+# Raw JSON and logs of each binary go to $OUT_DIR (default: a fresh temp dir,
+# printed at the end).
 # What each figure means: docs/PERFORMANCE.md.
 set -euo pipefail
 
@@ -17,8 +23,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 MIN_TIME="${MIN_TIME:-0.2}"
-read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh overhead scale}"
 FILTER="${FILTER:-}"
+OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
+SCALE_RUNS="${SCALE_RUNS:-20,200}"
+SCALE_TARGETS="${SCALE_TARGETS:-20}"
 JOBS="${JOBS:-2}"
 OUT_DIR="${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/npuprof_bench_out_XXXXXX")}"
 mkdir -p "$OUT_DIR"
@@ -41,9 +50,15 @@ echo "machine: $(nproc) cores, $(uname -srm); load before: $(loadavg)" | tee "$O
 
 for b in "${BENCH_LIST[@]}"; do
   exe="$BUILD_DIR/bench/npuprof_bench_$b"
-  args=(--benchmark_out="$OUT_DIR/$b.json" --benchmark_out_format=json)
-  [[ "$b" == store ]] && args+=(--benchmark_min_time="$MIN_TIME")
-  [[ -n "$FILTER" ]] && args+=(--benchmark_filter="$FILTER")
+  case "$b" in
+    overhead) args=(--runs "$OVERHEAD_RUNS" --json "$OUT_DIR/$b.result.json") ;;
+    scale) args=(--runs "$SCALE_RUNS" --targets "$SCALE_TARGETS" --json "$OUT_DIR/$b.result.json") ;;
+    *)
+      args=(--benchmark_out="$OUT_DIR/$b.json" --benchmark_out_format=json)
+      [[ "$b" == store ]] && args+=(--benchmark_min_time="$MIN_TIME")
+      [[ -n "$FILTER" ]] && args+=(--benchmark_filter="$FILTER")
+      ;;
+  esac
   echo "running $b (load $(loadavg)) ..." >&2
   "$exe" "${args[@]}" >"$OUT_DIR/$b.log" 2>&1 || { cat "$OUT_DIR/$b.log" >&2; exit 1; }
   echo "$b load after: $(loadavg)" >>"$OUT_DIR/machine.txt"
@@ -66,7 +81,26 @@ def fmt(v):
     return f"{v:.3g}"
 
 rows = []
+def kv(d, keys):
+    return "  ".join(f"{k}={fmt(d[k]) if isinstance(d[k], (int, float)) else d[k]}" for k in keys if k in d)
 for b in benches:
+    res = os.path.join(out_dir, f"{b}.result.json")
+    if b == "overhead" and os.path.exists(res):
+        o = json.load(open(res))
+        for kind, m in o.get("medians", {}).items():
+            rows.append((f"overhead/{kind}", f"median of {m['n']}", f"{m['server_s']:.3g} s", str(m["n"]),
+                         kv(m, ["overhead_s", "orch_s", "shell_s", "ssh_s", "exec", "http", "sftp_ops", "handshakes",
+                                "wire_bytes"])))
+        continue
+    if b == "scale" and os.path.exists(res):
+        for r in json.load(open(res)):
+            if "error" in r:
+                rows.append((f"scale/{r.get('runs')}", "error", "-", "-", r["error"][:80]))
+                continue
+            rows.append((f"scale/{r['runs']}_runs", f"{r['targets']} targets", f"{r['wall_s']:.3g} s", str(r["runs"]),
+                         kv(r, ["runs_per_min", "ok", "broker_rss_kb_after", "broker_hwm_kb", "store_du_per_run",
+                                "store_apparent_per_run", "ssh_handshakes"])))
+        continue
     path = os.path.join(out_dir, f"{b}.json")
     if not os.path.exists(path): continue
     for r in json.load(open(path))["benchmarks"]:
@@ -86,6 +120,13 @@ ssh_log = os.path.join(out_dir, "ssh.log")
 if os.path.exists(ssh_log):
     for l in open(ssh_log):
         if l.startswith("ssh_"): print(l.rstrip())
+# The whole-installation benches' own tables (stdout of each binary).
+for b in ("overhead", "scale"):
+    log = os.path.join(out_dir, f"{b}.log")
+    if b in benches and os.path.exists(log):
+        print()
+        for l in open(log):
+            if not l.startswith("# "): print(l.rstrip())  # "# " = progress lines
 EOF
 echo "load after: $(loadavg)"
 echo "raw results: $OUT_DIR"

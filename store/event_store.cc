@@ -12,6 +12,7 @@
 #include <charconv>
 #include <exception>
 #include <string_view>
+#include <unordered_map>
 
 #include "store/keys.h"
 #include "store/store_impl.h"
@@ -21,7 +22,11 @@ namespace {
 
 constexpr const char* kCfNames[StoreCore::kNumCfs] = {"events", "global", "runs", "blobs",
                                                              "meta"};
-constexpr size_t kScanBatch = 256;  // events fetched per MultiGet while scanning
+// ScanGlobal reads the global order in chunks: the first chunk holds
+// kScanFirstChunk positions, each next one twice as many up to kScanMaxChunk
+// (a short ReadGlobal with a limit stays cheap; a full replay amortises).
+constexpr size_t kScanFirstChunk = 256;
+constexpr size_t kScanMaxChunk = 16384;
 constexpr size_t kBlockCacheBytes = 64u << 20;  // shared by all column families
 
 std::optional<uint64_t> ParseDecimal(std::string_view s) {
@@ -198,12 +203,18 @@ Result<std::vector<proto::Event>> EventStore::ReadRun(const std::string& run_id,
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(Impl::kEvents)));
+  {
+    // The tip cache (no disk read) says how many events to expect: reserve once.
+    std::lock_guard<std::mutex> l(impl_->tip_mu);
+    if (auto t = impl_->tips.find(run_id); t != impl_->tips.end() && t->second.seq >= from_seq) {
+      out.reserve(std::min<uint64_t>(t->second.seq - std::max<uint64_t>(from_seq, 1) + 1, 1u << 16));
+    }
+  }
   for (it->Seek(keys::EventKey(run_id, std::max<uint64_t>(from_seq, 1))); it->Valid(); it->Next()) {
-    proto::Event ev;
-    if (!ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+    // Parse in place: no temporary message per event.
+    if (!out.emplace_back().ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
       return Status::Corruption("unreadable event in run " + run_id);
     }
-    out.push_back(std::move(ev));
   }
   Status s = FromRocks(it->status(), "read run " + run_id);
   if (!s.ok()) return s;
@@ -221,42 +232,112 @@ uint64_t EventStore::LastSeq(const std::string& run_id) const {
   return tip.ok() ? tip->seq : 0;
 }
 
+// Replay in global order without a point lookup per event. For each chunk of
+// global positions: collect the event keys the global CF points to, sort
+// them (key order = run, then seq), fetch the values with one iterator over
+// the events CF walking forward (a run's consecutive events are neighbours,
+// so mostly Next() instead of Seek()), copy each value into the chunk's
+// buffer, then parse and visit them in global order with one reused message.
+// Errors (a missing or unreadable event) are reported where the global order
+// reaches them, after the events before it were visited, exactly as a
+// lookup per event would.
 Status EventStore::ScanGlobal(uint64_t from_pos,
                               const std::function<bool(const proto::Event&)>& visit) const {
   SnapshotGuard snap(impl_->db.get());
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
-  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(Impl::kGlobal)));
-  it->Seek(keys::GlobalKey(from_pos));
-  std::vector<std::string> event_keys;
-  std::vector<rocksdb::Slice> slices;
-  std::vector<rocksdb::PinnableSlice> values(kScanBatch);
-  std::vector<rocksdb::Status> statuses(kScanBatch);
+  std::unique_ptr<rocksdb::Iterator> git(impl_->db->NewIterator(ro, impl_->cf(Impl::kGlobal)));
+  git->Seek(keys::GlobalKey(from_pos));
+  constexpr size_t kMaxCursors = 2048;
+  std::unordered_map<std::string, std::unique_ptr<rocksdb::Iterator>> cursors;
+
+  struct Ref {
+    uint32_t off;   // key bytes in `keys_buf`
+    uint32_t len;
+    uint32_t slot;  // index in global order within the chunk
+  };
+  // Where a slot's value is in `values`; kMissing / kReadError when not found.
+  constexpr uint64_t kMissing = UINT64_MAX, kReadError = UINT64_MAX - 1;
+  struct Val {
+    uint64_t off = kMissing;
+    uint32_t len = 0;
+  };
+  std::string keys_buf;  // event keys of the chunk, back to back
+  std::string values;    // event values of the chunk, in key order
+  std::vector<Ref> refs;
+  std::vector<Val> vals;
+  rocksdb::Status read_error;
+  proto::Event ev;  // reused: parsing keeps its string buffers
+  size_t chunk = kScanFirstChunk;
   bool more = true;
-  while (more && it->Valid()) {
-    event_keys.clear();
-    for (; it->Valid() && event_keys.size() < kScanBatch; it->Next()) {
-      event_keys.push_back(it->value().ToString());
+  while (more && git->Valid()) {
+    keys_buf.clear();
+    values.clear();
+    refs.clear();
+    for (; git->Valid() && refs.size() < chunk; git->Next()) {
+      const rocksdb::Slice v = git->value();
+      refs.push_back({static_cast<uint32_t>(keys_buf.size()), static_cast<uint32_t>(v.size()),
+                      static_cast<uint32_t>(refs.size())});
+      keys_buf.append(v.data(), v.size());
     }
-    slices.assign(event_keys.begin(), event_keys.end());
-    impl_->db->MultiGet(ro, impl_->cf(Impl::kEvents), slices.size(), slices.data(), values.data(),
-                        statuses.data());
-    for (size_t i = 0; i < slices.size() && more; ++i) {
-      if (!statuses[i].ok()) {
-        if (statuses[i].IsNotFound()) {
-          return Status::Corruption("global order points to a missing event");
+    const size_t n = refs.size();
+    vals.assign(n, Val{});
+    auto key_of = [&](const Ref& r) { return rocksdb::Slice(keys_buf.data() + r.off, r.len); };
+    std::sort(refs.begin(), refs.end(),
+              [&](const Ref& a, const Ref& b) { return key_of(a).compare(key_of(b)) < 0; });
+
+    rocksdb::Iterator* eit = nullptr;
+    std::string_view eit_run;
+    for (const Ref& r : refs) {
+      const rocksdb::Slice k = key_of(r);
+      // The run's own cursor: its events of this chunk follow those of the last chunk.
+      const std::string_view run(k.data(), std::min<size_t>(k.size(), k.ToStringView().find('\0')));
+      if (eit == nullptr || run != eit_run) {
+        auto& slot = cursors[std::string(run)];
+        if (!slot) {
+          if (cursors.size() > kMaxCursors) {
+            std::string keep(run);
+            auto mine = std::move(slot);
+            cursors.clear();
+            slot_ptr_reset:;
+            (void)keep;
+            cursors[keep] = std::move(mine);
+          }
+          auto& s2 = cursors[std::string(run)];
+          if (!s2) s2.reset(impl_->db->NewIterator(ro, impl_->cf(Impl::kEvents)));
+          eit = s2.get();
+        } else {
+          eit = slot.get();
         }
-        return FromRocks(statuses[i], "scan global");
+        eit_run = run;
+        if (!eit->Valid() || eit->key().compare(k) >= 0) eit->Seek(k);
       }
-      proto::Event ev;
-      if (!ev.ParseFromArray(values[i].data(), static_cast<int>(values[i].size()))) {
+      if (eit->Valid() && eit->key().compare(k) < 0) {
+        eit->Next();  // usually the next event of the same run
+        if (eit->Valid() && eit->key().compare(k) < 0) eit->Seek(k);
+      }
+      if (eit->Valid() && eit->key() == k) {
+        const rocksdb::Slice v = eit->value();
+        vals[r.slot] = {values.size(), static_cast<uint32_t>(v.size())};
+        values.append(v.data(), v.size());
+      } else if (!eit->status().ok()) {
+        vals[r.slot].off = kReadError;
+        if (read_error.ok()) read_error = eit->status();
+      }
+    }
+
+    for (size_t i = 0; i < n && more; ++i) {
+      const Val& v = vals[i];
+      if (v.off == kMissing) return Status::Corruption("global order points to a missing event");
+      if (v.off == kReadError) return FromRocks(read_error, "scan global");
+      if (!ev.ParseFromArray(values.data() + v.off, static_cast<int>(v.len))) {
         return Status::Corruption("unreadable event in global scan");
       }
       more = visit(ev);
     }
-    for (auto& v : values) v.Reset();
+    chunk = std::min(chunk * 2, kScanMaxChunk);
   }
-  return FromRocks(it->status(), "scan global");
+  return FromRocks(git->status(), "scan global");
 }
 
 Result<std::vector<proto::Event>> EventStore::ReadGlobal(uint64_t from_pos, size_t limit) const {

@@ -14,6 +14,7 @@
 #include "common/time_util.h"
 #include "proto/wire.h"
 #include "workers/ssh/ssh_pool.h"
+#include "workers/ssh/ssh_stats.h"
 
 namespace npuprof::workers {
 
@@ -59,6 +60,10 @@ struct WorkerRuntime::Impl {
     Running* r = run.get();
     auto it = handlers.find(task.kind());
     run->thread = std::thread([this, task, r, handler = it == handlers.end() ? TaskHandler{} : it->second] {
+      // Measurement only (docs/PERFORMANCE.md): the SSH work of this task
+      // (its thread and the sessions it creates), logged when it ends.
+      ssh::SshStatsScope ssh_scope;
+      const auto started = std::chrono::steady_clock::now();
       TaskOutcome out;
       if (!handler) {
         out = TaskOutcome::Failure("unknown_task_kind", "this worker has no handler for " + task.kind(), false);
@@ -94,6 +99,14 @@ struct WorkerRuntime::Impl {
         b->set_data(data);
       }
       if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), out.error_kind, out.error);
+      {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        const ssh::SshStats proc = ssh::ProcessSshStats();
+        spdlog::info("task_stats run={} task={} kind={} attempt={} ok={} handler_ms={} {} worker_pid={} worker_handshakes={} "
+                     "worker_sessions={}",
+                     task.run_id(), task.task_id(), task.kind(), task.attempt(), out.ok ? 1 : 0, ms.count(),
+                     ssh::FormatSshStats(ssh_scope.totals()), ::getpid(), proc.handshakes, pool.sessions());
+      }
       Post(std::move(msg));
       r->done = true;
     });
@@ -193,6 +206,8 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
   for (auto& r : im.running) r->cancelled = true;
   for (auto& r : im.running) r->thread.join();
   im.running.clear();
+  spdlog::info("worker_ssh_totals worker_pid={} sessions={} {}", ::getpid(), im.pool.sessions(),
+               ssh::FormatSshStats(ssh::ProcessSshStats()));
   return Status::Ok();
 }
 

@@ -1,8 +1,11 @@
-// The crash matrix for the probe and serve run kinds.
+// The crash matrix for the four run kinds: probe, serve, torch-profile and
+// memory-profile (standalone, with its msprof export).
 //
 // For each kind, one clean run records the global positions of the run's
-// events. Then, for every committed event of that run (position K relative to
-// the fresh store), a fresh installation (own sshd, simulated target, data
+// events. Then, for every committed decision of that run (position K of its
+// last event, relative to the fresh store; the events of one decision are
+// committed atomically, so a crash after any of them is a crash after all of
+// them), a fresh installation (own sshd, simulated target, data
 // dir) starts its server with NPUPROF_FAULT_CRASH_AFTER_GLOBAL_POS=K, the same
 // run is submitted (--run-id), the server SIGKILLs itself right after the
 // commit that reaches K, and a restarted server (no fault) must:
@@ -13,13 +16,19 @@
 //   * pass `npuprof verify RUN` (exit 0),
 //   * have recorded RunRecovered exactly when the crash happened before the
 //     run's RunFinished was committed,
-//   * serve: show exactly one live vLLM service whenever the run is ready,
-//     launch one vLLM in all (one instance in the simulator's truth), and
-//     leave nothing running on the target once `npuprof stop` is done.
+//   * serve: show exactly one live vLLM service whenever the run is ready;
+//   * every service kind: launch one vLLM in all (one instance in the
+//     simulator's truth) and leave nothing running on the target;
+//   * torch-profile: analyse() started once per rank (the simulator's
+//     .sim_analyse_invocations); memory-profile: one `msprof --export`
+//     (.sim_export_invocations).
 // Serve runs are stopped (`npuprof stop RUN`) once ready, so the matrix also
 // crashes the server during stopping. Each K is one fresh installation, so
 // every K is independent of the others.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,8 +36,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -56,7 +67,15 @@ const std::set<std::string>& DroppedKeys() {
   static const std::set<std::string> keys = {
       "created_at", "updated_at", "finished_at", "deadline", "time", "time_ms", "deadline_ms", "ready_at",
       "recoveries", "last_seq", "seq", "attempt", "attempts", "worker", "pid", "pgid", "pids", "port",
-      "ready_after_ms", "rounds", "adopted", "alive_at_launch"};
+      "ready_after_ms", "rounds", "adopted", "alive_at_launch",
+      // torch-profile: vLLM response ids/creation times and request latencies,
+      // step times, analyse logs (times, pids), trace sizes (pids inside), and
+      // whether analyse was re-attached after a restart.
+      "created", "id", "latency_ms", "completed_at", "started_at", "log_tail", "size", "reattached", "launch",
+      // memory-profile evidence locators: which log line / CSV row / sample
+      // time a figure was read from depends on timing (sampling, rank log
+      // interleaving); the figures themselves are compared.
+      "line", "row", "timestamp"};
   return keys;
 }
 
@@ -65,21 +84,56 @@ void ReplaceAll(std::string& s, const std::string& from, const std::string& to) 
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
 }
 
+// The installation dir becomes "<dir>"; profile dir names (pids, times:
+// vm_<pid>_<time>_ascend_pt, PROF_<n>_<time>_<id>) become "<profdir>"; the
+// 14-digit export stamps in msprof CSV names (npu_mem_20261129160359.csv)
+// become "<stamp>".
+std::string NormaliseString(std::string s, const std::string& dir) {
+  ReplaceAll(s, dir, "<dir>");
+  static const std::regex prof_dirs("vm_[0-9]+_[0-9]+_ascend_pt|PROF_[0-9]+_[0-9]+_[A-Za-z0-9]+");
+  static const std::regex stamps("_[0-9]{14}(_[0-9]+)?");  // with the collector's _N for equal names
+  // vLLM log lines quoted as evidence: "(Worker_TP0 pid=8805) INFO 11-29 16:09:31 [...]".
+  static const std::regex pids("pid=[0-9]+");
+  static const std::regex log_times("[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}");
+  s = std::regex_replace(std::regex_replace(s, prof_dirs, "<profdir>"), stamps, "_<stamp>");
+  return std::regex_replace(std::regex_replace(s, pids, "pid=<pid>"), log_times, "<time>");
+}
+
 // Drops DroppedKeys() at any depth; replaces the installation dir (runtime
 // dirs, model path, key and known_hosts paths live under it) by "<dir>" and
 // the value after "--port" in any array (the service's argv) by "<port>".
 json Normalise(const json& j, const std::string& dir) {
   if (j.is_object()) {
+    // Keys that become equal once normalised (e.g. CSVs named by export
+    // time) keep their distinct values, as a sorted array.
+    std::map<std::string, std::vector<json>> merged;
     json out = json::object();
     for (const auto& [k, v] : j.items()) {
       if (DroppedKeys().count(k)) continue;
-      if ((k == "evidence" || k == "blobs") && v.is_object()) {
+      if ((k == "evidence" || k == "blobs" || k == "files") && v.is_object()) {
         json names = json::object();
-        for (const auto& [name, hash] : v.items()) names[name] = "<sha256>";
+        for (const auto& [name, hash] : v.items()) names[NormaliseString(name, dir)] = "<sha256>";
         out[k] = names;
         continue;
       }
-      out[k] = Normalise(v, dir);
+      if (k == "blob" && v.is_string()) {
+        out[k] = "<sha256>";
+        continue;
+      }
+      merged[NormaliseString(k, dir)].push_back(Normalise(v, dir));
+    }
+    for (auto& [k, vs] : merged) {
+      if (vs.size() == 1) {
+        out[k] = vs[0];
+      } else {
+        // Distinct values only: how many same-named CSVs an export leaves
+        // depends on whether msprof's exports fell in the same second.
+        std::map<std::string, json> distinct;
+        for (auto& v : vs) distinct.emplace(v.dump(), v);
+        json arr = json::array();
+        for (auto& [d, v] : distinct) arr.push_back(v);
+        out[k] = arr.size() == 1 ? arr[0] : arr;
+      }
     }
     return out;
   }
@@ -92,11 +146,7 @@ json Normalise(const json& j, const std::string& dir) {
     }
     return out;
   }
-  if (j.is_string()) {
-    std::string s = j.get<std::string>();
-    ReplaceAll(s, dir, "<dir>");
-    return s;
-  }
+  if (j.is_string()) return NormaliseString(j.get<std::string>(), dir);
   return j;
 }
 
@@ -200,27 +250,77 @@ struct Outcome {
   size_t max_live_when_ready = 0;
   bool saw_ready = false;
   size_t truth_instances = 0;
+  std::map<std::string, size_t> analyse_invocations;  // rank dir -> analyse() starts
+  std::map<std::string, size_t> export_invocations;   // msprof output dir -> exports
   std::vector<pid_t> left_on_target;
   std::vector<std::string> problems;
 };
 
-// One installation of a scenario: harness, model (serve), the submit argv.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+size_t LineCount(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+// Files named `name` anywhere under root -> their line counts (dir -> lines).
+std::map<std::string, size_t> InvocationLogs(const std::string& root, const std::string& name) {
+  std::map<std::string, size_t> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(
+           root, std::filesystem::directory_options::skip_permission_denied, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->path().filename() == name) out[it->path().parent_path().string()] = LineCount(it->path().string());
+  }
+  return out;
+}
+
+// One installation of a scenario: harness, model (service kinds), the submit argv.
 class Installation {
  public:
   Status Start(const Scenario& sc, uint64_t crash_after_pos) {
+    kind_ = sc.kind;
     serve_ = sc.kind == "serve";
     if (crash_after_pos > 0) h_.SetServerEnv({{"NPUPROF_FAULT_CRASH_AFTER_GLOBAL_POS", std::to_string(crash_after_pos)}});
-    Status st = h_.Start();
+    // Small simulator delays keep the matrix inside the CI budget.
+    std::vector<std::string> sim_args = {"--startup-delay", "0.2", "--token-delay", "0.001", "--export-delay", "0.2"};
+    Status st = h_.Start(sim_args);
     if (!st.ok()) return st;
-    if (serve_) {
+    if (kind_ != "probe") {
       model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
       if (model_.empty()) return Status::Internal("make_model.py failed");
     }
+    port_ = FreePort();
     return Status::Ok();
   }
 
   std::vector<std::string> SubmitArgs(const std::string& run) const {
-    if (!serve_) return {"submit", "probe", "--machine", "sim1", "--run-id", run};
+    if (kind_ == "probe") return {"submit", "probe", "--machine", "sim1", "--run-id", run};
+    if (kind_ == "torch-profile")
+      return {"submit", "torch-profile", "--machine", "sim1", "--tag", "crash", "--model", model_, "--served-model-name", "qwen",
+              "--tp", "2", "--mode", "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "4",
+              "--prompt-tokens", "32", "--benchmark-total-requests", "4", "--benchmark-concurrency", "2",
+              "--flush-seconds", "0", "--health-timeout", "60", "--profile-control-timeout", "30",
+              "--request-timeout", "30", "--run-id", run};
+    if (kind_ == "memory-profile")
+      return {"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+              std::to_string(port_), "--flush-seconds", "0", "--health-timeout", "60", "--run-id", run};
     return {"submit", "serve", "--machine", "sim1", "--model", model_, "--served-model-name", "m", "--tp", "2",
             "--health-timeout", "60", "--stop-grace", "5", "--run-id", run};
   }
@@ -278,6 +378,10 @@ class Installation {
         }
         submit_done = true;
         submit.pid = -1;
+        if (!crash_expected && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+          o.problems.push_back("submit failed: " + Slurp(submit.err_path));
+          return;
+        }
       }
       BgClient show = Spawn(h_, {"show", run});
       bool aborted = false;
@@ -342,12 +446,42 @@ class Installation {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     o.truth_instances = h_.SimTruthFiles().size();
+    o.analyse_invocations = InvocationLogs(h_.Dir(), ".sim_analyse_invocations");
+    o.export_invocations = InvocationLogs(h_.Dir(), ".sim_export_invocations");
   }
 
   NpuprofHarness h_;
+  std::string kind_;
   bool serve_ = false;
   std::string model_;
+  int port_ = 0;
 };
+
+// The remote effects that must happen once per run, whatever crashed when.
+void ExpectEffectsOnce(const std::string& kind, const Outcome& o, const std::string& trace) {
+  if (kind == "probe") return;
+  EXPECT_EQ(o.truth_instances, 1u) << "vLLM instances launched in all\n" << trace;
+  if (kind == "torch-profile") {
+    EXPECT_EQ(o.analyse_invocations.size(), 2u) << "rank dirs analysed (tp=2)\n" << trace;
+    for (const auto& [dir, n] : o.analyse_invocations) EXPECT_EQ(n, 1u) << "analyse() starts in " << dir << "\n" << trace;
+  }
+  if (kind == "memory-profile") {
+    EXPECT_EQ(o.export_invocations.size(), 1u) << "msprof output dirs exported\n" << trace;
+    for (const auto& [dir, n] : o.export_invocations) EXPECT_EQ(n, 1u) << "msprof exports of " << dir << "\n" << trace;
+  }
+}
+
+// Crash points: the last event of each decision (consecutive events with the
+// same cause and time belong to one decision, committed in one batch).
+std::vector<size_t> DecisionEnds(const json& events) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const bool last = i + 1 == events.size() || events[i + 1].value("cause", "") != events[i].value("cause", "") ||
+                      events[i + 1].value("time_ms", int64_t{0}) != events[i].value("time_ms", int64_t{0});
+    if (last) out.push_back(i);
+  }
+  return out;
+}
 
 std::vector<uint64_t> GlobalPositions(const json& events) {
   std::vector<uint64_t> out;
@@ -389,15 +523,14 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
   ASSERT_EQ(clean.verify_exit, 0) << clean.verify_text;
   ASSERT_FALSE(HasType(clean.events, "RunRecovered"));
   ASSERT_TRUE(clean.left_on_target.empty());
+  ASSERT_EQ(clean.status, "ok") << clean.summary.dump(2) << EventTrace(clean.events);
+  ASSERT_EQ(clean.state, "completed");
   if (sc.kind == "serve") {
-    ASSERT_EQ(clean.status, "ok") << clean.summary.dump(2);
-    ASSERT_EQ(clean.state, "completed");
     ASSERT_TRUE(clean.saw_ready);
     ASSERT_EQ(clean.max_live_when_ready, 1u);
-    ASSERT_EQ(clean.truth_instances, 1u);
-  } else {
-    ASSERT_EQ(clean.status, "ok") << clean.summary.dump(2);
   }
+  ExpectEffectsOnce(sc.kind, clean, EventTrace(clean.events));
+  ASSERT_FALSE(HasFailure()) << "the clean run must show every effect once";
   const std::string clean_dir = clean_inst.h().Dir();
   const json clean_summary = Normalise(clean.summary, clean_dir);
   const json clean_manifest = Normalise(clean.manifest, clean_dir);
@@ -416,9 +549,12 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
   std::cerr << fmt::format("[crash-matrix] {} clean run: {} events, base position {}, {:.1f} s\n", sc.kind,
                            offsets.size(), base, clean_s);
 
+  const std::vector<size_t> points = DecisionEnds(clean.events);
+  std::cerr << fmt::format("[crash-matrix] {}: {} decisions to crash after\n", sc.kind, points.size());
   int covered = 0;
-  for (size_t i = 0; i < offsets.size(); ++i) {
-    if (static_cast<int>(i % sc.shards) != sc.shard) continue;
+  for (size_t pi = 0; pi < points.size(); ++pi) {
+    if (static_cast<int>(pi % sc.shards) != sc.shard) continue;
+    const size_t i = points[pi];
     const uint64_t k = base + offsets[i];
     const auto tk = Clock::now();
     SCOPED_TRACE(fmt::format("{}: crash after global position {} (event {} of the clean run: {})", sc.kind, k,
@@ -450,8 +586,8 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
     if (sc.kind == "serve") {
       EXPECT_TRUE(o.saw_ready) << trace;
       EXPECT_EQ(o.max_live_when_ready, 1u) << "live vLLM services while ready\n" << trace;
-      EXPECT_EQ(o.truth_instances, 1u) << "vLLM instances launched in all\n" << trace;
     }
+    ExpectEffectsOnce(sc.kind, o, trace);
     ++covered;
     std::cerr << fmt::format("[crash-matrix] {} K={} ({}): crashed at {}, recovered={}, {} -> {} in {:.1f} s\n",
                              sc.kind, k, clean.events[i].value("type", ""), o.crash_pos,
@@ -467,10 +603,15 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
 // Serve runs take longer per crash point: their matrix is split into shards
 // (crash points i with i % shards == shard), each a CTest test of its own.
 INSTANTIATE_TEST_SUITE_P(Kinds, CrashMatrix,
-                         ::testing::Values(Scenario{"probe", 0, 1}, Scenario{"serve", 0, 3}, Scenario{"serve", 1, 3},
-                                           Scenario{"serve", 2, 3}),
+                         ::testing::Values(Scenario{"probe", 0, 1}, Scenario{"serve", 0, 2}, Scenario{"serve", 1, 2},
+                                           Scenario{"torch-profile", 0, 4}, Scenario{"torch-profile", 1, 4},
+                                           Scenario{"torch-profile", 2, 4}, Scenario{"torch-profile", 3, 4},
+                                           Scenario{"memory-profile", 0, 4}, Scenario{"memory-profile", 1, 4},
+                                           Scenario{"memory-profile", 2, 4}, Scenario{"memory-profile", 3, 4}),
                          [](const ::testing::TestParamInfo<Scenario>& i) {
-                           return fmt::format("{}_{}of{}", i.param.kind, i.param.shard + 1, i.param.shards);
+                           std::string k = i.param.kind;
+                           std::replace(k.begin(), k.end(), '-', '_');
+                           return fmt::format("{}_{}of{}", k, i.param.shard + 1, i.param.shards);
                          });
 
 }  // namespace

@@ -216,6 +216,7 @@ Result<ssh_channel_struct*> SshSession::OpenForwardLocked(const HttpRequest& req
     ssh_channel ch = ssh_channel_new(session_);
     if (ch != nullptr && ssh_channel_open_forward(ch, req.remote_host.c_str(), req.remote_port,
                                                   "127.0.0.1", 0) == SSH_OK) {
+      Note(internal::Stat::kForwardChannels);
       return ch;
     }
     std::string err = LibError();
@@ -239,6 +240,7 @@ Result<HttpResponse> SshSession::Http(const HttpRequest& req) {
 std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpRequest>& reqs,
                                                        int concurrency) {
   std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
   std::vector<Result<HttpResponse>> results(reqs.size(),
                                             Result<HttpResponse>(Status::Internal("not run")));
   struct Slot {
@@ -309,6 +311,7 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
                           "cannot send HTTP request: " + LibError()), true);
         continue;
       }
+      Note(internal::Stat::kPayloadOut, static_cast<int64_t>(w.size()));
       active.push_back(std::move(slot));
     }
     if (active.empty()) continue;
@@ -322,6 +325,7 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
         int n = ssh_channel_read_nonblocking(s.ch, buf, sizeof(buf), 0);
         if (n > 0) {
           s.raw.append(buf, static_cast<size_t>(n));
+          Note(internal::Stat::kPayloadIn, n);
           progressed = true;
           continue;
         }

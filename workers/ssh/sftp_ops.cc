@@ -47,6 +47,7 @@ Result<sftp_session_struct*> SshSession::SftpLocked() {
                 fmt::format("cannot open the sftp subsystem on {}: {}", target_.Endpoint(), err));
   }
   sftp_ = sftp;
+  Note(internal::Stat::kSftpSessions);
   return sftp_;
 }
 
@@ -86,6 +87,8 @@ auto SshSession::WithSftpRetry(Fn fn) -> decltype(fn()) {
 Result<std::string> SshSession::ReadFile(const std::string& path, uint64_t offset,
                                          uint64_t max_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
+  Note(internal::Stat::kSftpOps);
   return WithSftpRetry([&]() -> Result<std::string> {
     auto sftp = SftpLocked();
     if (!sftp.ok()) return sftp.status();
@@ -100,6 +103,7 @@ Result<std::string> SshSession::ReadFile(const std::string& path, uint64_t offse
       if (n < 0) return SftpError("read", path);
       if (n == 0) break;  // EOF
       out.append(buf, static_cast<size_t>(n));
+      Note(internal::Stat::kPayloadIn, n);
     }
     return out;
   });
@@ -107,6 +111,8 @@ Result<std::string> SshSession::ReadFile(const std::string& path, uint64_t offse
 
 Result<std::vector<DirEntry>> SshSession::ListDir(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
+  Note(internal::Stat::kSftpOps);
   return WithSftpRetry([&]() -> Result<std::vector<DirEntry>> {
     auto sftp = SftpLocked();
     if (!sftp.ok()) return sftp.status();
@@ -131,6 +137,8 @@ Result<std::vector<DirEntry>> SshSession::ListDir(const std::string& path) {
 
 Result<FileStat> SshSession::Stat(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
+  Note(internal::Stat::kSftpOps);
   return WithSftpRetry([&]() -> Result<FileStat> {
     auto sftp = SftpLocked();
     if (!sftp.ok()) return sftp.status();
@@ -147,6 +155,8 @@ Result<FileStat> SshSession::Stat(const std::string& path) {
 
 Status SshSession::WriteFile(const std::string& path, std::string_view data, uint32_t mode) {
   std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
+  Note(internal::Stat::kSftpOps);
   auto r = WithSftpRetry([&]() -> Result<bool> {
     auto sftp = SftpLocked();
     if (!sftp.ok()) return sftp.status();
@@ -159,6 +169,7 @@ Status SshSession::WriteFile(const std::string& path, std::string_view data, uin
       ssize_t w = sftp_write(f.get(), data.data() + off, n);
       if (w < 0) return SftpError("write", path);
       off += static_cast<size_t>(w);
+      Note(internal::Stat::kPayloadOut, w);
     }
     f.reset();
     if (sftp_chmod(sftp.value(), path.c_str(), static_cast<mode_t>(mode)) != 0) {

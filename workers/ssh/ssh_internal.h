@@ -6,6 +6,10 @@
 #include <libssh/sftp.h>
 
 #include <chrono>
+#include <cstdint>
+
+#include "workers/ssh/ssh_session.h"
+#include "workers/ssh/ssh_stats.h"
 
 namespace npuprof::ssh::internal {
 
@@ -47,4 +51,49 @@ class SessionPump {
 
 void FreeSftp(sftp_session sftp);
 
+// Measurement counters (ssh_stats.h): adds n to the process and thread totals.
+enum class Stat {
+  kHandshakes,
+  kExecChannels,
+  kForwardChannels,
+  kSftpSessions,
+  kSftpOps,
+  kPayloadOut,
+  kPayloadIn,
+  kWireOut,
+  kWireIn,
+  kBusyUs,
+  kCount
+};
+// Adds n to the process totals and to the calling thread's SshStatsScope, or,
+// when the thread has none, to `fallback` (the scope the session was created in).
+void Count(Stat what, int64_t n, StatsSink* fallback);
+// The calling thread's SshStatsScope sink (null when none).
+std::shared_ptr<StatsSink> CurrentSink();
+// TCP bytes sent (acked) and received on socket fd so far (TCP_INFO).
+bool TcpBytes(int fd, uint64_t* sent, uint64_t* received);
+
 }  // namespace npuprof::ssh::internal
+
+namespace npuprof::ssh {
+
+// One public SshSession call, for the counters: on scope exit adds the time
+// spent and the TCP bytes moved since the last look. Construct it after the
+// session lock is taken (it is destroyed before the lock is released).
+class SshSession::OpScope {
+ public:
+  explicit OpScope(SshSession* s) : s_(s), start_(internal::Clock::now()) {}
+  ~OpScope() {
+    s_->AccountWireLocked();
+    s_->Note(internal::Stat::kBusyUs,
+             std::chrono::duration_cast<std::chrono::microseconds>(internal::Clock::now() - start_).count());
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  SshSession* s_;
+  internal::Clock::time_point start_;
+};
+
+}  // namespace npuprof::ssh

@@ -43,7 +43,10 @@ SshErrorKind ErrorKindOf(const Status& s) {
   return SshErrorKind::kNone;
 }
 
-SshSession::SshSession(SshTarget target) : target_(std::move(target)) {}
+SshSession::SshSession(SshTarget target)
+    : target_(std::move(target)), creator_sink_(internal::CurrentSink()) {}
+
+void SshSession::Note(internal::Stat what, int64_t n) { internal::Count(what, n, creator_sink_.get()); }
 
 SshSession::~SshSession() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -76,6 +79,7 @@ std::optional<std::string> SshSession::accepted_new_fingerprint() {
 
 Status SshSession::Connect() {
   std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
   return ConnectLocked();
 }
 
@@ -94,7 +98,21 @@ bool SshSession::AliveLocked() {
   return (ssh_get_status(session_) & (SSH_CLOSED | SSH_CLOSED_ERROR)) == 0;
 }
 
+void SshSession::AccountWireLocked() {
+  if (session_ == nullptr) return;
+  const socket_t fd = ssh_get_fd(session_);
+  uint64_t out = 0, in = 0;
+  if (fd == SSH_INVALID_SOCKET || !internal::TcpBytes(fd, &out, &in)) return;
+  if (out > wire_out_seen_) Note(internal::Stat::kWireOut, static_cast<int64_t>(out - wire_out_seen_));
+  if (in > wire_in_seen_) Note(internal::Stat::kWireIn, static_cast<int64_t>(in - wire_in_seen_));
+  wire_out_seen_ = out;
+  wire_in_seen_ = in;
+}
+
 void SshSession::DisconnectLocked() {
+  AccountWireLocked();  // the socket goes away: count what it moved
+  wire_out_seen_ = 0;
+  wire_in_seen_ = 0;
   if (sftp_ != nullptr) {
     internal::FreeSftp(sftp_);
     sftp_ = nullptr;
@@ -145,6 +163,7 @@ Status SshSession::ConnectLocked() {
                 fmt::format("cannot reach {}: {}", target_.Endpoint(), err));
   }
   handshakes_.fetch_add(1);
+  Note(internal::Stat::kHandshakes);
   Status s = VerifyHostKeyLocked();
   if (s.ok()) s = AuthenticateLocked();
   if (!s.ok()) {
@@ -271,6 +290,7 @@ Result<ExecResult> SshSession::Exec(const std::string& command,
                                     std::chrono::milliseconds timeout,
                                     std::string_view stdin_data) {
   std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
   return ExecLocked(command, timeout, stdin_data);
 }
 
@@ -287,6 +307,7 @@ Result<ExecResult> SshSession::ExecLocked(const std::string& command,
   if (!opened.ok()) return opened.status();
   ssh_channel ch = opened.value();
   commands_.fetch_add(1);
+  Note(internal::Stat::kExecChannels);
   internal::ChannelGuard guard(ch);
 
   ExecResult out;
@@ -311,6 +332,7 @@ Result<ExecResult> SshSession::ExecLocked(const std::string& command,
         break;  // remote closed its stdin early: not an error
       }
       off += static_cast<size_t>(w);
+      Note(internal::Stat::kPayloadOut, w);
     }
   }
   ssh_channel_send_eof(ch);
@@ -323,6 +345,7 @@ Result<ExecResult> SshSession::ExecLocked(const std::string& command,
       int n = ssh_channel_read_nonblocking(ch, buf, sizeof(buf), is_stderr);
       if (n > 0) {
         (is_stderr ? out.stderr_data : out.stdout_data).append(buf, static_cast<size_t>(n));
+        Note(internal::Stat::kPayloadIn, n);
         got = true;
       } else if (n == SSH_ERROR && !eof) {
         if (!AliveLocked()) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,6 +27,11 @@ struct ssh_channel_struct;
 struct sftp_session_struct;
 
 namespace npuprof::ssh {
+
+namespace internal {
+struct StatsSink;
+enum class Stat;
+}  // namespace internal
 
 enum class HostKeyPolicy { kStrict, kAcceptNew };
 
@@ -121,7 +127,8 @@ class SshSession {
   std::vector<Result<HttpResponse>> HttpMany(const std::vector<HttpRequest>& reqs,
                                              int concurrency);
 
-  // Counters (lock-free reads).
+  // Counters (lock-free reads). Process- and thread-wide totals over all
+  // sessions: ssh_stats.h.
   int64_t handshakes() const { return handshakes_.load(); }  // successful key exchanges
   int64_t commands() const { return commands_.load(); }      // Exec calls that started
   SshErrorKind last_error_kind();
@@ -149,6 +156,11 @@ class SshSession {
   template <typename Fn>
   auto WithSftpRetry(Fn fn) -> decltype(fn());
   Result<ssh_channel_struct*> OpenForwardLocked(const HttpRequest& req);
+  // Measurement (ssh_stats.h): adds the TCP bytes of the connection since the
+  // last look to the counters.
+  class OpScope;
+  void AccountWireLocked();
+  void Note(internal::Stat what, int64_t n = 1);
 
   SshTarget target_;
   std::mutex mu_;
@@ -159,6 +171,10 @@ class SshSession {
   std::optional<std::string> accepted_new_;
   std::atomic<int64_t> handshakes_{0};
   std::atomic<int64_t> commands_{0};
+  uint64_t wire_out_seen_ = 0;  // TCP byte counts of the current connection already counted
+  uint64_t wire_in_seen_ = 0;
+  // SshStatsScope of the thread that created this session (may be null).
+  std::shared_ptr<internal::StatsSink> creator_sink_;
 };
 
 }  // namespace npuprof::ssh

@@ -103,6 +103,7 @@ def run_export(opts, cfg):
         print("[ERROR] No valid PROF_* directory found in %s." % os.path.abspath(out), flush=True)
         return 1
     stamp = time.strftime("%Y%m%d%H%M%S")
+    record_export_invocation(out)
     hang = sim_root.fault(cfg, "export_hang")
     total_delay = sim_root.delay(cfg, "export", 1.0)
     for p in profs:
@@ -114,6 +115,20 @@ def run_export(opts, cfg):
         msprof_export.export_prof(p, stamp, opts.get("type", "text"))
         info("Export all data in %s done." % os.path.basename(p))
     return 0
+
+
+# Each `msprof --export=on` appends one line to OUT/.sim_export_invocations
+# when it starts (tests check that an export is not run twice).
+EXPORT_INVOCATION_LOG = ".sim_export_invocations"
+
+
+def record_export_invocation(out):
+    line = json.dumps({"pid": os.getpid(), "time": time.time()}, separators=(",", ":")) + "\n"
+    fd = os.open(os.path.join(out, EXPORT_INVOCATION_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
 
 
 def run_app(opts, app, cfg):

@@ -1,0 +1,304 @@
+// Per-run overhead of torch-profile and memory-profile runs against the
+// simulated Ascend target with every simulated delay at zero: a whole local
+// installation (NpuprofHarness: loopback sshd, simulator, `npuprof server`
+// with 2 local workers), runs submitted with the CLI and `--wait`.
+//
+// For every run it prints the wall time, what the workers spent inside SSH
+// calls, the remote commands / HTTP requests / SFTP operations, bytes and SSH
+// handshakes (from the `task_stats` lines the workers write to server.log,
+// see workers/ssh/ssh_stats.h), and the orchestration overhead:
+//
+//   server_s  = RunFinished.time_ms - RunSubmitted.time_ms (from the events)
+//   ssh_s     = time the run's tasks spent inside SSH calls (the workers
+//               wait on the target: commands, HTTP, SFTP), summed over the
+//               tasks; tasks that overlap in time (`par` > 1: torch-profile's
+//               analyse_rank tasks run on both workers at once) count once,
+//               with the longest of them, so ssh_s stays on the critical path
+//   orch_s    = server_s - ssh_s: time no SSH call of the run was in
+//               progress (broker turns and commits, dispatch, poll sleeps
+//               in handlers, timers)
+//   shell_s   = exec * floor: the fixed cost of starting a remote command on
+//               this account (remote login shell + env script + channel),
+//               measured right before each run as the median of `true` run
+//               the same way (it moves with the machine's load)
+//   target_s  = ssh_s - shell_s: what the target itself took
+//   overhead  = server_s - target_s = orch_s + shell_s
+//
+// Usage: npuprof_bench_overhead [--runs N] [--kinds torch,memory] [--json FILE]
+// Not a Google Benchmark binary: each run takes seconds. Figures and their
+// meaning: docs/PERFORMANCE.md, "Per-run overhead".
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench/sim_bench_util.h"
+
+namespace npuprof::bench {
+namespace {
+
+struct RunRow {
+  std::string kind, run_id, status;
+  double client_s = 0, server_s = 0;
+  int tasks_scheduled = 0, max_parallel = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> task_span;  // task id -> first scheduled, last ended (ms)
+  SshFloor floor;
+  RunSsh ssh;
+  double ssh_s = 0;  // on the critical path (see the top of this file)
+};
+
+// Sum of the tasks' SSH time where overlapping tasks count once (the longest).
+double CriticalSshSeconds(const RunRow& row) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> spans;  // start, end, ssh ms
+  for (const auto& [task, ms] : row.ssh.task_ssh_ms) {
+    auto it = row.task_span.find(task);
+    if (it == row.task_span.end()) {
+      spans.emplace_back(-1, -1, ms);  // not in the events: counted alone
+      continue;
+    }
+    spans.emplace_back(it->second.first, it->second.second, ms);
+  }
+  std::sort(spans.begin(), spans.end());
+  int64_t total = 0, group_end = -2, group_max = 0;
+  for (const auto& [start, end, ms] : spans) {
+    if (start >= 0 && start < group_end) {  // overlaps the current group
+      group_end = std::max(group_end, end);
+      group_max = std::max(group_max, ms);
+      continue;
+    }
+    total += group_max;
+    group_end = start >= 0 ? end : -2;
+    group_max = ms;
+  }
+  total += group_max;
+  return static_cast<double>(total) / 1000.0;
+}
+
+int FreeLocalPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// The submit command of tests/torch_profile/torch_profile_e2e_test.cc, with
+// the flush window at 0.
+std::vector<std::string> TorchArgs(const std::string& model, const std::string& tag) {
+  return {"submit", "torch-profile", "--machine", "sim1", "--model", model, "--served-model-name", "qwen",
+          "--tp", "2", "--tag", tag, "--mode", "enforce_eager", "--request-kind", "text",
+          "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--benchmark-total-requests", "4",
+          "--benchmark-concurrency", "2", "--flush-seconds", "0", "--health-timeout", "60",
+          "--profile-control-timeout", "30", "--request-timeout", "30", "--wait"};
+}
+
+// The submit command of tests/memory_profile/memory_e2e_test.cc (standalone,
+// tp 2), with the flush wait at 0.
+std::vector<std::string> MemoryArgs(const std::string& model, int port) {
+  return {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "2",
+          "--port", std::to_string(port), "--flush-seconds", "0", "--wait"};
+}
+
+// Fills server_s, tasks_scheduled and max_parallel from the run's events.
+void FromEvents(const json& events, RunRow& row) {
+  int64_t submitted = -1, finished = -1;
+  std::vector<std::pair<int64_t, int>> edges;  // (time, +1 scheduled / -1 ended)
+  std::set<std::string> open;
+  for (const auto& e : events) {
+    const std::string type = e.value("type", "");
+    const int64_t t = e.value("time_ms", int64_t{0});
+    const json p = e.value("payload", json::object());
+    const std::string task = p.is_object() ? p.value("task_id", "") : "";
+    if (type == "RunSubmitted" && submitted < 0) submitted = t;
+    if (type == "RunFinished") finished = t;
+    if ((type == "TaskScheduled" || type == "TaskRedispatched") && !task.empty() && open.insert(task).second) {
+      if (type == "TaskScheduled") ++row.tasks_scheduled;
+      edges.emplace_back(t, +1);
+      if (!row.task_span.count(task)) row.task_span[task] = {t, t};
+    }
+    if ((type == "TaskSucceeded" || type == "TaskFailed" || type == "TaskAbandoned") && open.erase(task)) {
+      edges.emplace_back(t, -1);
+      row.task_span[task].second = t;
+    }
+  }
+  std::stable_sort(edges.begin(), edges.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second < b.second); });
+  int cur = 0;
+  for (const auto& [t, d] : edges) row.max_parallel = std::max(row.max_parallel, cur += d);
+  if (submitted >= 0 && finished >= submitted) row.server_s = static_cast<double>(finished - submitted) / 1000.0;
+}
+
+struct Options {
+  int runs = 3;
+  std::vector<std::string> kinds = {"torch", "memory"};
+  std::string json_out;
+};
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--runs") {
+      o.runs = std::atoi(next().c_str());
+    } else if (a == "--kinds") {
+      o.kinds.clear();
+      std::stringstream ss(next());
+      for (std::string k; std::getline(ss, k, ',');) o.kinds.push_back(k);
+    } else if (a == "--json") {
+      o.json_out = next();
+    } else {
+      std::fprintf(stderr, "usage: %s [--runs N] [--kinds torch,memory] [--json FILE]\n", argv[0]);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+int Main(int argc, char** argv) {
+  const Options opt = Parse(argc, argv);
+  const std::string load_before = LoadAvg();
+  testing::NpuprofHarness h;
+  if (Status s = h.Start(ZeroDelaySimArgs(), 2); !s.ok()) {
+    std::fprintf(stderr, "harness: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const std::string model = h.MakeModel({"--kind", "dense", "--layers", "4"});
+  if (model.empty()) {
+    std::fprintf(stderr, "make_model failed\n");
+    return 1;
+  }
+  std::fprintf(stderr, "# installation in %s\n", h.Dir().c_str());
+
+  std::vector<RunRow> rows;
+  int seq = 0;
+  for (const auto& kind : opt.kinds) {
+    for (int i = 0; i < opt.runs; ++i) {
+      RunRow row;
+      row.kind = kind == "torch" ? "torch-profile" : "memory-profile";
+      const auto argv = kind == "torch" ? TorchArgs(model, fmt::format("bench{}", seq++))
+                                        : MemoryArgs(model, FreeLocalPort());
+      row.floor = MeasureSshFloor(h, 5);
+      const auto t0 = SteadyClock::now();
+      testing::CliResult r = h.Cli(argv, 300);
+      row.client_s = SecondsSince(t0);
+      const json m = r.json();
+      row.run_id = m.is_object() ? m.value("run_id", "") : "";
+      row.status = m.is_object() ? m.value("status", "?") : "?";
+      if (row.run_id.empty()) {
+        std::fprintf(stderr, "%s run %d: no run id (exit %d): %s\n", row.kind.c_str(), i, r.exit_code, r.err.c_str());
+        return 1;
+      }
+      FromEvents(h.Cli({"events", row.run_id, "--json"}).json().value("events", json::array()), row);
+      std::fprintf(stderr, "# %s %s: %s, %.2f s (ssh floor: exec %.1f ms, sftp %.2f ms)\n", row.kind.c_str(),
+                   row.run_id.c_str(), row.status.c_str(), row.client_s, row.floor.exec_ms, row.floor.sftp_ms);
+      rows.push_back(row);
+    }
+  }
+  const auto lines = ReadTaskStats(h.Dir() + "/server.log");
+  for (auto& row : rows) {
+    row.ssh = SumRun(lines, row.run_id);
+    row.ssh_s = CriticalSshSeconds(row);
+  }
+  const auto workers = WorkerHandshakes(lines);
+  const std::string load_after = LoadAvg();
+
+  std::printf("per-run overhead, simulated delays 0; load %s -> %s\n", load_before.c_str(), load_after.c_str());
+  std::printf("%-14s %-6s %8s %8s %5s %3s %7s %5s %4s %5s %3s %9s %9s %7s %7s %7s %8s %8s\n", "kind", "status",
+              "client_s", "server_s", "tasks", "par", "ssh_s", "exec", "http", "sftp", "hs", "wire_out",
+              "wire_in", "floor", "orch_s", "shell_s", "target_s", "overhead");
+  json out = {{"load_before", load_before}, {"load_after", load_after}, {"runs", json::array()}};
+  std::map<std::string, std::vector<const RunRow*>> by_kind;
+  for (const auto& row : rows) {
+    const double ssh_s = row.ssh_s;
+    const double shell_s = static_cast<double>(row.ssh.exec) * row.floor.exec_ms / 1000.0;
+    const double orch_s = row.server_s - ssh_s;
+    const double target_s = ssh_s - shell_s;
+    std::printf("%-14s %-6s %8.2f %8.2f %5d %3d %7.2f %5lld %4lld %5lld %3lld %9s %9s %5.0fms %7.2f %7.2f %8.2f %8.2f\n",
+                row.kind.c_str(), row.status.c_str(), row.client_s, row.server_s, row.ssh.tasks, row.max_parallel,
+                ssh_s, static_cast<long long>(row.ssh.exec), static_cast<long long>(row.ssh.fwd),
+                static_cast<long long>(row.ssh.sftp_ops), static_cast<long long>(row.ssh.handshakes),
+                HumanBytes(static_cast<double>(row.ssh.wire_out)).c_str(),
+                HumanBytes(static_cast<double>(row.ssh.wire_in)).c_str(), row.floor.exec_ms, orch_s, shell_s, target_s,
+                row.server_s - target_s);
+    by_kind[row.kind].push_back(&row);
+    out["runs"].push_back({{"kind", row.kind}, {"run_id", row.run_id}, {"status", row.status},
+                           {"client_s", row.client_s}, {"server_s", row.server_s}, {"tasks", row.ssh.tasks},
+                           {"tasks_scheduled", row.tasks_scheduled}, {"max_parallel_tasks", row.max_parallel},
+                           {"handler_ms", row.ssh.handler_ms}, {"ssh_ms_sum", row.ssh.ssh_ms}, {"ssh_s", ssh_s},
+                           {"floor_exec_ms", row.floor.exec_ms}, {"floor_sftp_ms", row.floor.sftp_ms},
+                           {"exec", row.ssh.exec}, {"http", row.ssh.fwd}, {"sftp_ops", row.ssh.sftp_ops},
+                           {"sftp_sessions", row.ssh.sftp_sessions}, {"handshakes", row.ssh.handshakes},
+                           {"payload_out", row.ssh.payload_out}, {"payload_in", row.ssh.payload_in},
+                           {"wire_out", row.ssh.wire_out}, {"wire_in", row.ssh.wire_in}, {"orch_s", orch_s},
+                           {"shell_s", shell_s}, {"target_s", target_s}, {"overhead_s", row.server_s - target_s}});
+  }
+  std::printf("medians per kind:\n");
+  out["medians"] = json::object();
+  for (const auto& [kind, rs] : by_kind) {
+    auto med = [&](auto f) {
+      std::vector<double> v;
+      for (const RunRow* r : rs) v.push_back(f(*r));
+      return Median(v);
+    };
+    const double wall = med([](const RunRow& r) { return r.server_s; });
+    const double ssh_s = med([](const RunRow& r) { return r.ssh_s; });
+    const double orch = med([](const RunRow& r) { return r.server_s - r.ssh_s; });
+    const double shell = med([](const RunRow& r) { return static_cast<double>(r.ssh.exec) * r.floor.exec_ms / 1000.0; });
+    const double over = med([](const RunRow& r) {
+      return r.server_s - (r.ssh_s - static_cast<double>(r.ssh.exec) * r.floor.exec_ms / 1000.0);
+    });
+    const double floor_ms = med([](const RunRow& r) { return r.floor.exec_ms; });
+    const double cmds = med([](const RunRow& r) { return static_cast<double>(r.ssh.exec); });
+    const double http = med([](const RunRow& r) { return static_cast<double>(r.ssh.fwd); });
+    const double sftp = med([](const RunRow& r) { return static_cast<double>(r.ssh.sftp_ops); });
+    const double hs = med([](const RunRow& r) { return static_cast<double>(r.ssh.handshakes); });
+    const double wire = med([](const RunRow& r) { return static_cast<double>(r.ssh.wire_out + r.ssh.wire_in); });
+    std::printf("  %-14s n=%zu wall %.2f s, ssh %.2f s, orch %.2f s, shell %.2f s (floor %.0f ms), overhead %.2f s, "
+                "exec %.0f, http %.0f, sftp %.0f, handshakes %.0f, wire %s\n",
+                kind.c_str(), rs.size(), wall, ssh_s, orch, shell, floor_ms, over, cmds, http, sftp, hs,
+                HumanBytes(wire).c_str());
+    out["medians"][kind] = {{"n", rs.size()}, {"server_s", wall}, {"ssh_s", ssh_s}, {"orch_s", orch},
+                            {"floor_exec_ms", floor_ms},
+                            {"shell_s", shell}, {"overhead_s", over}, {"exec", cmds}, {"http", http},
+                            {"sftp_ops", sftp}, {"handshakes", hs}, {"wire_bytes", wire}};
+  }
+  std::printf("handshakes per worker process (whole bench):");
+  out["workers"] = json::array();
+  for (const auto& [pid, v] : workers) {
+    std::printf(" pid %s: %lld handshakes, %lld sessions;", pid.c_str(), static_cast<long long>(v.first),
+                static_cast<long long>(v.second));
+    out["workers"].push_back({{"pid", pid}, {"handshakes", v.first}, {"sessions", v.second}});
+  }
+  std::printf("\n");
+  if (!opt.json_out.empty()) {
+    std::ofstream(opt.json_out) << out.dump(2) << "\n";
+  }
+  h.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace npuprof::bench
+
+int main(int argc, char** argv) { return npuprof::bench::Main(argc, argv); }
