@@ -12,7 +12,6 @@
 #include <charconv>
 #include <exception>
 #include <string_view>
-#include <unordered_map>
 
 #include "store/keys.h"
 #include "store/store_impl.h"
@@ -56,8 +55,8 @@ Status OpenDb(const std::string& dir, StoreCore* impl) {
   rocksdb::DBOptions dbo;
   dbo.create_if_missing = true;
   dbo.create_missing_column_families = true;
-  // Point lookups (ScanGlobal's MultiGet, blob and run Gets) check every L0
-  // file: bloom filters skip the files that cannot hold the key.
+  // Point lookups (blob, run and meta Gets) check every L0 file: bloom
+  // filters skip the files that cannot hold the key.
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.block_cache = rocksdb::NewLRUCache(kBlockCacheBytes);
@@ -247,9 +246,8 @@ Status EventStore::ScanGlobal(uint64_t from_pos,
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
   std::unique_ptr<rocksdb::Iterator> git(impl_->db->NewIterator(ro, impl_->cf(Impl::kGlobal)));
+  std::unique_ptr<rocksdb::Iterator> eit(impl_->db->NewIterator(ro, impl_->cf(Impl::kEvents)));
   git->Seek(keys::GlobalKey(from_pos));
-  constexpr size_t kMaxCursors = 2048;
-  std::unordered_map<std::string, std::unique_ptr<rocksdb::Iterator>> cursors;
 
   struct Ref {
     uint32_t off;   // key bytes in `keys_buf`
@@ -286,33 +284,13 @@ Status EventStore::ScanGlobal(uint64_t from_pos,
     std::sort(refs.begin(), refs.end(),
               [&](const Ref& a, const Ref& b) { return key_of(a).compare(key_of(b)) < 0; });
 
-    rocksdb::Iterator* eit = nullptr;
-    std::string_view eit_run;
+    bool positioned = false;
     for (const Ref& r : refs) {
       const rocksdb::Slice k = key_of(r);
-      // The run's own cursor: its events of this chunk follow those of the last chunk.
-      const std::string_view run(k.data(), std::min<size_t>(k.size(), k.ToStringView().find('\0')));
-      if (eit == nullptr || run != eit_run) {
-        auto& slot = cursors[std::string(run)];
-        if (!slot) {
-          if (cursors.size() > kMaxCursors) {
-            std::string keep(run);
-            auto mine = std::move(slot);
-            cursors.clear();
-            slot_ptr_reset:;
-            (void)keep;
-            cursors[keep] = std::move(mine);
-          }
-          auto& s2 = cursors[std::string(run)];
-          if (!s2) s2.reset(impl_->db->NewIterator(ro, impl_->cf(Impl::kEvents)));
-          eit = s2.get();
-        } else {
-          eit = slot.get();
-        }
-        eit_run = run;
-        if (!eit->Valid() || eit->key().compare(k) >= 0) eit->Seek(k);
-      }
-      if (eit->Valid() && eit->key().compare(k) < 0) {
+      if (!positioned) {
+        eit->Seek(k);
+        positioned = true;
+      } else if (eit->Valid() && eit->key().compare(k) < 0) {
         eit->Next();  // usually the next event of the same run
         if (eit->Valid() && eit->key().compare(k) < 0) eit->Seek(k);
       }

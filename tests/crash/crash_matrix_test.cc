@@ -271,26 +271,6 @@ int FreePort() {
   return port;
 }
 
-size_t LineCount(const std::string& path) {
-  std::ifstream in(path);
-  size_t n = 0;
-  for (std::string line; std::getline(in, line);) n += !line.empty();
-  return n;
-}
-
-// Files named `name` anywhere under root -> their line counts (dir -> lines).
-std::map<std::string, size_t> InvocationLogs(const std::string& root, const std::string& name) {
-  std::map<std::string, size_t> out;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(
-           root, std::filesystem::directory_options::skip_permission_denied, ec);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it->path().filename() == name) out[it->path().parent_path().string()] = LineCount(it->path().string());
-  }
-  return out;
-}
-
 // One installation of a scenario: harness, model (service kinds), the submit argv.
 class Installation {
  public:
@@ -446,8 +426,8 @@ class Installation {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     o.truth_instances = h_.SimTruthFiles().size();
-    o.analyse_invocations = InvocationLogs(h_.Dir(), ".sim_analyse_invocations");
-    o.export_invocations = InvocationLogs(h_.Dir(), ".sim_export_invocations");
+    o.analyse_invocations = h_.InvocationLogs(".sim_analyse_invocations");
+    o.export_invocations = h_.InvocationLogs(".sim_export_invocations");
   }
 
   NpuprofHarness h_;

@@ -280,6 +280,21 @@ std::vector<pid_t> NpuprofHarness::LiveServicePids(const std::string& machine) c
   return out;
 }
 
+std::map<std::string, size_t> NpuprofHarness::InvocationLogs(const std::string& name) const {
+  std::map<std::string, size_t> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir_, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->path().filename() != name) continue;
+    std::ifstream in(it->path());
+    size_t n = 0;
+    for (std::string line; std::getline(in, line);) n += !line.empty();
+    out[it->path().parent_path().string()] = n;
+  }
+  return out;
+}
+
 std::vector<pid_t> NpuprofHarness::TargetProcesses() const {
   std::vector<pid_t> out;
   if (dir_.empty()) return out;

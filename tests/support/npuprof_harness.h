@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,10 @@ class NpuprofHarness {
   std::string Dir() const { return dir_; }
   std::vector<nlohmann::json> SimTruthFiles() const;
   std::vector<pid_t> LiveServicePids(const std::string& machine = "") const;
+  // The simulator's invocation logs under this installation: every file
+  // named `name` (".sim_analyse_invocations", ".sim_export_invocations") ->
+  // its number of lines, keyed by the directory holding it.
+  std::map<std::string, size_t> InvocationLogs(const std::string& name) const;
   // Every live process carrying the marker of one of this harness's targets.
   std::vector<pid_t> TargetProcesses() const;
   SshdFixture& sshd() { return sshd_; }

@@ -29,6 +29,9 @@ class SshdFixture {
   Status Start();
   // Stops the listener and every descendant still running. Keeps the dir.
   void Stop();
+  // Starts the listener again after Stop() (same port, keys and config):
+  // the target comes back after being unreachable.
+  Status Relaunch() { return pid_ > 0 ? Status::Ok() : Launch(); }
   // Stop, generate a new host key (known_hosts keeps the old one), start again
   // on the same port.
   Status RestartWithNewHostKey();
