@@ -97,11 +97,14 @@ void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>*
     for (auto& [order, w] : m.queue) {
       std::vector<int> pick;
       if (!w.any) {
-        std::vector<std::string> why;
+        std::map<std::string, std::vector<int>> by_holder;  // "held by run X" / "wanted by an earlier queued run"
         for (int d : w.devices) {
-          if (auto h = m.holder.find(d); h != m.holder.end()) why.push_back(fmt::format("device {} held by run {}", d, h->second));
-          else if (blocked.count(d)) why.push_back(fmt::format("device {} wanted by an earlier queued run", d));
+          if (auto h = m.holder.find(d); h != m.holder.end()) by_holder["held by run " + h->second].push_back(d);
+          else if (blocked.count(d)) by_holder["wanted by an earlier queued run"].push_back(d);
         }
+        std::vector<std::string> why;
+        for (const auto& [who, devs] : by_holder)
+          why.push_back(fmt::format("{} {} {}", devs.size() == 1 ? "device" : "devices", fmt::join(devs, ","), who));
         if (!why.empty()) {
           w.why = fmt::format("{}", fmt::join(why, "; "));
           blocked.insert(w.devices.begin(), w.devices.end());

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -81,9 +82,40 @@ void RunDemo(bool clean) {
     d.Expect(serve, 0, "serve");
     const std::string run = serve.json().value("run_id", "");
     d.summary["serve_run"] = run;
+    // A second service on the same NPUs: it waits queued for the device lease.
+    std::string devices;
+    const sm::json sj = serve.json();
+    if (sj.is_object() && sj.contains("service"))
+      for (const auto& dev : sj["service"].value("devices", sm::json::array()))
+        devices += (devices.empty() ? "" : ",") + dev.dump();
+    std::string queued;
+    if (!run.empty() && !devices.empty()) {
+      auto second = d.Step("Submit a second service on the same NPUs (" + devices + "): it queues for the lease",
+                           {"submit", "serve", "--machine", "sim1", "--model", model, "--served-model-name", "demo2",
+                            "--tp", "2", "--devices", devices});
+      d.Expect(second, 0, "second serve");
+      queued = second.json().value("run_id", "");
+      d.Step("Runs: the queued one says what it waits for", {"runs"});
+    }
     if (!run.empty()) {
-      auto stop = d.Step("Stop the service", {"stop", run, "--wait"});
+      auto stop = d.Step("Stop the first service (its NPUs are released)", {"stop", run, "--wait"});
       d.Expect(stop, 0, "stop");
+    }
+    if (!queued.empty()) {
+      for (int i = 0; i < 600; ++i) {
+        const sm::json s = d.h.Cli({"show", queued}).json();
+        if (!s.is_object() || s.value("state", "") == "ready" || s.value("status", "running") != "running") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      auto show = d.Step("The queued service got the NPUs and is ready", {"show", queued});
+      d.Expect(show, 0, "show queued");
+      if (show.json().value("state", "") != "ready") {
+        std::cerr << "demo: the queued service did not become ready" << std::endl;
+        d.ok = false;
+      }
+      auto stop2 = d.Step("Stop it too", {"stop", queued, "--wait"});
+      d.Expect(stop2, 0, "stop queued");
+      d.summary["queued_serve_run"] = queued;
     }
   }
   if (kinds.Find("torch-profile")) {

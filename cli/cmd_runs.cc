@@ -40,17 +40,17 @@ void AddRunCommands(CLI::App& app) {
       auto r = client.CallJson("runs", args);
       if (!r.ok()) return Fail(2, r.status().message());
       if (*as_json) return PrintJson(*r);
-      std::cout << fmt::format("{:<24} {:<15} {:<14} {:<10} {:<12} {}\n", "RUN", "KIND", "STATE", "STATUS",
+      std::cout << fmt::format("{:<27} {:<15} {:<14} {:<10} {:<12} {}\n", "RUN", "KIND", "STATE", "STATUS",
                                "MACHINE", "CREATED");
       const json rows = (*r)["runs"];
       for (const auto& run : rows) {
-        std::cout << fmt::format("{:<24} {:<15} {:<14} {:<10} {:<12} {}\n", run.value("run_id", ""),
+        std::cout << fmt::format("{:<27} {:<15} {:<14} {:<10} {:<12} {}\n", run.value("run_id", ""),
                                  run.value("kind", ""), run.value("state", ""), run.value("status", ""),
                                  run.value("machine", ""), run.value("created_at", ""));
         // A queued run says what it waits for (device lease, FIFO per machine).
         if (run.contains("waiting_for")) {
           const json& w = run["waiting_for"];
-          std::cout << fmt::format("{:<24} waiting for {} device(s) on {} ({} queued ahead): {}\n", "",
+          std::cout << fmt::format("{:<27} waiting for {} device(s) on {} ({} queued ahead): {}\n", "",
                                    w.value("count", 0), w.value("machine", ""), w.value("queued_ahead", 0),
                                    w.value("reason", ""));
         }
