@@ -190,6 +190,38 @@ TEST(DeviceLease, CancelWhileWaitingEndsWithoutALease) {
   EXPECT_FALSE(r.Grant({0, 1}).ok()) << "no grant after the run ended";
 }
 
+// Every kind that leases devices can be cancelled (or stopped) while it
+// waits or probes: it ends at once, without a lease, and the probe is abandoned.
+TEST(DeviceLease, EveryLeasingKindCancelsCleanlyWhileQueued) {
+  const json rec = {{"name", "m1"}, {"host", "h"}, {"user", "u"}, {"runtime_base", "/rt/"}};
+  const std::vector<std::pair<std::string, json>> specs = {
+      {"serve", ServeSpec(nullptr)},
+      {"serve", ServeSpec({0, 1})},
+      {"torch-profile", {{"machine", "m1"}, {"machine_record", rec}, {"model", "/models/q"}, {"served_model_name", "q"},
+                         {"tp", 2}, {"tag", "t"}, {"mode", "enforce_eager"}, {"request_kind", "text"},
+                         {"benchmark_output_tokens", 8}}},
+      {"torch-profile", {{"machine", "m1"}, {"machine_record", rec}, {"model", "/models/q"}, {"served_model_name", "q"},
+                         {"tp", 2}, {"tag", "t"}, {"mode", "enforce_eager"}, {"request_kind", "text"},
+                         {"benchmark_output_tokens", 8}, {"devices", {4, 5}}}},
+      {"memory-profile", {{"machine", "m1"}, {"machine_record", rec}, {"model", "/models/q"}, {"tp", 2}}},
+  };
+  for (const auto& [kind, spec] : specs) {
+    SCOPED_TRACE(kind + " " + spec.value("devices", json()).dump());
+    LeaseRun r;
+    r.Submit(spec, kind);
+    ASSERT_EQ(r.s.state, "queued");
+    ASSERT_TRUE(r.s.lease.phase == "waiting" || r.s.lease.phase == "probing") << r.s.lease.phase;
+    Input cancel;
+    cancel.type = Input::Type::kCancel;
+    ASSERT_TRUE(r.Feed(cancel).ok());
+    EXPECT_TRUE(r.s.terminal);
+    EXPECT_EQ(r.s.status, "cancelled");
+    for (const auto& [id, t] : r.s.tasks) EXPECT_FALSE(t.in_flight()) << id << " still in flight";
+    auto v = VerifyRunEvents(DefaultKinds(), r.log, StableHash);
+    EXPECT_TRUE(v.ok) << v.first_divergence;
+  }
+}
+
 TEST(DeviceLease, RefusalFailsTheRun) {
   LeaseRun r;
   r.Submit(ServeSpec({0, 1}));
