@@ -106,6 +106,17 @@ TEST_F(ServeE2E, StartReadyStop) {
   auto live = h_.LiveServicePids();
   ASSERT_EQ(live.size(), 1u);
   EXPECT_EQ(live[0], pid);
+  // The service must not inherit SIGINT/SIGQUIT ignored (a background job of
+  // a non-interactive shell would): SigIgn bits 2 and 3 (mask 0x6) clear.
+  {
+    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+    std::string line, sigign;
+    while (std::getline(st, line))
+      if (line.rfind("SigIgn:", 0) == 0) sigign = line.substr(7);
+    ASSERT_FALSE(sigign.empty());
+    const unsigned long long mask = std::stoull(sigign, nullptr, 16);
+    EXPECT_EQ(mask & 0x6ULL, 0ULL) << "SigIgn of the service: " << sigign;
+  }
   // The simulator's own record of what it was asked to run.
   bool found = false;
   for (const auto& t : h_.SimTruthFiles())

@@ -11,11 +11,19 @@ namespace npuprof::workers::service {
 namespace {
 
 // Start once (mkdir is atomic), in its own session/process group, detached;
-// then wait up to 10 s for _start.sh to record its pid.
+// then wait up to 10 s for _start.sh to record its pid. `setsid -f` forks by
+// itself, so the service is not a background job of this non-interactive
+// shell (which would start it with SIGINT and SIGQUIT ignored, and a SIGINT
+// stop during model loading would do nothing); the `&` form is the fallback
+// for a setsid without -f (util-linux < 2.31).
 constexpr const char* kStartOrAdopt = R"SH(rt=$1
 if mkdir "$rt/.started" 2>/dev/null; then
   cd "$rt" || exit 3
-  setsid nohup sh "$rt/_start.sh" </dev/null >"$rt/stdout.log" 2>"$rt/stderr.log" &
+  if setsid -f true </dev/null >/dev/null 2>&1; then
+    setsid -f nohup sh "$rt/_start.sh" </dev/null >"$rt/stdout.log" 2>"$rt/stderr.log"
+  else
+    setsid nohup sh "$rt/_start.sh" </dev/null >"$rt/stdout.log" 2>"$rt/stderr.log" &
+  fi
   how=started
 else
   how=adopted
