@@ -19,7 +19,7 @@ namespace {
 struct ServeOpts {
   std::string model, served_name, devices, wrap_script;
   int tp = 1, dp = 1, port = 0;
-  int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096;
+  int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096, watch_poll = 10;
   std::vector<std::string> env, extra;
 };
 
@@ -102,6 +102,9 @@ void AddSubmitServe(CLI::App* submit) {
   cmd->add_option("--wrap-script", o->wrap_script, "Script run as `bash WRAP _serve.sh RUNTIME_DIR`");
   cmd->add_option("--health-timeout", o->health_timeout, "Seconds to wait for readiness (default 300)");
   cmd->add_option("--stop-grace", o->stop_grace, "Seconds to wait after SIGINT and after SIGTERM (default 10)");
+  cmd->add_option("--watch-poll", o->watch_poll,
+                  "While ready, check every N seconds that the service is alive; a death fails the run and "
+                  "releases its NPUs (default 10, 0 = never)");
   cmd->add_option("--busy-threshold-mb", o->busy_threshold,
                   "A device with at least this much HBM used and no process listed counts as busy");
   cmd->add_option("extra", o->extra, "Extra `vllm serve` arguments (after --)");
@@ -119,6 +122,7 @@ void AddSubmitServe(CLI::App* submit) {
                  {"env", env},
                  {"extra_args", o->extra},
                  {"health_timeout_s", o->health_timeout},
+                 {"watch_poll_s", o->watch_poll},
                  {"stop_grace_s", o->stop_grace},
                  {"busy_threshold_mb", o->busy_threshold}};
     if (!o->served_name.empty()) spec["served_model_name"] = o->served_name;

@@ -1,5 +1,7 @@
 #include "statemachine/serve_machine.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "statemachine/kind_registrations.h"
@@ -11,6 +13,10 @@ namespace npuprof::sm {
 namespace {
 
 constexpr const char* kHealthDeadline = "health_deadline";
+// After the watch task gave up (target unreachable for its whole retry
+// budget): watch again this much later.
+constexpr const char* kWatchAgain = "watch_again";
+constexpr int64_t kWatchAgainMs = 30000;
 // The readiness task reports a timeout itself; the timer only catches a task
 // that never answers, so it fires this long after the deadline.
 constexpr int64_t kHealthTimerSlackMs = 30000;
@@ -30,6 +36,22 @@ TaskPolicy LaunchPolicy() { return TaskPolicy::WithLease(90000); }
 TaskPolicy WaitPolicy() { return TaskPolicy::WithLease(30000); }
 
 TaskPolicy StopPolicy() { return TaskPolicy::WithLease(60000); }
+
+// The watch reports progress every poll; a silent holder is lost after this.
+TaskPolicy WatchPolicy(int64_t poll_s) { return TaskPolicy::WithLease(std::max<int64_t>(30000, poll_s * 3000)); }
+
+// While ready, one service.watch task polls the process group and only
+// answers when the service died (zero events while it is healthy).
+void StartWatch(Decision& d) {
+  const RunState& s = d.state();
+  const int64_t poll_s = s.spec.value("watch_poll_s", int64_t{10});
+  if (poll_s <= 0) return;
+  const json svc = s.data.value("service", json::object());
+  d.ScheduleTask(kServiceWatchTask,
+                 BuildWatchPayload(s.spec.value("machine_record", json::object()), svc.value("runtime_dir", ""),
+                                   svc.value("pid", json(nullptr)), poll_s),
+                 WatchPolicy(poll_s));
+}
 
 std::string CurrentReason(const RunState& s) { return s.data.value("stop", json::object()).value("reason", ""); }
 
@@ -119,6 +141,8 @@ Status ServeMachine::ValidateSpec(json& spec) const {
   if (Status s = RequireSafeName(spec, "machine", true); !s.ok()) return s;
   if (Status s = RequireSafeName(spec, "tag", false); !s.ok()) return s;
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
+  // watch_poll_s: how often a ready service's process is checked (0 = never).
+  if (Status s = CheckIntRange(spec, "watch_poll_s", 10, 0, 3600); !s.ok()) return s;
   return ValidateServiceSpec(spec);
 }
 
@@ -151,6 +175,12 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
       if (t.armed && t.purpose == kHealthDeadline) d.CancelTimer(id);
     d.Emit(kServiceReady, result);
     d.Transition("ready");
+    StartWatch(d);
+    return;
+  }
+  if (task.kind == kServiceWatchTask) {
+    // The watch ended without a death (it only does so when cancelled): watch again if still ready.
+    if (d.state().state == "ready") StartWatch(d);
     return;
   }
   if (task.kind == kServiceStopTask) {
@@ -175,6 +205,17 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& f
     d.Emit(kServiceFailed, FailureRecord("wait_ready", failure));
     return StartStop(d, "failure", true);
   }
+  if (task.kind == kServiceWatchTask) {
+    if (d.state().state != "ready") return;
+    const std::string kind = failure.value("error_kind", "");
+    if (kind == "service_died" || kind == "environment") {
+      // Died while ready: record it, clean up what is left of the group, end failed (the lease goes with it).
+      d.Emit(kServiceFailed, FailureRecord("watch", failure));
+      return StartStop(d, "failure", true);
+    }
+    d.ScheduleTimer(kWatchAgain, kWatchAgainMs);  // e.g. target unreachable for the whole retry budget
+    return;
+  }
   if (task.kind == kServiceStopTask) {
     d.Emit(kServiceStopFailed,
            json{{"error_kind", failure.value("error_kind", "")}, {"error", failure.value("error", "")},
@@ -194,6 +235,10 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& f
 }
 
 void ServeMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
+  if (timer.purpose == kWatchAgain) {
+    if (d.state().state == "ready") StartWatch(d);
+    return;
+  }
   if (timer.purpose != kHealthDeadline || d.state().state != "waiting_ready") return;
   d.AbandonOutstanding("readiness deadline passed");
   d.Emit(kServiceFailed, json{{"stage", "wait_ready"},

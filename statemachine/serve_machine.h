@@ -10,6 +10,11 @@
 //   stopping -> ready                   (a stop without --force left it running)
 //   queued -> completed | failed | cancelled
 //
+// While ready, a service.watch task polls the service's process group (every
+// spec.watch_poll_s, default 10 s; 0 = off) and answers only when it died:
+// then ServiceFailed{stage: watch}, a forced stop of what is left, failed
+// (and the NPU lease is released). Healthy services cost no events.
+//
 // A stop or cancel that arrives while the launch task is out waits for its
 // result (so the stop knows the pid and nothing is started behind its back),
 // then stops. Every path after a launch that may have started a process goes

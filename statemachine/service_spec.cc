@@ -223,6 +223,10 @@ json BuildWaitReadyPayload(const json& launch_payload, const json& launch_result
               {"deadline_ms", now_ms + timeout_s * 1000}};
 }
 
+json BuildWatchPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, int64_t poll_s) {
+  return json{{"machine", machine_record}, {"runtime_dir", runtime_dir}, {"pid", pid}, {"poll_s", poll_s}};
+}
+
 json BuildStopPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, bool force,
                       int64_t grace_s) {
   return json{{"machine", machine_record}, {"runtime_dir", runtime_dir}, {"pid", pid}, {"force", force},

@@ -31,6 +31,8 @@ namespace npuprof::sm {
 inline constexpr const char* kServiceLaunchTask = "service.launch";
 inline constexpr const char* kServiceWaitReadyTask = "service.wait_ready";
 inline constexpr const char* kServiceStopTask = "service.stop";
+// Polls a ready service's process group until it dies (serve runs).
+inline constexpr const char* kServiceWatchTask = "service.watch";
 
 // Defaults a run kind may change before validation (e.g. memory-profile's port 8901).
 struct ServiceDefaults {
@@ -57,6 +59,9 @@ json BuildLaunchPayload(const std::string& run_id, int launch_no, const json& sp
 // readiness deadline is absolute (now_ms + health timeout) so a re-dispatched
 // attempt only waits for what is left.
 json BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms);
+
+// service.watch payload: poll the process group of pid every poll_s seconds.
+json BuildWatchPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, int64_t poll_s);
 
 // service.stop payload. pid may be null: the handler then reads <runtime>/pid.
 json BuildStopPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, bool force,

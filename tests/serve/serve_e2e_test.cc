@@ -214,6 +214,36 @@ TEST_F(ServeE2E, FreeDevicesAreChosenQueuedBehindALeaseAndTooFewIsRefused) {
   EXPECT_EQ(v.json()["lease_audit"].value("ok", false), true) << v.out;
 }
 
+TEST_F(ServeE2E, DeathWhileReadyFailsTheRunAndHandsTheNpusToTheNextRun) {
+  StartHarness();
+  CliResult r = Serve({"--tp", "2", "--devices", "0,1", "--watch-poll", "1", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json first = r.json();
+  const std::string first_run = last_run_;
+  const pid_t pid = first["service"].value("pid", 0);
+  ASSERT_GT(pid, 0);
+  // A second service on the same NPUs queues behind the first.
+  CliResult q = Serve({"--tp", "2", "--devices", "0,1"});
+  ASSERT_EQ(q.exit_code, 0) << q.out << q.err;
+  const std::string second = last_run_;
+  EXPECT_EQ(Show(second).value("state", ""), "queued");
+
+  ASSERT_EQ(kill(-pid, SIGKILL), 0);  // the whole service process group dies under the ready run
+  json f = WaitFor(first_run, [](const json& j) { return j.value("status", "running") != "running"; }, 60);
+  EXPECT_EQ(f.value("status", ""), "failed") << f.dump(2);
+  EXPECT_EQ(f["failure"].value("stage", ""), "watch") << f.dump(2);
+  EXPECT_EQ(f["failure"].value("kind", ""), "service_died");
+  EXPECT_EQ(f["devices_lease"].value("phase", ""), "released");
+
+  json s = WaitFor(second, [](const json& j) {
+    return j.value("state", "") == "ready" || j.value("status", "running") != "running";
+  });
+  ASSERT_EQ(s.value("state", ""), "ready") << s.dump(2);
+  StopAndExpectGone(second, s["service"].value("pid", 0));
+  CliResult v = h_.Cli({"verify"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
 TEST_F(ServeE2E, LaunchIsAdoptedAfterTheWorkerIsKilledMidLaunch) {
   ::setenv("NPUPROF_FAULT_SERVICE_LAUNCH_PAUSE_MS", "4000", 1);
   StartHarness();

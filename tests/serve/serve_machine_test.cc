@@ -85,6 +85,18 @@ struct ServeRun {
     in.type = Input::Type::kCancel;
     Do(in);
   }
+  // Fires every armed timer (as the broker would once due).
+  void FireTimers() {
+    std::vector<std::string> ids;
+    for (const auto& [id, t] : s.timers)
+      if (t.armed) ids.push_back(id);
+    for (const auto& id : ids) {
+      Input in;
+      in.type = Input::Type::kTimerFired;
+      in.timer_id = id;
+      Do(in);
+    }
+  }
   json Summary() const { return reg.Find("serve")->Summary(s); }
 };
 
@@ -161,6 +173,47 @@ TEST(ServeMachine, StartReadyStop) {
   EXPECT_EQ(r.s.state, "completed");
   EXPECT_EQ(r.s.status, "ok");
   EXPECT_EQ(r.Summary()["service"]["status"], "stopped");
+}
+
+TEST(ServeMachine, ReadyServiceIsWatchedAndItsDeathFailsTheRun) {
+  ServeRun r;
+  r.Submit();
+  r.Answer(kServiceLaunchTask, true, LaunchResult());
+  r.Answer(kServiceWaitReadyTask, true, {{"ready_after_ms", 900}});
+  ASSERT_EQ(r.s.state, "ready");
+  const TaskInfo* watch = r.Pending(kServiceWatchTask);
+  ASSERT_NE(watch, nullptr);
+  EXPECT_EQ(watch->payload["pid"], 4242);
+  EXPECT_EQ(watch->payload["poll_s"], 10);
+  // The target unreachable for the watch's whole budget: watch again later, the run stays ready.
+  r.Answer(kServiceWatchTask, false, json::object(), "unreachable", false);
+  EXPECT_EQ(r.s.state, "ready");
+  EXPECT_EQ(r.Pending(kServiceWatchTask), nullptr);
+  ASSERT_EQ(r.Summary()["armed_timers"].size(), 1u);
+  EXPECT_EQ(r.Summary()["armed_timers"][0]["purpose"], "watch_again");
+  r.FireTimers();
+  ASSERT_NE(r.Pending(kServiceWatchTask), nullptr);
+  // Death while ready: failure recorded, what is left stopped by force, run failed.
+  r.Answer(kServiceWatchTask, false, {{"stderr_tail", "Segmentation fault"}}, "service_died", false);
+  EXPECT_EQ(r.s.state, "stopping");
+  EXPECT_EQ(r.Summary()["failure"]["stage"], "watch");
+  const TaskInfo* stop = r.Pending(kServiceStopTask);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->payload["force"], true);
+  r.Answer(kServiceStopTask, true, {{"stopped", true}, {"already_gone", true}});
+  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.lease.phase, "released");
+}
+
+TEST(ServeMachine, StopWhileWatchedAbandonsTheWatch) {
+  ServeRun r;
+  r.Submit();
+  r.Answer(kServiceLaunchTask, true, LaunchResult());
+  r.Answer(kServiceWaitReadyTask, true, {{"ready_after_ms", 900}});
+  ASSERT_NE(r.Pending(kServiceWatchTask), nullptr);
+  r.Signal(false);
+  EXPECT_EQ(r.Pending(kServiceWatchTask), nullptr);
+  EXPECT_NE(r.Pending(kServiceStopTask), nullptr);
 }
 
 TEST(ServeMachine, ReplayGivesTheSameSummary) {

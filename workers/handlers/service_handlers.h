@@ -16,4 +16,7 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx);
 // process group. A service already gone is success.
 TaskOutcome Stop(const proto::Task& task, TaskContext& ctx);
 
+// service.watch: answers only when the service died (or when cancelled).
+TaskOutcome Watch(const proto::Task& task, TaskContext& ctx);
+
 }  // namespace npuprof::workers::service

@@ -10,6 +10,7 @@ void RegisterServiceHandlers(WorkerRuntime& runtime) {
   runtime.Register(sm::kServiceLaunchTask, service::Launch);
   runtime.Register(sm::kServiceWaitReadyTask, service::WaitReady);
   runtime.Register(sm::kServiceStopTask, service::Stop);
+  runtime.Register(sm::kServiceWatchTask, service::Watch);
 }
 
 }  // namespace npuprof::workers
