@@ -13,6 +13,7 @@
 
 #include "common/time_util.h"
 #include "proto/wire.h"
+#include "workers/fault_injection.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_stats.h"
 
@@ -137,7 +138,7 @@ WorkerRuntime::WorkerRuntime(WorkerOptions opts) : impl_(std::make_unique<Impl>(
 WorkerRuntime::~WorkerRuntime() = default;
 
 void WorkerRuntime::Register(const std::string& kind, TaskHandler handler) {
-  impl_->handlers[kind] = std::move(handler);
+  impl_->handlers[kind] = WithWorkerAbortFault(kind, std::move(handler));
 }
 
 ssh::SshPool& WorkerRuntime::pool() { return impl_->pool; }

@@ -151,6 +151,39 @@ INSTANTIATE_TEST_SUITE_P(
         LongTask{"sshd_child_export", "sshd_child", "memory-profile", "memory.export", {"--export-delay", "4"}, {}}),
     [](const ::testing::TestParamInfo<LongTask>& i) { return i.param.name; });
 
+// The worker's own fault injection (NPUPROF_FAULT_WORKER_ABORT_IN_TASK, read by
+// workers started by this server): each worker SIGKILLs itself 800 ms into
+// the first attempt of an analyse task; the re-dispatched attempts re-attach.
+TEST(WorkerAbortFault, InjectedAbortMidAnalyseIsRecovered) {
+  NpuprofHarness h;
+  h.SetServerEnv({{"NPUPROF_FAULT_WORKER_ABORT_IN_TASK", "torch_profile.analyse_rank:800"}});
+  ASSERT_TRUE(h.Start({"--startup-delay", "0.2", "--set", "delays.analyse=2"}, 2).ok());
+  const std::string model = h.MakeModel({"--kind", "dense", "--layers", "2"});
+  ASSERT_FALSE(model.empty());
+  const std::vector<pid_t> workers_before = h.WorkerPids();
+  CliResult sub = h.Cli({"submit", "torch-profile", "--machine", "sim1", "--tag", "abort", "--model", model,
+                         "--served-model-name", "qwen", "--tp", "2", "--mode", "enforce_eager", "--request-kind",
+                         "text", "--benchmark-output-tokens", "4", "--prompt-tokens", "32",
+                         "--benchmark-total-requests", "4", "--benchmark-concurrency", "2", "--flush-seconds", "0",
+                         "--health-timeout", "60", "--wait"},
+                        240);
+  EXPECT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  const std::string run = sub.json().value("session_id", sub.json().value("run_id", ""));
+  ASSERT_FALSE(run.empty()) << sub.out;
+  const json events = RunEvents(h, run);
+  int lost = 0;
+  for (const auto& e : events)
+    if (e.value("type", "") == "TaskRedispatched" && e["payload"].value("reason", "") == "worker_lost") ++lost;
+  EXPECT_GE(lost, 1) << "no analyse attempt was lost to the injected abort";
+  EXPECT_NE(h.WorkerPids(), workers_before) << "the aborted worker(s) were not replaced";
+  const auto analysed = h.InvocationLogs(".sim_analyse_invocations");
+  EXPECT_EQ(analysed.size(), 2u);
+  for (const auto& [dir, n] : analysed) EXPECT_EQ(n, 1u) << "analyse() runs of " << dir;
+  CliResult v = h.Cli({"verify", run});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  h.Stop();
+}
+
 // The target is down (sshd stopped) when the run starts; it comes back after
 // the first failed attempt: the retry with backoff reaches it and the run
 // goes on. (Down for longer than the retry budget: ProbeCli.UnreachableMachineFailsAfterRetries.)
