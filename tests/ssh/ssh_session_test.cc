@@ -278,5 +278,30 @@ TEST_F(SshSessionTest, PoolSharesOneSessionPerTarget) {
   EXPECT_EQ(pool.total_handshakes(), 2);
 }
 
+TEST_F(SshSessionTest, PoolLendsExclusiveSessionsAndTakesThemBack) {
+  SshPool pool;
+  const SshSession* first = nullptr;
+  int64_t handshakes = 0;
+  {
+    auto a = pool.Acquire(sshd_.target());
+    auto b = pool.Acquire(sshd_.target());
+    EXPECT_NE(a.get(), b.get()) << "two holders at once get two sessions";
+    EXPECT_NE(a.get(), pool.Get(sshd_.target()).get()) << "lent sessions are not the shared one";
+    ASSERT_TRUE(a->Exec("true", 10s).ok());
+    ASSERT_TRUE(b->Exec("true", 10s).ok());
+    first = a.get();
+    handshakes = a->handshakes() + b->handshakes();
+  }
+  EXPECT_EQ(handshakes, 2);
+  // Given back: the next holders reuse those connections, no new handshake.
+  for (int i = 0; i < 3; ++i) {
+    auto again = pool.Acquire(sshd_.target());
+    EXPECT_TRUE(again.get() == first || i > 0);
+    auto r = again->Exec(BuildCommand({"echo", "x"}), 10s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(again->handshakes(), 1);
+  }
+}
+
 }  // namespace
 }  // namespace npuprof::ssh

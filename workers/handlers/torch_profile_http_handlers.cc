@@ -35,11 +35,12 @@ auto WithProgress(TaskContext& ctx, const std::string& what, Fn fn) -> decltype(
 }
 
 // Long HTTP calls (profiler control waits minutes, the wave holds many
-// channels) get their own SSH session: the pooled one serialises every call of
-// this worker to the target, and a service.stop (cleanup, cancel) must not
-// wait behind a running wave.
-std::shared_ptr<ssh::SshSession> OwnSession(const ssh::SshTarget& target) {
-  return std::make_shared<ssh::SshSession>(target);
+// channels) get an SSH session of their own while they run: the shared one
+// serialises every call of this worker to the target, and a service.stop
+// (cleanup, cancel) must not wait behind a running wave. The pool lends it
+// and takes it back afterwards, so later tasks reuse its connection.
+std::shared_ptr<ssh::SshSession> OwnSession(TaskContext& ctx, const ssh::SshTarget& target) {
+  return ctx.pool.Acquire(target);
 }
 
 std::string Printable(std::string_view s, size_t max) {
@@ -69,7 +70,7 @@ TaskOutcome TorchProfileControl(const proto::Task& task, TaskContext& ctx) {
     return TaskOutcome::Failure("bad_payload", "action must be start_profile or stop_profile", false);
   auto target = TargetFromMachine(p->value("machine", json::object()));
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
-  auto session = OwnSession(*target);
+  auto session = OwnSession(ctx, *target);
   ssh::HttpRequest req;
   req.remote_port = p->value("port", 0);
   req.method = "POST";
@@ -120,7 +121,7 @@ TaskOutcome TorchProfileRequests(const proto::Task& task, TaskContext& ctx) {
     req.timeout = std::chrono::seconds(p->value("timeout_s", 900));
     reqs.push_back(std::move(req));
   }
-  auto session = OwnSession(*target);
+  auto session = OwnSession(ctx, *target);
   const int concurrency = static_cast<int>(std::max<int64_t>(1, p->value("concurrency", int64_t{1})));
   auto responses = WithProgress(ctx, fmt::format("{}: {} requests in flight", role, total),
                                 [&] { return session->HttpMany(reqs, concurrency); });
