@@ -27,8 +27,6 @@
 // Usage: npuprof_bench_overhead [--runs N] [--kinds torch,memory] [--json FILE]
 // Not a Google Benchmark binary: each run takes seconds. Figures and their
 // meaning: docs/PERFORMANCE.md, "Per-run overhead".
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -40,6 +38,7 @@
 #include <vector>
 
 #include "bench/sim_bench_util.h"
+#include "tests/support/sshd_fixture.h"
 
 namespace npuprof::bench {
 namespace {
@@ -81,20 +80,6 @@ double CriticalSshSeconds(const RunRow& row) {
   return static_cast<double>(total) / 1000.0;
 }
 
-int FreeLocalPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 // The submit command of tests/torch_profile/torch_profile_e2e_test.cc, with
 // the flush window at 0.
@@ -152,13 +137,7 @@ Options Parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&]() { return NextArg(argc, argv, i); };
     if (a == "--runs") {
       o.runs = std::atoi(next().c_str());
     } else if (a == "--kinds") {
@@ -197,7 +176,7 @@ int Main(int argc, char** argv) {
       RunRow row;
       row.kind = kind == "torch" ? "torch-profile" : "memory-profile";
       const auto argv = kind == "torch" ? TorchArgs(model, fmt::format("bench{}", seq++))
-                                        : MemoryArgs(model, FreeLocalPort());
+                                        : MemoryArgs(model, testing::FreeLoopbackPort());
       row.floor = MeasureSshFloor(h, 5);
       const auto t0 = SteadyClock::now();
       testing::CliResult r = h.Cli(argv, 300);

@@ -35,13 +35,7 @@ Options Parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&]() { return NextArg(argc, argv, i); };
     if (a == "--targets") {
       o.targets = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--runs") {

@@ -25,10 +25,7 @@
 // Serve runs are stopped (`npuprof stop RUN`) once ready, so the matrix also
 // crashes the server during stopping. Each K is one fresh installation, so
 // every K is independent of the others.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +46,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/npuprof_harness.h"
+#include "tests/support/sshd_fixture.h"
 
 namespace npuprof::testing {
 namespace {
@@ -256,20 +254,6 @@ struct Outcome {
   std::vector<std::string> problems;
 };
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) close(fd);
-  return port;
-}
 
 // One installation of a scenario: harness, model (service kinds), the submit argv.
 class Installation {
@@ -286,7 +270,7 @@ class Installation {
       model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
       if (model_.empty()) return Status::Internal("make_model.py failed");
     }
-    port_ = FreePort();
+    port_ = FreeLoopbackPort();
     return Status::Ok();
   }
 
