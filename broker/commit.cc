@@ -32,7 +32,12 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
     spdlog::warn("run {}: input rejected: {}", run_id, decided.status().ToString());
     return decided.status();
   }
-  if (decided->empty()) return Status::Ok();
+  if (decided->empty()) {
+    if (s && s->terminal && input.type == sm::Input::Type::kTaskResult)
+      spdlog::info("run {}: late result of {} attempt {} dropped (the run has finished)", run_id, input.task_id,
+                   input.attempt);
+    return Status::Ok();
+  }
   if (!s) s = &runs_.emplace(run_id, fresh).first->second;
   turn_.expected_seq.try_emplace(run_id, s->last_seq);
   const sm::RunKind* kind = kinds_.Find(input.type == sm::Input::Type::kSubmit ? input.kind : s->kind);

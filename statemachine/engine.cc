@@ -245,7 +245,9 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
         break;
       }
       if (state.terminal) {
-        Ignore(d, in, "run already finished");
+        // Nothing follows RunFinished (the verifier holds the log to that):
+        // a late result, e.g. of a task abandoned at the end, changes nothing
+        // and is not recorded (the broker logs it).
         break;
       }
       if (task->attempt != in.attempt) {
