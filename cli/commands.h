@@ -3,6 +3,7 @@
 // failed, 2 usage or transport error.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,10 @@ void AddServerOptions(CLI::App* cmd, ServerAddress* addr);
 void PrintJson(const json& j);
 // Prints "npuprof: <msg>" on stderr and sets exit code.
 void Fail(int code, const std::string& msg);
+// Streams a run's new events to stderr (polling; waits up to 2 min for a
+// server that is not answering) until stop(new events) returns true. False
+// after a transport error (already reported with Fail).
+bool FollowRunEvents(Client& client, const std::string& run_id, const std::function<bool(const json&)>& stop);
 // Follows a run to its end, streaming new events to stderr; prints the final
 // summary (or manifest when manifest=true) on stdout; sets the exit code.
 void WaitForRun(Client& client, const std::string& run_id, bool manifest);

@@ -28,6 +28,9 @@ void Fail(int code, const std::string& msg) {
 
 namespace {
 
+// Progress shows the first line of an error; the whole text comes with the final answer.
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 void PrintProgress(const json& e) {
   const std::string type = e.value("type", "");
   const json& p = e["payload"];
@@ -39,41 +42,55 @@ void PrintProgress(const json& e) {
     line += fmt::format(" {} {} attempt {}", p.value("task_id", ""), p.value("kind", p.value("reason", "")),
                         p.value("attempt", 0));
   } else if (type == "TaskFailed") {
-    line += fmt::format(" {}: {}", p.value("error_kind", ""), p.value("error", ""));
+    line += fmt::format(" {}: {}", p.value("error_kind", ""), FirstLine(p.value("error", "")));
   } else if (type == "RunFinished") {
     line += " " + p.value("status", "");
-    if (p.contains("error")) line += ": " + p.value("error", "");
+    if (p.contains("error")) line += ": " + FirstLine(p.value("error", ""));
   }
   std::cerr << line << std::endl;
 }
 
 }  // namespace
 
-void WaitForRun(Client& client, const std::string& run_id, bool manifest) {
+bool FollowRunEvents(Client& client, const std::string& run_id, const std::function<bool(const json&)>& stop) {
   uint64_t next_seq = 1;
   int64_t unreachable_since = 0;
   while (true) {
     auto evs = client.CallJson("events", json{{"run_id", run_id}, {"from_seq", next_seq}});
     if (!evs.ok()) {
-      if (evs.status().code() != Code::kUnavailable) return Fail(2, evs.status().message());
+      if (evs.status().code() != Code::kUnavailable) {
+        Fail(2, evs.status().message());
+        return false;
+      }
       if (unreachable_since == 0) {
         unreachable_since = NowMs();
         std::cerr << "npuprof: server not answering; waiting for it to come back" << std::endl;
       }
-      if (NowMs() - unreachable_since > 120000) return Fail(2, evs.status().message());
+      if (NowMs() - unreachable_since > 120000) {
+        Fail(2, evs.status().message());
+        return false;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       continue;
     }
     unreachable_since = 0;
-    bool finished = false;
-    for (const auto& e : (*evs)["events"]) {
+    const json batch = (*evs)["events"];
+    for (const auto& e : batch) {
       PrintProgress(e);
       next_seq = e.value("seq", next_seq) + 1;
-      if (e.value("type", "") == "RunFinished") finished = true;
     }
-    if (finished) break;
+    if (stop(batch)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }
+}
+
+void WaitForRun(Client& client, const std::string& run_id, bool manifest) {
+  const bool followed = FollowRunEvents(client, run_id, [](const json& batch) {
+    for (const auto& e : batch)
+      if (e.value("type", "") == "RunFinished") return true;
+    return false;
+  });
+  if (!followed) return;
   auto out = client.CallJson(manifest ? "manifest" : "show", json{{"run_id", run_id}});
   if (!out.ok()) return Fail(2, out.status().message());
   PrintJson(*out);

@@ -23,61 +23,28 @@ struct ServeOpts {
   std::vector<std::string> env, extra;
 };
 
-// Prints one event line on stderr (progress for humans; stdout stays JSON).
-void Progress(const json& e) {
-  const json& p = e["payload"];
-  std::string line = fmt::format("[{}] {}", e.value("time", ""), e.value("type", ""));
-  const std::string type = e.value("type", "");
-  if (type == "StateChanged") line += fmt::format(" {} -> {}", p.value("from", ""), p.value("to", ""));
-  if (type == "TaskScheduled" || type == "TaskRedispatched")
-    line += fmt::format(" {} {} attempt {}", p.value("task_id", ""), p.value("kind", p.value("reason", "")),
-                        p.value("attempt", 0));
-  if (p.contains("error") && p["error"].is_string()) {
-    const std::string err = p["error"];
-    line += ": " + err.substr(0, err.find('\n'));  // the whole text comes with the final answer
-  }
-  std::cerr << line << std::endl;
-}
-
-// Polls the run until its service is ready or the run has ended.
+// Follows the run until its service is ready or the run has ended.
 void WaitForReady(Client& client, const std::string& run_id) {
-  uint64_t next_seq = 1;
-  int64_t unreachable_since = 0;
-  while (true) {
-    auto evs = client.CallJson("events", json{{"run_id", run_id}, {"from_seq", next_seq}});
-    if (!evs.ok()) {
-      if (evs.status().code() != Code::kUnavailable) return Fail(2, evs.status().message());
-      if (unreachable_since == 0) unreachable_since = NowMs();
-      if (NowMs() - unreachable_since > 120000) return Fail(2, evs.status().message());
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      continue;
+  FollowRunEvents(client, run_id, [&](const json& batch) {
+    if (batch.empty()) return false;
+    auto show = client.CallJson("show", json{{"run_id", run_id}});
+    if (!show.ok()) {
+      Fail(2, show.status().message());
+      return true;
     }
-    unreachable_since = 0;
-    bool changed = false;
-    for (const auto& e : (*evs)["events"]) {
-      Progress(e);
-      next_seq = e.value("seq", next_seq) + 1;
-      changed = true;
+    if (show->value("state", "") == "ready") {
+      PrintJson(*show);
+      ExitCode() = 0;
+      return true;
     }
-    if (changed) {
-      auto show = client.CallJson("show", json{{"run_id", run_id}});
-      if (!show.ok()) return Fail(2, show.status().message());
-      const std::string state = show->value("state", "");
-      if (state == "ready") {
-        PrintJson(*show);
-        ExitCode() = 0;
-        return;
-      }
-      if (show->value("status", "running") != "running") {
-        PrintJson(*show);
-        Fail(1, fmt::format("serve run {} ended before the service was ready: {} {}", run_id,
-                            show->value("status", ""),
-                            (*show)["error"].is_string() ? (*show)["error"].get<std::string>() : ""));
-        return;
-      }
+    if (show->value("status", "running") != "running") {
+      PrintJson(*show);
+      Fail(1, fmt::format("serve run {} ended before the service was ready: {} {}", run_id, show->value("status", ""),
+                          (*show)["error"].is_string() ? (*show)["error"].get<std::string>() : ""));
+      return true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+    return false;
+  });
 }
 
 }  // namespace
