@@ -404,11 +404,7 @@ class Installation {
     CliResult v = h_.Cli({"verify", run});
     o.verify_exit = v.exit_code;
     o.verify_text = v.out + v.err;
-    for (int i = 0; i < 50; ++i) {
-      o.left_on_target = h_.TargetProcesses();
-      if (o.left_on_target.empty()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    o.left_on_target = h_.TargetProcessesAfter(5);
     o.truth_instances = h_.SimTruthFiles().size();
     o.analyse_invocations = h_.InvocationLogs(".sim_analyse_invocations");
     o.export_invocations = h_.InvocationLogs(".sim_export_invocations");

@@ -185,12 +185,7 @@ TEST(Soak, FortyMixedRunsFourTargetsWorkerKilledServerRestarted) {
   for (const auto& [dir, n] : h.InvocationLogs(".sim_export_invocations")) EXPECT_EQ(n, 1u) << dir;
   EXPECT_EQ(h.InvocationLogs(".sim_analyse_invocations").size(), 8u * 2 + 8u * 4) << "ranks analysed";
   EXPECT_EQ(h.InvocationLogs(".sim_export_invocations").size(), 6u) << "memory-profile exports (sim1-3)";
-  std::vector<pid_t> left;
-  for (int i = 0; i < 50; ++i) {
-    left = h.TargetProcesses();
-    if (left.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::vector<pid_t> left = h.TargetProcessesAfter(5);
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) left on the targets";
   h.Stop();
 }

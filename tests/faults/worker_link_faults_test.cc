@@ -129,12 +129,7 @@ TEST_P(LongTaskFault, RunEndsNormallyWithEffectsOnce) {
     EXPECT_EQ(exported.size(), 1u);
     for (const auto& [dir, n] : exported) EXPECT_EQ(n, 1u) << "msprof exports of " << dir;
   }
-  std::vector<pid_t> left;
-  for (int i = 0; i < 50; ++i) {
-    left = h_.TargetProcesses();
-    if (left.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::vector<pid_t> left = h_.TargetProcessesAfter(5);
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) left on the target";
 }
 

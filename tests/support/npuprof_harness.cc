@@ -295,6 +295,16 @@ std::map<std::string, size_t> NpuprofHarness::InvocationLogs(const std::string& 
   return out;
 }
 
+std::vector<pid_t> NpuprofHarness::TargetProcessesAfter(int timeout_s) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  std::vector<pid_t> left = TargetProcesses();
+  while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = TargetProcesses();
+  }
+  return left;
+}
+
 std::vector<pid_t> NpuprofHarness::TargetProcesses() const {
   std::vector<pid_t> out;
   if (dir_.empty()) return out;

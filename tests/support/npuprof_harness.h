@@ -82,6 +82,9 @@ class NpuprofHarness {
   // named `name` (".sim_analyse_invocations", ".sim_export_invocations") ->
   // its number of lines, keyed by the directory holding it.
   std::map<std::string, size_t> InvocationLogs(const std::string& name) const;
+  // TargetProcesses() once it is empty or timeout_s passed (processes that are
+  // stopping get that long to exit): what is still left.
+  std::vector<pid_t> TargetProcessesAfter(int timeout_s) const;
   // Every live process carrying the marker of one of this harness's targets.
   std::vector<pid_t> TargetProcesses() const;
   SshdFixture& sshd() { return sshd_; }

@@ -297,11 +297,7 @@ TEST_F(TorchProfileRecovery, ServerKilledDuringWaveAndDuringAnalyseMatchesUninte
 
   // Nothing left running on the target; the event log replays.
   EXPECT_TRUE(h_.LiveServicePids().empty());
-  std::vector<pid_t> left = h_.TargetProcesses();
-  for (auto deadline = Clock::now() + std::chrono::seconds(10); !left.empty() && Clock::now() < deadline;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    left = h_.TargetProcesses();
-  }
+  const std::vector<pid_t> left = h_.TargetProcessesAfter(10);
   EXPECT_TRUE(left.empty()) << left.size() << " target process(es) still running, first pid " << left[0];
   CliResult verify = h_.Cli({"verify", run});
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
