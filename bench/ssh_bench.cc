@@ -1,19 +1,24 @@
 // Remote command round trip (`true`) against a real loopback sshd
-// (tests/support/sshd_fixture), three ways:
-//   BM_SshReusedSession  one SshSession, connected once, one channel per command
-//                        (what workers do)
+// (tests/support/sshd_fixture), several ways:
+//   BM_SshReusedSession  one SshSession, connected once, each command framed
+//                        to the session's command shell (what workers do;
+//                        workers/ssh/command_shell_protocol.h)
+//   BM_SshReusedChannelPerCommand the same reused session with the command
+//                        shell off: a new channel per command, so sshd starts
+//                        the login shell (and its rc files) for each
 //   BM_SshReusedSftpStat the same reused session, SFTP stat (no remote shell)
-//   BM_SshNewSession     a new SshSession per command (connect, kex, auth, exec)
+//   BM_SshNewSession     a new SshSession per command (connect, kex, auth,
+//                        command shell start, command)
 //   BM_SshSpawnPerCommand one `ssh -i KEY -o UserKnownHostsFile=KH -p PORT
 //                        user@127.0.0.1 true` process per command (the one-shot
 //                        script way; no ControlMaster, -F /dev/null so the
 //                        user's ssh config does not change the figure)
 // Each reports the median per-command time (median_ms); after the run the
-// ratio spawn median / reused median is printed. Fixed iteration counts (a
-// command costs tens to hundreds of ms); --benchmark_min_time does not apply.
-// Both ways pay the remote shell's start-up (sshd runs `$SHELL -c true`, and
-// bash sources ~/.bashrc when started by sshd), which on a machine with a
-// heavy ~/.bashrc dominates and narrows the ratio.
+// ratio spawn median / reused median is printed. Fixed iteration counts;
+// --benchmark_min_time does not apply.
+// Every way but the command shell pays the remote login shell's start-up per
+// command (sshd runs `$SHELL -c CMD`, and bash sources ~/.bashrc when started
+// by sshd); BM_LocalShellRc shows that cost locally.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -87,7 +92,24 @@ void BM_SshReusedSession(benchmark::State& state) {
   if (session.handshakes() != 1) Die("the session reconnected");
   Report(state, "reused", ms);
 }
-BENCHMARK(BM_SshReusedSession)->Iterations(20)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SshReusedSession)->Iterations(50)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_SshReusedChannelPerCommand(benchmark::State& state) {
+  ssh::SshTarget t = Sshd().target();
+  t.command_shell = false;
+  ssh::SshSession session(t);
+  if (Status s = session.Connect(); !s.ok()) Die("connect: " + s.ToString());
+  RunTrue(session);  // warm
+  std::vector<double> ms;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    RunTrue(session);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  if (session.handshakes() != 1) Die("the session reconnected");
+  Report(state, "channel_per_command", ms);
+}
+BENCHMARK(BM_SshReusedChannelPerCommand)->Iterations(20)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // A round trip on the reused session that starts no remote shell: SFTP stat
 // (sshd's internal-sftp). Lower bound of what the SSH layer itself costs per
@@ -203,6 +225,10 @@ int main(int argc, char** argv) {
   if (m.count("reused") && m.count("spawn") && m["reused"] > 0) {
     std::printf("ssh_speedup spawn_median_ms=%.3f reused_median_ms=%.3f ratio=%.1fx\n", m["spawn"], m["reused"],
                 m["spawn"] / m["reused"]);
+  }
+  if (m.count("channel_per_command") && m.count("spawn") && m["channel_per_command"] > 0) {
+    std::printf("ssh_channel_per_command median_ms=%.3f spawn_ratio=%.1fx (command shell off)\n",
+                m["channel_per_command"], m["spawn"] / m["channel_per_command"]);
   }
   if (m.count("reused") && m.count("new_session") && m["reused"] > 0) {
     std::printf("ssh_new_session new_session_median_ms=%.3f ratio_vs_reused=%.1fx\n", m["new_session"],

@@ -14,6 +14,7 @@
 #include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_session.h"
+#include "workers/ssh/ssh_stats.h"
 
 namespace npuprof::ssh {
 namespace {
@@ -214,7 +215,7 @@ TEST_F(SshSessionTest, DeathMidCommandIsConnectionLost) {
     ::kill(children[0], SIGKILL);
   });
   const std::string pid_file = sshd_.dir() + "/cmd.pid";
-  auto r = s.Exec("echo $$ > " + ShellQuote(pid_file) + "; exec sleep 20", 30s);
+  auto r = s.Exec(BuildCommand({"sh", "-c", "echo $$ > \"$1\"; exec sleep 20", "sh", pid_file}), 30s);
   killer.join();
   {
     // The orphaned remote command outlives its killed sshd parent: stop it.
@@ -301,6 +302,94 @@ TEST_F(SshSessionTest, PoolLendsExclusiveSessionsAndTakesThemBack) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(again->handshakes(), 1);
   }
+}
+
+// --- the command shell (workers/ssh/command_shell_protocol.h) ---
+
+TEST_F(SshSessionTest, CommandShellRunsCommandsWithoutChannelsOrShellStartups) {
+  SshSession s(sshd_.target());
+  const SshStats before = ProcessSshStats();
+  for (int i = 0; i < 30; ++i) {
+    auto r = s.Exec(BuildCommand({"echo", std::to_string(i)}), 10s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data, std::to_string(i) + "\n");
+  }
+  const SshStats d = ProcessSshStats() - before;
+  EXPECT_EQ(d.commands, 30);
+  EXPECT_EQ(d.shell_channels, 1);
+  EXPECT_EQ(d.exec_channels, 0);
+  EXPECT_EQ(s.handshakes(), 1);
+}
+
+TEST_F(SshSessionTest, CommandShellOutputIsByteExact) {
+  SshSession s(sshd_.target());
+  auto r = s.Exec("printf 'a\\000b\\nno newline'; printf 'e1\\n\\n' >&2; exit 5", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, std::string("a\0b\nno newline", 14));
+  EXPECT_EQ(r->stderr_data, "e1\n\n");
+  EXPECT_EQ(r->exit_status, 5);
+  // A command's exit, cd, variables and a syntax error do not leak into the next.
+  auto home = s.Exec("pwd", 10s);
+  ASSERT_TRUE(home.ok());
+  ASSERT_NE(home->stdout_data, "/\n");
+  ASSERT_TRUE(s.Exec("cd /; X=1; exit 0", 10s).ok());
+  r = s.Exec("if then", 10s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->exit_status, 0);
+  r = s.Exec("pwd; echo \"x=${X:-unset}\"; cat", 10s);  // stdin is /dev/null
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_data, home->stdout_data + "x=unset\n");
+}
+
+TEST_F(SshSessionTest, CommandShellTimeoutStopsTheWholeCommandTree) {
+  SshSession s(sshd_.target());
+  const std::string pid_file = sshd_.dir() + "/child.pid";
+  auto r = s.Exec(BuildCommand({"sh", "-c", "sleep 30 & echo $! > \"$1\"; echo started; wait",
+                                "sh", pid_file}),
+                  800ms);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->stdout_data, "started\n");
+  pid_t child = 0;
+  std::ifstream(pid_file) >> child;
+  ASSERT_GT(child, 0);
+  WaitGone(child);
+  EXPECT_NE(::kill(child, 0), 0) << "the grandchild `sleep 30` survived the timeout";
+  r = s.Exec("echo again", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "again\n");
+  EXPECT_EQ(s.handshakes(), 1);
+}
+
+TEST_F(SshSessionTest, CommandShellThatDiedIsRestartedBeforeTheNextCommand) {
+  SshSession s(sshd_.target());
+  auto r = s.Exec("echo $$", 10s);  // the driver's pid (commands run in its subshells)
+  ASSERT_TRUE(r.ok());
+  const pid_t driver = std::stoi(r->stdout_data);
+  ASSERT_EQ(::kill(driver, SIGKILL), 0);
+  WaitGone(driver);
+  std::this_thread::sleep_for(200ms);  // the channel's EOF/CLOSE reaches the client
+  const SshStats before = ProcessSshStats();
+  r = s.Exec("echo fine", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "fine\n");
+  EXPECT_EQ((ProcessSshStats() - before).shell_channels, 1);
+  EXPECT_EQ(s.handshakes(), 1);
+}
+
+TEST_F(SshSessionTest, ChannelPerCommandWhenTheCommandShellIsOff) {
+  SshTarget t = sshd_.target();
+  t.command_shell = false;
+  SshSession s(t);
+  const SshStats before = ProcessSshStats();
+  auto r = s.Exec("echo out; echo err >&2; exit 3", 10s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_data, "out\n");
+  EXPECT_EQ(r->stderr_data, "err\n");
+  EXPECT_EQ(r->exit_status, 3);
+  const SshStats d = ProcessSshStats() - before;
+  EXPECT_EQ(d.exec_channels, 1);
+  EXPECT_EQ(d.shell_channels, 0);
 }
 
 }  // namespace

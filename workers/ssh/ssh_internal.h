@@ -54,7 +54,9 @@ void FreeSftp(sftp_session sftp);
 // Measurement counters (ssh_stats.h): adds n to the process and thread totals.
 enum class Stat {
   kHandshakes,
+  kCommands,
   kExecChannels,
+  kShellChannels,
   kForwardChannels,
   kSftpSessions,
   kSftpOps,

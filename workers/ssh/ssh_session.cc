@@ -117,6 +117,8 @@ void SshSession::DisconnectLocked() {
     internal::FreeSftp(sftp_);
     sftp_ = nullptr;
   }
+  shell_ = nullptr;  // ssh_free below frees the channel with the session
+  shell_pid_ = 0;
   if (session_ != nullptr) {
     if (ssh_is_connected(session_) != 0) ssh_disconnect(session_);
     ssh_free(session_);
@@ -301,12 +303,22 @@ Result<ExecResult> SshSession::ExecLocked(const std::string& command,
     return Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
                 "command contains a NUL byte; build it with BuildCommand from clean argv");
   }
+  if (stdin_data.empty() && target_.command_shell && !shell_unsupported_) {
+    if (auto r = ExecInShellLocked(command, timeout)) return std::move(*r);
+  }
+  return ExecOnChannelLocked(command, timeout, stdin_data);
+}
+
+Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
+                                                   std::chrono::milliseconds timeout,
+                                                   std::string_view stdin_data) {
   const auto start = internal::Clock::now();
   const auto deadline = start + timeout;
   auto opened = OpenExecChannelLocked(command);
   if (!opened.ok()) return opened.status();
   ssh_channel ch = opened.value();
   commands_.fetch_add(1);
+  Note(internal::Stat::kCommands);
   Note(internal::Stat::kExecChannels);
   internal::ChannelGuard guard(ch);
 

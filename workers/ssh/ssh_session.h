@@ -44,6 +44,10 @@ struct SshTarget {
   HostKeyPolicy host_key_policy = HostKeyPolicy::kStrict;
   std::string env_script;        // sourced by BuildRemoteScript callers; unused here
   std::chrono::seconds connect_timeout{10};
+  // Run commands through one long-lived command shell per connection
+  // (command_shell_protocol.h) instead of a new channel + login shell each.
+  // Commands with stdin data always get their own channel.
+  bool command_shell = true;
 
   std::string Endpoint() const;  // "user@host:port"
 };
@@ -100,13 +104,19 @@ class SshSession {
   bool connected();
 
   // Runs `command` (a shell string; build it with BuildCommand /
-  // BuildRemoteScript) on a new channel. Non-zero exit is a successful Result.
-  // Timeout: signals the command (TERM), closes the channel, timed_out=true.
+  // BuildRemoteScript) in the user's login shell on the target: in the
+  // session's command shell (target.command_shell; the shell is started on
+  // first use and again after it ended), or else on a new exec channel.
+  // Non-zero exit is a successful Result.
+  // Timeout: TERM to the command (and, in the command shell, every process
+  // below it), timed_out=true; the command shell is then replaced.
   // A dead connection is re-established once, transparently, only if the
-  // command cannot have started (channel open / exec request failed). If the
-  // connection dies mid-command: kUnavailable, kind connection_lost.
-  // stdin_data is written then EOF is sent (meant for small payloads: it is
-  // written before the deadline applies). Output is buffered in memory whole.
+  // command cannot have started (channel open / exec request / frame write
+  // failed). If the connection or the command shell dies mid-command:
+  // kUnavailable, kind connection_lost.
+  // stdin_data (a new channel always): written then EOF is sent (meant for
+  // small payloads: it is written before the deadline applies). Output is
+  // buffered in memory whole.
   Result<ExecResult> Exec(const std::string& command, std::chrono::milliseconds timeout,
                           std::string_view stdin_data = {});
 
@@ -151,6 +161,17 @@ class SshSession {
   Result<ssh_channel_struct*> OpenExecChannelLocked(const std::string& command);
   Result<ExecResult> ExecLocked(const std::string& command, std::chrono::milliseconds timeout,
                                 std::string_view stdin_data);
+  Result<ExecResult> ExecOnChannelLocked(const std::string& command,
+                                         std::chrono::milliseconds timeout,
+                                         std::string_view stdin_data);
+  // Command shell (command_shell.cc). ExecInShellLocked returns nullopt when
+  // the command shell cannot be used (the caller then opens a channel).
+  std::optional<Result<ExecResult>> ExecInShellLocked(const std::string& command,
+                                                      std::chrono::milliseconds timeout);
+  Status EnsureShellLocked(std::chrono::steady_clock::time_point deadline);
+  void CloseShellLocked();
+  void KillShellCommandLocked();
+  std::string NewNonce();
   Result<sftp_session_struct*> SftpLocked();
   Status SftpError(const std::string& op, const std::string& path);
   template <typename Fn>
@@ -166,6 +187,10 @@ class SshSession {
   std::mutex mu_;
   ssh_session_struct* session_ = nullptr;
   sftp_session_struct* sftp_ = nullptr;
+  ssh_channel_struct* shell_ = nullptr;  // the command shell's channel (freed with the session)
+  int64_t shell_pid_ = 0;                // its driver's pid on the target
+  bool shell_unsupported_ = false;       // the login shell could not run the driver: use channels
+  uint64_t nonce_state_[2] = {0, 0};
   SshErrorKind last_kind_ = SshErrorKind::kNone;
   std::optional<std::string> fingerprint_;
   std::optional<std::string> accepted_new_;

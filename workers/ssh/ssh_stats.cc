@@ -22,7 +22,9 @@ std::atomic<int64_t> g_process[kNumStats];
 SshStats FromArray(const int64_t (&v)[kNumStats]) {
   SshStats s;
   s.handshakes = v[static_cast<int>(Stat::kHandshakes)];
+  s.commands = v[static_cast<int>(Stat::kCommands)];
   s.exec_channels = v[static_cast<int>(Stat::kExecChannels)];
+  s.shell_channels = v[static_cast<int>(Stat::kShellChannels)];
   s.forward_channels = v[static_cast<int>(Stat::kForwardChannels)];
   s.sftp_sessions = v[static_cast<int>(Stat::kSftpSessions)];
   s.sftp_ops = v[static_cast<int>(Stat::kSftpOps)];
@@ -39,7 +41,9 @@ SshStats FromArray(const int64_t (&v)[kNumStats]) {
 SshStats SshStats::operator-(const SshStats& o) const {
   SshStats d;
   d.handshakes = handshakes - o.handshakes;
+  d.commands = commands - o.commands;
   d.exec_channels = exec_channels - o.exec_channels;
+  d.shell_channels = shell_channels - o.shell_channels;
   d.forward_channels = forward_channels - o.forward_channels;
   d.sftp_sessions = sftp_sessions - o.sftp_sessions;
   d.sftp_ops = sftp_ops - o.sftp_ops;
@@ -53,7 +57,9 @@ SshStats SshStats::operator-(const SshStats& o) const {
 
 SshStats& SshStats::operator+=(const SshStats& o) {
   handshakes += o.handshakes;
+  commands += o.commands;
   exec_channels += o.exec_channels;
+  shell_channels += o.shell_channels;
   forward_channels += o.forward_channels;
   sftp_sessions += o.sftp_sessions;
   sftp_ops += o.sftp_ops;
@@ -98,9 +104,9 @@ SshStats SshStatsScope::totals() const {
 
 std::string FormatSshStats(const SshStats& s) {
   return fmt::format(
-      "handshakes={} exec={} fwd={} sftp_sessions={} sftp_ops={} payload_out={} payload_in={} wire_out={} "
+      "handshakes={} exec={} exec_channels={} shells={} fwd={} sftp_sessions={} sftp_ops={} payload_out={} payload_in={} wire_out={} "
       "wire_in={} ssh_ms={}",
-      s.handshakes, s.exec_channels, s.forward_channels, s.sftp_sessions, s.sftp_ops, s.payload_out,
+      s.handshakes, s.commands, s.exec_channels, s.shell_channels, s.forward_channels, s.sftp_sessions, s.sftp_ops, s.payload_out,
       s.payload_in, s.wire_out, s.wire_in, s.busy_us / 1000);
 }
 

@@ -11,7 +11,9 @@ namespace npuprof::ssh {
 
 struct SshStats {
   int64_t handshakes = 0;        // successful TCP connect + key exchange (ssh_connect)
-  int64_t exec_channels = 0;     // exec channels opened = remote commands started
+  int64_t commands = 0;          // remote commands started (Exec calls that got going)
+  int64_t exec_channels = 0;     // commands that had a channel of their own (stdin data, no command shell)
+  int64_t shell_channels = 0;    // command shells started (command_shell_protocol.h)
   int64_t forward_channels = 0;  // direct-tcpip channels opened = HTTP requests sent
   int64_t sftp_sessions = 0;     // SFTP subsystems opened (one per connection)
   int64_t sftp_ops = 0;          // ReadFile / ListDir / Stat / WriteFile calls
@@ -52,7 +54,7 @@ class SshStatsScope {
   std::shared_ptr<internal::StatsSink> prev_;
 };
 
-// "handshakes=1 exec=3 fwd=0 sftp_sessions=1 sftp_ops=5 payload_out=.. payload_in=.. wire_out=.. wire_in=.. ssh_ms=.."
+// "handshakes=1 exec=3 exec_channels=0 shells=1 fwd=0 sftp_sessions=1 sftp_ops=5 payload_out=.. payload_in=.. wire_out=.. wire_in=.. ssh_ms=.."
 std::string FormatSshStats(const SshStats& s);
 
 }  // namespace npuprof::ssh

@@ -1,0 +1,161 @@
+// The command shell protocol: framing and marker scanning (pure), and the
+// driver script itself run by local shells (dash as /bin/sh, and bash) on
+// frames from a file — no SSH involved.
+#include "workers/ssh/command_shell_protocol.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "workers/ssh/shell_quote.h"
+
+namespace npuprof::ssh {
+namespace {
+
+const std::string kNonce = "0123456789abcdef0123456789abcdef";
+
+TEST(CommandShellProtocol, FrameCarriesLengthNonceCommandAndTrailer) {
+  const std::string f = CommandShellFrame("echo hi\nexit 3", kNonce);
+  const std::string payload = "echo hi\nexit 3\n" + kNonce;
+  EXPECT_EQ(f, std::to_string(payload.size()) + " " + kNonce + "\n" + payload);
+}
+
+TEST(CommandShellProtocol, StdoutMarkerFoundOnlyWhenComplete) {
+  const std::string out = "line1\nno newline at end\n" + kNonce + ":17\n";
+  auto m = FindStdoutMarker(out, kNonce);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(out.substr(0, m->begin), "line1\nno newline at end");
+  EXPECT_EQ(m->end, out.size());
+  EXPECT_EQ(m->exit_status, 17);
+  // Cut anywhere inside the marker: not complete yet.
+  for (size_t cut = out.size() - kNonce.size() - 4; cut < out.size(); ++cut) {
+    EXPECT_FALSE(FindStdoutMarker(out.substr(0, cut), kNonce).has_value()) << cut;
+  }
+}
+
+TEST(CommandShellProtocol, LookalikesAreNotMarkers) {
+  // The nonce without the leading newline, without digits, or another nonce.
+  EXPECT_FALSE(FindStdoutMarker(kNonce + ":0\n", kNonce));
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":\n", kNonce));
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":1x\n", kNonce));
+  EXPECT_FALSE(FindStdoutMarker("\nffffffffffffffffffffffffffffffff:0\n", kNonce));
+  // A lookalike first, then the real marker.
+  const std::string out = "a\n" + kNonce + ":zz\nb\n" + kNonce + ":0\n";
+  auto m = FindStdoutMarker(out, kNonce);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(out.substr(0, m->begin), "a\n" + kNonce + ":zz\nb");
+}
+
+TEST(CommandShellProtocol, RescanFromOffsetFindsMarkerSplitAcrossChunks) {
+  std::string acc = "data" + std::string("\n") + kNonce.substr(0, 10);
+  EXPECT_FALSE(FindStdoutMarker(acc, kNonce));
+  const size_t back = MaxMarkerSize(kNonce);
+  const size_t from = acc.size() > back ? acc.size() - back : 0;
+  acc += kNonce.substr(10) + ":0\n";
+  auto m = FindStdoutMarker(acc, kNonce, from);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->begin, 4u);
+}
+
+TEST(CommandShellProtocol, StderrMarkerAndReadyLine) {
+  EXPECT_EQ(FindStderrMarker("warn\n\n" + kNonce + "\n", kNonce), std::optional<size_t>(5));
+  EXPECT_FALSE(FindStderrMarker("\n" + kNonce, kNonce));
+  // rc-file noise before the ready line is skipped.
+  auto pid = FindShellReady("Welcome!\nconda init\n\n" + kNonce + ":4242\n", kNonce);
+  ASSERT_TRUE(pid);
+  EXPECT_EQ(*pid, 4242);
+  EXPECT_FALSE(FindShellReady("\n" + kNonce + ":42", kNonce));
+}
+
+TEST(CommandShellProtocol, KillScriptNamesOnlyThePid) {
+  const std::string k = KillCommandTreeScript(1234);
+  EXPECT_NE(k.find("1234"), std::string::npos);
+  EXPECT_NE(k.find("kill -TERM"), std::string::npos);
+}
+
+// Runs `shell -c DRIVER` with stdin = `input`; returns stdout and stderr.
+struct Ran {
+  std::string out, err;
+  int status = -1;
+};
+Ran RunDriver(const std::string& shell, const std::string& input) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("npuprof_cs_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string in = dir / "in", out = dir / "out", err = dir / "err";
+  std::ofstream(in, std::ios::binary) << input;
+  const std::string cmd = BuildCommand({shell, "-c", CommandShellDriver("feedface")}) + " <" +
+                          ShellQuote(in) + " >" + ShellQuote(out) + " 2>" + ShellQuote(err);
+  Ran r;
+  r.status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+class DriverTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DriverTest, RunsFramesInOrderWithExactOutputAndStatus) {
+  const std::string n1 = "aaaa1111", n2 = "bbbb2222", n3 = "cccc3333", n4 = "dddd4444";
+  std::string input = CommandShellFrame("printf 'no newline'; echo oops >&2; exit 7", n1) +
+                      CommandShellFrame("printf 'two\\n\\n\\n'\ncat; echo \"stdin was empty\"", n2) +
+                      CommandShellFrame("if then fi", n3) +  // a syntax error stays contained
+                      CommandShellFrame("echo $((6*7))", n4);
+  Ran r = RunDriver(GetParam(), input);
+  auto ready = FindShellReady(r.out, "feedface");
+  ASSERT_TRUE(ready) << r.out;
+
+  std::string rest = r.out, errs = r.err;
+  struct Want {
+    std::string nonce, out, err_has;
+    int status;
+  };
+  for (const Want& w : std::vector<Want>{{n1, "no newline", "oops", 7},
+                                         {n2, "two\n\n\nstdin was empty\n", "", 0},
+                                         {n3, "", "", 2},
+                                         {n4, "42\n", "", 0}}) {
+    auto m = FindStdoutMarker(rest, w.nonce);
+    ASSERT_TRUE(m) << w.nonce << " in " << rest;
+    auto e = FindStderrMarker(errs, w.nonce);
+    ASSERT_TRUE(e) << w.nonce << " in " << errs;
+    std::string got = rest.substr(0, m->begin);
+    if (w.nonce == n1) got = got.substr(got.rfind('\n') + 1);  // after the ready line
+    EXPECT_EQ(got, w.out);
+    if (w.nonce == n3) {
+      EXPECT_NE(m->exit_status, 0);  // the shell's syntax error status
+    } else {
+      EXPECT_EQ(m->exit_status, w.status) << w.nonce;
+    }
+    EXPECT_NE(errs.substr(0, *e).find(w.err_has), std::string::npos);
+    rest = rest.substr(m->end);
+    errs = errs.substr(*e + w.nonce.size() + 2);
+  }
+  EXPECT_EQ(rest, "");
+}
+
+TEST_P(DriverTest, FrameCutShortNeverRuns) {
+  const auto marker = std::filesystem::temp_directory_path() / "npuprof_cs_cut_marker";
+  std::filesystem::remove(marker);
+  std::string full = CommandShellFrame("touch " + ShellQuote(marker.string()) + "; echo ran", "ab12");
+  Ran r = RunDriver(GetParam(), full.substr(0, full.size() - 2));  // the connection died
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_EQ(r.out.find("ran"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shells, DriverTest, ::testing::Values("sh", "bash"));
+
+}  // namespace
+}  // namespace npuprof::ssh

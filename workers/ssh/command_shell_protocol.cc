@@ -1,0 +1,97 @@
+#include "workers/ssh/command_shell_protocol.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace npuprof::ssh {
+
+std::string CommandShellDriver(std::string_view ready_nonce) {
+  // Variables are prefixed __np_ so that the commands' own names never clash.
+  return fmt::format(
+      "__np_rn={0}\n"
+      "printf '\\n%s:%s\\n' \"$__np_rn\" \"$$\"\n"
+      "while IFS=' ' read -r __np_l __np_n; do\n"
+      "  case $__np_l in ''|*[!0-9]*) exit 2;; esac\n"
+      "  case $__np_n in ''|*[!0-9a-f]*) exit 2;; esac\n"
+      "  __np_c=$(head -c \"$__np_l\") || exit 2\n"
+      "  case $__np_c in *\"$__np_n\") ;; *) exit 2;; esac\n"
+      "  __np_c=${{__np_c%\"$__np_n\"}}\n"
+      "  (eval \"$__np_c\") </dev/null\n"
+      "  __np_r=$?\n"
+      "  printf '\\n%s:%s\\n' \"$__np_n\" \"$__np_r\"\n"
+      "  printf '\\n%s\\n' \"$__np_n\" >&2\n"
+      "done\n",
+      ready_nonce);
+}
+
+std::string CommandShellFrame(std::string_view command, std::string_view nonce) {
+  const size_t payload = command.size() + 1 + nonce.size();
+  std::string f = fmt::format("{} {}\n", payload, nonce);
+  f.reserve(f.size() + payload);
+  f.append(command);
+  f.push_back('\n');
+  f.append(nonce);
+  return f;
+}
+
+namespace {
+
+// Parses decimal digits at out[pos..] up to a '\n'; returns the index of the '\n'.
+std::optional<size_t> DigitsThenNewline(std::string_view out, size_t pos, int64_t* value) {
+  size_t i = pos;
+  while (i < out.size() && out[i] >= '0' && out[i] <= '9') ++i;
+  if (i == pos || i >= out.size() || out[i] != '\n') return std::nullopt;
+  auto [p, ec] = std::from_chars(out.data() + pos, out.data() + i, *value);
+  if (ec != std::errc() || p != out.data() + i) return std::nullopt;
+  return i;
+}
+
+// Finds "\n<nonce>:<digits>\n" at or after `from`.
+std::optional<StdoutMarker> FindNumberedMarker(std::string_view out, std::string_view nonce,
+                                               size_t from) {
+  const std::string head = fmt::format("\n{}:", nonce);
+  for (size_t at = out.find(head, from); at != std::string_view::npos;
+       at = out.find(head, at + 1)) {
+    int64_t v = 0;
+    auto nl = DigitsThenNewline(out, at + head.size(), &v);
+    if (nl) return StdoutMarker{at, *nl + 1, static_cast<int>(v)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int64_t> FindShellReady(std::string_view out, std::string_view ready_nonce) {
+  auto m = FindNumberedMarker(out, ready_nonce, 0);
+  if (!m) return std::nullopt;
+  return m->exit_status;  // the number after the nonce: the driver's pid
+}
+
+std::optional<StdoutMarker> FindStdoutMarker(std::string_view out, std::string_view nonce,
+                                             size_t from) {
+  return FindNumberedMarker(out, nonce, from);
+}
+
+std::optional<size_t> FindStderrMarker(std::string_view err, std::string_view nonce,
+                                       size_t from) {
+  const std::string m = fmt::format("\n{}\n", nonce);
+  size_t at = err.find(m, from);
+  if (at == std::string_view::npos) return std::nullopt;
+  return at;
+}
+
+size_t MaxMarkerSize(std::string_view nonce) { return nonce.size() + 24; }
+
+std::string KillCommandTreeScript(int64_t driver_pid) {
+  // Collect the whole tree first, then signal it at once, so no process can
+  // go on to start its next step between the kills.
+  return fmt::format(
+      "__np_t() {{ for __np_c in $(pgrep -P \"$1\"); do echo \"$__np_c\"; __np_t \"$__np_c\"; done; }}\n"
+      "__np_p=$(__np_t {0})\n"
+      "[ -n \"$__np_p\" ] && kill -TERM $__np_p 2>/dev/null\n"
+      "true\n",
+      driver_pid);
+}
+
+}  // namespace npuprof::ssh
