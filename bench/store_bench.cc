@@ -35,6 +35,14 @@ class BenchStore {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
+  // Closes and opens the store again, as a restarted server does (RocksDB
+  // recovers its WAL and flushes it to table files on open).
+  void Reopen() {
+    store_.reset();
+    auto r = EventStore::Open(dir_, {.sync = false});
+    if (!r.ok()) Die(r.status().ToString());
+    store_ = std::move(r).value();
+  }
   EventStore& operator*() { return *store_; }
   EventStore* operator->() { return store_.get(); }
 
@@ -122,11 +130,15 @@ void BM_AppendGroup100(benchmark::State& state) {
 }
 BENCHMARK(BM_AppendGroup100)->UseRealTime();
 
-// Replay fixture: 200k events over 1000 interleaved runs, built once.
+// Replay fixture: 200k events over 1000 interleaved runs, built once. Two
+// ways to find them: as just written by a running server (still in RocksDB's
+// memtable), and after a restart (`reopened`: in table files, as every event
+// older than the last ~64 MiB written is on a long-running server).
 constexpr int kReplayRuns = 1000;
 constexpr int kReplayEvents = 200'000;
 BenchStore* g_replay = nullptr;
-EventStore& ReplayStore() {
+bool g_replay_reopened = false;
+EventStore& ReplayStore(bool reopened) {
   if (g_replay == nullptr) {
     g_replay = new BenchStore(/*sync=*/false);
     std::vector<AppendRequest> reqs;
@@ -136,11 +148,18 @@ EventStore& ReplayStore() {
       for (const auto& s : (*g_replay)->AppendGroup(reqs)) Check(s);
     }
   }
+  if (reopened && !g_replay_reopened) {
+    g_replay->Reopen();
+    g_replay_reopened = true;
+  }
+  if (!reopened && g_replay_reopened) BenchStore::Die("memtable replay must run before the reopened one");
   return **g_replay;
 }
 
+// Arg 0: events as written (memtable); 1: after a reopen (table files).
 void BM_ReplayScanGlobal(benchmark::State& state) {
-  EventStore& store = ReplayStore();
+  EventStore& store = ReplayStore(state.range(0) == 1);
+  state.SetLabel(state.range(0) == 1 ? "reopened" : "memtable");
   uint64_t seen = 0;
   for (auto _ : state) {
     uint64_t pos = 0;
@@ -157,11 +176,11 @@ void BM_ReplayScanGlobal(benchmark::State& state) {
   }
   SetRate(state, static_cast<double>(seen));
 }
-BENCHMARK(BM_ReplayScanGlobal)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReplayScanGlobal)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Rebuilding one run (recovery path): 200 events of one run out of 1000.
 void BM_ReplayReadRun(benchmark::State& state) {
-  EventStore& store = ReplayStore();
+  EventStore& store = ReplayStore(true);
   uint64_t seen = 0;
   int r = 0;
   for (auto _ : state) {

@@ -21,11 +21,6 @@ namespace {
 
 constexpr const char* kCfNames[StoreCore::kNumCfs] = {"events", "global", "runs", "blobs",
                                                              "meta"};
-// ScanGlobal reads the global order in chunks: the first chunk holds
-// kScanFirstChunk positions, each next one twice as many up to kScanMaxChunk
-// (a short ReadGlobal with a limit stays cheap; a full replay amortises).
-constexpr size_t kScanFirstChunk = 256;
-constexpr size_t kScanMaxChunk = 16384;
 constexpr size_t kBlockCacheBytes = 64u << 20;  // shared by all column families
 
 std::optional<uint64_t> ParseDecimal(std::string_view s) {
@@ -34,20 +29,6 @@ std::optional<uint64_t> ParseDecimal(std::string_view s) {
   if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
   return v;
 }
-
-// Releases a snapshot when leaving scope.
-class SnapshotGuard {
- public:
-  explicit SnapshotGuard(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
-  ~SnapshotGuard() { db_->ReleaseSnapshot(snap_); }
-  SnapshotGuard(const SnapshotGuard&) = delete;
-  SnapshotGuard& operator=(const SnapshotGuard&) = delete;
-  const rocksdb::Snapshot* get() const { return snap_; }
-
- private:
-  rocksdb::DB* db_;
-  const rocksdb::Snapshot* snap_;
-};
 
 // Opens the DB with all our column families plus any others already on disk
 // (RocksDB refuses to open a DB without naming all of its families).
@@ -85,7 +66,8 @@ Status OpenDb(const std::string& dir, StoreCore* impl) {
   return Status::Ok();
 }
 
-// Writes schema version 1 into a new store; refuses unknown versions.
+// Writes the current schema version into a new store, migrates older ones,
+// refuses unknown versions.
 Status CheckSchema(const std::string& dir, StoreCore* impl) {
   std::string v;
   rocksdb::Status rs = impl->db->Get(rocksdb::ReadOptions(), impl->cf(StoreCore::kMeta),
@@ -108,6 +90,7 @@ Status CheckSchema(const std::string& dir, StoreCore* impl) {
                                 " but this npuprof only knows versions up to " + kSchemaVersion +
                                 ": use a newer npuprof");
   }
+  if (*version == 1) return MigrateSchema1To2(dir, impl);
   return Status::Ok();
 }
 
@@ -242,80 +225,19 @@ uint64_t EventStore::LastSeq(const std::string& run_id) const {
 // lookup per event would.
 Status EventStore::ScanGlobal(uint64_t from_pos,
                               const std::function<bool(const proto::Event&)>& visit) const {
-  SnapshotGuard snap(impl_->db.get());
+  // Schema 2: the global family holds the events themselves, in order.
   rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
-  std::unique_ptr<rocksdb::Iterator> git(impl_->db->NewIterator(ro, impl_->cf(Impl::kGlobal)));
-  std::unique_ptr<rocksdb::Iterator> eit(impl_->db->NewIterator(ro, impl_->cf(Impl::kEvents)));
-  git->Seek(keys::GlobalKey(from_pos));
-
-  struct Ref {
-    uint32_t off;   // key bytes in `keys_buf`
-    uint32_t len;
-    uint32_t slot;  // index in global order within the chunk
-  };
-  // Where a slot's value is in `values`; kMissing / kReadError when not found.
-  constexpr uint64_t kMissing = UINT64_MAX, kReadError = UINT64_MAX - 1;
-  struct Val {
-    uint64_t off = kMissing;
-    uint32_t len = 0;
-  };
-  std::string keys_buf;  // event keys of the chunk, back to back
-  std::string values;    // event values of the chunk, in key order
-  std::vector<Ref> refs;
-  std::vector<Val> vals;
-  rocksdb::Status read_error;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(Impl::kGlobal)));
   proto::Event ev;  // reused: parsing keeps its string buffers
-  size_t chunk = kScanFirstChunk;
-  bool more = true;
-  while (more && git->Valid()) {
-    keys_buf.clear();
-    values.clear();
-    refs.clear();
-    for (; git->Valid() && refs.size() < chunk; git->Next()) {
-      const rocksdb::Slice v = git->value();
-      refs.push_back({static_cast<uint32_t>(keys_buf.size()), static_cast<uint32_t>(v.size()),
-                      static_cast<uint32_t>(refs.size())});
-      keys_buf.append(v.data(), v.size());
+  for (it->Seek(keys::GlobalKey(from_pos)); it->Valid(); it->Next()) {
+    const rocksdb::Slice v = it->value();
+    if (!ev.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+      return Status::Corruption("unreadable event in global scan");
     }
-    const size_t n = refs.size();
-    vals.assign(n, Val{});
-    auto key_of = [&](const Ref& r) { return rocksdb::Slice(keys_buf.data() + r.off, r.len); };
-    std::sort(refs.begin(), refs.end(),
-              [&](const Ref& a, const Ref& b) { return key_of(a).compare(key_of(b)) < 0; });
-
-    bool positioned = false;
-    for (const Ref& r : refs) {
-      const rocksdb::Slice k = key_of(r);
-      if (!positioned) {
-        eit->Seek(k);
-        positioned = true;
-      } else if (eit->Valid() && eit->key().compare(k) < 0) {
-        eit->Next();  // usually the next event of the same run
-        if (eit->Valid() && eit->key().compare(k) < 0) eit->Seek(k);
-      }
-      if (eit->Valid() && eit->key() == k) {
-        const rocksdb::Slice v = eit->value();
-        vals[r.slot] = {values.size(), static_cast<uint32_t>(v.size())};
-        values.append(v.data(), v.size());
-      } else if (!eit->status().ok()) {
-        vals[r.slot].off = kReadError;
-        if (read_error.ok()) read_error = eit->status();
-      }
-    }
-
-    for (size_t i = 0; i < n && more; ++i) {
-      const Val& v = vals[i];
-      if (v.off == kMissing) return Status::Corruption("global order points to a missing event");
-      if (v.off == kReadError) return FromRocks(read_error, "scan global");
-      if (!ev.ParseFromArray(values.data() + v.off, static_cast<int>(v.len))) {
-        return Status::Corruption("unreadable event in global scan");
-      }
-      more = visit(ev);
-    }
-    chunk = std::min(chunk * 2, kScanMaxChunk);
+    if (!visit(ev)) return Status::Ok();
   }
-  return FromRocks(git->status(), "scan global");
+  return FromRocks(it->status(), "scan global");
 }
 
 Result<std::vector<proto::Event>> EventStore::ReadGlobal(uint64_t from_pos, size_t limit) const {

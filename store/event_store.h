@@ -2,11 +2,15 @@
 //
 // Column families:
 //   events   key = run_id '\0' seq(8 bytes big-endian)    value = proto::Event
-//   global   key = global_pos (8 bytes big-endian)         value = run_id '\0' seq
+//   global   key = global_pos (8 bytes big-endian)         value = proto::Event (the same bytes)
 //   runs     key = run_id                                  value = proto::RunIndexRow
 //   blobs    key = sha256 hex                              value = raw bytes
-//   meta     key = name                                    value = bytes ("schema_version" = "1",
+//   meta     key = name                                    value = bytes ("schema_version" = "2",
 //                                                                 "next_global_pos", ...)
+//   Every event is written twice in its batch: per run (ReadRun, tips) and in
+//   global order (ScanGlobal: a replay is one sequential scan). Schema 1 kept
+//   only the event key in global; such a store is migrated at open
+//   (schema_migration.cc).
 //   Integers in meta values are decimal ASCII. next_global_pos (the next
 //   position to assign) is rewritten in every append batch; at open the store
 //   resumes after max(next_global_pos - 1, last key of global).

@@ -84,7 +84,7 @@ class GroupBuilder {
       std::string key = keys::EventKey(req.run_id, ev.seq());
       if (ev.hash().empty() || !ev.SerializeToString(&value) ||
           !Put(StoreCore::kEvents, key, value) ||
-          !Put(StoreCore::kGlobal, keys::GlobalKey(pos), key)) {
+          !Put(StoreCore::kGlobal, keys::GlobalKey(pos), value)) {
         return Rollback(out, "append: cannot encode event " + std::to_string(ev.seq()) + " of run " +
                                  req.run_id);
       }
@@ -271,9 +271,19 @@ Status EventStore::RawOverwriteEventForTest(const proto::Event& ev) {
   std::string value;
   if (!ev.SerializeToString(&value)) return Status::Internal("raw overwrite: cannot encode event");
   rocksdb::WriteBatch batch;
-  Status s = FromRocks(batch.Put(impl_->cf(Impl::kEvents), keys::EventKey(ev.run_id(), ev.seq()), value),
-                       "raw overwrite");
+  const std::string key = keys::EventKey(ev.run_id(), ev.seq());
+  Status s = FromRocks(batch.Put(impl_->cf(Impl::kEvents), key, value), "raw overwrite");
   if (!s.ok()) return s;
+  // The global family's copy too, when that position holds this very event
+  // (so both readers see the same tampered bytes).
+  std::string old;
+  const std::string gkey = keys::GlobalKey(ev.global_pos());
+  proto::Event there;
+  if (impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(Impl::kGlobal), gkey, &old).ok() &&
+      there.ParseFromString(old) && there.run_id() == ev.run_id() && there.seq() == ev.seq()) {
+    s = FromRocks(batch.Put(impl_->cf(Impl::kGlobal), gkey, value), "raw overwrite");
+    if (!s.ok()) return s;
+  }
   Writer w;
   w.raw = &batch;
   w.raw_run_id = ev.run_id();

@@ -19,7 +19,7 @@
 
 namespace npuprof::store {
 
-inline constexpr const char* kSchemaVersion = "1";
+inline constexpr const char* kSchemaVersion = "2";
 inline constexpr const char* kMetaSchemaVersion = "schema_version";
 inline constexpr const char* kMetaNextGlobalPos = "next_global_pos";
 
@@ -89,5 +89,8 @@ struct StoreCore {
 };
 
 struct EventStore::Impl : StoreCore {};
+
+// Rewrites a schema-1 store into schema 2 (schema_migration.cc).
+Status MigrateSchema1To2(const std::string& dir, StoreCore* impl);
 
 }  // namespace npuprof::store

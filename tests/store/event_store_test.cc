@@ -225,7 +225,7 @@ TEST_F(StoreTest, ReopenKeepsEverythingAndContinues) {
   EXPECT_EQ(store_->LastGlobalPos(), 3u);
   EXPECT_EQ(store_->LastSeq("a"), 2u);
   EXPECT_EQ(store_->GetMeta("k"), "v");
-  EXPECT_EQ(store_->GetMeta("schema_version"), "1");
+  EXPECT_EQ(store_->GetMeta("schema_version"), "2");
   auto after = store_->ReadGlobal(1);
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->size(), before->size());
@@ -307,13 +307,13 @@ TEST_F(StoreTest, IndexRowsAndListRunsFilters) {
 
 TEST_F(StoreTest, RefusesNewerSchemaVersion) {
   Open();
-  EXPECT_EQ(store_->GetMeta("schema_version"), "1");
-  ASSERT_TRUE(store_->PutMeta("schema_version", "2").ok());
+  EXPECT_EQ(store_->GetMeta("schema_version"), "2");
+  ASSERT_TRUE(store_->PutMeta("schema_version", "3").ok());
   store_.reset();
   auto r = EventStore::Open(dir_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
-  EXPECT_NE(r.status().message().find("schema version 2"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("schema version 3"), std::string::npos) << r.status().ToString();
 
   // The refusal closed the DB again (no lock left behind) and changed nothing.
   auto again = EventStore::Open(dir_);
