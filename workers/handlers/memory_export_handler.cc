@@ -9,6 +9,7 @@
 
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
+#include "workers/poll_backoff.h"
 
 namespace npuprof::workers {
 
@@ -62,6 +63,7 @@ TaskOutcome MemExport(const proto::Task& task, TaskContext& tc) {
 
   const auto t0 = std::chrono::steady_clock::now();
   int polls = 0;
+  PollBackoff backoff(std::chrono::milliseconds(500));
   for (;;) {
     auto rc = s.ReadFile(dir + ".export.rc");
     if (rc.ok()) {
@@ -91,7 +93,7 @@ TaskOutcome MemExport(const proto::Task& task, TaskContext& tc) {
       }
     }
     tc.progress(fmt::format("msprof export running for {} s", waited.count()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(backoff.Next());
   }
 }
 

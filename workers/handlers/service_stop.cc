@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "workers/handlers/service_common.h"
+#include "workers/poll_backoff.h"
 #include "workers/handlers/service_handlers.h"
 
 namespace npuprof::workers::service {
@@ -13,6 +14,7 @@ namespace {
 // Reads <runtime>/pid; 0 when there is none. Waits up to 10 s when the start
 // marker exists but the pid is not yet recorded.
 Result<int64_t> PidFromRuntime(Call& c, const std::string& rt, TaskContext& ctx) {
+  PollBackoff backoff(std::chrono::milliseconds(250));
   for (int i = 0; i < 40; ++i) {
     auto text = c.session->ReadFile(rt + "/pid");
     if (text.ok() && std::atoll(text->c_str()) > 0) return static_cast<int64_t>(std::atoll(text->c_str()));
@@ -22,7 +24,7 @@ Result<int64_t> PidFromRuntime(Call& c, const std::string& rt, TaskContext& ctx)
       if (ssh::ErrorKindOf(marker.status()) == ssh::SshErrorKind::kRemoteError) return int64_t{0};
       return marker.status();
     }
-    if (!SleepUnlessCancelled(ctx, std::chrono::milliseconds(250))) return int64_t{0};
+    if (!SleepUnlessCancelled(ctx, backoff.Next())) return int64_t{0};
   }
   return int64_t{0};
 }
@@ -30,13 +32,14 @@ Result<int64_t> PidFromRuntime(Call& c, const std::string& rt, TaskContext& ctx)
 // Waits until the group is gone or grace passes; true when gone.
 Result<bool> WaitGone(Call& c, int64_t pid, int64_t grace_ms, TaskContext& ctx, const std::string& after) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  PollBackoff backoff(std::chrono::milliseconds(250));
   while (true) {
     auto st = QueryGroup(*c.session, pid);
     if (!st.ok()) return st.status();
     if (!st->any_alive()) return true;
     if (std::chrono::steady_clock::now() >= end) return false;
     ctx.progress(fmt::format("waiting for pid {} to exit after {} ({} process(es) left)", pid, after, st->members));
-    if (!SleepUnlessCancelled(ctx, std::chrono::milliseconds(250))) return false;
+    if (!SleepUnlessCancelled(ctx, backoff.Next())) return false;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/time_util.h"
 #include "workers/handlers/service_common.h"
+#include "workers/poll_backoff.h"
 #include "workers/handlers/service_handlers.h"
 
 namespace npuprof::workers::service {
@@ -88,6 +89,7 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
 
   std::string last = "not polled yet";
   int rounds = 0;
+  PollBackoff backoff(std::chrono::milliseconds(500));
   while (true) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
     auto st = QueryGroup(*c.session, pid);
@@ -114,7 +116,7 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
       return out;
     }
     ctx.progress(fmt::format("waiting for readiness on port {} ({} s left): {}", port, (deadline - now) / 1000, last));
-    if (!SleepUnlessCancelled(ctx, std::chrono::milliseconds(std::min<int64_t>(500, deadline - now))))
+    if (!SleepUnlessCancelled(ctx, std::min(backoff.Next(), std::chrono::milliseconds(deadline - now))))
       return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
   }
 }

@@ -12,6 +12,7 @@
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/profiling/remote_analyse.h"
 #include "workers/remote.h"
+#include "workers/poll_backoff.h"
 
 namespace npuprof::workers {
 
@@ -114,6 +115,7 @@ TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
   json analyse = {{"marker", marker}, {"launch", how}, {"reattached", how != "started"}};
   const auto start = std::chrono::steady_clock::now();
   bool finished = false;
+  PollBackoff backoff(std::chrono::milliseconds(300));
   for (int poll = 0;; ++poll) {
     auto rc = session->ReadFile(marker + ".rc");
     if (rc.ok()) {
@@ -135,7 +137,7 @@ TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
       }
     }
     ctx.progress(fmt::format("analyse {}", dir));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(backoff.Next());
   }
   analyse["finished"] = finished;
   TaskOutcome out;
