@@ -84,13 +84,17 @@ struct Ran {
   std::string out, err;
   int status = -1;
 };
-Ran RunDriver(const std::string& shell, const std::string& input) {
+Ran RunDriver(const std::string& shell, const std::string& input, const std::string& flags = "") {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("npuprof_cs_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string in = dir / "in", out = dir / "out", err = dir / "err";
   std::ofstream(in, std::ios::binary) << input;
-  const std::string cmd = BuildCommand({shell, "-c", CommandShellDriver("feedface")}) + " <" +
+  std::vector<std::string> argv = {shell};
+  if (!flags.empty()) argv.push_back(flags);
+  argv.push_back("-c");
+  argv.push_back(CommandShellDriver("feedface"));
+  const std::string cmd = BuildCommand(argv) + " <" +
                           ShellQuote(in) + " >" + ShellQuote(out) + " 2>" + ShellQuote(err);
   Ran r;
   r.status = std::system(cmd.c_str());
@@ -153,6 +157,17 @@ TEST_P(DriverTest, FrameCutShortNeverRuns) {
   Ran r = RunDriver(GetParam(), full.substr(0, full.size() - 2));  // the connection died
   EXPECT_FALSE(std::filesystem::exists(marker));
   EXPECT_EQ(r.out.find("ran"), std::string::npos);
+}
+
+TEST_P(DriverTest, ErrexitAndNounsetFromAnRcFileDoNotEndTheDriver) {
+  std::string input = CommandShellFrame("false", "e1e1") + CommandShellFrame("echo $unset_var; echo next", "e2e2");
+  Ran r = RunDriver(GetParam(), input, "-eu");
+  auto m1 = FindStdoutMarker(r.out, "e1e1");
+  ASSERT_TRUE(m1) << r.out << r.err;
+  EXPECT_EQ(m1->exit_status, 1);
+  auto m2 = FindStdoutMarker(r.out, "e2e2");
+  ASSERT_TRUE(m2) << r.out << r.err;
+  EXPECT_EQ(r.out.substr(m1->end, m2->begin - m1->end), "\nnext\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shells, DriverTest, ::testing::Values("sh", "bash"));

@@ -8,7 +8,10 @@ namespace npuprof::ssh {
 
 std::string CommandShellDriver(std::string_view ready_nonce) {
   // Variables are prefixed __np_ so that the commands' own names never clash.
+  // `set +eu`: an rc file's errexit/nounset must not end the driver when a
+  // command fails (each command's own options are whatever it sets).
   return fmt::format(
+      "set +eu\n"
       "__np_rn={0}\n"
       "printf '\\n%s:%s\\n' \"$__np_rn\" \"$$\"\n"
       "while IFS=' ' read -r __np_l __np_n; do\n"
