@@ -4,6 +4,7 @@
 #include "workers/ssh/command_shell_protocol.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,10 +74,31 @@ TEST(CommandShellProtocol, StderrMarkerAndReadyLine) {
   EXPECT_FALSE(FindShellReady("\n" + kNonce + ":42", kNonce));
 }
 
-TEST(CommandShellProtocol, KillScriptNamesOnlyThePid) {
-  const std::string k = KillCommandTreeScript(1234);
-  EXPECT_NE(k.find("1234"), std::string::npos);
-  EXPECT_NE(k.find("kill -TERM"), std::string::npos);
+// The kill script run locally on a real tree: a shell P waiting for two
+// `sleep 30` children. TERM to everything below P lets P's `wait` return, so
+// P itself (not signalled) exits soon; P's own status shows it was not killed.
+TEST(CommandShellProtocol, KillScriptStopsEveryProcessBelowThePid) {
+  pid_t p = ::fork();
+  ASSERT_GE(p, 0);
+  if (p == 0) {
+    ::execl("/bin/sh", "sh", "-c", "sleep 30 & sh -c 'sleep 30'; wait; exit 0", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::usleep(300 * 1000);  // let P start its children
+  const std::string cmd = BuildCommand({"sh", "-c", KillCommandTreeScript(p)});
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int st = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 100 && done == 0; ++i) {
+    done = ::waitpid(p, &st, WNOHANG);
+    if (done == 0) ::usleep(50 * 1000);
+  }
+  if (done == 0) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, &st, 0);
+    FAIL() << "the tree below " << p << " survived the kill script";
+  }
+  EXPECT_TRUE(WIFEXITED(st)) << "P itself must not be signalled";
 }
 
 // Runs `shell -c DRIVER` with stdin = `input`; returns stdout and stderr.

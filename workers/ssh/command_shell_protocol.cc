@@ -87,12 +87,24 @@ std::optional<size_t> FindStderrMarker(std::string_view err, std::string_view no
 size_t MaxMarkerSize(std::string_view nonce) { return nonce.size() + 24; }
 
 std::string KillCommandTreeScript(int64_t driver_pid) {
-  // Collect the whole tree first, then signal it at once, so no process can
-  // go on to start its next step between the kills.
+  // Reads every process's parent from /proc/PID/stat (the field after the
+  // ")" that closes the command name; no procps needed), collects the whole
+  // tree below the driver breadth-first, then signals it at once, so no
+  // process can go on to start its next step between the kills.
   return fmt::format(
-      "__np_t() {{ for __np_c in $(pgrep -P \"$1\"); do echo \"$__np_c\"; __np_t \"$__np_c\"; done; }}\n"
-      "__np_p=$(__np_t {0})\n"
-      "[ -n \"$__np_p\" ] && kill -TERM $__np_p 2>/dev/null\n"
+      "__np_pp=$(for __np_f in /proc/[0-9]*/stat; do\n"
+      "  read -r __np_l < \"$__np_f\" 2>/dev/null || continue\n"
+      "  __np_p=${{__np_f#/proc/}}; __np_p=${{__np_p%/stat}}\n"
+      "  set -- ${{__np_l##*) }}; echo \"$__np_p $2\"\n"
+      "done)\n"
+      "__np_todo={0}; __np_all=\n"
+      "while [ -n \"$__np_todo\" ]; do\n"
+      "  __np_next=$(echo \"$__np_pp\" | while read -r __np_a __np_b; do\n"
+      "    for __np_q in $__np_todo; do [ \"$__np_b\" = \"$__np_q\" ] && echo \"$__np_a\"; done\n"
+      "  done)\n"
+      "  __np_todo=$(echo $__np_next); __np_all=\"$__np_all $__np_todo\"\n"
+      "done\n"
+      "[ -n \"$(echo $__np_all)\" ] && kill -TERM $__np_all 2>/dev/null\n"
       "true\n",
       driver_pid);
 }

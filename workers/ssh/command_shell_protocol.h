@@ -64,8 +64,9 @@ std::optional<size_t> FindStderrMarker(std::string_view err, std::string_view no
 size_t MaxMarkerSize(std::string_view nonce);
 
 // A script (for a separate channel) that sends TERM to every process below
-// `driver_pid` (the running command and its children, deepest first); a
-// service detached with setsid is no longer below it and is left alone.
+// `driver_pid` (the running command and all its descendants, found through
+// /proc, at once); a service detached with setsid is no longer below it and
+// is left alone.
 std::string KillCommandTreeScript(int64_t driver_pid);
 
 }  // namespace npuprof::ssh
