@@ -79,24 +79,11 @@ void RunTrue(ssh::SshSession& s) {
   if (r->exit_status != 0) Die("remote `true` exited " + std::to_string(r->exit_status));
 }
 
-void BM_SshReusedSession(benchmark::State& state) {
-  ssh::SshSession session(Sshd().target());
-  if (Status s = session.Connect(); !s.ok()) Die("connect: " + s.ToString());
-  RunTrue(session);  // warm
-  std::vector<double> ms;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    RunTrue(session);
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  if (session.handshakes() != 1) Die("the session reconnected");
-  Report(state, "reused", ms);
-}
-BENCHMARK(BM_SshReusedSession)->Iterations(50)->UseRealTime()->Unit(benchmark::kMillisecond);
-
-void BM_SshReusedChannelPerCommand(benchmark::State& state) {
+// `true` on one session connected once; command_shell off = a channel (and
+// a login shell) per command, the way before the command shell.
+void RunReused(benchmark::State& state, bool command_shell, const std::string& name) {
   ssh::SshTarget t = Sshd().target();
-  t.command_shell = false;
+  t.command_shell = command_shell;
   ssh::SshSession session(t);
   if (Status s = session.Connect(); !s.ok()) Die("connect: " + s.ToString());
   RunTrue(session);  // warm
@@ -107,8 +94,13 @@ void BM_SshReusedChannelPerCommand(benchmark::State& state) {
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   if (session.handshakes() != 1) Die("the session reconnected");
-  Report(state, "channel_per_command", ms);
+  Report(state, name, ms);
 }
+
+void BM_SshReusedSession(benchmark::State& state) { RunReused(state, true, "reused"); }
+BENCHMARK(BM_SshReusedSession)->Iterations(50)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_SshReusedChannelPerCommand(benchmark::State& state) { RunReused(state, false, "channel_per_command"); }
 BENCHMARK(BM_SshReusedChannelPerCommand)->Iterations(20)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // A round trip on the reused session that starts no remote shell: SFTP stat
