@@ -76,6 +76,9 @@ class Broker {
   struct Turn {
     std::map<std::string, uint64_t> expected_seq;            // run -> committed last seq at turn start
     std::map<std::string, std::vector<proto::Event>> staged;  // run -> new events (seq/hash by the store)
+    // run -> per staged event, the payload fields AfterCommit acts on (commit.cc;
+    // runs only: machine events are applied as stored)
+    std::map<std::string, std::vector<sm::json>> follow_ups;
     std::vector<std::pair<std::string, Reply>> replies;       // (run id or "", reply)
   };
 
@@ -100,7 +103,9 @@ class Broker {
   Status DecideAndStage(const std::string& run_id, const sm::Input& input);
   void StageMachineEvent(const std::string& type, const sm::json& payload);
   void Commit();
-  void AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored);
+  // follow_ups: Turn::follow_ups of the run, in stored's order.
+  void AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored,
+                   const std::vector<sm::json>& follow_ups);
   proto::RunIndexRow IndexRowOf(const sm::RunState& s) const;
 
   // ---- client API (client_api.cc)

@@ -136,7 +136,10 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
   in.type = sm::Input::Type::kSubmit;
   in.now_ms = NowMs();
   in.kind = kind;
-  in.spec = spec;
+  in.spec = std::move(spec);
+  // Known to be new (checked above): cache its empty state, so that deciding
+  // does not look the run up in the store a second time.
+  runs_.try_emplace(run_id).first->second.run_id = run_id;
   Status st = DecideAndStage(run_id, in);
   if (!st.ok()) {
     if (turn_.staged.count(run_id) == 0) runs_.erase(run_id);

@@ -14,6 +14,28 @@ namespace npuprof::broker {
 using sm::json;
 namespace ev = sm::ev;
 
+namespace {
+
+// Events whose commit the broker acts on (dispatch, cancel, timers, watches),
+// besides the device lease bookkeeping.
+bool HasFollowUp(const std::string& t) {
+  return t == ev::kTaskScheduled || t == ev::kTaskRedispatched || t == ev::kTaskAbandoned ||
+         t == ev::kTimerScheduled || t == ev::kTaskRetryScheduled || t == ev::kRunFinished ||
+         t == ev::kWatchRequested;
+}
+
+// The payload fields AfterCommit reads, kept until the commit instead of the
+// whole payload (null for an event without follow-up).
+json FollowUpFields(const std::string& type, const json& p) {
+  if (!HasFollowUp(type)) return nullptr;
+  json out = json::object();
+  for (const char* k : {"task_id", "timer_id", "deadline_ms", "run_id"})
+    if (auto it = p.find(k); it != p.end()) out[k] = *it;
+  return out;
+}
+
+}  // namespace
+
 sm::RunState* Broker::LoadRun(const std::string& run_id) {
   auto it = runs_.find(run_id);
   if (it != runs_.end()) return &it->second;
@@ -27,29 +49,31 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
   sm::RunState* s = LoadRun(run_id);
   sm::RunState fresh;
   fresh.run_id = run_id;
-  auto decided = sm::Decide(kinds_, s ? *s : fresh, input);
+  auto decided = sm::DecideWithState(kinds_, s ? *s : fresh, input);
   if (!decided.ok()) {
     spdlog::warn("run {}: input rejected: {}", run_id, decided.status().ToString());
     return decided.status();
   }
-  if (decided->empty()) {
+  if (decided->events.empty()) {
     if (s && s->terminal && input.type == sm::Input::Type::kTaskResult)
       spdlog::info("run {}: late result of {} attempt {} dropped (the run has finished)", run_id, input.task_id,
                    input.attempt);
     return Status::Ok();
   }
-  if (!s) s = &runs_.emplace(run_id, fresh).first->second;
+  if (!s) s = &runs_.emplace(run_id, std::move(fresh)).first->second;
   turn_.expected_seq.try_emplace(run_id, s->last_seq);
-  const sm::RunKind* kind = kinds_.Find(input.type == sm::Input::Type::kSubmit ? input.kind : s->kind);
+  // The decision already applied its events to its copy of the state.
+  *s = std::move(decided->state);
   auto& staged = turn_.staged[run_id];
-  for (auto& ne : *decided) {
-    sm::ApplyWith(kind, *s, ne.type, ne.payload, s->last_seq + 1, input.now_ms);
+  auto& follow_ups = turn_.follow_ups[run_id];
+  for (auto& ne : decided->events) {
+    follow_ups.push_back(FollowUpFields(ne.type, ne.payload));
     proto::Event e;
     e.set_run_id(run_id);
-    e.set_type(ne.type);
+    e.set_type(std::move(ne.type));
     e.set_time_ms(input.now_ms);
     e.set_payload_json(ne.payload.dump());
-    e.set_cause(ne.cause);
+    e.set_cause(std::move(ne.cause));
     staged.push_back(std::move(e));
   }
   return Status::Ok();
@@ -105,7 +129,7 @@ void Broker::Commit() {
     std::vector<Status> statuses = store_->AppendGroup(reqs, &stored);
     for (size_t i = 0; i < order.size(); ++i) {
       if (statuses[i].ok()) {
-        AfterCommit(order[i], stored[i]);
+        AfterCommit(order[i], stored[i], turn.follow_ups[order[i]]);
       } else {
         spdlog::error("append to {} failed: {}", order[i], statuses[i].ToString());
         failed[order[i]] = statuses[i];
@@ -131,7 +155,8 @@ void Broker::Commit() {
   }
 }
 
-void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored) {
+void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored,
+                         const std::vector<json>& follow_ups) {
   if (run_id == sm::kMachinesStream) {
     for (const auto& e : stored) machines_.ApplyStored(e);
     return;
@@ -139,17 +164,21 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
   sm::RunState* s = LoadRun(run_id);
   if (!s) return;
   if (!stored.empty()) s->last_hash = stored.back().hash();
-  for (const auto& e : stored) {
+  for (size_t i = 0; i < stored.size(); ++i) {
+    const proto::Event& e = stored[i];
     const std::string& t = e.type();
     if (t == sm::kDevicesRequested) leases_.Wait(run_id, s->lease, e.global_pos());
     else if (t == sm::kDevicesLeased) leases_.Hold(run_id, s->lease.machine, s->lease.granted);
     else if (t == sm::kDevicesReleased || t == sm::kDevicesUnavailable || t == ev::kRunFinished) leases_.Drop(run_id);
-    if (t != ev::kTaskScheduled && t != ev::kTaskRedispatched && t != ev::kTaskAbandoned &&
-        t != ev::kTimerScheduled && t != ev::kTaskRetryScheduled && t != ev::kRunFinished &&
-        t != ev::kWatchRequested)
-      continue;
-    json p = json::parse(e.payload_json(), nullptr, false);
-    if (p.is_discarded()) continue;
+    if (!HasFollowUp(t)) continue;
+    // The fields kept when the event was staged (same order as stored); parsed
+    // from the stored payload only if the two ever disagree.
+    json parsed;
+    if (follow_ups.size() != stored.size()) {
+      parsed = json::parse(e.payload_json(), nullptr, false);
+      if (parsed.is_discarded()) continue;
+    }
+    const json& p = follow_ups.size() == stored.size() ? follow_ups[i] : parsed;
     if (t == ev::kTaskScheduled || t == ev::kTaskRedispatched) {
       const std::string task_id = p.value("task_id", "");
       if (auto it = in_flight_.find(task_id); it != in_flight_.end()) {

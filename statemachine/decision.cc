@@ -12,6 +12,8 @@ namespace npuprof::sm {
 Decision::Decision(const RunKind& kind, RunState state, int64_t now_ms, std::string cause)
     : kind_(kind), state_(std::move(state)), now_ms_(now_ms), cause_(std::move(cause)) {}
 
+Decided Decision::Take() && { return {std::move(events_), std::move(state_)}; }
+
 void Decision::Emit(const std::string& type, json payload) {
   if (failed()) return;
   if (type == ev::kStateChanged) {

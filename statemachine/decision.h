@@ -20,6 +20,13 @@ struct NewEvent {
   std::string cause;
 };
 
+// What a decision produced: its events and the state they lead to (what
+// applying them to the input state gives).
+struct Decided {
+  std::vector<NewEvent> events;
+  RunState state;
+};
+
 class Decision {
  public:
   Decision(const RunKind& kind, RunState state, int64_t now_ms, std::string cause);
@@ -43,6 +50,8 @@ class Decision {
   void AbandonOutstanding(const std::string& reason);
 
   const RunState& state() const { return state_; }
+  // The events and the state after them; the decision is spent.
+  Decided Take() &&;
   int64_t now_ms() const { return now_ms_; }
   const std::vector<NewEvent>& events() const { return events_; }
   const Status& status() const { return status_; }

@@ -219,6 +219,12 @@ void OnFailure(const RunKind& kind, Decision& d, const TaskInfo& task, json fail
 }  // namespace
 
 Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& state, const Input& in) {
+  auto decided = DecideWithState(kinds, state, in);
+  if (!decided.ok()) return decided.status();
+  return std::move(decided->events);
+}
+
+Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state, const Input& in) {
   const std::string kind_name = in.type == Input::Type::kSubmit ? in.kind : state.kind;
   const RunKind* kind = kinds.Find(kind_name);
   if (!kind) return Status::Invalid(fmt::format("unknown run kind '{}'; known kinds: {}", kind_name,
@@ -348,7 +354,7 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
     }
   }
   if (d.failed()) return d.status();
-  return d.events();
+  return std::move(d).Take();
 }
 
 }  // namespace npuprof::sm

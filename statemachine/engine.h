@@ -62,6 +62,10 @@ const KindRegistry& DefaultKinds();
 // transition, unknown kind, spec invalid); then nothing is appended.
 Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& state, const Input& input);
 
+// Decide, plus the state those events lead to (decision.h), so a caller that
+// keeps the state need not apply them a second time.
+Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state, const Input& input);
+
 // Folds one stored event into state (common events, then the kind's own).
 void Apply(const KindRegistry& kinds, RunState& state, const std::string& type, const json& payload,
            uint64_t seq, int64_t time_ms);

@@ -100,7 +100,7 @@ struct WorkerRuntime::Impl {
         b->set_data(data);
       }
       if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), out.error_kind, out.error);
-      {
+      if (spdlog::should_log(spdlog::level::info)) {  // the arguments cost a format and a stats walk
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
         const ssh::SshStats proc = ssh::ProcessSshStats();
         spdlog::info("task_stats run={} task={} kind={} attempt={} ok={} handler_ms={} {} worker_pid={} worker_handshakes={} "

@@ -499,5 +499,63 @@ TEST(DecideSignal, SignalToAFinishedRunIsANoOp) {
   EXPECT_TRUE(r->empty());
 }
 
+// ---------------------------------------------------------------- DecideWithState
+
+// Every field of a RunState, for comparing two of them.
+json Fingerprint(const RunState& s) {
+  json tasks = json::object(), timers = json::object();
+  for (const auto& [id, t] : s.tasks)
+    tasks[id] = {t.kind, t.attempt, t.failures, t.payload, TaskPolicyToJson(t.policy), t.status, t.result};
+  for (const auto& [id, t] : s.timers) timers[id] = {t.purpose, t.deadline_ms, t.payload, t.armed};
+  return {s.run_id,     s.kind,        s.state,      s.status,      s.machine,          s.tag,
+          s.error,      s.spec,        s.data,       tasks,         timers,             s.last_seq,
+          s.last_hash,  s.created_ms,  s.updated_ms, s.finished_ms, s.terminal,         s.cancel_requested,
+          s.recoveries, s.lease.phase, s.watching,   s.next_task_no, s.next_timer_no};
+}
+
+// The broker keeps DecideWithState's state instead of applying the events
+// itself: it must be exactly what applying the events gives.
+TEST(DecideWithState, StateIsWhatApplyingTheEventsGives) {
+  Driver run;
+  auto check = [&](const Input& in) {
+    auto decided = DecideWithState(TestKinds(), run.state(), in);
+    ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+    const auto evs = run.Step(in);
+    EXPECT_EQ(Types(decided->events), Types(evs));
+    EXPECT_EQ(Fingerprint(decided->state), Fingerprint(run.state()));
+  };
+  Input submit;
+  submit.type = Input::Type::kSubmit;
+  submit.now_ms = 1000;
+  submit.kind = "probe";
+  submit.spec = ProbeSpec();
+  check(submit);
+  Input failed;
+  failed.type = Input::Type::kTaskResult;
+  failed.now_ms = 1100;
+  failed.task_id = "r1.t1";
+  failed.attempt = 1;
+  failed.retryable = true;
+  failed.error = "simulated failure";
+  failed.error_kind = "unreachable";
+  check(failed);  // TaskFailed + TaskRetryScheduled
+  ASSERT_EQ(run.state().timers.size(), 1u);
+  Input fire;
+  fire.type = Input::Type::kTimerFired;
+  fire.now_ms = 2000;
+  fire.timer_id = run.state().timers.begin()->first;
+  check(fire);  // TimerFired + TaskRedispatched
+  Input ok;
+  ok.type = Input::Type::kTaskResult;
+  ok.now_ms = 2100;
+  ok.task_id = "r1.t1";
+  ok.attempt = 2;
+  ok.ok = true;
+  ok.result = json{{"npus", 0}};
+  ok.worker = "w1";
+  check(ok);  // TaskSucceeded, ProbeRecorded, StateChanged, RunFinished
+  EXPECT_TRUE(run.state().terminal);
+}
+
 }  // namespace
 }  // namespace npuprof::sm::testing
