@@ -18,10 +18,38 @@ void AppendField(std::string* out, const std::string& field) {
 
 }  // namespace
 
+namespace {
+
+// One digest context per thread with SHA-256 fetched once: OpenSSL 3's
+// one-shot EVP_Digest(EVP_sha256()) looks the algorithm up on every call
+// (0.9 us vs 0.33 us per 300-byte event here).
+class Sha256Ctx {
+ public:
+  Sha256Ctx() : md_(EVP_MD_fetch(nullptr, "SHA256", nullptr)), ctx_(EVP_MD_CTX_new()) {}
+  ~Sha256Ctx() {
+    EVP_MD_CTX_free(ctx_);
+    EVP_MD_free(md_);
+  }
+  Sha256Ctx(const Sha256Ctx&) = delete;
+  Sha256Ctx& operator=(const Sha256Ctx&) = delete;
+  bool Digest(const std::string& data, unsigned char* md, unsigned int* len) {
+    return md_ != nullptr && ctx_ != nullptr && EVP_DigestInit_ex(ctx_, md_, nullptr) == 1 &&
+           EVP_DigestUpdate(ctx_, data.data(), data.size()) == 1 &&
+           EVP_DigestFinal_ex(ctx_, md, len) == 1;
+  }
+
+ private:
+  EVP_MD* md_;
+  EVP_MD_CTX* ctx_;
+};
+
+}  // namespace
+
 std::string Sha256Hex(const std::string& data) {
+  thread_local Sha256Ctx sha;
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) {
+  if (!sha.Digest(data, md, &len)) {
     return {};  // only on OpenSSL internal failure; callers treat "" as invalid
   }
   static constexpr char kHex[] = "0123456789abcdef";
