@@ -1,5 +1,6 @@
 #include "workers/worker_runtime.h"
 
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -39,6 +40,29 @@ struct WorkerRuntime::Impl {
   std::mutex mu;                                 // guards outbox
   std::deque<proto::WorkerToBroker> outbox;      // results and progress from task threads
   std::list<std::unique_ptr<Running>> running;   // owned by the loop thread
+  // Written by Post so that the loop, polling it next to the DEALER socket,
+  // sends a result the moment a task thread posts it.
+  int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+  Impl() = default;
+  ~Impl() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void Wake() {
+    if (wake_fd < 0) return;
+    const uint64_t one = 1;
+    const ssize_t n = ::write(wake_fd, &one, sizeof(one));
+    (void)n;  // EAGAIN: the counter is already non-zero, the loop wakes anyway
+  }
+  void DrainWake() {
+    if (wake_fd < 0) return;
+    uint64_t v = 0;
+    const ssize_t n = ::read(wake_fd, &v, sizeof(v));
+    (void)n;  // EAGAIN: nothing to drain
+  }
 
   void Send(zmq::socket_t& sock, const proto::WorkerToBroker& msg) {
     const std::string body = msg.SerializeAsString();
@@ -50,8 +74,11 @@ struct WorkerRuntime::Impl {
   }
 
   void Post(proto::WorkerToBroker msg) {
-    std::lock_guard<std::mutex> lock(mu);
-    outbox.push_back(std::move(msg));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      outbox.push_back(std::move(msg));
+    }
+    Wake();
   }
 
   void Start(const proto::Task& task) {
@@ -165,9 +192,12 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
     int64_t next_hb = NowMs() + im.opts.heartbeat_ms;
     bool reconnect = false;
     while (!stop && !reconnect) {
-      zmq::pollitem_t items[] = {{sock.handle(), 0, ZMQ_POLLIN, 0}};
-      // Short poll while tasks run, so a finished result leaves within ~2 ms.
-      zmq::poll(items, 1, std::chrono::milliseconds(im.running.empty() ? 50 : 2));
+      zmq::pollitem_t items[] = {{sock.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, im.wake_fd, ZMQ_POLLIN, 0}};
+      // Wakes for a broker message or a posted result (eventfd); without
+      // an eventfd, short polls while tasks run (a result leaves within ~2 ms).
+      const bool can_wake = im.wake_fd >= 0;
+      zmq::poll(items, can_wake ? 2 : 1, std::chrono::milliseconds(can_wake || im.running.empty() ? 50 : 2));
+      if (can_wake && (items[1].revents & ZMQ_POLLIN)) im.DrainWake();
       while (auto frames = wire::RecvFrames(sock, true)) {
         last_heard = NowMs();
         if (frames->size() < 2 || (*frames)[0] != wire::kWorkerHeader) continue;
