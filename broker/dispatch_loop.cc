@@ -169,9 +169,13 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
     // else: a stale attempt's result from a worker that now holds a newer
     // attempt of the same task: it keeps that slot (and is re-dispatched from
     // if it is lost).
+    // Evidence is stored unsynced: the events that reference it are
+    // committed at the end of this turn in a synced batch, which syncs the
+    // write-ahead log and with it these blobs (one fsync per turn, not one
+    // per blob).
     json blobs = json::object();
     for (const auto& b : r.blobs()) {
-      auto h = store_->PutBlob(b.data());
+      auto h = store_->PutBlobWithNextSync(b.data());
       if (h.ok()) blobs[b.name()] = *h;
       else spdlog::error("cannot store evidence {}: {}", b.name(), h.status().ToString());
     }

@@ -281,7 +281,11 @@ std::vector<proto::RunIndexRow> EventStore::ListRuns(const RunFilter& f) const {
   return out;
 }
 
-Result<std::string> EventStore::PutBlob(const std::string& data) {
+Result<std::string> EventStore::PutBlob(const std::string& data) { return PutBlobImpl(data, impl_->opts.sync); }
+
+Result<std::string> EventStore::PutBlobWithNextSync(const std::string& data) { return PutBlobImpl(data, false); }
+
+Result<std::string> EventStore::PutBlobImpl(const std::string& data, bool sync) {
   std::string key = Sha256Hex(data);
   if (key.empty()) return Status::Internal("put blob: sha256 failed");
   std::lock_guard<std::mutex> l(impl_->blob_mu);
@@ -290,7 +294,7 @@ Result<std::string> EventStore::PutBlob(const std::string& data) {
   if (rs.ok()) return key;  // content-addressed: same key, same bytes
   if (!rs.IsNotFound()) return FromRocks(rs, "put blob");
   rocksdb::WriteOptions wo;
-  wo.sync = impl_->opts.sync;
+  wo.sync = sync;
   Status s = FromRocks(impl_->db->Put(wo, impl_->cf(Impl::kBlobs), key, data), "put blob");
   if (!s.ok()) return s;
   if (impl_->blob_count) ++*impl_->blob_count;

@@ -97,7 +97,13 @@ class EventStore {
   std::vector<proto::RunIndexRow> ListRuns(const RunFilter& filter = {}) const;
 
   // Content-addressed blobs: returns the sha256 hex; storing the same bytes twice keeps one copy.
+  // Synced per the store's options.
   Result<std::string> PutBlob(const std::string& data);
+  // The same, without its own sync: the blob goes into the write-ahead log
+  // (one sequential log for every column family) and is durable once any
+  // later synced write returns — e.g. the group commit of the events that
+  // reference it. Lost together with those events, never after them.
+  Result<std::string> PutBlobWithNextSync(const std::string& data);
   std::optional<std::string> GetBlob(const std::string& sha256_hex) const;
   size_t BlobCount() const;
 
@@ -110,6 +116,7 @@ class EventStore {
  private:
   struct Impl;
   explicit EventStore(std::unique_ptr<Impl> impl);
+  Result<std::string> PutBlobImpl(const std::string& data, bool sync);
   std::unique_ptr<Impl> impl_;
 };
 

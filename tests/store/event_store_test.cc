@@ -189,6 +189,18 @@ TEST_F(StoreTest, RawOverwriteBreaksHashAndKeepsSeqs) {
   EXPECT_TRUE(store_->Append(Req("r1", 4, {Ev("d")})).ok());
 }
 
+TEST_F(StoreTest, BlobWithNextSyncSurvivesReopenAfterASyncedAppend) {
+  Open({.sync = true});
+  auto k = store_->PutBlobWithNextSync("npu-smi output");
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(*k, Sha256Hex("npu-smi output"));
+  EXPECT_EQ(*store_->PutBlob("npu-smi output"), *k);  // same bytes, one copy
+  ASSERT_TRUE(store_->Append(Req("r1", 0, {Ev("evidence", R"({"blob":")" + *k + R"("})")})).ok());
+  Open({.sync = true});
+  EXPECT_EQ(store_->GetBlob(*k), "npu-smi output");
+  EXPECT_EQ(store_->BlobCount(), 1u);
+}
+
 TEST_F(StoreTest, BlobsAreDeduplicated) {
   Open();
   auto k1 = store_->PutBlob("hello");
