@@ -52,6 +52,7 @@ class SessionPump {
 void FreeSftp(sftp_session sftp);
 
 // Measurement counters (ssh_stats.h): adds n to the process and thread totals.
+// Keep in the order of kFields in ssh_stats.cc.
 enum class Stat {
   kHandshakes,
   kCommands,

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -19,20 +20,19 @@ constexpr int kNumStats = static_cast<int>(Stat::kCount);
 
 std::atomic<int64_t> g_process[kNumStats];
 
+// The counter behind each Stat, in Stat order: the one list of fields that
+// FromArray, operator- and operator+= walk.
+constexpr int64_t SshStats::*kFields[] = {
+    &SshStats::handshakes,  &SshStats::commands,    &SshStats::exec_channels, &SshStats::shell_channels,
+    &SshStats::forward_channels, &SshStats::sftp_sessions, &SshStats::sftp_ops, &SshStats::payload_out,
+    &SshStats::payload_in,  &SshStats::wire_out,    &SshStats::wire_in,       &SshStats::busy_us,
+};
+static_assert(std::size(kFields) == kNumStats, "one SshStats field per Stat, in Stat order");
+static_assert(static_cast<int>(Stat::kHandshakes) == 0 && static_cast<int>(Stat::kBusyUs) == kNumStats - 1);
+
 SshStats FromArray(const int64_t (&v)[kNumStats]) {
   SshStats s;
-  s.handshakes = v[static_cast<int>(Stat::kHandshakes)];
-  s.commands = v[static_cast<int>(Stat::kCommands)];
-  s.exec_channels = v[static_cast<int>(Stat::kExecChannels)];
-  s.shell_channels = v[static_cast<int>(Stat::kShellChannels)];
-  s.forward_channels = v[static_cast<int>(Stat::kForwardChannels)];
-  s.sftp_sessions = v[static_cast<int>(Stat::kSftpSessions)];
-  s.sftp_ops = v[static_cast<int>(Stat::kSftpOps)];
-  s.payload_out = v[static_cast<int>(Stat::kPayloadOut)];
-  s.payload_in = v[static_cast<int>(Stat::kPayloadIn)];
-  s.wire_out = v[static_cast<int>(Stat::kWireOut)];
-  s.wire_in = v[static_cast<int>(Stat::kWireIn)];
-  s.busy_us = v[static_cast<int>(Stat::kBusyUs)];
+  for (int i = 0; i < kNumStats; ++i) s.*kFields[i] = v[i];
   return s;
 }
 
@@ -40,34 +40,12 @@ SshStats FromArray(const int64_t (&v)[kNumStats]) {
 
 SshStats SshStats::operator-(const SshStats& o) const {
   SshStats d;
-  d.handshakes = handshakes - o.handshakes;
-  d.commands = commands - o.commands;
-  d.exec_channels = exec_channels - o.exec_channels;
-  d.shell_channels = shell_channels - o.shell_channels;
-  d.forward_channels = forward_channels - o.forward_channels;
-  d.sftp_sessions = sftp_sessions - o.sftp_sessions;
-  d.sftp_ops = sftp_ops - o.sftp_ops;
-  d.payload_out = payload_out - o.payload_out;
-  d.payload_in = payload_in - o.payload_in;
-  d.wire_out = wire_out - o.wire_out;
-  d.wire_in = wire_in - o.wire_in;
-  d.busy_us = busy_us - o.busy_us;
+  for (auto f : kFields) d.*f = this->*f - o.*f;
   return d;
 }
 
 SshStats& SshStats::operator+=(const SshStats& o) {
-  handshakes += o.handshakes;
-  commands += o.commands;
-  exec_channels += o.exec_channels;
-  shell_channels += o.shell_channels;
-  forward_channels += o.forward_channels;
-  sftp_sessions += o.sftp_sessions;
-  sftp_ops += o.sftp_ops;
-  payload_out += o.payload_out;
-  payload_in += o.payload_in;
-  wire_out += o.wire_out;
-  wire_in += o.wire_in;
-  busy_us += o.busy_us;
+  for (auto f : kFields) this->*f += o.*f;
   return *this;
 }
 
