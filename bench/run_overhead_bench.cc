@@ -37,6 +37,8 @@
 #include <tuple>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "bench/sim_bench_util.h"
 #include "tests/support/sshd_fixture.h"
 
@@ -135,21 +137,14 @@ struct Options {
 
 Options Parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() { return NextArg(argc, argv, i); };
-    if (a == "--runs") {
-      o.runs = std::atoi(next().c_str());
-    } else if (a == "--kinds") {
-      o.kinds.clear();
-      std::stringstream ss(next());
-      for (std::string k; std::getline(ss, k, ',');) o.kinds.push_back(k);
-    } else if (a == "--json") {
-      o.json_out = next();
-    } else {
-      std::fprintf(stderr, "usage: %s [--runs N] [--kinds torch,memory] [--json FILE]\n", argv[0]);
-      std::exit(2);
-    }
+  CLI::App app{"npuprof per-run overhead benchmark (docs/PERFORMANCE.md)"};
+  app.add_option("--runs", o.runs, "runs per kind")->check(CLI::PositiveNumber);
+  app.add_option("--kinds", o.kinds, "run kinds, comma-separated")->delimiter(',')->check(CLI::IsMember({"torch", "memory"}));
+  app.add_option("--json", o.json_out, "write the results as JSON to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
   return o;
 }

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "bench/sim_bench_util.h"
 
 namespace npuprof::bench {
@@ -33,23 +35,15 @@ struct Options {
 
 Options Parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() { return NextArg(argc, argv, i); };
-    if (a == "--targets") {
-      o.targets = std::max(1, std::atoi(next().c_str()));
-    } else if (a == "--runs") {
-      o.runs.clear();
-      std::stringstream ss(next());
-      for (std::string n; std::getline(ss, n, ',');) o.runs.push_back(std::max(1, std::atoi(n.c_str())));
-    } else if (a == "--submitters") {
-      o.submitters = std::max(1, std::atoi(next().c_str()));
-    } else if (a == "--json") {
-      o.json_out = next();
-    } else {
-      std::fprintf(stderr, "usage: %s [--targets T] [--runs 20,200] [--submitters K] [--json FILE]\n", argv[0]);
-      std::exit(2);
-    }
+  CLI::App app{"npuprof scale benchmark: concurrent probe runs over simulated targets (docs/PERFORMANCE.md)"};
+  app.add_option("--targets", o.targets, "simulated targets")->check(CLI::PositiveNumber);
+  app.add_option("--runs", o.runs, "concurrent runs per step, comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--submitters", o.submitters, "client processes submitting at once")->check(CLI::PositiveNumber);
+  app.add_option("--json", o.json_out, "write the results as JSON to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
   return o;
 }

@@ -28,15 +28,6 @@
 
 namespace npuprof::bench {
 
-// The value after option argv[i] (advancing i); exits 2 when it is missing.
-inline std::string NextArg(int argc, char** argv, int& i) {
-  if (i + 1 >= argc) {
-    std::fprintf(stderr, "%s needs a value\n", argv[i]);
-    std::exit(2);
-  }
-  return argv[++i];
-}
-
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
