@@ -524,36 +524,11 @@ TEST(DecideWithState, StateIsWhatApplyingTheEventsGives) {
     EXPECT_EQ(Types(decided->events), Types(evs));
     EXPECT_EQ(Fingerprint(decided->state), Fingerprint(run.state()));
   };
-  Input submit;
-  submit.type = Input::Type::kSubmit;
-  submit.now_ms = 1000;
-  submit.kind = "probe";
-  submit.spec = ProbeSpec();
-  check(submit);
-  Input failed;
-  failed.type = Input::Type::kTaskResult;
-  failed.now_ms = 1100;
-  failed.task_id = "r1.t1";
-  failed.attempt = 1;
-  failed.retryable = true;
-  failed.error = "simulated failure";
-  failed.error_kind = "unreachable";
-  check(failed);  // TaskFailed + TaskRetryScheduled
+  check(SubmitInput("probe", ProbeSpec(), 1000));
+  check(ResultInput("r1.t1", 1, false, 1100, /*retryable=*/true));  // TaskFailed + TaskRetryScheduled
   ASSERT_EQ(run.state().timers.size(), 1u);
-  Input fire;
-  fire.type = Input::Type::kTimerFired;
-  fire.now_ms = 2000;
-  fire.timer_id = run.state().timers.begin()->first;
-  check(fire);  // TimerFired + TaskRedispatched
-  Input ok;
-  ok.type = Input::Type::kTaskResult;
-  ok.now_ms = 2100;
-  ok.task_id = "r1.t1";
-  ok.attempt = 2;
-  ok.ok = true;
-  ok.result = json{{"npus", 0}};
-  ok.worker = "w1";
-  check(ok);  // TaskSucceeded, ProbeRecorded, StateChanged, RunFinished
+  check(TimerInput(run.state().timers.begin()->first, 2000));  // TimerFired + TaskRedispatched
+  check(ResultInput("r1.t1", 2, true, 2100, false, json{{"npus", 0}}));  // TaskSucceeded, ProbeRecorded, StateChanged, RunFinished
   EXPECT_TRUE(run.state().terminal);
 }
 

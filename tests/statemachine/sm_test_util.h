@@ -98,6 +98,44 @@ inline std::vector<std::string> Types(const std::vector<NewEvent>& evs) {
 
 // One run: Step() decides an input, applies the events to the state and
 // records them as stored events (seq, time, payload JSON, cause).
+// Inputs as the broker builds them (Driver steps these; a test that needs
+// the Input itself, e.g. to decide it twice, builds it here too).
+inline Input SubmitInput(const std::string& kind, json spec, int64_t now = 1000) {
+  Input in;
+  in.type = Input::Type::kSubmit;
+  in.now_ms = now;
+  in.kind = kind;
+  in.spec = std::move(spec);
+  return in;
+}
+
+inline Input ResultInput(const std::string& task_id, uint32_t attempt, bool ok, int64_t now,
+                         bool retryable = false, json result = json::object(),
+                         const std::string& error_kind = "") {
+  Input in;
+  in.type = Input::Type::kTaskResult;
+  in.now_ms = now;
+  in.task_id = task_id;
+  in.attempt = attempt;
+  in.ok = ok;
+  in.retryable = retryable;
+  in.result = std::move(result);
+  in.worker = "w1";
+  if (!ok) {
+    in.error = "simulated failure";
+    in.error_kind = error_kind.empty() ? "unreachable" : error_kind;
+  }
+  return in;
+}
+
+inline Input TimerInput(const std::string& timer_id, int64_t now) {
+  Input in;
+  in.type = Input::Type::kTimerFired;
+  in.now_ms = now;
+  in.timer_id = timer_id;
+  return in;
+}
+
 class Driver {
  public:
   explicit Driver(std::string run_id = "r1", const KindRegistry& kinds = TestKinds()) : kinds_(kinds) {
@@ -129,40 +167,16 @@ class Driver {
   }
 
   std::vector<NewEvent> Submit(const std::string& kind, json spec, int64_t now = 1000) {
-    Input in;
-    in.type = Input::Type::kSubmit;
-    in.now_ms = now;
-    in.kind = kind;
-    in.spec = std::move(spec);
-    return Step(in);
+    return Step(SubmitInput(kind, std::move(spec), now));
   }
 
   std::vector<NewEvent> Report(const std::string& task_id, uint32_t attempt, bool ok, int64_t now,
                                bool retryable = false, json result = json::object(),
                                const std::string& error_kind = "") {
-    Input in;
-    in.type = Input::Type::kTaskResult;
-    in.now_ms = now;
-    in.task_id = task_id;
-    in.attempt = attempt;
-    in.ok = ok;
-    in.retryable = retryable;
-    in.result = std::move(result);
-    in.worker = "w1";
-    if (!ok) {
-      in.error = "simulated failure";
-      in.error_kind = error_kind.empty() ? "unreachable" : error_kind;
-    }
-    return Step(in);
+    return Step(ResultInput(task_id, attempt, ok, now, retryable, std::move(result), error_kind));
   }
 
-  std::vector<NewEvent> Timer(const std::string& timer_id, int64_t now) {
-    Input in;
-    in.type = Input::Type::kTimerFired;
-    in.now_ms = now;
-    in.timer_id = timer_id;
-    return Step(in);
-  }
+  std::vector<NewEvent> Timer(const std::string& timer_id, int64_t now) { return Step(TimerInput(timer_id, now)); }
 
   std::vector<NewEvent> WorkerLost(const std::string& task_id, uint32_t attempt, int64_t now) {
     Input in;
