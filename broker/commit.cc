@@ -1,6 +1,7 @@
 // Staging decisions and committing them: one synced group commit per loop
 // turn, then the side effects (dispatch, timers, replies) of what committed.
 #include <csignal>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -163,6 +164,10 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
   }
   sm::RunState* s = LoadRun(run_id);
   if (!s) return;
+  if (follow_ups.size() != stored.size()) {  // cannot happen: DecideAndStage stages both
+    spdlog::critical("run {}: {} follow-ups for {} stored events", run_id, follow_ups.size(), stored.size());
+    std::abort();
+  }
   if (!stored.empty()) s->last_hash = stored.back().hash();
   for (size_t i = 0; i < stored.size(); ++i) {
     const proto::Event& e = stored[i];
@@ -171,14 +176,9 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
     else if (t == sm::kDevicesLeased) leases_.Hold(run_id, s->lease.machine, s->lease.granted);
     else if (t == sm::kDevicesReleased || t == sm::kDevicesUnavailable || t == ev::kRunFinished) leases_.Drop(run_id);
     if (!HasFollowUp(t)) continue;
-    // The fields kept when the event was staged (same order as stored); parsed
-    // from the stored payload only if the two ever disagree.
-    json parsed;
-    if (follow_ups.size() != stored.size()) {
-      parsed = json::parse(e.payload_json(), nullptr, false);
-      if (parsed.is_discarded()) continue;
-    }
-    const json& p = follow_ups.size() == stored.size() ? follow_ups[i] : parsed;
+    // The fields kept when DecideAndStage staged the event: one per staged
+    // event of the run, in the order the store appended them.
+    const json& p = follow_ups[i];
     if (t == ev::kTaskScheduled || t == ev::kTaskRedispatched) {
       const std::string task_id = p.value("task_id", "");
       if (auto it = in_flight_.find(task_id); it != in_flight_.end()) {
