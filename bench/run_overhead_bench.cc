@@ -37,8 +37,6 @@
 #include <tuple>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "bench/sim_bench_util.h"
 #include "tests/support/sshd_fixture.h"
 
@@ -138,14 +136,10 @@ struct Options {
 Options Parse(int argc, char** argv) {
   Options o;
   CLI::App app{"npuprof per-run overhead benchmark (docs/PERFORMANCE.md)"};
-  app.add_option("--runs", o.runs, "runs per kind")->check(CLI::PositiveNumber);
+  app.add_option("--runs", o.runs, "runs per kind")->check(CLI::Range(1, 1000000));
   app.add_option("--kinds", o.kinds, "run kinds, comma-separated")->delimiter(',')->check(CLI::IsMember({"torch", "memory"}));
   app.add_option("--json", o.json_out, "write the results as JSON to this file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::exit(app.exit(e));
-  }
+  ParseOrExit(app, argc, argv);
   return o;
 }
 

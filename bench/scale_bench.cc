@@ -19,8 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "bench/sim_bench_util.h"
 
 namespace npuprof::bench {
@@ -36,15 +34,11 @@ struct Options {
 Options Parse(int argc, char** argv) {
   Options o;
   CLI::App app{"npuprof scale benchmark: concurrent probe runs over simulated targets (docs/PERFORMANCE.md)"};
-  app.add_option("--targets", o.targets, "simulated targets")->check(CLI::PositiveNumber);
-  app.add_option("--runs", o.runs, "concurrent runs per step, comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
-  app.add_option("--submitters", o.submitters, "client processes submitting at once")->check(CLI::PositiveNumber);
+  app.add_option("--targets", o.targets, "simulated targets")->check(CLI::Range(1, 1000000));
+  app.add_option("--runs", o.runs, "concurrent runs per step, comma-separated")->delimiter(',')->check(CLI::Range(1, 1000000));
+  app.add_option("--submitters", o.submitters, "client processes submitting at once")->check(CLI::Range(1, 1000000));
   app.add_option("--json", o.json_out, "write the results as JSON to this file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::exit(app.exit(e));
-  }
+  ParseOrExit(app, argc, argv);
   return o;
 }
 

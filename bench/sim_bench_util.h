@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,16 @@
 #include "workers/ssh/ssh_session.h"
 
 namespace npuprof::bench {
+
+// Parses the bench's options; on --help or a bad value prints CLI11's
+// message and exits (0 for --help).
+inline void ParseOrExit(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
+  }
+}
 
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
