@@ -59,6 +59,7 @@
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
+#include "bench/fanout_kind.h"
 #include "broker/broker.h"
 #include "npuprof.pb.h"
 #include "proto/wire.h"
@@ -123,11 +124,13 @@ double Percentile(std::vector<double> v, double p) {
 // An in-process broker on a temp (or given) data dir, running on its own thread.
 class BenchBroker {
  public:
-  BenchBroker(bool sync, bool tcp, std::string dir = {}) : owns_dir_(dir.empty()) {
+  BenchBroker(bool sync, bool tcp, std::string dir = {}, const sm::KindRegistry* kinds = nullptr)
+      : owns_dir_(dir.empty()) {
     dir_ = dir.empty() ? MakeTempDir("npuprof_broker_bench_") : dir;
     broker::BrokerOptions o;
     o.data_dir = dir_;
     o.sync = sync;
+    o.kinds = kinds;
     if (tcp) {
       tcp_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
       o.endpoints.push_back(tcp_);
@@ -215,12 +218,12 @@ const json& ProbeSubmit() {
   return args;
 }
 
-// Submits n probe runs pipelined and waits for every acknowledgement. A
+// Submits n runs (probe unless told) pipelined and waits for every acknowledgement. A
 // submission the broker rejects because its generated run id already exists
 // (NewRunId: second resolution + 24 random bits, so ids collide when ~1000
 // runs are submitted in one second) is sent again; returns how many were.
-size_t SubmitBatch(RawClient& c, int n) {
-  for (int i = 0; i < n; ++i) c.Send("submit", ProbeSubmit());
+size_t SubmitBatch(RawClient& c, int n, const json& submit = ProbeSubmit()) {
+  for (int i = 0; i < n; ++i) c.Send("submit", submit);
   size_t collisions = 0;
   for (int acked = 0; acked < n;) {
     proto::ClientResponse r = c.Recv();
@@ -228,7 +231,7 @@ size_t SubmitBatch(RawClient& c, int n) {
       ++acked;
     } else if (r.error().find("already exists") != std::string::npos) {
       ++collisions;
-      c.Send("submit", ProbeSubmit());
+      c.Send("submit", submit);
     } else {
       Die("submit: " + r.error());
     }
@@ -239,10 +242,19 @@ size_t SubmitBatch(RawClient& c, int n) {
 // Number of runs not yet durably finished (store index).
 size_t Unfinished(RawClient& c) { return c.Call("runs", json{{"terminal", false}})["runs"].size(); }
 
-// True once the run's RunFinished is committed (the "events" verb reads the store).
-bool DurablyFinished(RawClient& c, const std::string& run_id) {
-  const json evs = c.Call("events", json{{"run_id", run_id}})["events"];
-  return !evs.empty() && evs.back()["type"] == "RunFinished";
+// Waits until the run's RunFinished is committed (the "events" verb reads the
+// store). Tails the run: each poll asks only for events after the last one
+// seen, so a run with many events is not re-read (and re-encoded as JSON on
+// the broker's loop thread) at every poll.
+void WaitDurablyFinished(RawClient& c, const std::string& run_id) {
+  uint64_t next_seq = 1;
+  for (;;) {
+    const json evs = c.Call("events", json{{"run_id", run_id}, {"from_seq", next_seq}})["events"];
+    for (const auto& e : evs)
+      if (e["type"] == "RunFinished") return;
+    if (!evs.empty()) next_seq = evs.back()["seq"].get<uint64_t>() + 1;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
 }
 
 // ---------------------------------------------------------------- workers
@@ -317,6 +329,7 @@ void RawWorkerLoop(const std::string& endpoint, int index, const std::atomic<boo
   proto::WorkerToBroker ready;
   ready.mutable_ready()->set_worker_id("bench-raw-" + std::to_string(index));
   ready.mutable_ready()->add_task_kinds(sm::kProbeTask);
+  ready.mutable_ready()->add_task_kinds(kFanoutTask);
   ready.mutable_ready()->set_capacity(100000);
   ready.mutable_ready()->set_pid(static_cast<uint32_t>(::getpid()));
   send(ready);
@@ -375,12 +388,14 @@ class Workers {
       // The runtime sends the result after the handler returns; "result sent"
       // is taken at handler return (the send itself waits for the runtime's
       // loop thread, which is part of what end-to-end figures measure).
-      w->Register(sm::kProbeTask, [&log](const proto::Task& t, workers::TaskContext&) {
+      auto noop = [&log](const proto::Task& t, workers::TaskContext&) {
         log.TaskSeen(Clock::now());
         auto out = workers::TaskOutcome::Success(json::parse(NoopResultJson()));
         log.ResultSent(t.run_id(), Clock::now());
         return out;
-      });
+      };
+      w->Register(sm::kProbeTask, noop);
+      w->Register(kFanoutTask, noop);
       workers::WorkerRuntime* wp = w.get();
       runtimes_.push_back(std::move(w));
       threads_.emplace_back([this, wp] { (void)wp->Run(stop_); });
@@ -416,9 +431,19 @@ constexpr int kBatch = 1000;
 
 // ---------------------------------------------------------------- throughput
 
-void RunThroughput(benchmark::State& state, bool tcp, bool sync, bool runtime) {
+// What one throughput variant submits: runs of `submit`, each with
+// tasks_per_run no-op tasks, batch runs per iteration, decided with kinds
+// (nullptr = the server's own kinds).
+struct Workload {
+  json submit = ProbeSubmit();
+  int tasks_per_run = 1;
+  int batch = kBatch;
+  const sm::KindRegistry* kinds = nullptr;
+};
+
+void RunThroughput(benchmark::State& state, bool tcp, bool sync, bool runtime, const Workload& load = {}) {
   spdlog::set_level(spdlog::level::warn);
-  BenchBroker broker(sync, tcp);
+  BenchBroker broker(sync, tcp, {}, load.kinds);
   broker.Start();
   RawClient client(broker.endpoint());
   AddFakeMachine(client);
@@ -426,14 +451,15 @@ void RunThroughput(benchmark::State& state, bool tcp, bool sync, bool runtime) {
   Workers workers(broker.endpoint(), kWorkers, runtime, log);
   WaitForWorkers(client, kWorkers);
 
+  const size_t tasks_per_batch = static_cast<size_t>(load.batch) * static_cast<size_t>(load.tasks_per_run);
   size_t runs = 0, collisions = 0, runs_polls = 0;
   double task_window_s = 0, total_s = 0, cpu_s = 0;
   for (auto _ : state) {
     log.Reset();
     const double c0 = ProcessCpuSeconds();
     const auto t0 = Clock::now();
-    collisions += SubmitBatch(client, kBatch);
-    log.WaitResults(kBatch);
+    collisions += SubmitBatch(client, load.batch, load.submit);
+    log.WaitResults(tasks_per_batch);
     // End of the batch: first wait (cheaply, "events" of one run) for the run
     // whose result was sent last; the broker handles results in arrival order
     // and commits every turn, so by then (nearly) all are committed. Then
@@ -444,7 +470,7 @@ void RunThroughput(benchmark::State& state, bool tcp, bool sync, bool runtime) {
       std::lock_guard<std::mutex> l(log.mu);
       last_run = log.last_run;
     }
-    while (!DurablyFinished(client, last_run)) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    WaitDurablyFinished(client, last_run);
     for (;;) {
       ++runs_polls;
       if (Unfinished(client) == 0) break;
@@ -457,13 +483,19 @@ void RunThroughput(benchmark::State& state, bool tcp, bool sync, bool runtime) {
       std::lock_guard<std::mutex> l(log.mu);
       task_window_s += Seconds(log.last_result - log.first_task);
     }
-    runs += kBatch;
+    runs += static_cast<size_t>(load.batch);
   }
+  const double tasks = static_cast<double>(runs) * load.tasks_per_run;
   state.counters["runs_per_s"] = static_cast<double>(runs) / total_s;
-  state.counters["task_rt_per_s"] = static_cast<double>(runs) / task_window_s;
+  state.counters["task_rt_per_s"] = tasks / task_window_s;
   // All threads of the process (broker, workers, client) per run: what a run
   // costs in CPU regardless of how loaded the machine is.
   state.counters["cpu_us_per_run"] = cpu_s * 1e6 / static_cast<double>(runs);
+  if (load.tasks_per_run > 1) {
+    // End to end, durably recorded: every task's result is committed.
+    state.counters["tasks_per_s"] = tasks / total_s;
+    state.counters["cpu_us_per_task"] = cpu_s * 1e6 / tasks;
+  }
   state.counters["run_id_collisions"] = static_cast<double>(collisions);
   state.counters["runs_polls_per_batch"] = static_cast<double>(runs_polls) / static_cast<double>(state.iterations());
   state.SetItemsProcessed(static_cast<int64_t>(runs));
@@ -482,6 +514,31 @@ void BM_BrokerThroughputEvidence(benchmark::State& state) {
   RunThroughput(state, false, state.range(0) != 0, false);
   g_evidence_bytes = 0;
   state.SetLabel(std::string("ipc") + (state.range(0) ? " sync=on" : " sync=off") + " worker=raw evidence=2KiB");
+}
+
+// Task round trips apart from run creation and finish: each run schedules
+// `tasks` no-op tasks at once (the bench-fanout kind, registered only here,
+// like torch-profile's one analyse task per rank) and finishes when all
+// succeeded. Per task: TaskScheduled, dispatch, result, TaskSucceeded,
+// committed; per run on top: RunSubmitted, two StateChanged, RunFinished.
+const sm::KindRegistry& BenchKinds() {
+  static const sm::KindRegistry* kinds = [] {
+    auto* r = new sm::KindRegistry;
+    r->Register(MakeFanoutKind());
+    return r;
+  }();
+  return *kinds;
+}
+
+void BM_BrokerTaskFanout(benchmark::State& state) {
+  Workload load;
+  const int tasks = static_cast<int>(state.range(3));
+  load.submit = json{{"kind", kFanoutKind}, {"spec", {{"tasks", tasks}}}};
+  load.tasks_per_run = tasks;
+  load.batch = std::max(1, 16000 / tasks);
+  load.kinds = &BenchKinds();
+  RunThroughput(state, state.range(0) != 0, state.range(1) != 0, state.range(2) != 0, load);
+  state.SetLabel(VariantLabel(state) + " tasks/run=" + std::to_string(tasks));
 }
 
 // ---------------------------------------------------------------- latency
@@ -534,8 +591,16 @@ void Variants(benchmark::internal::Benchmark* b) {
   b->ArgNames({"tcp", "sync", "runtime"});
 }
 
+void FanoutVariants(benchmark::internal::Benchmark* b) {
+  for (int tcp : {0, 1})
+    for (int sync : {1, 0})
+      for (int rt : {0, 1}) b->Args({tcp, sync, rt, 16});
+  b->ArgNames({"tcp", "sync", "runtime", "tasks"});
+}
+
 BENCHMARK(BM_BrokerThroughput)->Apply(Variants)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BrokerThroughputEvidence)->Arg(1)->Arg(0)->ArgName("sync")->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BrokerTaskFanout)->Apply(FanoutVariants)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BrokerLatency)->Apply(Variants)->Iterations(100)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // ---------------------------------------------------------------- recovery

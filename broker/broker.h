@@ -42,6 +42,10 @@ struct BrokerOptions {
   int heartbeat_ms = 1000;
   int heartbeat_liveness = 3;
   FaultOptions faults;
+  // The run kinds this broker decides with; nullptr = sm::DefaultKinds().
+  // Must outlive the broker. Benchmarks register kinds the server does not
+  // serve (e.g. a fan-out of no-op tasks) without adding them to the product.
+  const sm::KindRegistry* kinds = nullptr;
 };
 
 class Broker {
@@ -101,6 +105,9 @@ class Broker {
   // Decides input for run, applies the events to the cached state and stages
   // them in the current turn. Returns the decision's status.
   Status DecideAndStage(const std::string& run_id, const sm::Input& input);
+  // Rebuilds run_id's cached state from its committed events plus the events
+  // staged for it in this turn (after a rejected input consumed the state).
+  void RebuildCachedRun(const std::string& run_id);
   void StageMachineEvent(const std::string& type, const sm::json& payload);
   void Commit();
   // follow_ups: Turn::follow_ups of the run, in stored's order.

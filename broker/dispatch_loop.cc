@@ -40,7 +40,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
 }
 
 Broker::Broker(BrokerOptions opts, std::unique_ptr<store::EventStore> store)
-    : opts_(std::move(opts)), store_(std::move(store)), kinds_(sm::DefaultKinds()), ctx_(1),
+    : opts_(std::move(opts)), store_(std::move(store)), kinds_(opts_.kinds ? *opts_.kinds : sm::DefaultKinds()), ctx_(1),
       router_(ctx_, zmq::socket_type::router) {
   router_.set(zmq::sockopt::router_mandatory, 0);
   router_.set(zmq::sockopt::linger, 0);
