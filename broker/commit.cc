@@ -46,24 +46,49 @@ sm::RunState* Broker::LoadRun(const std::string& run_id) {
   return &pos->second;
 }
 
+void Broker::RebuildCachedRun(const std::string& run_id) {
+  runs_.erase(run_id);
+  sm::RunState* s = LoadRun(run_id);  // committed events only
+  auto staged = turn_.staged.find(run_id);
+  if (staged == turn_.staged.end() || staged->second.empty()) return;
+  if (!s) {
+    s = &runs_.emplace(run_id, sm::RunState{}).first->second;
+    s->run_id = run_id;
+  }
+  // The events decided earlier in this turn, applied as DecideAndStage's
+  // decisions applied them (seq after the last, the decision's time; the
+  // hash stays the committed one until the commit).
+  for (const proto::Event& e : staged->second) {
+    sm::json p = sm::json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
+    if (p.is_discarded()) p = sm::json::object();
+    sm::Apply(kinds_, *s, e.type(), p, s->last_seq + 1, e.time_ms());
+  }
+}
+
 Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input) {
   sm::RunState* s = LoadRun(run_id);
   sm::RunState fresh;
   fresh.run_id = run_id;
-  auto decided = sm::DecideWithState(kinds_, s ? *s : fresh, input);
+  const bool was_terminal = s && s->terminal;
+  const uint64_t committed_or_staged_seq = s ? s->last_seq : 0;
+  // Decides on the cached state itself (no copy of a run's whole state per
+  // input); a rejected input leaves it unusable, so it is rebuilt.
+  auto decided = sm::DecideWithState(kinds_, s ? std::move(*s) : std::move(fresh), input);
   if (!decided.ok()) {
     spdlog::warn("run {}: input rejected: {}", run_id, decided.status().ToString());
+    if (s) RebuildCachedRun(run_id);
     return decided.status();
   }
   if (decided->events.empty()) {
-    if (s && s->terminal && input.type == sm::Input::Type::kTaskResult)
+    if (was_terminal && input.type == sm::Input::Type::kTaskResult)
       spdlog::info("run {}: late result of {} attempt {} dropped (the run has finished)", run_id, input.task_id,
                    input.attempt);
+    if (s) *s = std::move(decided->state);  // unchanged: no event was applied
     return Status::Ok();
   }
-  if (!s) s = &runs_.emplace(run_id, std::move(fresh)).first->second;
-  turn_.expected_seq.try_emplace(run_id, s->last_seq);
-  // The decision already applied its events to its copy of the state.
+  if (!s) s = &runs_.emplace(run_id, sm::RunState{}).first->second;
+  turn_.expected_seq.try_emplace(run_id, committed_or_staged_seq);
+  // The decision applied its events to the state it was given.
   *s = std::move(decided->state);
   auto& staged = turn_.staged[run_id];
   auto& follow_ups = turn_.follow_ups[run_id];

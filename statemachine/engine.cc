@@ -225,11 +225,19 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
 }
 
 Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state, const Input& in) {
-  const std::string kind_name = in.type == Input::Type::kSubmit ? in.kind : state.kind;
+  return DecideWithState(kinds, RunState(state), in);
+}
+
+// The decision works on the moved-in state: every check below reads it
+// before the first event is applied, and what is needed after that (a task's
+// or timer's fields as they were) is copied out first.
+Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, const Input& in) {
+  const std::string kind_name = in.type == Input::Type::kSubmit ? in.kind : moved_in.kind;
   const RunKind* kind = kinds.Find(kind_name);
   if (!kind) return Status::Invalid(fmt::format("unknown run kind '{}'; known kinds: {}", kind_name,
                                                 fmt::join(kinds.Names(), ", ")));
-  Decision d(*kind, state, in.now_ms, CauseOf(in));
+  Decision d(*kind, std::move(moved_in), in.now_ms, CauseOf(in));
+  const RunState& state = d.state();  // changes as events are applied
 
   switch (in.type) {
     case Input::Type::kSubmit: {
@@ -245,7 +253,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state
       break;
     }
     case Input::Type::kTaskResult: {
-      const TaskInfo* task = state.FindTask(in.task_id);
+      const TaskInfo* task = state.FindTask(in.task_id);  // as it was: read before any Emit
       if (!task) {
         Ignore(d, in, "unknown task");
         break;
@@ -276,15 +284,16 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state
                   {"error_kind", in.error_kind}, {"retryable", in.retryable}, {"worker", in.worker}};
         if (!in.result.is_null()) f["result"] = in.result;
         if (in.blobs.is_object() && !in.blobs.empty()) f["blobs"] = in.blobs;
-        OnFailure(*kind, d, *task, f, in.retryable);
+        const TaskInfo before = *task;  // OnFailure reads it after applying TaskFailed
+        OnFailure(*kind, d, before, f, in.retryable);
       }
       break;
     }
     case Input::Type::kTimerFired: {
       auto it = state.timers.find(in.timer_id);
       if (it == state.timers.end() || !it->second.armed || state.terminal) break;
+      const TimerInfo timer = it->second;  // as armed, before TimerFired is applied
       d.Emit(ev::kTimerFired, json{{"timer_id", in.timer_id}});
-      const TimerInfo timer = it->second;
       if (timer.purpose == "retry") {
         const TaskInfo* task = d.state().FindTask(timer.payload.value("task_id", ""));
         if (task && task->status == "retry_wait")
@@ -310,7 +319,8 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state
                                           {"reason", "worker_lost"},
                                           {"worker", in.worker}});
       } else {
-        OnFailure(*kind, d, *task,
+        const TaskInfo before = *task;  // OnFailure reads it after applying TaskFailed
+        OnFailure(*kind, d, before,
                   json{{"task_id", in.task_id},
                        {"attempt", in.attempt},
                        {"error", fmt::format("the worker holding the task was lost {} times", task->failures + 1)},
@@ -342,14 +352,17 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state
     case Input::Type::kRecover: {
       if (state.terminal) break;
       json outstanding = json::array(), timers = json::array();
-      for (const auto& [id, t] : state.tasks)
-        if (t.in_flight()) outstanding.push_back({{"task_id", id}, {"kind", t.kind}, {"attempt", t.attempt}});
+      std::vector<std::pair<std::string, uint32_t>> redispatch;  // (task, attempt) before RunRecovered
+      for (const auto& [id, t] : state.tasks) {
+        if (!t.in_flight()) continue;
+        outstanding.push_back({{"task_id", id}, {"kind", t.kind}, {"attempt", t.attempt}});
+        redispatch.emplace_back(id, t.attempt);
+      }
       for (const auto& [id, t] : state.timers)
         if (t.armed) timers.push_back({{"timer_id", id}, {"purpose", t.purpose}, {"deadline_ms", t.deadline_ms}});
       d.Emit(ev::kRunRecovered, json{{"outstanding_tasks", outstanding}, {"armed_timers", timers}});
-      for (const auto& [id, t] : state.tasks)
-        if (t.in_flight())
-          d.Emit(ev::kTaskRedispatched, json{{"task_id", id}, {"attempt", t.attempt + 1}, {"reason", "recovery"}});
+      for (const auto& [id, attempt] : redispatch)
+        d.Emit(ev::kTaskRedispatched, json{{"task_id", id}, {"attempt", attempt + 1}, {"reason", "recovery"}});
       break;
     }
   }

@@ -65,6 +65,10 @@ Result<std::vector<NewEvent>> Decide(const KindRegistry& kinds, const RunState& 
 // Decide, plus the state those events lead to (decision.h), so a caller that
 // keeps the state need not apply them a second time.
 Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state, const Input& input);
+// Same, deciding on the caller's state instead of a copy of it (a run with
+// many tasks is costly to copy for every input). On failure the moved-in
+// state is lost: a caller that keeps states must rebuild that run's.
+Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& state, const Input& input);
 
 // Folds one stored event into state (common events, then the kind's own).
 void Apply(const KindRegistry& kinds, RunState& state, const std::string& type, const json& payload,

@@ -520,6 +520,13 @@ TEST(DecideWithState, StateIsWhatApplyingTheEventsGives) {
   auto check = [&](const Input& in) {
     auto decided = DecideWithState(TestKinds(), run.state(), in);
     ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+    // Deciding on a moved-in state (as the broker does) gives the same.
+    auto moved = DecideWithState(TestKinds(), RunState(run.state()), in);
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    ASSERT_EQ(moved->events.size(), decided->events.size());
+    for (size_t i = 0; i < moved->events.size(); ++i)
+      EXPECT_EQ(moved->events[i].payload.dump(), decided->events[i].payload.dump()) << moved->events[i].type;
+    EXPECT_EQ(Fingerprint(moved->state), Fingerprint(decided->state));
     const auto evs = run.Step(in);
     EXPECT_EQ(Types(decided->events), Types(evs));
     EXPECT_EQ(Fingerprint(decided->state), Fingerprint(run.state()));

@@ -1,0 +1,202 @@
+// The broker in-process with its own kind registry (BrokerOptions::kinds):
+// the benchmark's fan-out kind, driven over the wire protocol by a raw
+// client and a raw worker. Covers what the fan-out benchmark relies on, and
+// the broker's rebuild of a run's cached state after a rejected input (the
+// engine decides on the cached state itself, so a rejected input consumes it).
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "bench/fanout_kind.h"
+#include "broker/broker.h"
+#include "npuprof.pb.h"
+#include "proto/wire.h"
+
+namespace npuprof::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const sm::KindRegistry& FanoutOnly() {
+  static const sm::KindRegistry* kinds = [] {
+    auto* r = new sm::KindRegistry;
+    r->Register(bench::MakeFanoutKind());
+    return r;
+  }();
+  return *kinds;
+}
+
+class CustomKindsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "npuprof_custom_kinds_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    broker::BrokerOptions o;
+    o.data_dir = dir_;
+    o.sync = false;
+    o.kinds = &FanoutOnly();
+    auto b = broker::Broker::Open(o);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    broker_ = std::move(b).value();
+    client_.set(zmq::sockopt::linger, 0);
+    client_.connect(wire::IpcEndpointFor(dir_));
+  }
+  void TearDown() override {
+    stop_ = true;
+    if (worker_.joinable()) worker_.join();
+    if (loop_.joinable()) loop_.join();
+    broker_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Runs the broker's loop; what was sent before is handled in its first turn.
+  void StartBroker() {
+    loop_ = std::thread([this] { EXPECT_TRUE(broker_->Run(stop_).ok()); });
+  }
+
+  void Send(const std::string& verb, const json& args) {
+    proto::ClientRequest req;
+    req.set_verb(verb);
+    req.set_args_json(args.dump());
+    const std::string body = req.SerializeAsString();
+    wire::SendFrames(client_, {wire::kClientHeader, body});
+  }
+  proto::ClientResponse Recv() {
+    zmq::pollitem_t items[] = {{client_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 1, 20s);
+    proto::ClientResponse r;
+    if (!(items[0].revents & ZMQ_POLLIN)) {
+      r.set_error("no answer from the broker within 20 s");
+      return r;
+    }
+    auto frames = wire::RecvFrames(client_, false);
+    if (!frames || frames->size() < 2 || !r.ParseFromString((*frames)[1])) r.set_error("malformed answer");
+    return r;
+  }
+  json Call(const std::string& verb, const json& args) {
+    Send(verb, args);
+    proto::ClientResponse r = Recv();
+    EXPECT_TRUE(r.ok()) << verb << ": " << r.error();
+    return r.ok() ? json::parse(r.body_json()) : json();
+  }
+
+  // A worker that answers every bench.noop task with success at once.
+  void StartNoopWorker() {
+    worker_ = std::thread([this] {
+      zmq::socket_t sock(ctx_, zmq::socket_type::dealer);
+      sock.set(zmq::sockopt::linger, 0);
+      sock.set(zmq::sockopt::routing_id, "noop-worker");
+      sock.connect(wire::IpcEndpointFor(dir_));
+      auto send = [&](const proto::WorkerToBroker& m) {
+        const std::string body = m.SerializeAsString();
+        wire::SendFrames(sock, {wire::kWorkerHeader, body});
+      };
+      proto::WorkerToBroker ready;
+      ready.mutable_ready()->set_worker_id("noop-worker");
+      ready.mutable_ready()->add_task_kinds(bench::kFanoutTask);
+      ready.mutable_ready()->set_capacity(64);
+      send(ready);
+      while (!stop_) {
+        zmq::pollitem_t items[] = {{sock.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, 50ms);
+        while (auto frames = wire::RecvFrames(sock, true)) {
+          proto::BrokerToWorker msg;
+          if (frames->size() < 2 || !msg.ParseFromString((*frames)[1])) continue;
+          proto::WorkerToBroker out;
+          if (!msg.has_task()) {
+            out.set_heartbeat(true);
+            send(out);
+            continue;
+          }
+          proto::TaskResult* r = out.mutable_result();
+          r->set_task_id(msg.task().task_id());
+          r->set_run_id(msg.task().run_id());
+          r->set_attempt(msg.task().attempt());
+          r->set_ok(true);
+          r->set_result_json(json{{"index", json::parse(msg.task().payload_json())["index"]}}.dump());
+          send(out);
+        }
+      }
+    });
+  }
+
+  json WaitFinished(const std::string& run_id) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    json shown;
+    while (std::chrono::steady_clock::now() < deadline) {
+      shown = Call("show", json{{"run_id", run_id}});
+      if (!shown.is_object() || shown.value("status", "running") != "running") return shown;
+      std::this_thread::sleep_for(20ms);
+    }
+    return shown;
+  }
+
+  std::string dir_;
+  std::unique_ptr<broker::Broker> broker_;
+  std::atomic<bool> stop_{false};
+  std::thread loop_, worker_;
+  zmq::context_t ctx_{1};
+  zmq::socket_t client_{ctx_, zmq::socket_type::dealer};
+};
+
+TEST_F(CustomKindsTest, OnlyTheRegistrysKindsAreAccepted) {
+  StartBroker();
+  Send("submit", json{{"kind", "probe"}, {"spec", {{"machine", "x"}}}});
+  proto::ClientResponse r = Recv();
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("unknown run kind 'probe'; known kinds: bench-fanout"), std::string::npos) << r.error();
+}
+
+TEST_F(CustomKindsTest, FanoutRunSurvivesRejectedInputsStagedInTheSameTurn) {
+  // All of these are queued before the loop starts, so its first turn
+  // handles them together: the signals are rejected while the submission's
+  // events are staged but not yet committed, and each rejection consumes the
+  // run's cached state, which must be rebuilt from store + staged events.
+  Send("submit", json{{"kind", bench::kFanoutKind}, {"run_id", "fan1"}, {"spec", {{"tasks", 3}}}});
+  Send("signal", json{{"run_id", "fan1"}, {"name", "bogus"}});
+  Send("signal", json{{"run_id", "fan1"}, {"name", "bogus2"}});
+  std::this_thread::sleep_for(200ms);  // let the ipc pipe deliver them before the first poll
+  StartBroker();
+  // A refusal is answered at once, the submission after its commit.
+  for (int i = 0; i < 2; ++i) {
+    proto::ClientResponse refused = Recv();
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().find("does not accept"), std::string::npos) << refused.error();
+  }
+  proto::ClientResponse submitted = Recv();
+  ASSERT_TRUE(submitted.ok()) << submitted.error();
+  // Once more after the commit: the rebuild from committed events alone.
+  Send("signal", json{{"run_id", "fan1"}, {"name", "bogus3"}});
+  EXPECT_FALSE(Recv().ok());
+
+  StartNoopWorker();
+  const json shown = WaitFinished("fan1");
+  ASSERT_TRUE(shown.is_object()) << shown.dump();
+  EXPECT_EQ(shown.value("status", ""), "ok") << shown.dump();
+  EXPECT_EQ(shown.value("state", ""), "completed") << shown.dump();
+
+  const json evs = Call("events", json{{"run_id", "fan1"}})["events"];
+  std::vector<std::string> types;
+  for (const auto& e : evs) types.push_back(e["type"]);
+  const std::vector<std::string> want = {"RunSubmitted",  "StateChanged",  "TaskScheduled", "TaskScheduled",
+                                         "TaskScheduled", "TaskSucceeded", "TaskSucceeded", "TaskSucceeded",
+                                         "StateChanged",  "RunFinished"};
+  EXPECT_EQ(types, want);
+  // The served (cached) state equals a fold of the events from scratch.
+  const json verified = Call("verify", json::object());
+  EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
+}
+
+}  // namespace
+}  // namespace npuprof::testing
