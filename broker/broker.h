@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,6 +69,7 @@ class Broker {
   struct PendingTask {
     std::string run_id;
     std::string task_id;
+    std::string kind;  // task kind, so Dispatch can skip kinds no worker can take without loading the run
   };
   struct InFlight {
     std::string run_id;
@@ -152,7 +154,7 @@ class Broker {
   std::map<std::string, sm::RunState> runs_;  // cache: every non-terminal run + recently used
   sm::MachineInventory machines_;
   WorkerRegistry workers_;
-  std::deque<PendingTask> pending_;
+  std::list<PendingTask> pending_;  // erased from anywhere as tasks are dispatched
   std::map<std::string, InFlight> in_flight_;  // task id -> holder
   TimerQueue timers_;
   DeviceScheduler leases_;  // from committed lease events (device_scheduler.h)

@@ -216,7 +216,8 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
         }
         in_flight_.erase(it);
       }
-      pending_.push_back({run_id, task_id});
+      const sm::TaskInfo* task = s->FindTask(task_id);
+      pending_.push_back({run_id, task_id, task ? task->kind : std::string()});
     } else if (t == ev::kTaskAbandoned) {
       const std::string task_id = p.value("task_id", "");
       if (auto it = in_flight_.find(task_id); it != in_flight_.end()) {

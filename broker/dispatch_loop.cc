@@ -292,9 +292,19 @@ bool Broker::ScheduleLeases() {
   return !grants.empty() || !refusals.empty();
 }
 
+// Walks the pending tasks in order while some worker has a free slot. Once no
+// worker can take a kind, later tasks of that kind are skipped without
+// loading their run: with every slot taken, a turn costs nothing however
+// many tasks wait (it used to look up every waiting task's run each turn).
 void Broker::Dispatch() {
+  if (pending_.empty() || !workers_.AnyFreeSlot()) return;
   const int64_t now = NowMs();
+  std::set<std::string, std::less<>> no_worker;  // kinds no live worker can take this turn
   for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!it->kind.empty() && no_worker.count(it->kind)) {
+      ++it;
+      continue;
+    }
     sm::RunState* s = LoadRun(it->run_id);
     const sm::TaskInfo* t = s ? s->FindTask(it->task_id) : nullptr;
     if (!t || !t->in_flight() || s->terminal || in_flight_.count(it->task_id)) {
@@ -303,6 +313,7 @@ void Broker::Dispatch() {
     }
     WorkerEntry* w = workers_.PickFor(t->kind);
     if (!w) {
+      no_worker.insert(t->kind);
       ++it;
       continue;
     }
@@ -323,6 +334,7 @@ void Broker::Dispatch() {
     w->tasks.insert(t->task_id);
     spdlog::debug("dispatched {} attempt {} to {}", t->task_id, t->attempt, w->worker_id);
     it = pending_.erase(it);
+    if (!workers_.AnyFreeSlot()) break;
   }
 }
 

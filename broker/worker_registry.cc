@@ -26,6 +26,12 @@ std::vector<std::string> WorkerRegistry::Expired(int64_t now_ms) const {
   return out;
 }
 
+bool WorkerRegistry::AnyFreeSlot() const {
+  for (const auto& [id, w] : workers_)
+    if (static_cast<int>(w.tasks.size()) < w.capacity) return true;
+  return false;
+}
+
 WorkerEntry* WorkerRegistry::PickFor(const std::string& kind) {
   WorkerEntry* best = nullptr;
   for (auto& [id, w] : workers_) {

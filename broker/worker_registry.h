@@ -30,6 +30,8 @@ class WorkerRegistry {
   std::vector<std::string> Expired(int64_t now_ms) const;
   // Least-loaded worker serving kind with a free slot, or nullptr.
   WorkerEntry* PickFor(const std::string& kind);
+  // True when some worker holds fewer tasks than its capacity.
+  bool AnyFreeSlot() const;
   const std::map<std::string, WorkerEntry>& all() const { return workers_; }
 
  private:

@@ -68,7 +68,7 @@ python3 - "$OUT_DIR" "${BENCH_LIST[@]}" <<'EOF'
 import json, os, re, sys
 out_dir, benches = sys.argv[1], sys.argv[2:]
 # Counters worth a column, in this order; anything else is listed as well.
-preferred = ["events", "runs_per_s", "task_rt_per_s", "cpu_us_per_run", "run_id_collisions", "submit_ack_p50_us", "submit_ack_p99_us",
+preferred = ["events", "tasks_per_s", "cpu_us_per_task", "runs_per_s", "task_rt_per_s", "cpu_us_per_run", "run_id_collisions", "submit_ack_p50_us", "submit_ack_p99_us",
              "d2r_p50_us", "d2r_p99_us", "e2e_p50_us", "e2e_p99_us", "events_per_run", "median_ms"]
 skip = {"name", "run_name", "run_type", "repetitions", "repetition_index", "threads", "iterations",
         "real_time", "cpu_time", "time_unit", "family_index", "per_family_instance_index", "label",
