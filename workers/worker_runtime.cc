@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <list>
 #include <mutex>
@@ -26,8 +27,14 @@ struct Running {
   std::string task_id;
   uint32_t attempt = 0;
   std::atomic<bool> cancelled{false};
-  std::atomic<bool> done{false};
-  std::thread thread;
+  std::atomic<bool> done{false};  // set last by the pool thread; the loop then forgets the entry
+};
+
+// A task waiting for (or taken by) a pool thread.
+struct Job {
+  proto::Task task;
+  Running* run = nullptr;
+  TaskHandler handler;  // empty: no handler for the kind
 };
 
 }  // namespace
@@ -40,6 +47,16 @@ struct WorkerRuntime::Impl {
   std::mutex mu;                                 // guards outbox
   std::deque<proto::WorkerToBroker> outbox;      // results and progress from task threads
   std::list<std::unique_ptr<Running>> running;   // owned by the loop thread
+
+  // Task threads: a pool that grows to the most tasks ever running at once
+  // and is joined when Run ends (a thread per task cost more than a no-op
+  // task itself).
+  std::mutex job_mu;                             // guards jobs, idle, closing
+  std::condition_variable job_cv;
+  std::deque<Job> jobs;
+  int idle = 0;                                  // pool threads waiting for a job
+  bool closing = false;                          // Run is ending: drain jobs, then exit
+  std::vector<std::thread> pool_threads;         // started and joined by the loop thread
   // Written by Post so that the loop, polling it next to the DEALER socket,
   // sends a result the moment a task thread posts it.
   int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -85,11 +102,54 @@ struct WorkerRuntime::Impl {
     auto run = std::make_unique<Running>();
     run->task_id = task.task_id();
     run->attempt = task.attempt();
-    Running* r = run.get();
     auto it = handlers.find(task.kind());
-    run->thread = std::thread([this, task, r, handler = it == handlers.end() ? TaskHandler{} : it->second] {
+    {
+      std::lock_guard<std::mutex> lock(job_mu);
+      jobs.push_back(Job{task, run.get(), it == handlers.end() ? TaskHandler{} : it->second});
+      // Every task starts at once, as with a thread per task: a new thread
+      // only when no idle one is left (the broker sends at most capacity
+      // tasks, but after a reconnect old tasks may still be running).
+      if (jobs.size() > static_cast<size_t>(idle)) pool_threads.emplace_back([this] { PoolLoop(); });
+    }
+    job_cv.notify_one();
+    running.push_back(std::move(run));
+  }
+
+  void PoolLoop() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(job_mu);
+        ++idle;
+        job_cv.wait(lock, [this] { return closing || !jobs.empty(); });
+        --idle;
+        if (jobs.empty()) return;  // closing, and every queued task ran
+        job = std::move(jobs.front());
+        jobs.pop_front();
+      }
+      RunJob(job);
+    }
+  }
+
+  // Ends every pool thread once the queued tasks ran (Run marked them cancelled).
+  void StopPool() {
+    {
+      std::lock_guard<std::mutex> lock(job_mu);
+      closing = true;
+    }
+    job_cv.notify_all();
+    for (auto& t : pool_threads) t.join();
+    pool_threads.clear();
+    closing = false;
+  }
+
+  void RunJob(const Job& job) {
+    const proto::Task& task = job.task;
+    Running* r = job.run;
+    const TaskHandler& handler = job.handler;
+    {
       // Measurement only (docs/PERFORMANCE.md): the SSH work of this task
-      // (its thread and the sessions it creates), logged when it ends.
+      // (on this thread and the sessions it creates), logged when it ends.
       ssh::SshStatsScope ssh_scope;
       const auto started = std::chrono::steady_clock::now();
       TaskOutcome out;
@@ -136,19 +196,14 @@ struct WorkerRuntime::Impl {
                      ssh::FormatSshStats(ssh_scope.totals()), ::getpid(), proc.handshakes, pool.sessions());
       }
       Post(std::move(msg));
-      r->done = true;
-    });
-    running.push_back(std::move(run));
+    }
+    r->done = true;  // last touch: the loop thread may free r from here on
   }
 
   void Reap() {
     for (auto it = running.begin(); it != running.end();) {
-      if ((*it)->done) {
-        (*it)->thread.join();
-        it = running.erase(it);
-      } else {
-        ++it;
-      }
+      if ((*it)->done) it = running.erase(it);
+      else ++it;
     }
   }
 };
@@ -235,7 +290,7 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
     if (reconnect && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   for (auto& r : im.running) r->cancelled = true;
-  for (auto& r : im.running) r->thread.join();
+  im.StopPool();
   im.running.clear();
   spdlog::info("worker_ssh_totals worker_pid={} sessions={} {}", ::getpid(), im.pool.sessions(),
                ssh::FormatSshStats(ssh::ProcessSshStats()));

@@ -1,7 +1,8 @@
 // WorkerRuntime: a worker process's connection to the broker (Paranoid
-// Pirate): announces its task kinds, heartbeats, runs each task on its own
-// thread (up to capacity), reports progress and results, and reconnects
-// (announcing itself again) when the broker goes silent or forgets it.
+// Pirate): announces its task kinds, heartbeats, runs each task at once on a
+// reused thread (a pool as large as the most tasks run at once), reports
+// progress and results, and reconnects (announcing itself again) when the
+// broker goes silent or forgets it.
 #pragma once
 
 #include <atomic>
