@@ -160,9 +160,14 @@ proto::ClientResponse Broker::Show(const json& args, bool manifest) {
 
 proto::ClientResponse Broker::Events(const json& args) {
   const std::string run_id = args.value("run_id", "");
-  auto evs = store_->ReadRun(run_id, args.value("from_seq", uint64_t{1}));
+  const uint64_t from_seq = args.value("from_seq", uint64_t{1});
+  // A client tailing a run asks for what follows the last event it saw:
+  // answered from the committed tip without opening a store iterator.
+  const uint64_t last_seq = store_->LastSeq(run_id);
+  if (last_seq == 0) return Err(2, fmt::format("no run '{}'", run_id));
+  if (from_seq > last_seq) return Ok({{"run_id", run_id}, {"events", json::array()}});
+  auto evs = store_->ReadRun(run_id, from_seq);
   if (!evs.ok()) return Err(2, evs.status().ToString());
-  if (evs->empty() && store_->LastSeq(run_id) == 0) return Err(2, fmt::format("no run '{}'", run_id));
   json out = json::array();
   for (const auto& e : *evs) out.push_back(EventToJson(e));
   return Ok({{"run_id", run_id}, {"events", out}});
