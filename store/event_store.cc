@@ -214,6 +214,24 @@ uint64_t EventStore::LastSeq(const std::string& run_id) const {
   return tip.ok() ? tip->seq : 0;
 }
 
+Result<bool> EventStore::HasEvents(const std::string& run_id) const {
+  if (!keys::ValidRunId(run_id)) return false;
+  {
+    // Exact: only the leader writes events, and it updates the cache after
+    // every commit (seq 0 = looked up and found empty).
+    std::lock_guard<std::mutex> l(impl_->tip_mu);
+    if (auto it = impl_->tips.find(run_id); it != impl_->tips.end()) return it->second.seq > 0;
+  }
+  // Not cached (e.g. a fresh id, or any run after reopen): a point lookup,
+  // which bloom filters mostly answer for a missing key, instead of an iterator.
+  rocksdb::PinnableSlice first;
+  rocksdb::Status rs = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(Impl::kEvents),
+                                      keys::EventKey(run_id, 1), &first);
+  if (rs.IsNotFound()) return false;
+  if (!rs.ok()) return FromRocks(rs, "look up run " + run_id);
+  return true;
+}
+
 // Replay in global order without a point lookup per event. For each chunk of
 // global positions: collect the event keys the global CF points to, sort
 // them (key order = run, then seq), fetch the values with one iterator over

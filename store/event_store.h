@@ -86,6 +86,13 @@ class EventStore {
   // Events of one run with from_seq <= seq, in order.
   Result<std::vector<proto::Event>> ReadRun(const std::string& run_id, uint64_t from_seq = 1) const;
   uint64_t LastSeq(const std::string& run_id) const;
+  // True when run_id has at least one stored event, i.e. when ReadRun would
+  // return events: the broker's test whether an id is taken. Cheap: the tip
+  // cache, else one point lookup of the run's event seq 1 (every append path
+  // numbers a run's events from 1, runs and the machines stream alike, and no
+  // event is ever deleted; only RawOverwriteEventForTest can write other
+  // seqs alone), no iterator. An invalid id never has events.
+  Result<bool> HasEvents(const std::string& run_id) const;
   // Events of all runs in global order with global_pos >= from_pos; at most limit (0 = all).
   Result<std::vector<proto::Event>> ReadGlobal(uint64_t from_pos, size_t limit = 0) const;
   // Visit every event in global order without materialising them all; visit
