@@ -127,7 +127,8 @@ void Broker::Commit() {
   std::map<std::string, Status> failed;
   if (!reqs.empty()) {
     std::vector<std::vector<proto::Event>> stored;
-    std::vector<Status> statuses = store_->AppendGroup(reqs, &stored);
+    // The staged events are ours: the store moves them into stored.
+    std::vector<Status> statuses = store_->AppendGroup(std::move(reqs), &stored);
     for (size_t i = 0; i < order.size(); ++i) {
       if (statuses[i].ok()) {
         AfterCommit(order[i], stored[i], turn.follow_ups[order[i]]);

@@ -82,6 +82,10 @@ class EventStore {
   // stored (if non-null) receives per-request stored events.
   std::vector<Status> AppendGroup(const std::vector<AppendRequest>& reqs,
                                   std::vector<std::vector<proto::Event>>* stored = nullptr);
+  // The same for a caller that gives its requests up: their events are moved
+  // into *stored instead of copied (reqs' events are left unspecified).
+  std::vector<Status> AppendGroup(std::vector<AppendRequest>&& reqs,
+                                  std::vector<std::vector<proto::Event>>* stored = nullptr);
 
   // Events of one run with from_seq <= seq, in order.
   Result<std::vector<proto::Event>> ReadRun(const std::string& run_id, uint64_t from_seq = 1) const;
@@ -124,6 +128,9 @@ class EventStore {
   struct Impl;
   explicit EventStore(std::unique_ptr<Impl> impl);
   Result<std::string> PutBlobImpl(const std::string& data, bool sync);
+  // movable_reqs: reqs itself when its events may be moved, else null.
+  std::vector<Status> AppendGroupImpl(const AppendRequest* reqs, AppendRequest* movable_reqs, size_t n,
+                                      std::vector<std::vector<proto::Event>>* stored);
   std::unique_ptr<Impl> impl_;
 };
 

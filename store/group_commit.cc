@@ -56,53 +56,23 @@ class GroupBuilder {
  public:
   GroupBuilder(StoreCore* impl, uint64_t last_pos) : impl_(impl), pos_(last_pos) {}
 
-  // Adds one request to the batch, or leaves the batch untouched and returns why not.
+  // Adds one request to the batch, or leaves the batch untouched and returns
+  // why not. The const overload copies the request's events into *out, the
+  // other moves them there (the caller gave its requests up); either way the
+  // stored events are then completed in place.
   Status Add(const AppendRequest& req, std::vector<proto::Event>* out) {
     out->clear();
-    Status s = CheckShape(req);
-    if (!s.ok()) return s;
-    Result<RunTip> tip = Tip(req.run_id);
+    Result<RunTip> tip = Admit(req);
     if (!tip.ok()) return tip.status();
-    if (tip->seq != req.expected_last_seq) {
-      return Status::Conflict("run " + req.run_id + ": expected last seq " +
-                              std::to_string(req.expected_last_seq) + " but it is " +
-                              std::to_string(tip->seq));
-    }
-    RunTip t = std::move(*tip);
-    uint64_t pos = pos_;
-    batch_.SetSavePoint();
-    out->reserve(req.events.size());
-    std::string value;
-    for (const auto& in : req.events) {
-      proto::Event ev = in;
-      ev.set_run_id(req.run_id);
-      ev.set_seq(++t.seq);
-      ev.set_global_pos(++pos);
-      ev.set_prev_hash(t.hash);
-      ev.set_hash(EventHash(ev));
-      t.hash = ev.hash();
-      std::string key = keys::EventKey(req.run_id, ev.seq());
-      if (ev.hash().empty() || !ev.SerializeToString(&value) ||
-          !Put(StoreCore::kEvents, key, value) ||
-          !Put(StoreCore::kGlobal, keys::GlobalKey(pos), value)) {
-        return Rollback(out, "append: cannot encode event " + std::to_string(ev.seq()) + " of run " +
-                                 req.run_id);
-      }
-      out->push_back(std::move(ev));
-    }
-    if (req.index) {
-      proto::RunIndexRow row = *req.index;
-      row.set_run_id(req.run_id);
-      row.set_last_seq(t.seq);
-      if (!row.SerializeToString(&value) || !Put(StoreCore::kRuns, req.run_id, value)) {
-        return Rollback(out, "append: cannot encode index row of run " + req.run_id);
-      }
-    }
-    batch_.PopSavePoint();
-    pending_[req.run_id] = std::move(t);
-    pos_ = pos;
-    ++committed_;
-    return Status::Ok();
+    *out = req.events;
+    return Stamp(req, std::move(*tip), out);
+  }
+  Status Add(AppendRequest&& req, std::vector<proto::Event>* out) {
+    out->clear();
+    Result<RunTip> tip = Admit(req);
+    if (!tip.ok()) return tip.status();
+    *out = std::move(req.events);
+    return Stamp(req, std::move(*tip), out);
   }
 
   // True when a failed rollback may have left part of a request in the batch:
@@ -131,6 +101,56 @@ class GroupBuilder {
   }
 
  private:
+  // Checks req's shape and expected seq; returns the run's tip it builds on.
+  Result<RunTip> Admit(const AppendRequest& req) {
+    Status s = CheckShape(req);
+    if (!s.ok()) return s;
+    Result<RunTip> tip = Tip(req.run_id);
+    if (!tip.ok()) return tip.status();
+    if (tip->seq != req.expected_last_seq) {
+      return Status::Conflict("run " + req.run_id + ": expected last seq " +
+                              std::to_string(req.expected_last_seq) + " but it is " +
+                              std::to_string(tip->seq));
+    }
+    return tip;
+  }
+
+  // Assigns seq, global_pos and hashes to the events in *out (req's events)
+  // and puts them and req's index row into the batch.
+  Status Stamp(const AppendRequest& req, RunTip t, std::vector<proto::Event>* out) {
+    uint64_t pos = pos_;
+    batch_.SetSavePoint();
+    std::string value;
+    for (proto::Event& ev : *out) {
+      ev.set_run_id(req.run_id);
+      ev.set_seq(++t.seq);
+      ev.set_global_pos(++pos);
+      ev.set_prev_hash(t.hash);
+      ev.set_hash(EventHash(ev));
+      t.hash = ev.hash();
+      std::string key = keys::EventKey(req.run_id, ev.seq());
+      if (ev.hash().empty() || !ev.SerializeToString(&value) ||
+          !Put(StoreCore::kEvents, key, value) ||
+          !Put(StoreCore::kGlobal, keys::GlobalKey(pos), value)) {
+        return Rollback(out, "append: cannot encode event " + std::to_string(ev.seq()) + " of run " +
+                                 req.run_id);
+      }
+    }
+    if (req.index) {
+      proto::RunIndexRow row = *req.index;
+      row.set_run_id(req.run_id);
+      row.set_last_seq(t.seq);
+      if (!row.SerializeToString(&value) || !Put(StoreCore::kRuns, req.run_id, value)) {
+        return Rollback(out, "append: cannot encode index row of run " + req.run_id);
+      }
+    }
+    batch_.PopSavePoint();
+    pending_[req.run_id] = std::move(t);
+    pos_ = pos;
+    ++committed_;
+    return Status::Ok();
+  }
+
   bool Put(StoreCore::Cf cf, const std::string& key, const std::string& value) {
     return batch_.Put(impl_->cf(cf), key, value).ok();
   }
@@ -212,7 +232,9 @@ void StoreCore::LeadGroup(std::vector<Writer*>& group) {
     GroupBuilder builder(this, last_global_pos.load(std::memory_order_acquire));
     for (Writer* w : group) {
       for (size_t i = 0; i < w->n; ++i) {
-        (*w->statuses)[i] = builder.Add(w->reqs[i], &(*w->out)[i]);
+        std::vector<proto::Event>* out = &(*w->out)[i];
+        (*w->statuses)[i] = w->movable_reqs ? builder.Add(std::move(w->movable_reqs[i]), out)
+                                            : builder.Add(w->reqs[i], out);
       }
     }
     Status s = builder.poisoned() ? Status::Internal("append: batch rollback failed")
@@ -252,12 +274,24 @@ Status EventStore::Append(const AppendRequest& req, std::vector<proto::Event>* s
 
 std::vector<Status> EventStore::AppendGroup(const std::vector<AppendRequest>& reqs,
                                             std::vector<std::vector<proto::Event>>* stored) {
-  std::vector<Status> statuses(reqs.size());
-  std::vector<std::vector<proto::Event>> out(reqs.size());
-  if (!reqs.empty()) {
+  return AppendGroupImpl(reqs.data(), nullptr, reqs.size(), stored);
+}
+
+std::vector<Status> EventStore::AppendGroup(std::vector<AppendRequest>&& reqs,
+                                            std::vector<std::vector<proto::Event>>* stored) {
+  return AppendGroupImpl(reqs.data(), reqs.data(), reqs.size(), stored);
+}
+
+std::vector<Status> EventStore::AppendGroupImpl(const AppendRequest* reqs, AppendRequest* movable_reqs,
+                                                size_t n,
+                                                std::vector<std::vector<proto::Event>>* stored) {
+  std::vector<Status> statuses(n);
+  std::vector<std::vector<proto::Event>> out(n);
+  if (n > 0) {
     Writer w;
-    w.reqs = reqs.data();
-    w.n = reqs.size();
+    w.reqs = reqs;
+    w.movable_reqs = movable_reqs;
+    w.n = n;
     w.statuses = &statuses;
     w.out = &out;
     impl_->Write(&w);

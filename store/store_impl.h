@@ -32,6 +32,9 @@ struct RunTip {
 // One caller waiting in the writer queue. Exactly one of reqs / raw is set.
 struct Writer {
   const AppendRequest* reqs = nullptr;  // reqs[0..n) are validated and appended
+  // The same array when the caller gave its requests up (AppendGroup(&&)):
+  // the leader then moves their events into the output instead of copying.
+  AppendRequest* movable_reqs = nullptr;
   size_t n = 0;
   std::vector<Status>* statuses = nullptr;             // size n, filled by the leader
   std::vector<std::vector<proto::Event>>* out = nullptr;  // size n, filled on success
