@@ -113,6 +113,8 @@ void Broker::Commit() {
   turn_ = Turn{};
   std::vector<store::AppendRequest> reqs;
   std::vector<std::string> order;
+  reqs.reserve(turn.staged.size());  // one allocation each, not one per doubling
+  order.reserve(turn.staged.size());
   for (auto& [run_id, events] : turn.staged) {
     store::AppendRequest req;
     req.run_id = run_id;

@@ -22,6 +22,11 @@ namespace npuprof::store {
 namespace {
 
 constexpr size_t kMaxGroupBytes = 8u << 20;  // one group's approximate payload bytes
+// The reused batch buffer is dropped after a group that grew it past this,
+// so that a burst does not pin its memory for good. Under load the broker's
+// loop turns build batches of a few MiB (about 2.7 KB per probe run, hundreds
+// of runs per turn); the batch of a full group is about twice kMaxGroupBytes.
+constexpr size_t kKeepBatchBytes = 8u << 20;
 
 size_t ApproxBytes(const Writer& w) {
   size_t bytes = 0;
@@ -54,7 +59,15 @@ Status CheckShape(const AppendRequest& req) {
 // Builds one group's batch. Owned by the leader for the duration of a group.
 class GroupBuilder {
  public:
-  GroupBuilder(StoreCore* impl, uint64_t last_pos) : impl_(impl), pos_(last_pos) {}
+  // Builds into impl->batch (the leader's, emptied here).
+  GroupBuilder(StoreCore* impl, uint64_t last_pos) : impl_(impl), batch_(impl->batch), pos_(last_pos) {
+    batch_.Clear();
+  }
+  ~GroupBuilder() {
+    if (batch_.Data().capacity() > kKeepBatchBytes) batch_ = rocksdb::WriteBatch();
+  }
+  GroupBuilder(const GroupBuilder&) = delete;
+  GroupBuilder& operator=(const GroupBuilder&) = delete;
 
   // Adds one request to the batch, or leaves the batch untouched and returns
   // why not. The const overload copies the request's events into *out, the
@@ -182,7 +195,7 @@ class GroupBuilder {
 
  private:
   StoreCore* impl_;
-  rocksdb::WriteBatch batch_;
+  rocksdb::WriteBatch& batch_;
   std::unordered_map<std::string, RunTip> pending_;
   uint64_t pos_;
   size_t committed_ = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -65,6 +66,10 @@ struct StoreCore {
   // events/global/runs; it holds no lock while building and writing a batch.
   std::mutex mu;
   std::deque<Writer*> writers;
+  // The leader's batch, reused by every group so that its buffer keeps its
+  // capacity: building a fresh one regrew (reallocated, copied, page-faulted)
+  // it per group. Touched only by the leader.
+  rocksdb::WriteBatch batch;
 
   // Tip cache: written only by the leader, read by the leader and LastSeq.
   mutable std::mutex tip_mu;
