@@ -122,6 +122,7 @@ class EventStore {
   std::optional<std::string> GetMeta(const std::string& key) const;
 
   // Test hook for corruption tests: overwrite a stored event as-is (no checks, no hashing).
+  // Meant for runs that have events (a run is found by its event seq 1).
   Status RawOverwriteEventForTest(const proto::Event& ev);
 
  private:

@@ -118,7 +118,7 @@ class GroupBuilder {
   Result<RunTip> Admit(const AppendRequest& req) {
     Status s = CheckShape(req);
     if (!s.ok()) return s;
-    Result<RunTip> tip = Tip(req.run_id);
+    Result<RunTip> tip = Tip(req.run_id, req.expected_last_seq == 0);
     if (!tip.ok()) return tip.status();
     if (tip->seq != req.expected_last_seq) {
       return Status::Conflict("run " + req.run_id + ": expected last seq " +
@@ -177,15 +177,16 @@ class GroupBuilder {
     return Status::Internal(std::move(why));
   }
 
-  // Tip of run_id as of this point of the group: pending, then cache, then disk.
-  Result<RunTip> Tip(const std::string& run_id) {
+  // Tip of run_id as of this point of the group: pending, then cache, then
+  // disk. expect_new: the caller takes the run for new (expected seq 0).
+  Result<RunTip> Tip(const std::string& run_id, bool expect_new) {
     if (auto it = pending_.find(run_id); it != pending_.end()) return it->second;
     {
       std::lock_guard<std::mutex> l(impl_->tip_mu);
       if (auto it = impl_->tips.find(run_id); it != impl_->tips.end()) return it->second;
     }
     // Safe to cache: the leader is the only writer and nothing is in flight.
-    Result<RunTip> tip = impl_->ReadTip(run_id);
+    Result<RunTip> tip = ReadTip(run_id, expect_new);
     if (tip.ok()) {
       std::lock_guard<std::mutex> l(impl_->tip_mu);
       impl_->tips[run_id] = *tip;
@@ -194,6 +195,18 @@ class GroupBuilder {
   }
 
  private:
+  // The tip on disk. Every new run's first append gets here (it is in no
+  // cache yet): when one point lookup shows the run has no events, its tip
+  // is (0, "") without building an iterator to find its last event.
+  Result<RunTip> ReadTip(const std::string& run_id, bool expect_new) const {
+    if (expect_new) {
+      Result<bool> has = impl_->HasFirstEvent(run_id);
+      if (!has.ok()) return has.status();
+      if (!*has) return RunTip{};
+    }
+    return impl_->ReadTip(run_id);
+  }
+
   StoreCore* impl_;
   rocksdb::WriteBatch& batch_;
   std::unordered_map<std::string, RunTip> pending_;

@@ -89,6 +89,10 @@ struct StoreCore {
 
   // Reads the tip of run_id from the events CF (no cache).
   Result<RunTip> ReadTip(const std::string& run_id) const;
+  // Whether run_id has any event in the events CF (no cache): one point
+  // lookup of its seq-1 key, which every run with events has (appends number
+  // a run's events from 1 and nothing deletes events).
+  Result<bool> HasFirstEvent(const std::string& run_id) const;
   // Runs a writer through the queue (leader or follower) until it is done.
   void Write(Writer* w);
 

@@ -298,6 +298,33 @@ TEST_F(StoreTest, HasEventsFindsEveryRunWithEvents) {
   expect_all();
 }
 
+// An append that takes its run for new (expected seq 0) must still conflict
+// with a run whose tip is not cached, whether its events are in the memtable
+// or in table files.
+TEST_F(StoreTest, AppendToANewRunChecksTheStoreWhenTheTipIsNotCached) {
+  Open();
+  std::vector<proto::Event> stored;
+  ASSERT_TRUE(store_->Append(Req("a", 0, {Ev("x"), Ev("y")}), &stored).ok());
+  ASSERT_TRUE(store_->Append(Req("b", 0, {Ev("x")})).ok());
+  ASSERT_TRUE(store_->RawOverwriteEventForTest(stored[1]).ok());  // forgets a's tip
+  EXPECT_EQ(store_->Append(Req("a", 0, {Ev("z")})).code(), Code::kConflict);
+  EXPECT_EQ(store_->LastSeq("a"), 2u);
+
+  Open();  // nothing cached
+  EXPECT_EQ(store_->Append(Req("b", 0, {Ev("z")})).code(), Code::kConflict);
+  std::vector<AppendRequest> group = {Req("a", 0, {Ev("z")}), Req("c", 0, {Ev("c1")}),
+                                      Req("c", 0, {Ev("c2")})};
+  auto st = store_->AppendGroup(group);
+  EXPECT_EQ(st[0].code(), Code::kConflict);
+  EXPECT_TRUE(st[1].ok()) << st[1].ToString();
+  EXPECT_EQ(st[2].code(), Code::kConflict);  // c is at 1 by then
+  ASSERT_TRUE(store_->Append(Req("a", 2, {Ev("z")}), &stored).ok());
+  EXPECT_EQ(stored[0].seq(), 3u);
+  EXPECT_EQ(store_->ReadRun("a")->size(), 3u);
+  EXPECT_EQ(store_->ReadRun("b")->size(), 1u);
+  EXPECT_EQ(store_->ReadRun("c")->size(), 1u);
+}
+
 TEST_F(StoreTest, GlobalPosNeverReusedEvenIfMetaIsAhead) {
   Open();
   ASSERT_TRUE(store_->Append(Req("a", 0, {Ev("x")})).ok());
