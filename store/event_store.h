@@ -83,7 +83,8 @@ class EventStore {
   std::vector<Status> AppendGroup(const std::vector<AppendRequest>& reqs,
                                   std::vector<std::vector<proto::Event>>* stored = nullptr);
   // The same for a caller that gives its requests up: their events are moved
-  // into *stored instead of copied (reqs' events are left unspecified).
+  // into *stored instead of copied, and their index rows are completed in
+  // place (reqs are left in an unspecified state).
   std::vector<Status> AppendGroup(std::vector<AppendRequest>&& reqs,
                                   std::vector<std::vector<proto::Event>>* stored = nullptr);
 

@@ -10,6 +10,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -70,22 +71,24 @@ class GroupBuilder {
   GroupBuilder& operator=(const GroupBuilder&) = delete;
 
   // Adds one request to the batch, or leaves the batch untouched and returns
-  // why not. The const overload copies the request's events into *out, the
-  // other moves them there (the caller gave its requests up); either way the
-  // stored events are then completed in place.
+  // why not. The const overload copies the request's events into *out (and
+  // its index row), the other moves them there and completes the index row
+  // in place (the caller gave its requests up); either way the stored events
+  // are then completed in place.
   Status Add(const AppendRequest& req, std::vector<proto::Event>* out) {
     out->clear();
     Result<RunTip> tip = Admit(req);
     if (!tip.ok()) return tip.status();
     *out = req.events;
-    return Stamp(req, std::move(*tip), out);
+    std::optional<proto::RunIndexRow> index = req.index;
+    return Stamp(req.run_id, std::move(*tip), out, index ? &*index : nullptr);
   }
   Status Add(AppendRequest&& req, std::vector<proto::Event>* out) {
     out->clear();
     Result<RunTip> tip = Admit(req);
     if (!tip.ok()) return tip.status();
     *out = std::move(req.events);
-    return Stamp(req, std::move(*tip), out);
+    return Stamp(req.run_id, std::move(*tip), out, req.index ? &*req.index : nullptr);
   }
 
   // True when a failed rollback may have left part of a request in the batch:
@@ -106,7 +109,11 @@ class GroupBuilder {
     impl_->last_global_pos.store(pos_, std::memory_order_release);
     std::lock_guard<std::mutex> l(impl_->tip_mu);
     try {
-      for (auto& [run, tip] : pending_) impl_->tips[run] = std::move(tip);
+      // Hand the nodes over: a run new to the cache costs no allocation.
+      while (!pending_.empty()) {
+        auto moved = impl_->tips.insert(pending_.extract(pending_.begin()));
+        if (!moved.inserted) moved.position->second = std::move(moved.node.mapped());
+      }
     } catch (...) {
       impl_->tips.clear();  // out of memory: forget the cache, tips reload from disk
     }
@@ -128,37 +135,38 @@ class GroupBuilder {
     return tip;
   }
 
-  // Assigns seq, global_pos and hashes to the events in *out (req's events)
-  // and puts them and req's index row into the batch.
-  Status Stamp(const AppendRequest& req, RunTip t, std::vector<proto::Event>* out) {
+  // Assigns seq, global_pos and hashes to the events in *out (the request's
+  // events) and puts them and the request's index row (if any; completed in
+  // place) into the batch.
+  Status Stamp(const std::string& run_id, RunTip t, std::vector<proto::Event>* out,
+               proto::RunIndexRow* index) {
     uint64_t pos = pos_;
     batch_.SetSavePoint();
-    std::string value;
+    std::string& value = value_;
     for (proto::Event& ev : *out) {
-      ev.set_run_id(req.run_id);
+      ev.set_run_id(run_id);
       ev.set_seq(++t.seq);
       ev.set_global_pos(++pos);
       ev.set_prev_hash(t.hash);
       ev.set_hash(EventHash(ev));
       t.hash = ev.hash();
-      std::string key = keys::EventKey(req.run_id, ev.seq());
+      std::string key = keys::EventKey(run_id, ev.seq());
       if (ev.hash().empty() || !ev.SerializeToString(&value) ||
           !Put(StoreCore::kEvents, key, value) ||
           !Put(StoreCore::kGlobal, keys::GlobalKey(pos), value)) {
         return Rollback(out, "append: cannot encode event " + std::to_string(ev.seq()) + " of run " +
-                                 req.run_id);
+                                 run_id);
       }
     }
-    if (req.index) {
-      proto::RunIndexRow row = *req.index;
-      row.set_run_id(req.run_id);
-      row.set_last_seq(t.seq);
-      if (!row.SerializeToString(&value) || !Put(StoreCore::kRuns, req.run_id, value)) {
-        return Rollback(out, "append: cannot encode index row of run " + req.run_id);
+    if (index != nullptr) {
+      index->set_run_id(run_id);
+      index->set_last_seq(t.seq);
+      if (!index->SerializeToString(&value) || !Put(StoreCore::kRuns, run_id, value)) {
+        return Rollback(out, "append: cannot encode index row of run " + run_id);
       }
     }
     batch_.PopSavePoint();
-    pending_[req.run_id] = std::move(t);
+    pending_[run_id] = std::move(t);
     pos_ = pos;
     ++committed_;
     return Status::Ok();
@@ -210,6 +218,7 @@ class GroupBuilder {
   StoreCore* impl_;
   rocksdb::WriteBatch& batch_;
   std::unordered_map<std::string, RunTip> pending_;
+  std::string value_;  // serialisation buffer, reused by every event and row of the group
   uint64_t pos_;
   size_t committed_ = 0;
   bool poisoned_ = false;
