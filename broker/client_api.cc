@@ -103,14 +103,26 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
   const std::string kind = args.value("kind", "");
   json spec = args.value("spec", json::object());
   std::string run_id = args.value("run_id", "");
+  // Whether an id is in use: cached or staged, else a point lookup in the
+  // store (an id is nearly always new: folding it with LoadRun would build a
+  // store iterator just to find nothing).
+  auto taken = [&](const std::string& id) -> Result<bool> {
+    if (runs_.count(id) || turn_.staged.count(id)) return true;
+    return store_->HasEvents(id);
+  };
   if (!run_id.empty()) {
     if (!sm::IsSafeNameForId(run_id))
       return Err(2, "run_id may use only A-Z a-z 0-9 . _ - (1-64 characters)");
-    if (sm::RunState* existing = LoadRun(run_id))
+    Result<bool> t = taken(run_id);
+    if (!t.ok()) return Err(2, t.status().ToString());
+    if (sm::RunState* existing = *t ? LoadRun(run_id) : nullptr)
       return Ok({{"run_id", run_id}, {"existing", true}, {"state", existing->state}, {"status", existing->status}});
   } else {
-    run_id = NewRunId(NowMs());
-    while (LoadRun(run_id) || turn_.staged.count(run_id)) run_id = NewRunId(NowMs());
+    for (run_id = NewRunId(NowMs());; run_id = NewRunId(NowMs())) {
+      Result<bool> t = taken(run_id);
+      if (!t.ok()) return Err(2, t.status().ToString());
+      if (!*t) break;
+    }
   }
   if (spec.contains("machine") && spec["machine"].is_string()) {
     if (auto rec = machines_.Find(spec["machine"].get<std::string>())) spec["machine_record"] = *rec;

@@ -137,7 +137,7 @@ void Broker::Commit() {
   Turn turn = std::move(turn_);
   turn_ = Turn{};
   std::vector<store::AppendRequest> reqs;
-  std::vector<std::string> order;
+  reqs.reserve(turn.staged.size());  // one allocation, not one per doubling
   for (auto& [run_id, events] : turn.staged) {
     store::AppendRequest req;
     req.run_id = run_id;
@@ -147,21 +147,25 @@ void Broker::Commit() {
       if (auto it = runs_.find(run_id); it != runs_.end()) req.index = IndexRowOf(it->second);
     }
     reqs.push_back(std::move(req));
-    order.push_back(run_id);
   }
   std::map<std::string, Status> failed;
   if (!reqs.empty()) {
     std::vector<std::vector<proto::Event>> stored;
-    std::vector<Status> statuses = store_->AppendGroup(reqs, &stored);
-    for (size_t i = 0; i < order.size(); ++i) {
+    // The staged events are ours: the store moves them into stored.
+    std::vector<Status> statuses = store_->AppendGroup(std::move(reqs), &stored);
+    // reqs[i] was built from the i-th run of turn.staged (whose keys are
+    // intact): walk it again instead of keeping a copy of every run id.
+    auto staged = turn.staged.cbegin();
+    for (size_t i = 0; i < statuses.size(); ++i, ++staged) {
+      const std::string& run_id = staged->first;
       if (statuses[i].ok()) {
-        AfterCommit(order[i], stored[i], turn.follow_ups[order[i]]);
+        AfterCommit(run_id, stored[i], turn.follow_ups[run_id]);
       } else {
-        spdlog::error("append to {} failed: {}", order[i], statuses[i].ToString());
-        failed[order[i]] = statuses[i];
-        runs_.erase(order[i]);  // drop the speculative state; reload from the store
-        if (sm::RunState* s = LoadRun(order[i])) leases_.Sync(*s);
-        else leases_.Drop(order[i]);
+        spdlog::error("append to {} failed: {}", run_id, statuses[i].ToString());
+        failed[run_id] = statuses[i];
+        runs_.erase(run_id);  // drop the speculative state; reload from the store
+        if (sm::RunState* s = LoadRun(run_id)) leases_.Sync(*s);
+        else leases_.Drop(run_id);
       }
     }
     if (opts_.faults.crash_after_global_pos > 0 &&

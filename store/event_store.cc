@@ -159,6 +159,16 @@ Result<RunTip> StoreCore::ReadTip(const std::string& run_id) const {
   return tip;
 }
 
+Result<bool> StoreCore::HasFirstEvent(const std::string& run_id) const {
+  // A Get, which bloom filters mostly answer for a missing key, costs far
+  // less than creating an iterator.
+  rocksdb::PinnableSlice first;
+  rocksdb::Status rs = db->Get(rocksdb::ReadOptions(), cf(kEvents), keys::EventKey(run_id, 1), &first);
+  if (rs.IsNotFound()) return false;
+  if (!rs.ok()) return FromRocks(rs, "look up run " + run_id);
+  return true;
+}
+
 EventStore::EventStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EventStore::~EventStore() = default;
 
@@ -212,6 +222,19 @@ uint64_t EventStore::LastSeq(const std::string& run_id) const {
   // Not cached: read disk but do not cache (only the leader may fill the cache).
   Result<RunTip> tip = impl_->ReadTip(run_id);
   return tip.ok() ? tip->seq : 0;
+}
+
+Result<bool> EventStore::HasEvents(const std::string& run_id) const {
+  if (!keys::ValidRunId(run_id)) return false;
+  {
+    // Exact: only the leader writes events, and it updates the cache after
+    // every commit (seq 0 = looked up and found empty).
+    std::lock_guard<std::mutex> l(impl_->tip_mu);
+    if (auto it = impl_->tips.find(run_id); it != impl_->tips.end()) return it->second.seq > 0;
+  }
+  // Not cached (e.g. a fresh id, or any run after reopen): a point lookup
+  // instead of an iterator.
+  return impl_->HasFirstEvent(run_id);
 }
 
 // Replay in global order without a point lookup per event. For each chunk of

@@ -82,10 +82,22 @@ class EventStore {
   // stored (if non-null) receives per-request stored events.
   std::vector<Status> AppendGroup(const std::vector<AppendRequest>& reqs,
                                   std::vector<std::vector<proto::Event>>* stored = nullptr);
+  // The same for a caller that gives its requests up: their events are moved
+  // into *stored instead of copied, and their index rows are completed in
+  // place (reqs are left in an unspecified state).
+  std::vector<Status> AppendGroup(std::vector<AppendRequest>&& reqs,
+                                  std::vector<std::vector<proto::Event>>* stored = nullptr);
 
   // Events of one run with from_seq <= seq, in order.
   Result<std::vector<proto::Event>> ReadRun(const std::string& run_id, uint64_t from_seq = 1) const;
   uint64_t LastSeq(const std::string& run_id) const;
+  // True when run_id has at least one stored event, i.e. when ReadRun would
+  // return events: the broker's test whether an id is taken. Cheap: the tip
+  // cache, else one point lookup of the run's event seq 1 (every append path
+  // numbers a run's events from 1, runs and the machines stream alike, and no
+  // event is ever deleted; only RawOverwriteEventForTest can write other
+  // seqs alone), no iterator. An invalid id never has events.
+  Result<bool> HasEvents(const std::string& run_id) const;
   // Events of all runs in global order with global_pos >= from_pos; at most limit (0 = all).
   Result<std::vector<proto::Event>> ReadGlobal(uint64_t from_pos, size_t limit = 0) const;
   // Visit every event in global order without materialising them all; visit
@@ -111,12 +123,16 @@ class EventStore {
   std::optional<std::string> GetMeta(const std::string& key) const;
 
   // Test hook for corruption tests: overwrite a stored event as-is (no checks, no hashing).
+  // Meant for runs that have events (a run is found by its event seq 1).
   Status RawOverwriteEventForTest(const proto::Event& ev);
 
  private:
   struct Impl;
   explicit EventStore(std::unique_ptr<Impl> impl);
   Result<std::string> PutBlobImpl(const std::string& data, bool sync);
+  // movable_reqs: reqs itself when its events may be moved, else null.
+  std::vector<Status> AppendGroupImpl(const AppendRequest* reqs, AppendRequest* movable_reqs, size_t n,
+                                      std::vector<std::vector<proto::Event>>* stored);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -10,6 +10,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -22,6 +23,11 @@ namespace npuprof::store {
 namespace {
 
 constexpr size_t kMaxGroupBytes = 8u << 20;  // one group's approximate payload bytes
+// The reused batch buffer is dropped after a group that grew it past this,
+// so that a burst does not pin its memory for good. Under load the broker's
+// loop turns build batches of a few MiB (about 2.7 KB per probe run, hundreds
+// of runs per turn); the batch of a full group is about twice kMaxGroupBytes.
+constexpr size_t kKeepBatchBytes = 8u << 20;
 
 size_t ApproxBytes(const Writer& w) {
   size_t bytes = 0;
@@ -54,55 +60,35 @@ Status CheckShape(const AppendRequest& req) {
 // Builds one group's batch. Owned by the leader for the duration of a group.
 class GroupBuilder {
  public:
-  GroupBuilder(StoreCore* impl, uint64_t last_pos) : impl_(impl), pos_(last_pos) {}
+  // Builds into impl->batch (the leader's, emptied here).
+  GroupBuilder(StoreCore* impl, uint64_t last_pos) : impl_(impl), batch_(impl->batch), pos_(last_pos) {
+    batch_.Clear();
+  }
+  ~GroupBuilder() {
+    if (batch_.Data().capacity() > kKeepBatchBytes) batch_ = rocksdb::WriteBatch();
+  }
+  GroupBuilder(const GroupBuilder&) = delete;
+  GroupBuilder& operator=(const GroupBuilder&) = delete;
 
-  // Adds one request to the batch, or leaves the batch untouched and returns why not.
+  // Adds one request to the batch, or leaves the batch untouched and returns
+  // why not. The const overload copies the request's events into *out (and
+  // its index row), the other moves them there and completes the index row
+  // in place (the caller gave its requests up); either way the stored events
+  // are then completed in place.
   Status Add(const AppendRequest& req, std::vector<proto::Event>* out) {
     out->clear();
-    Status s = CheckShape(req);
-    if (!s.ok()) return s;
-    Result<RunTip> tip = Tip(req.run_id);
+    Result<RunTip> tip = Admit(req);
     if (!tip.ok()) return tip.status();
-    if (tip->seq != req.expected_last_seq) {
-      return Status::Conflict("run " + req.run_id + ": expected last seq " +
-                              std::to_string(req.expected_last_seq) + " but it is " +
-                              std::to_string(tip->seq));
-    }
-    RunTip t = std::move(*tip);
-    uint64_t pos = pos_;
-    batch_.SetSavePoint();
-    out->reserve(req.events.size());
-    std::string value;
-    for (const auto& in : req.events) {
-      proto::Event ev = in;
-      ev.set_run_id(req.run_id);
-      ev.set_seq(++t.seq);
-      ev.set_global_pos(++pos);
-      ev.set_prev_hash(t.hash);
-      ev.set_hash(EventHash(ev));
-      t.hash = ev.hash();
-      std::string key = keys::EventKey(req.run_id, ev.seq());
-      if (ev.hash().empty() || !ev.SerializeToString(&value) ||
-          !Put(StoreCore::kEvents, key, value) ||
-          !Put(StoreCore::kGlobal, keys::GlobalKey(pos), value)) {
-        return Rollback(out, "append: cannot encode event " + std::to_string(ev.seq()) + " of run " +
-                                 req.run_id);
-      }
-      out->push_back(std::move(ev));
-    }
-    if (req.index) {
-      proto::RunIndexRow row = *req.index;
-      row.set_run_id(req.run_id);
-      row.set_last_seq(t.seq);
-      if (!row.SerializeToString(&value) || !Put(StoreCore::kRuns, req.run_id, value)) {
-        return Rollback(out, "append: cannot encode index row of run " + req.run_id);
-      }
-    }
-    batch_.PopSavePoint();
-    pending_[req.run_id] = std::move(t);
-    pos_ = pos;
-    ++committed_;
-    return Status::Ok();
+    *out = req.events;
+    std::optional<proto::RunIndexRow> index = req.index;
+    return Stamp(req.run_id, std::move(*tip), out, index ? &*index : nullptr);
+  }
+  Status Add(AppendRequest&& req, std::vector<proto::Event>* out) {
+    out->clear();
+    Result<RunTip> tip = Admit(req);
+    if (!tip.ok()) return tip.status();
+    *out = std::move(req.events);
+    return Stamp(req.run_id, std::move(*tip), out, req.index ? &*req.index : nullptr);
   }
 
   // True when a failed rollback may have left part of a request in the batch:
@@ -123,7 +109,11 @@ class GroupBuilder {
     impl_->last_global_pos.store(pos_, std::memory_order_release);
     std::lock_guard<std::mutex> l(impl_->tip_mu);
     try {
-      for (auto& [run, tip] : pending_) impl_->tips[run] = std::move(tip);
+      // Hand the nodes over: a run new to the cache costs no allocation.
+      while (!pending_.empty()) {
+        auto moved = impl_->tips.insert(pending_.extract(pending_.begin()));
+        if (!moved.inserted) moved.position->second = std::move(moved.node.mapped());
+      }
     } catch (...) {
       impl_->tips.clear();  // out of memory: forget the cache, tips reload from disk
     }
@@ -131,6 +121,57 @@ class GroupBuilder {
   }
 
  private:
+  // Checks req's shape and expected seq; returns the run's tip it builds on.
+  Result<RunTip> Admit(const AppendRequest& req) {
+    Status s = CheckShape(req);
+    if (!s.ok()) return s;
+    Result<RunTip> tip = Tip(req.run_id, req.expected_last_seq == 0);
+    if (!tip.ok()) return tip.status();
+    if (tip->seq != req.expected_last_seq) {
+      return Status::Conflict("run " + req.run_id + ": expected last seq " +
+                              std::to_string(req.expected_last_seq) + " but it is " +
+                              std::to_string(tip->seq));
+    }
+    return tip;
+  }
+
+  // Assigns seq, global_pos and hashes to the events in *out (the request's
+  // events) and puts them and the request's index row (if any; completed in
+  // place) into the batch.
+  Status Stamp(const std::string& run_id, RunTip t, std::vector<proto::Event>* out,
+               proto::RunIndexRow* index) {
+    uint64_t pos = pos_;
+    batch_.SetSavePoint();
+    std::string& value = value_;
+    for (proto::Event& ev : *out) {
+      ev.set_run_id(run_id);
+      ev.set_seq(++t.seq);
+      ev.set_global_pos(++pos);
+      ev.set_prev_hash(t.hash);
+      ev.set_hash(EventHash(ev));
+      t.hash = ev.hash();
+      std::string key = keys::EventKey(run_id, ev.seq());
+      if (ev.hash().empty() || !ev.SerializeToString(&value) ||
+          !Put(StoreCore::kEvents, key, value) ||
+          !Put(StoreCore::kGlobal, keys::GlobalKey(pos), value)) {
+        return Rollback(out, "append: cannot encode event " + std::to_string(ev.seq()) + " of run " +
+                                 run_id);
+      }
+    }
+    if (index != nullptr) {
+      index->set_run_id(run_id);
+      index->set_last_seq(t.seq);
+      if (!index->SerializeToString(&value) || !Put(StoreCore::kRuns, run_id, value)) {
+        return Rollback(out, "append: cannot encode index row of run " + run_id);
+      }
+    }
+    batch_.PopSavePoint();
+    pending_[run_id] = std::move(t);
+    pos_ = pos;
+    ++committed_;
+    return Status::Ok();
+  }
+
   bool Put(StoreCore::Cf cf, const std::string& key, const std::string& value) {
     return batch_.Put(impl_->cf(cf), key, value).ok();
   }
@@ -144,15 +185,16 @@ class GroupBuilder {
     return Status::Internal(std::move(why));
   }
 
-  // Tip of run_id as of this point of the group: pending, then cache, then disk.
-  Result<RunTip> Tip(const std::string& run_id) {
+  // Tip of run_id as of this point of the group: pending, then cache, then
+  // disk. expect_new: the caller takes the run for new (expected seq 0).
+  Result<RunTip> Tip(const std::string& run_id, bool expect_new) {
     if (auto it = pending_.find(run_id); it != pending_.end()) return it->second;
     {
       std::lock_guard<std::mutex> l(impl_->tip_mu);
       if (auto it = impl_->tips.find(run_id); it != impl_->tips.end()) return it->second;
     }
     // Safe to cache: the leader is the only writer and nothing is in flight.
-    Result<RunTip> tip = impl_->ReadTip(run_id);
+    Result<RunTip> tip = ReadTip(run_id, expect_new);
     if (tip.ok()) {
       std::lock_guard<std::mutex> l(impl_->tip_mu);
       impl_->tips[run_id] = *tip;
@@ -161,9 +203,22 @@ class GroupBuilder {
   }
 
  private:
+  // The tip on disk. Every new run's first append gets here (it is in no
+  // cache yet): when one point lookup shows the run has no events, its tip
+  // is (0, "") without building an iterator to find its last event.
+  Result<RunTip> ReadTip(const std::string& run_id, bool expect_new) const {
+    if (expect_new) {
+      Result<bool> has = impl_->HasFirstEvent(run_id);
+      if (!has.ok()) return has.status();
+      if (!*has) return RunTip{};
+    }
+    return impl_->ReadTip(run_id);
+  }
+
   StoreCore* impl_;
-  rocksdb::WriteBatch batch_;
+  rocksdb::WriteBatch& batch_;
   std::unordered_map<std::string, RunTip> pending_;
+  std::string value_;  // serialisation buffer, reused by every event and row of the group
   uint64_t pos_;
   size_t committed_ = 0;
   bool poisoned_ = false;
@@ -212,7 +267,9 @@ void StoreCore::LeadGroup(std::vector<Writer*>& group) {
     GroupBuilder builder(this, last_global_pos.load(std::memory_order_acquire));
     for (Writer* w : group) {
       for (size_t i = 0; i < w->n; ++i) {
-        (*w->statuses)[i] = builder.Add(w->reqs[i], &(*w->out)[i]);
+        std::vector<proto::Event>* out = &(*w->out)[i];
+        (*w->statuses)[i] = w->movable_reqs ? builder.Add(std::move(w->movable_reqs[i]), out)
+                                            : builder.Add(w->reqs[i], out);
       }
     }
     Status s = builder.poisoned() ? Status::Internal("append: batch rollback failed")
@@ -252,12 +309,24 @@ Status EventStore::Append(const AppendRequest& req, std::vector<proto::Event>* s
 
 std::vector<Status> EventStore::AppendGroup(const std::vector<AppendRequest>& reqs,
                                             std::vector<std::vector<proto::Event>>* stored) {
-  std::vector<Status> statuses(reqs.size());
-  std::vector<std::vector<proto::Event>> out(reqs.size());
-  if (!reqs.empty()) {
+  return AppendGroupImpl(reqs.data(), nullptr, reqs.size(), stored);
+}
+
+std::vector<Status> EventStore::AppendGroup(std::vector<AppendRequest>&& reqs,
+                                            std::vector<std::vector<proto::Event>>* stored) {
+  return AppendGroupImpl(reqs.data(), reqs.data(), reqs.size(), stored);
+}
+
+std::vector<Status> EventStore::AppendGroupImpl(const AppendRequest* reqs, AppendRequest* movable_reqs,
+                                                size_t n,
+                                                std::vector<std::vector<proto::Event>>* stored) {
+  std::vector<Status> statuses(n);
+  std::vector<std::vector<proto::Event>> out(n);
+  if (n > 0) {
     Writer w;
-    w.reqs = reqs.data();
-    w.n = reqs.size();
+    w.reqs = reqs;
+    w.movable_reqs = movable_reqs;
+    w.n = n;
     w.statuses = &statuses;
     w.out = &out;
     impl_->Write(&w);

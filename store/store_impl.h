@@ -3,6 +3,7 @@
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -32,6 +33,9 @@ struct RunTip {
 // One caller waiting in the writer queue. Exactly one of reqs / raw is set.
 struct Writer {
   const AppendRequest* reqs = nullptr;  // reqs[0..n) are validated and appended
+  // The same array when the caller gave its requests up (AppendGroup(&&)):
+  // the leader then moves their events into the output instead of copying.
+  AppendRequest* movable_reqs = nullptr;
   size_t n = 0;
   std::vector<Status>* statuses = nullptr;             // size n, filled by the leader
   std::vector<std::vector<proto::Event>>* out = nullptr;  // size n, filled on success
@@ -62,6 +66,10 @@ struct StoreCore {
   // events/global/runs; it holds no lock while building and writing a batch.
   std::mutex mu;
   std::deque<Writer*> writers;
+  // The leader's batch, reused by every group so that its buffer keeps its
+  // capacity: building a fresh one regrew (reallocated, copied, page-faulted)
+  // it per group. Touched only by the leader.
+  rocksdb::WriteBatch batch;
 
   // Tip cache: written only by the leader, read by the leader and LastSeq.
   mutable std::mutex tip_mu;
@@ -81,6 +89,10 @@ struct StoreCore {
 
   // Reads the tip of run_id from the events CF (no cache).
   Result<RunTip> ReadTip(const std::string& run_id) const;
+  // Whether run_id has any event in the events CF (no cache): one point
+  // lookup of its seq-1 key, which every run with events has (appends number
+  // a run's events from 1 and nothing deletes events).
+  Result<bool> HasFirstEvent(const std::string& run_id) const;
   // Runs a writer through the queue (leader or follower) until it is done.
   void Write(Writer* w);
 

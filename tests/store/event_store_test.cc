@@ -253,6 +253,78 @@ TEST_F(StoreTest, ReopenKeepsEverythingAndContinues) {
   EXPECT_EQ(store_->GetMeta("next_global_pos"), "5");
 }
 
+TEST_F(StoreTest, HasEventsFindsEveryRunWithEvents) {
+  Open();
+  std::vector<proto::Event> stored;
+  ASSERT_TRUE(store_->Append(Req("r1", 0, {Ev("a"), Ev("b")}), &stored).ok());
+  ASSERT_TRUE(store_->Append(Req("_machines", 0, {Ev("machine_added")})).ok());
+  AppendRequest indexed = Req("r2", 0, {Ev("a")});
+  indexed.index.emplace().set_state("queued");
+  ASSERT_TRUE(store_->Append(indexed).ok());
+  // An index row without events is not a run ReadRun can read.
+  AppendRequest index_only = Req("r3", 0, {});
+  index_only.index.emplace().set_state("queued");
+  ASSERT_TRUE(store_->Append(index_only).ok());
+  // A refused append caches the empty tip of its run.
+  EXPECT_EQ(store_->Append(Req("ghost", 4, {Ev("a")})).code(), Code::kConflict);
+
+  auto has = [&](const std::string& run) {
+    Result<bool> r = store_->HasEvents(run);
+    EXPECT_TRUE(r.ok()) << run << ": " << r.status().ToString();
+    return r.ok() && *r;
+  };
+  auto expect_all = [&] {
+    EXPECT_TRUE(has("r1"));
+    EXPECT_TRUE(has("_machines"));
+    EXPECT_TRUE(has("r2"));
+    EXPECT_FALSE(has("r3"));
+    EXPECT_FALSE(has("ghost"));
+    EXPECT_FALSE(has("r"));  // a prefix of r1
+    EXPECT_FALSE(has("r10"));
+    EXPECT_FALSE(has("nope"));
+    EXPECT_FALSE(has(""));
+    EXPECT_FALSE(has(std::string("r1\0x", 4)));
+  };
+  expect_all();  // from the tip cache
+
+  // Not cached, events only in the memtable: a raw write (here of the same
+  // bytes) makes the store forget the tip of r1.
+  ASSERT_TRUE(store_->RawOverwriteEventForTest(stored[0]).ok());
+  EXPECT_TRUE(has("r1"));
+
+  // After reopen nothing is cached and the events are in table files (the
+  // write-ahead log is flushed to level 0 on recovery).
+  Open();
+  expect_all();
+}
+
+// An append that takes its run for new (expected seq 0) must still conflict
+// with a run whose tip is not cached, whether its events are in the memtable
+// or in table files.
+TEST_F(StoreTest, AppendToANewRunChecksTheStoreWhenTheTipIsNotCached) {
+  Open();
+  std::vector<proto::Event> stored;
+  ASSERT_TRUE(store_->Append(Req("a", 0, {Ev("x"), Ev("y")}), &stored).ok());
+  ASSERT_TRUE(store_->Append(Req("b", 0, {Ev("x")})).ok());
+  ASSERT_TRUE(store_->RawOverwriteEventForTest(stored[1]).ok());  // forgets a's tip
+  EXPECT_EQ(store_->Append(Req("a", 0, {Ev("z")})).code(), Code::kConflict);
+  EXPECT_EQ(store_->LastSeq("a"), 2u);
+
+  Open();  // nothing cached
+  EXPECT_EQ(store_->Append(Req("b", 0, {Ev("z")})).code(), Code::kConflict);
+  std::vector<AppendRequest> group = {Req("a", 0, {Ev("z")}), Req("c", 0, {Ev("c1")}),
+                                      Req("c", 0, {Ev("c2")})};
+  auto st = store_->AppendGroup(group);
+  EXPECT_EQ(st[0].code(), Code::kConflict);
+  EXPECT_TRUE(st[1].ok()) << st[1].ToString();
+  EXPECT_EQ(st[2].code(), Code::kConflict);  // c is at 1 by then
+  ASSERT_TRUE(store_->Append(Req("a", 2, {Ev("z")}), &stored).ok());
+  EXPECT_EQ(stored[0].seq(), 3u);
+  EXPECT_EQ(store_->ReadRun("a")->size(), 3u);
+  EXPECT_EQ(store_->ReadRun("b")->size(), 1u);
+  EXPECT_EQ(store_->ReadRun("c")->size(), 1u);
+}
+
 TEST_F(StoreTest, GlobalPosNeverReusedEvenIfMetaIsAhead) {
   Open();
   ASSERT_TRUE(store_->Append(Req("a", 0, {Ev("x")})).ok());

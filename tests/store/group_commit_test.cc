@@ -96,6 +96,59 @@ TEST_F(StoreTest, MultiEventRequestIsAllOrNothing) {
   }
 }
 
+// Handing the requests over (the broker's way) stores exactly what a copied
+// group stores, conflicts and invalid requests included.
+TEST_F(StoreTest, MovedGroupStoresWhatACopiedGroupStores) {
+  auto requests = [] {
+    std::vector<AppendRequest> reqs = {
+        Req("a", 0, {Ev("a1", R"({"k":1})"), Ev("a2")}),
+        Req("b", 3, {Ev("b1")}),  // conflict: b is new
+        Req("c", 0, {Ev("c1"), Ev("c2", "{}", 2000, "result")}),
+        Req("a", 2, {Ev("a3")}),
+        Req("d", 0, {Ev("d1")}),
+    };
+    reqs[2].index.emplace().set_state("running");
+    reqs[4].events[0].set_run_id("elsewhere");  // invalid
+    return reqs;
+  };
+  Open();
+  const std::vector<AppendRequest> copied_reqs = requests();
+  std::vector<std::vector<proto::Event>> copied;
+  std::vector<Status> copied_st = store_->AppendGroup(copied_reqs, &copied);
+  auto copied_global = store_->ReadGlobal(1);
+  ASSERT_TRUE(copied_global.ok());
+  EXPECT_EQ(copied_reqs[0].events.size(), 2u);  // the const overload leaves them alone
+
+  TearDown();
+  SetUp();
+  Open();
+  std::vector<std::vector<proto::Event>> moved;
+  std::vector<Status> moved_st = store_->AppendGroup(requests(), &moved);
+  auto moved_global = store_->ReadGlobal(1);
+  ASSERT_TRUE(moved_global.ok());
+
+  ASSERT_EQ(moved_st.size(), copied_st.size());
+  for (size_t i = 0; i < moved_st.size(); ++i) EXPECT_EQ(moved_st[i].code(), copied_st[i].code()) << i;
+  EXPECT_TRUE(moved_st[0].ok());
+  EXPECT_EQ(moved_st[1].code(), Code::kConflict);
+  EXPECT_EQ(moved_st[4].code(), Code::kInvalidArgument);
+  ASSERT_EQ(moved.size(), copied.size());
+  for (size_t i = 0; i < moved.size(); ++i) {
+    ASSERT_EQ(moved[i].size(), copied[i].size()) << i;
+    for (size_t j = 0; j < moved[i].size(); ++j) {
+      EXPECT_EQ(moved[i][j].SerializeAsString(), copied[i][j].SerializeAsString()) << i << "/" << j;
+    }
+  }
+  ASSERT_EQ(moved_global->size(), 5u);
+  ASSERT_EQ(moved_global->size(), copied_global->size());
+  for (size_t i = 0; i < moved_global->size(); ++i) {
+    EXPECT_EQ((*moved_global)[i].SerializeAsString(), (*copied_global)[i].SerializeAsString()) << i;
+    EXPECT_EQ(EventHash((*moved_global)[i]), (*moved_global)[i].hash());
+  }
+  EXPECT_EQ(store_->GetRun("c")->last_seq(), 2u);
+  EXPECT_EQ(store_->LastSeq("a"), 3u);
+}
+
 TEST_F(StoreTest, EmptyGroupAndIndexOnlyRequest) {
   Open();
   EXPECT_TRUE(store_->AppendGroup({}).empty());
