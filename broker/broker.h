@@ -107,8 +107,9 @@ class Broker {
   // Decides input for run, applies the events to the cached state and stages
   // them in the current turn. Returns the decision's status.
   Status DecideAndStage(const std::string& run_id, const sm::Input& input);
-  // Rebuilds run_id's cached state from its committed events plus the events
-  // staged for it in this turn (after a rejected input consumed the state).
+  // Rebuilds run_id's cached state, in place, from its committed events plus
+  // the events staged for it in this turn (after a rejected input consumed
+  // the state); drops it when there is nothing to rebuild from.
   void RebuildCachedRun(const std::string& run_id);
   void StageMachineEvent(const std::string& type, const sm::json& payload);
   void Commit();

@@ -47,22 +47,34 @@ sm::RunState* Broker::LoadRun(const std::string& run_id) {
 }
 
 void Broker::RebuildCachedRun(const std::string& run_id) {
-  runs_.erase(run_id);
-  sm::RunState* s = LoadRun(run_id);  // committed events only
+  auto cached = runs_.find(run_id);
+  if (cached == runs_.end()) return;
+  auto committed = store_->ReadRun(run_id);
   auto staged = turn_.staged.find(run_id);
-  if (staged == turn_.staged.end() || staged->second.empty()) return;
-  if (!s) {
-    s = &runs_.emplace(run_id, sm::RunState{}).first->second;
-    s->run_id = run_id;
+  const bool has_staged = staged != turn_.staged.end() && !staged->second.empty();
+  if (!committed.ok() || (committed->empty() && !has_staged)) {
+    // Nothing to rebuild from (a new run's rejected submission), or the
+    // store cannot be read: forget the run; LoadRun reloads it on demand.
+    if (!committed.ok()) spdlog::error("run {}: cannot reload after a rejected input: {}", run_id,
+                                       committed.status().ToString());
+    runs_.erase(cached);
+    return;
   }
+  sm::RunState rebuilt = committed->empty() ? sm::RunState{} : sm::Fold(kinds_, *committed);
+  rebuilt.run_id = run_id;
   // The events decided earlier in this turn, applied as DecideAndStage's
   // decisions applied them (seq after the last, the decision's time; the
   // hash stays the committed one until the commit).
-  for (const proto::Event& e : staged->second) {
-    sm::json p = sm::json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
-    if (p.is_discarded()) p = sm::json::object();
-    sm::Apply(kinds_, *s, e.type(), p, s->last_seq + 1, e.time_ms());
+  if (has_staged) {
+    for (const proto::Event& e : staged->second) {
+      sm::json p = sm::json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
+      if (p.is_discarded()) p = sm::json::object();
+      sm::Apply(kinds_, rebuilt, e.type(), p, rebuilt.last_seq + 1, e.time_ms());
+    }
   }
+  // In place: a caller holding a pointer to the cached run (AfterCommit)
+  // keeps a valid one.
+  cached->second = std::move(rebuilt);
 }
 
 Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input) {
@@ -236,7 +248,12 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
     } else if (t == ev::kTimerScheduled || t == ev::kTaskRetryScheduled) {
       timers_.Push({p.value("deadline_ms", int64_t{0}), run_id, p.value("timer_id", "")});
     } else if (t == ev::kWatchRequested) {
+      // May decide on this run at once (the target already ended); a
+      // rejected decision rebuilds its cached state in place, but a store
+      // read error drops it: look it up again.
       AddWatch(run_id, p.value("run_id", ""));
+      s = LoadRun(run_id);
+      if (!s) return;
     } else if (t == ev::kRunFinished) {
       auto w = watchers_.find(run_id);
       if (w != watchers_.end()) {

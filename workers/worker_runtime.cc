@@ -227,6 +227,17 @@ ssh::SshPool& WorkerRuntime::pool() { return impl_->pool; }
 
 Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
   Impl& im = *impl_;
+  // However Run ends (stop, a failed reconnect, an exception from zmq), the
+  // running tasks are told to stop and the pool threads are joined.
+  struct PoolStopper {
+    Impl& im;
+    void Now() {  // idempotent
+      for (auto& r : im.running) r->cancelled = true;
+      im.StopPool();
+      im.running.clear();
+    }
+    ~PoolStopper() { Now(); }
+  } stopper{im};
   const int64_t silence_limit = static_cast<int64_t>(im.opts.heartbeat_ms) * im.opts.heartbeat_liveness;
   while (!stop) {
     zmq::socket_t sock(im.ctx, zmq::socket_type::dealer);
@@ -289,9 +300,7 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
     }
     if (reconnect && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  for (auto& r : im.running) r->cancelled = true;
-  im.StopPool();
-  im.running.clear();
+  stopper.Now();  // before the totals, which should count every task
   spdlog::info("worker_ssh_totals worker_pid={} sessions={} {}", ::getpid(), im.pool.sessions(),
                ssh::FormatSshStats(ssh::ProcessSshStats()));
   return Status::Ok();
