@@ -62,16 +62,8 @@ void Broker::RebuildCachedRun(const std::string& run_id) {
   }
   sm::RunState rebuilt = committed->empty() ? sm::RunState{} : sm::Fold(kinds_, *committed);
   rebuilt.run_id = run_id;
-  // The events decided earlier in this turn, applied as DecideAndStage's
-  // decisions applied them (seq after the last, the decision's time; the
-  // hash stays the committed one until the commit).
-  if (has_staged) {
-    for (const proto::Event& e : staged->second) {
-      sm::json p = sm::json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
-      if (p.is_discarded()) p = sm::json::object();
-      sm::Apply(kinds_, rebuilt, e.type(), p, rebuilt.last_seq + 1, e.time_ms());
-    }
-  }
+  if (has_staged)  // decided earlier in this turn, not committed yet
+    for (const proto::Event& e : staged->second) sm::ApplyStaged(kinds_, rebuilt, e);
   // In place: a caller holding a pointer to the cached run (AfterCommit)
   // keeps a valid one.
   cached->second = std::move(rebuilt);

@@ -154,13 +154,24 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
   }
 }
 
+namespace {
+
+json PayloadOf(const proto::Event& e) {
+  json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
+  return p.is_discarded() ? json::object() : p;
+}
+
+}  // namespace
+
 void ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e) {
   if (s.run_id.empty()) s.run_id = e.run_id();
-  json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
-  if (p.is_discarded()) p = json::object();
-  Apply(kinds, s, e.type(), p, e.seq(), e.time_ms());
+  Apply(kinds, s, e.type(), PayloadOf(e), e.seq(), e.time_ms());
   if (e.type() == kDevicesRequested) s.lease.request_pos = e.global_pos();
   s.last_hash = e.hash();
+}
+
+void ApplyStaged(const KindRegistry& kinds, RunState& s, const proto::Event& e) {
+  Apply(kinds, s, e.type(), PayloadOf(e), s.last_seq + 1, e.time_ms());
 }
 
 RunState Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events) {

@@ -77,6 +77,10 @@ void Apply(const KindRegistry& kinds, RunState& state, const std::string& type, 
 void ApplyWith(const RunKind* kind, RunState& state, const std::string& type, const json& payload,
                uint64_t seq, int64_t time_ms);
 void ApplyStored(const KindRegistry& kinds, RunState& state, const proto::Event& ev);
+// An event decided but not stored yet (no seq, hash or position): applied as
+// the decision applied it, with the seq after the state's last; the state's
+// hash stays the last stored one.
+void ApplyStaged(const KindRegistry& kinds, RunState& state, const proto::Event& ev);
 
 // Rebuilds a run from its events.
 RunState Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events);

@@ -527,6 +527,17 @@ TEST(DecideWithState, StateIsWhatApplyingTheEventsGives) {
     for (size_t i = 0; i < moved->events.size(); ++i)
       EXPECT_EQ(moved->events[i].payload.dump(), decided->events[i].payload.dump()) << moved->events[i].type;
     EXPECT_EQ(Fingerprint(moved->state), Fingerprint(decided->state));
+    // The events as the broker stages them (no seq or hash yet), applied
+    // with ApplyStaged (how it rebuilds a run's state), give that state too.
+    RunState staged = run.state();
+    for (const auto& ne : decided->events) {
+      proto::Event e;
+      e.set_type(ne.type);
+      e.set_time_ms(in.now_ms);
+      e.set_payload_json(ne.payload.dump());
+      ApplyStaged(TestKinds(), staged, e);
+    }
+    EXPECT_EQ(Fingerprint(staged), Fingerprint(decided->state));
     const auto evs = run.Step(in);
     EXPECT_EQ(Types(decided->events), Types(evs));
     EXPECT_EQ(Fingerprint(decided->state), Fingerprint(run.state()));
