@@ -60,6 +60,7 @@
 #include <zmq.hpp>
 
 #include "bench/fanout_kind.h"
+#include "bench/raw_client.h"
 #include "broker/broker.h"
 #include "npuprof.pb.h"
 #include "proto/wire.h"
@@ -168,49 +169,19 @@ class BenchBroker {
 
 // ---------------------------------------------------------------- client
 
-// A raw DEALER client: requests may be pipelined; replies come back in commit order.
-class RawClient {
- public:
-  explicit RawClient(const std::string& endpoint) : sock_(ctx_, zmq::socket_type::dealer) {
-    sock_.set(zmq::sockopt::linger, 0);
-    sock_.set(zmq::sockopt::sndhwm, 0);
-    sock_.set(zmq::sockopt::rcvhwm, 0);
-    sock_.connect(endpoint);
-  }
-  void Send(const std::string& verb, const json& args) {
-    proto::ClientRequest req;
-    req.set_verb(verb);
-    req.set_args_json(args.dump());
-    const std::string body = req.SerializeAsString();
-    wire::SendFrames(sock_, {wire::kClientHeader, body});
-  }
-  proto::ClientResponse Recv(int timeout_ms = 30000) {
-    zmq::pollitem_t items[] = {{sock_.handle(), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 1, std::chrono::milliseconds(timeout_ms));
-    if (!(items[0].revents & ZMQ_POLLIN)) Die("no answer from the broker");
-    auto frames = wire::RecvFrames(sock_, false);
-    proto::ClientResponse r;
-    if (!frames || frames->size() < 2 || !r.ParseFromString((*frames)[1])) Die("malformed answer");
-    return r;
-  }
-  json Call(const std::string& verb, const json& args) {
-    Send(verb, args);
-    proto::ClientResponse r = Recv();
-    if (!r.ok()) Die(verb + ": " + r.error());
-    return json::parse(r.body_json());
-  }
-
- private:
-  zmq::context_t ctx_{1};
-  zmq::socket_t sock_;
-};
+// The answer's body; dies when the broker refuses or does not answer.
+json CallOrDie(RawClient& c, const std::string& verb, const json& args) {
+  proto::ClientResponse r = c.Call(verb, args);
+  if (!r.ok()) Die(verb + ": " + r.error());
+  return json::parse(r.body_json());
+}
 
 void AddFakeMachine(RawClient& c) {
-  c.Call("machine.add", json{{"name", "x"},
-                             {"host", "127.0.0.1"},
-                             {"user", "bench"},
-                             {"identity_file", "/nonexistent/bench_key"},
-                             {"known_hosts_file", "/nonexistent/bench_known_hosts"}});
+  CallOrDie(c, "machine.add", json{{"name", "x"},
+                                   {"host", "127.0.0.1"},
+                                   {"user", "bench"},
+                                   {"identity_file", "/nonexistent/bench_key"},
+                                   {"known_hosts_file", "/nonexistent/bench_known_hosts"}});
 }
 
 const json& ProbeSubmit() {
@@ -240,7 +211,7 @@ size_t SubmitBatch(RawClient& c, int n, const json& submit = ProbeSubmit()) {
 }
 
 // Number of runs not yet durably finished (store index).
-size_t Unfinished(RawClient& c) { return c.Call("runs", json{{"terminal", false}})["runs"].size(); }
+size_t Unfinished(RawClient& c) { return CallOrDie(c, "runs", json{{"terminal", false}})["runs"].size(); }
 
 // Waits until the run's RunFinished is committed (the "events" verb reads the
 // store). Tails the run: each poll asks only for events after the last one
@@ -249,12 +220,12 @@ size_t Unfinished(RawClient& c) { return c.Call("runs", json{{"terminal", false}
 void WaitDurablyFinished(RawClient& c, const std::string& run_id) {
   uint64_t next_seq = 1;
   for (;;) {
-    const json evs = c.Call("events", json{{"run_id", run_id}, {"from_seq", next_seq}})["events"];
+    const json evs = CallOrDie(c, "events", json{{"run_id", run_id}, {"from_seq", next_seq}})["events"];
     for (const auto& e : evs)
       if (e["type"] == "RunFinished") return;
     if (!evs.empty()) next_seq = evs.back()["seq"].get<uint64_t>() + 1;
-    // Each poll costs the broker's loop a store iterator; 1 ms between polls
-    // ends a batch at most ~1 ms late (batches last >= 100 ms).
+    // 1 ms between polls ends a batch at most ~1 ms late (batches last
+    // >= 100 ms) and keeps the polls off the broker's loop meanwhile.
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -417,7 +388,7 @@ class Workers {
 // Waits until the broker lists n workers.
 void WaitForWorkers(RawClient& c, size_t n) {
   for (int i = 0; i < 500; ++i) {
-    if (c.Call("workers", json::object())["workers"].size() >= n) return;
+    if (CallOrDie(c, "workers", json::object())["workers"].size() >= n) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Die("workers did not register");
@@ -560,11 +531,11 @@ void BM_BrokerLatency(benchmark::State& state) {
   double events_per_run = 0;
   for (auto _ : state) {
     const auto t0 = Clock::now();
-    const std::string run_id = client.Call("submit", ProbeSubmit())["run_id"];
+    const std::string run_id = CallOrDie(client, "submit", ProbeSubmit())["run_id"];
     const auto t1 = Clock::now();
     log.WaitResultFor(run_id);
     for (;;) {
-      json evs = client.Call("events", json{{"run_id", run_id}})["events"];
+      json evs = CallOrDie(client, "events", json{{"run_id", run_id}})["events"];
       if (!evs.empty() && evs.back()["type"] == "RunFinished") {
         events_per_run = static_cast<double>(evs.size());
         break;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "bench/fanout_kind.h"
+#include "bench/raw_client.h"
 #include "broker/broker.h"
 #include "npuprof.pb.h"
 #include "proto/wire.h"
@@ -48,8 +50,7 @@ class CustomKindsTest : public ::testing::Test {
     auto b = broker::Broker::Open(o);
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     broker_ = std::move(b).value();
-    client_.set(zmq::sockopt::linger, 0);
-    client_.connect(wire::IpcEndpointFor(dir_));
+    client_ = std::make_unique<bench::RawClient>(wire::IpcEndpointFor(dir_));
   }
   void TearDown() override {
     stop_ = true;
@@ -65,28 +66,10 @@ class CustomKindsTest : public ::testing::Test {
     loop_ = std::thread([this] { EXPECT_TRUE(broker_->Run(stop_).ok()); });
   }
 
-  void Send(const std::string& verb, const json& args) {
-    proto::ClientRequest req;
-    req.set_verb(verb);
-    req.set_args_json(args.dump());
-    const std::string body = req.SerializeAsString();
-    wire::SendFrames(client_, {wire::kClientHeader, body});
-  }
-  proto::ClientResponse Recv() {
-    zmq::pollitem_t items[] = {{client_.handle(), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 1, 20s);
-    proto::ClientResponse r;
-    if (!(items[0].revents & ZMQ_POLLIN)) {
-      r.set_error("no answer from the broker within 20 s");
-      return r;
-    }
-    auto frames = wire::RecvFrames(client_, false);
-    if (!frames || frames->size() < 2 || !r.ParseFromString((*frames)[1])) r.set_error("malformed answer");
-    return r;
-  }
+  void Send(const std::string& verb, const json& args) { client_->Send(verb, args); }
+  proto::ClientResponse Recv() { return client_->Recv(20s); }
   json Call(const std::string& verb, const json& args) {
-    Send(verb, args);
-    proto::ClientResponse r = Recv();
+    proto::ClientResponse r = client_->Call(verb, args);
     EXPECT_TRUE(r.ok()) << verb << ": " << r.error();
     return r.ok() ? json::parse(r.body_json()) : json();
   }
@@ -147,7 +130,7 @@ class CustomKindsTest : public ::testing::Test {
   std::atomic<bool> stop_{false};
   std::thread loop_, worker_;
   zmq::context_t ctx_{1};
-  zmq::socket_t client_{ctx_, zmq::socket_type::dealer};
+  std::unique_ptr<bench::RawClient> client_;
 };
 
 TEST_F(CustomKindsTest, OnlyTheRegistrysKindsAreAccepted) {
