@@ -28,6 +28,14 @@ void WaitGone(pid_t pid) {
   for (int i = 0; i < 300 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(10ms);
 }
 
+// After a timed-out command: the next command runs on the same connection.
+void ExpectUsableOnTheSameConnection(SshSession& s) {
+  auto r = s.Exec("echo again", 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "again\n");
+  EXPECT_EQ(s.handshakes(), 1);
+}
+
 class SshSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -79,10 +87,7 @@ TEST_F(SshSessionTest, TimeoutClosesChannelAndSessionStaysUsable) {
   EXPECT_EQ(r->stdout_data, "started\n");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_EQ(s.last_error_kind(), SshErrorKind::kTimeout);
-  r = s.Exec("echo again", 10s);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->stdout_data, "again\n");
-  EXPECT_EQ(s.handshakes(), 1);
+  ExpectUsableOnTheSameConnection(s);
 }
 
 TEST_F(SshSessionTest, FiftyCommandsOneHandshake) {
@@ -355,10 +360,7 @@ TEST_F(SshSessionTest, CommandShellTimeoutStopsTheWholeCommandTree) {
   ASSERT_GT(child, 0);
   WaitGone(child);
   EXPECT_NE(::kill(child, 0), 0) << "the grandchild `sleep 30` survived the timeout";
-  r = s.Exec("echo again", 10s);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->stdout_data, "again\n");
-  EXPECT_EQ(s.handshakes(), 1);
+  ExpectUsableOnTheSameConnection(s);
 }
 
 TEST_F(SshSessionTest, CommandShellThatDiedIsRestartedBeforeTheNextCommand) {
