@@ -70,9 +70,7 @@ Status SshSession::EnsureShellLocked(internal::Clock::time_point deadline) {
       }
       continue;
     }
-    // Drain stderr (rc-file noise) so it cannot fill the window.
-    while (ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 1) > 0) {
-    }
+    internal::DrainStream(ch, 1);  // rc-file noise on stderr must not fill the window
     if (!AliveLocked()) {
       DisconnectLocked();  // frees ch with the session
       return Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
@@ -126,19 +124,9 @@ std::optional<Result<ExecResult>> SshSession::ExecInShellLocked(const std::strin
       if (shell_unsupported_) return std::nullopt;  // fall back to a channel per command
       return Result<ExecResult>(s);
     }
-    char junk[4096];  // late output of an earlier command's background process: dropped
-    for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
-      while (ssh_channel_read_nonblocking(shell_, junk, sizeof(junk), is_stderr) > 0) {
-      }
-    }
-    size_t off = 0;
-    while (off < frame.size()) {
-      uint32_t n = static_cast<uint32_t>(std::min<size_t>(frame.size() - off, 32768));
-      int w = ssh_channel_write(shell_, frame.data() + off, n);
-      if (w == SSH_ERROR) break;
-      off += static_cast<size_t>(w);
-    }
-    sent = off == frame.size();
+    // Late output of an earlier command's background process: dropped.
+    for (int is_stderr = 0; is_stderr < 2; ++is_stderr) internal::DrainStream(shell_, is_stderr);
+    sent = internal::WriteAll(shell_, frame) == frame.size();
     if (!sent) {
       spdlog::info("ssh: command shell on {} gone before a command ({}); restarting it",
                    target_.Endpoint(), LibError());
@@ -158,21 +146,13 @@ std::optional<Result<ExecResult>> SshSession::ExecInShellLocked(const std::strin
   std::optional<size_t> err_end;
   const size_t back = MaxMarkerSize(nonce);
   char buf[32768];
-  auto lost = [&](const std::string& what) {
-    std::string err = LibError();
-    DisconnectLocked();
-    return Result<ExecResult>(Fail(
-        SshErrorKind::kConnectionLost, Code::kUnavailable,
-        fmt::format("connection to {} lost {} ({}); the command may or may not have run",
-                    target_.Endpoint(), what, err)));
-  };
+  auto lost = [&](const std::string& what) { return Result<ExecResult>(CommandLostLocked(what)); };
   while (!(out_end && err_end)) {
     bool got = false;
     for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
       std::string& acc = is_stderr ? out.stderr_data : out.stdout_data;
       if (is_stderr ? err_end.has_value() : out_end.has_value()) {
-        while (ssh_channel_read_nonblocking(shell_, buf, sizeof(buf), is_stderr) > 0) {
-        }  // stray bytes after the marker (a background process): dropped
+        internal::DrainStream(shell_, is_stderr);  // stray bytes after the marker (a background process)
         continue;
       }
       int n = ssh_channel_read_nonblocking(shell_, buf, sizeof(buf), is_stderr);

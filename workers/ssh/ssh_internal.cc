@@ -46,4 +46,21 @@ void SessionPump::Detach() {
 
 void FreeSftp(sftp_session sftp) { sftp_free(sftp); }
 
+size_t WriteAll(ssh_channel ch, std::string_view data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const uint32_t n = static_cast<uint32_t>(std::min<size_t>(data.size() - off, 32768));
+    const int w = ssh_channel_write(ch, data.data() + off, n);
+    if (w == SSH_ERROR) break;
+    off += static_cast<size_t>(w);
+  }
+  return off;
+}
+
+void DrainStream(ssh_channel ch, int is_stderr) {
+  char buf[4096];
+  while (ssh_channel_read_nonblocking(ch, buf, sizeof(buf), is_stderr) > 0) {
+  }
+}
+
 }  // namespace npuprof::ssh::internal

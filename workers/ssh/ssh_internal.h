@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 #include "workers/ssh/ssh_session.h"
 #include "workers/ssh/ssh_stats.h"
@@ -50,6 +51,12 @@ class SessionPump {
 };
 
 void FreeSftp(sftp_session sftp);
+
+// Writes data to ch in chunks the channel window takes; returns how many
+// bytes went out (fewer than data.size() when a write failed).
+size_t WriteAll(ssh_channel ch, std::string_view data);
+// Reads and drops what is buffered on one stream of ch (0 stdout, 1 stderr).
+void DrainStream(ssh_channel ch, int is_stderr);
 
 // Measurement counters (ssh_stats.h): adds n to the process and thread totals.
 // Keep in the order of kFields in ssh_stats.cc.

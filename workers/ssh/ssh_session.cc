@@ -58,6 +58,14 @@ Status SshSession::Fail(SshErrorKind kind, Code code, const std::string& msg) {
   return Status(code, fmt::format("{}: {}", SshErrorKindName(kind), msg));
 }
 
+Status SshSession::CommandLostLocked(const std::string& what) {
+  const std::string err = LibError();
+  DisconnectLocked();
+  return Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
+              fmt::format("connection to {} lost {} ({}); the command may or may not have run",
+                          target_.Endpoint(), what, err));
+}
+
 std::string SshSession::LibError() {
   return session_ != nullptr ? std::string(ssh_get_error(session_)) : std::string("no session");
 }
@@ -323,29 +331,17 @@ Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
   internal::ChannelGuard guard(ch);
 
   ExecResult out;
+  // CommandLostLocked frees the session's channels too: Release() first.
   auto lost = [&](const std::string& what) {
-    std::string err = LibError();
-    DisconnectLocked();  // frees the session's channels too; callers Release() first
-    return Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
-                fmt::format("connection to {} lost {} ({}); the command may or may not have run",
-                            target_.Endpoint(), what, err));
+    guard.Release(/*close=*/false);
+    return CommandLostLocked(what);
   };
 
   if (!stdin_data.empty()) {
-    size_t off = 0;
-    while (off < stdin_data.size()) {
-      uint32_t n = static_cast<uint32_t>(std::min<size_t>(stdin_data.size() - off, 32768));
-      int w = ssh_channel_write(ch, stdin_data.data() + off, n);
-      if (w == SSH_ERROR) {
-        if (!AliveLocked()) {
-          guard.Release(/*close=*/false);
-          return lost("while sending stdin");
-        }
-        break;  // remote closed its stdin early: not an error
-      }
-      off += static_cast<size_t>(w);
-      Note(internal::Stat::kPayloadOut, w);
-    }
+    const size_t sent = internal::WriteAll(ch, stdin_data);
+    Note(internal::Stat::kPayloadOut, static_cast<int64_t>(sent));
+    // Short: the remote closed its stdin early (not an error), or the connection died.
+    if (sent < stdin_data.size() && !AliveLocked()) return lost("while sending stdin");
   }
   ssh_channel_send_eof(ch);
 
@@ -360,16 +356,12 @@ Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
         Note(internal::Stat::kPayloadIn, n);
         got = true;
       } else if (n == SSH_ERROR && !eof) {
-        if (!AliveLocked()) {
-          guard.Release(false);
-          return lost("mid-command");
-        }
+        if (!AliveLocked()) return lost("mid-command");
         eof = true;  // channel error on a live session: treat as end of output
       }
     }
     if (!AliveLocked()) {
       if (eof) break;  // all output and EOF arrived; only the close was lost
-      guard.Release(false);
       return lost("mid-command");
     }
     // A remote CLOSE without EOF also ends the output.

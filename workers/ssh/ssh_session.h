@@ -155,6 +155,9 @@ class SshSession {
   Status AuthenticateLocked();
   bool AliveLocked();
   Status Fail(SshErrorKind kind, Code code, const std::string& msg);
+  // The connection died while a command was on it (what: "mid-command", ...):
+  // disconnects and says the command may or may not have run.
+  Status CommandLostLocked(const std::string& what);
   std::string LibError();
   // Opens a session channel and requests exec; reconnects once if the
   // connection was found dead.
