@@ -8,17 +8,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
+
 namespace npuprof {
 namespace {
 
 // ---- a small RFC 4180 reader ------------------------------------------------
-
-std::string Trim(std::string_view s) {
-  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
-  return std::string(s);
-}
 
 // Calls `on_record(cells, record_index)` for every record (index 0 = header),
 // cells trimmed. Blank lines are skipped. A leading UTF-8 BOM is dropped.
@@ -31,7 +26,7 @@ void ForEachCsvRecord(std::string_view text,
   bool record_has_content = false;
   size_t index = 0;
   auto end_cell = [&] {
-    cells.push_back(Trim(cell));
+    cells.emplace_back(Trim(cell));
     cell.clear();
   };
   auto end_record = [&] {

@@ -5,16 +5,10 @@
 #include <charconv>
 #include <utility>
 
+#include "common/text.h"
+
 namespace npuprof::parsers {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  const char* ws = " \t\r\n\f\v";
-  const auto b = s.find_first_not_of(ws);
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 

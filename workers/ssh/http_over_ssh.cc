@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
+#include "common/text.h"
 #include "workers/ssh/ssh_internal.h"
 #include "workers/ssh/ssh_session.h"
 
@@ -21,12 +22,6 @@ bool IEquals(std::string_view a, std::string_view b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 bool HasCtl(std::string_view s, bool allow_space) {

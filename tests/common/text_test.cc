@@ -1,0 +1,17 @@
+#include "common/text.h"
+
+#include <gtest/gtest.h>
+
+namespace npuprof {
+namespace {
+
+TEST(Trim, DropsAsciiWhitespaceOnBothEnds) {
+  EXPECT_EQ(Trim("  a b \t\r\n"), "a b");
+  EXPECT_EQ(Trim("\f\vx\v"), "x");
+  EXPECT_EQ(Trim(""), "");
+  EXPECT_EQ(Trim(" \t "), "");
+  EXPECT_EQ(Trim("abc"), "abc");
+}
+
+}  // namespace
+}  // namespace npuprof
