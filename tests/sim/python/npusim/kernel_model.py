@@ -11,8 +11,9 @@ Config (`kernels` in config.json):
   slow                   {}  {"<kernel Type or Name>": factor}: those kernels take factor x as long
 Counts are exact below the caps: a request with P prompt and N output tokens
 runs min(N, max_steps) steps; each step runs min(layers, max_layers) layers.
-HCCL all-reduce names carry a call-site suffix (`hcom_allReduce__<comm>_<k>_1`,
-k = the call's index within a step), as the real ones do: group them by Type."""
+HCCL all-reduce names carry a call-site suffix, as the real ones do
+(`hcom_allReduce__<comm>_0_1` after attention, `..._1_1` after the MLP):
+a summary should group communication by Type."""
 import hashlib
 
 DEFAULTS = {"max_steps_per_request": 16, "max_layers": 4, "slow": {}}
@@ -99,7 +100,7 @@ def _step_kernels(s, n, kv_len, prefill):
         per_layer.append(("fia", 2.0 * 2 * kv_len * kvd / BYTE_PER_US, '"""%d,%d,%d"""' % (kv_len, s.nkv, s.hd),
                           '"""%d,%d,%d"""' % (n, s.nh, s.hd)))
     per_layer.append(("matmul_v2",) + _matmul(n, q, s.h))
-    per_layer.append(("allreduce", 2.0 * n * s.h / LINK_BYTE_PER_US, "N/A", "N/A"))
+    per_layer.append(("allreduce0", 2.0 * n * s.h / LINK_BYTE_PER_US, "N/A", "N/A"))
     per_layer.append(("add_rmsnorm", _vector(n * s.h, 3), act, act))
     if s.experts:
         per_layer.append(("matmul_v2",) + _matmul(n, s.h, s.experts))
@@ -119,7 +120,7 @@ def _step_kernels(s, n, kv_len, prefill):
         per_layer.append(("swiglu", _vector(n * 2 * s.ffn, 3), '"""%d,%d"""' % (n, 2 * s.ffn),
                           '"""%d,%d"""' % (n, s.ffn)))
         per_layer.append(("matmul_v2",) + _matmul(n, s.ffn, s.h))
-    per_layer.append(("allreduce", 2.0 * n * s.h / LINK_BYTE_PER_US, "N/A", "N/A"))
+    per_layer.append(("allreduce1", 2.0 * n * s.h / LINK_BYTE_PER_US, "N/A", "N/A"))
     head = [("rmsnorm", _vector(s.h), '"""1,%d"""' % s.h, '"""1,%d"""' % s.h),
             ("matmul_v2",) + _matmul(1, s.h, s.vocab),
             ("argmax", _vector(s.vocab, 1), '"""1,%d"""' % s.vocab, '"""1"""')]
@@ -151,13 +152,11 @@ def tasks(requests, mc, tp, device, cfg, rank=0, comm=123):
             per_layer, head = _step_kernels(s, n, prompt + step, prefill)
             emb = [("embedding", _vector(n * s.h, 1), '"""%d"""' % n, '"""%d,%d"""' % (n, s.h))]
             seq = emb + per_layer * layers + head
-            calls = 0
             for key, work, in_sh, out_sh in seq:
-                if key == "allreduce":
+                if key.startswith("allreduce"):
                     if tp <= 1:
                         continue
-                    name, typ, core, block = ("hcom_allReduce__%d_%d_1" % (comm, calls), ALLREDUCE_TYPE, "HCCL", 0)
-                    calls += 1
+                    name, typ, core, block = ("hcom_allReduce__%d_%s_1" % (comm, key[-1]), ALLREDUCE_TYPE, "HCCL", 0)
                 else:
                     name, typ, core, block = KERNELS[key]
                 factor = slow.get(typ, slow.get(name, 1.0))

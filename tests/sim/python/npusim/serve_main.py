@@ -362,7 +362,7 @@ class Service:
             changed = self.phases.request_started(now)
             if first:
                 self._mark_state("inferred")
-                self._write_truth("ready", {"first_request_at": now})
+                self._write_truth("ready", {"first_request_at": round(now, 6)})
             elif changed:
                 self._write_instance()
             if self.profiling:
@@ -378,7 +378,7 @@ class Service:
                                           "end": round(end, 6), "prompt_tokens": prompt_tokens,
                                           "completion_tokens": completion_tokens})
             if index == 0:
-                self._write_truth(None, {"first_request_end_at": end})
+                self._write_truth(None, {"first_request_end_at": round(end, 6)})
         work_timeline.record("request", rec["t_start"], end, port=self.args.port, kind=kind, ok=not fail,
                              prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         return not fail
