@@ -12,6 +12,7 @@ import unittest
 
 from .sim_harness import SimTestCase, complete, parse_npu_smi, wait_for
 from npusim import msprof_series
+from npusim.service_phases import PhaseLog
 
 PHASES = ["launch", "starting", "loaded", "profile_run", "kv_allocated", "graph_captured", "ready", "inference",
           "idle", "stopping", "stopped"]
@@ -144,6 +145,32 @@ class ActivationReleased(SimTestCase):
             self.assertEqual(after, smi["after_ready_mb"] * 1024)
             self.assertEqual(max(app[t] for t, _kb in rows if w["start"] * 1e6 + 2 <= t < w["end"] * 1e6 - 2),
                              c["msprof_app_peak_kb"])
+
+
+class Phases(unittest.TestCase):
+    def test_requests_finishing_during_shutdown_change_no_phase(self):
+        log = PhaseLog(release=True, t0=1.0)
+        log.mark("ready", "ready", 2.0)
+        self.assertTrue(log.request_started(3.0))
+        self.assertFalse(log.request_started(3.5))   # a second one in flight: same window
+        self.assertFalse(log.request_ended(4.0))
+        self.assertTrue(log.request_ended(5.0))
+        log.request_started(6.0)
+        log.mark("stopping", None, 7.0)
+        log.request_ended(7.5)
+        log.mark("stopped", "base", 8.0)
+        self.assertEqual([(p["phase"], p["level"], p["start"]) for p in log.truth()],
+                         [("launch", "base", 1.0), ("ready", "ready", 2.0), ("inference", "inferred", 3.0),
+                          ("idle", "ready", 5.0), ("inference", "inferred", 6.0), ("stopping", "inferred", 7.0),
+                          ("stopped", "base", 8.0)])
+        self.assertEqual(log.inference_windows(), [(3.0, 5.0), (6.0, 7.0)])
+
+    def test_retained_activation_keeps_the_level_when_idle(self):
+        log = PhaseLog(release=False, t0=1.0)
+        log.mark("ready", "ready", 2.0)
+        log.request_started(3.0)
+        self.assertFalse(log.request_ended(4.0))
+        self.assertEqual(log.truth()[-1]["level"], "inferred")
 
 
 class SamplingGrid(unittest.TestCase):

@@ -500,7 +500,8 @@ class Service:
                 if fin.finished_at is None:
                     fin.abandon()
                     entry["abandoned"] = True
-        self.phases.mark("stopped", "base")
+        with self.lock:
+            self.phases.mark("stopped", "base")
         extra = {"stopped_at": time.time(), "requests": self.requests_total}
         try:
             if self.msprof and self.msprof.get("memory") and self.plan:

@@ -14,15 +14,17 @@ class PhaseLog:
     def __init__(self, release, t0=None):
         self.release = bool(release)
         self.in_flight = 0
-        self.served = False
         self.entries = []          # [t_us, phase, level]
         self.level = "base"
+        self.closing = False       # from "stopping" on, requests still finishing change no phase
         self.mark("launch", "base", t0)
 
     def mark(self, phase, level=None, t=None):
         """Start `phase` at t (unix seconds, default now); level None keeps the current one.
         Returns True when the level changed."""
         changed = level is not None and level != self.level
+        if phase == "stopping":
+            self.closing = True
         if level is not None:
             self.level = level
         self.entries.append([(time.time() if t is None else t) * 1e6, phase, self.level])
@@ -30,14 +32,13 @@ class PhaseLog:
 
     def request_started(self, t=None):
         self.in_flight += 1
-        self.served = True
-        if self.in_flight == 1:
+        if self.in_flight == 1 and not self.closing:
             return self.mark("inference", "inferred", t)
         return False
 
     def request_ended(self, t=None):
         self.in_flight = max(0, self.in_flight - 1)
-        if self.in_flight == 0:
+        if self.in_flight == 0 and not self.closing:
             return self.mark("idle", "ready" if self.release else "inferred", t)
         return False
 
