@@ -48,8 +48,11 @@ def main(argv=None):
         return 0
     if not a.root:
         ap.error("--root is required")
-    base = [int(x) for x in a.baseline_mb.split(",")]
-    fin = [float(x) for x in a.finalise_delay.split(",")]
+    try:
+        base = [int(x) for x in a.baseline_mb.split(",")]
+        fin = [float(x) for x in a.finalise_delay.split(",")]
+    except ValueError:
+        ap.error("--baseline-mb wants integers and --finalise-delay numbers, comma-separated")
     try:
         if a.update:
             print(json.dumps(target_setup.update(a.root, faults=a.fault, sets=a.set, clear_faults=a.clear_faults),
