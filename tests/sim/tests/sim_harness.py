@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(SIM_DIR, "python"))
 from npusim import model_fixture, target_setup  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+PROFILE_CFG = '{"profiler":"torch","torch_profiler_dir":"./vllm_profile"}'
 _MODEL_CACHE = {}
 
 
@@ -140,6 +141,36 @@ class SimTestCase(unittest.TestCase):
         p.send_signal(sig)
         return p.wait(timeout)
 
+    def serve(self, tp=1, devices=None, profile=False, extra=(), name="svc"):
+        """`vllm serve` of the small model (served name m), ready; -> (process, port)."""
+        port = free_port()
+        argv = ["vllm", "serve", small_model(), "--port", str(port), "-tp", str(tp), "--served-model-name", "m"]
+        if profile:
+            argv += ["--profiler-config", PROFILE_CFG]
+        p = self.start(argv + list(extra), devices=devices or ",".join(str(i) for i in range(tp)), name=name)
+        self.wait_ready(p, port)
+        return p, port
+
+    def serve_under_msprof(self, tp=1, devices=None, freq=50, extra=(), name="msprof"):
+        """The same service wrapped by `msprof --sys-hardware-mem=on` as the memory workflow
+        does it; -> (msprof process, port, msprof output dir)."""
+        port = free_port()
+        serve = os.path.join(self.tmp, "_serve_%s.sh" % name)
+        with open(serve, "w") as f:
+            f.write("exec vllm serve %s --host 0.0.0.0 --port %d --served-model-name m --tensor-parallel-size %d %s\n"
+                    % (small_model(), port, tp, " ".join(extra)))
+        out_dir = os.path.join(self.tmp, name + "_data")
+        p = self.start(["msprof", "--output=%s" % out_dir, "--sys-hardware-mem=on",
+                        "--sys-hardware-mem-freq=%d" % freq, "--task-time=off", "--ai-core=off", "--ascendcl=off",
+                        "--application=bash %s" % serve],
+                       devices=devices or ",".join(str(i) for i in range(tp)), name=name)
+        self.wait_ready(p, port)
+        return p, port, out_dir
+
+    def timeline(self):
+        from npusim import work_timeline
+        return work_timeline.read(self.target["root"])
+
     def truth(self):
         d = self.target["truth_dir"]
         files = sorted(os.listdir(d))
@@ -162,6 +193,24 @@ def http(method, port, path, body=None, timeout=30):
             return e.code, json.loads(raw) if raw else None
         except ValueError:
             return e.code, raw
+
+
+def complete(port, max_tokens=4, prompt="hello there", timeout=30):
+    """One /v1/completions request to the served model m; -> HTTP status."""
+    return http("POST", port, "/v1/completions", {"model": "m", "prompt": prompt, "max_tokens": max_tokens},
+                timeout=timeout)[0]
+
+
+def wait_for(predicate, timeout=20, what="condition"):
+    """Poll predicate() (every 20 ms) until it is truthy; returns its value, or raises AssertionError."""
+    end = time.time() + timeout
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.time() > end:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(0.02)
 
 
 def parse_npu_smi(text):

@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 
-from . import sim_root
+from . import sim_root, work_timeline
 
 # One JSON line per analyse() of a directory, appended inside that directory
 # when the invocation starts (so an invocation killed mid-way still counts).
@@ -49,6 +49,7 @@ def _kernel_rows(tasks, header):
     rows = []
     for t in tasks:
         shapes = '"""4096,512"""' if t["core"] != "HCCL" else "N/A"
+        in_shapes, out_shapes = t.get("in_shapes", shapes), t.get("out_shapes", shapes)
         base = {"Step Id": t.get("step", ""), "Device_id": t["device"], "Model ID": 4294967295,
                 "Task ID": t["task_id"] if t["core"] != "HCCL" else "N/A",
                 "Stream ID": t["stream"] if t["core"] != "HCCL" else "N/A", "Name": t["name"], "Type": t["type"],
@@ -56,8 +57,8 @@ def _kernel_rows(tasks, header):
                 "Start Time(us)": '"%.3f\t"' % t["start_us"], "Duration(us)": t["dur_us"],
                 "Wait Time(us)": t["wait_us"], "Block Dim": t["block"], "Block Num": t["block"],
                 "Mix Block Dim": 0, "Mix Block Num": 0, "HF32 Eligible": "NO" if t["core"] != "HCCL" else "N/A",
-                "Input Shapes": shapes, "Input Data Types": "DT_BF16", "Input Formats": "ND",
-                "Output Shapes": shapes, "Output Data Types": "DT_BF16", "Output Formats": "ND",
+                "Input Shapes": in_shapes, "Input Data Types": "DT_BF16", "Input Formats": "ND",
+                "Output Shapes": out_shapes, "Output Data Types": "DT_BF16", "Output Formats": "ND",
                 "Context ID": "N/A", "aicore_time(us)": round(t["dur_us"] * 0.97, 3)}
         rows.append([base.get(h, 0 if t["core"] != "HCCL" else "N/A") for h in header])
     return rows
@@ -81,6 +82,17 @@ def _trace(ops, tasks, pid):
                        "args": {"Model Id": 4294967295, "Task Type": t["core"], "Stream Id": 2,
                                 "Task Id": t["task_id"]}, "ph": "X"})
     return ev
+
+
+def device_task_files(path):
+    """The simulator's NPU task data of a *_ascend_pt dir: PROF_*/device_*/data/sim_tasks.json.slice_<n>
+    (written in slices while the rank finalises), in slice order."""
+    files = glob.glob(os.path.join(path, "PROF_*", "device_*", "data", "sim_tasks.json.slice_*"))
+
+    def order(f):
+        tail = f.rsplit("_", 1)[1]
+        return (os.path.dirname(f), int(tail) if tail.isdigit() else 0)
+    return sorted(files, key=order)
 
 
 def record_invocation(path):
@@ -108,7 +120,7 @@ def analyse_one(path, cfg):
         _log("ERROR", "Export CANN Profiling data failed! 'msprof' command not found! Please check whether the "
                       "CANN toolkit environment is set.")
     else:
-        for f in glob.glob(os.path.join(path, "PROF_*", "device_*", "data", "sim_tasks.json")):
+        for f in device_task_files(path):
             with open(f) as fh:
                 tasks = (tasks or []) + json.load(fh)
         if tasks is None:
@@ -150,6 +162,7 @@ def analyse_one(path, cfg):
         _log("WARNING", "Failed to parse framework data: torch.op_range not found in %s" % path)
     open(os.path.join(out, "analyse.done"), "w").close()
     _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=time.time() - t0))
+    work_timeline.record("analyse", t0, time.time(), path=path, kernel_rows=len(tasks or []))
 
 
 def analyse(profiler_path, max_process_number=None, export_type=None):

@@ -2,7 +2,8 @@
 (state/truth/<instance>.json; format in README.md "Memory model and ground truth")."""
 
 RANK_KEYS = ("rank", "dp_rank", "tp_rank", "device", "npu_id", "chip", "hbm_total_mb", "components_mb",
-             "msprof_components_kb", "msprof_app_peak_kb", "printed", "npu_smi")
+             "msprof_components_kb", "msprof_app_peak_kb", "printed", "npu_smi", "kv_budget", "hbm_levels_mb",
+             "app_levels_mb")
 
 
 def truth_doc(svc, devices, mode):
@@ -23,5 +24,7 @@ def truth_doc(svc, devices, mode):
             "weights": {"total_bytes": w["total_bytes"], "per_device_bytes": w["per_device_bytes"],
                         "per_device_mb": p["weights_mb"], "tp": w["tp"], "dp": w["dp"], "ep": w["ep"],
                         "by_category": w["by_category"]},
+            "activation_mode": p["activation_mode"],
             "per_device": {str(r["device"]): {k: r[k] for k in RANK_KEYS} for r in p["ranks"]},
-            "requests": 0, "profile_dirs": []}
+            "requests": 0, "profile_dirs": [], "phases": [], "requests_log": [], "profile_sessions": [],
+            "msprof_series": None}

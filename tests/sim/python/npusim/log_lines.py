@@ -1,5 +1,5 @@
-"""vLLM / vllm-ascend log line formats by style (see
-spec/vllm-log-formats.md). A Logger knows its style and process prefix and
+"""vLLM / vllm-ascend log line formats by style (README.md, "Log styles").
+A Logger knows its style and process prefix and
 writes complete lines to stdout (vLLM's handler) or stderr (uvicorn, tqdm,
 tracebacks)."""
 import sys

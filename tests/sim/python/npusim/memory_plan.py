@@ -8,7 +8,7 @@ import json
 import math
 import os
 
-from . import safetensors_io, weight_shard
+from . import hbm_levels, safetensors_io, weight_shard
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -26,6 +26,7 @@ DEFAULT_MEMORY = {
                   "FULL_AND_PIECEWISE": 0.64},
     "kv_cache_gib": None,       # force a value (2 decimals); None = derive from utilisation
     "weights_extra_mb": 0.0,    # added to what vLLM measures for weights (e.g. workspace)
+    "activation_release": False,  # True: the allocator gives activation memory back after each request
 }
 
 # msprof module ids (slog module table) for row ordering.
@@ -70,11 +71,22 @@ def centi_floor(x):
     return int(math.floor(x * 100 + 1e-9))
 
 
+def busy_mb(cfg, index):
+    """HBM other processes (--busy) hold on device `index`."""
+    return sum(b["mb"] for b in cfg.get("busy", []) if b["device"] == index)
+
+
 def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
          enforce_eager, cudagraph_mode):
     """devices: config device dicts, one per rank (rank order).
-    Returns the plan; raises ValueError(msg) when vLLM would refuse to start."""
+    Returns the plan; raises ValueError(msg) when vLLM would refuse to start.
+
+    KV cache follows vLLM(-ascend)'s own budget: total x utilisation minus
+    everything already used at the profiling peak (what the device held
+    before the service, incl. other processes, + weights + activation peak
+    + non-torch allocations), floored to 0.01 GiB."""
     m = memory_settings(cfg)
+    release = bool(m["activation_release"])
     tensors = safetensors_io.model_tensors(model_dir)
     if not tensors:
         raise FileNotFoundError("No model weights found in %s" % model_dir)
@@ -93,12 +105,13 @@ def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
     ranks = []
     for r, dev in enumerate(devices):
         total = dev["total_mb"]
-        base = dev["baseline_mb"]
+        base = dev["baseline_mb"] + busy_mb(cfg, dev["index"])
         non_torch = hccl_mb + runtime_mb + slog_mb + other_all_mb + m["residual_mb"]
+        available = total * util - base - weights_mb - act_mb - non_torch
         if m["kv_cache_gib"] is not None:
             kv_centi = centi_floor(float(m["kv_cache_gib"]))
         else:
-            kv_centi = centi_floor((total * util - base - weights_mb - act_mb - non_torch) / 1024.0)
+            kv_centi = centi_floor(available / 1024.0)
         if kv_centi <= 0:
             raise ValueError("No available memory for the cache blocks. Try increasing "
                              "`gpu_memory_utilization` when initializing the engine.")
@@ -106,6 +119,7 @@ def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
         known = base + weights_mb + kv_mb + graph_mb + hccl_mb + runtime_mb + slog_mb + other_all_mb
         after_ready = int(round(known + m["residual_mb"]))
         after_loaded = int(round(base + weights_mb + hccl_mb + runtime_mb + slog_mb + other_all_mb))
+        after_kv = int(round(base + weights_mb + hccl_mb + runtime_mb + slog_mb + other_all_mb + kv_mb))
         after_inf = after_ready + act_mb
         if after_inf > total:
             raise MemoryError("NPU out of memory. Tried to allocate %.2f GiB (NPU %d; %.2f GiB total capacity)"
@@ -114,7 +128,7 @@ def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
                         + other_rep_mb + act_mb)
         tokens = int((kv_centi * GIB // 100) // (BLOCK_SIZE * bpt)) * BLOCK_SIZE
         app_mb = weights_mb + kv_mb + graph_mb + act_mb + (after_ready - known)
-        ranks.append({
+        rank = {
             "rank": r, "dp_rank": r // tp, "tp_rank": r % tp, "device": dev["index"],
             "npu_id": dev["npu_id"], "chip": dev["chip"], "hbm_total_mb": total,
             "components_mb": {
@@ -128,11 +142,19 @@ def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
             "printed": {"weights_gib": "%.4f" % (weights_mb / 1024.0), "kv_cache_gib": "%.2f" % (kv_centi / 100.0),
                         "graph_capture_gib": None if enforce_eager else "%.2f" % (graph_centi / 100.0)},
             "kv_cache_tokens": tokens,
-            "npu_smi": {"baseline_mb": base, "after_loaded_mb": after_loaded, "after_ready_mb": after_ready,
-                        "after_inference_mb": after_inf},
-        })
+            "kv_budget": {"total_mb": total, "gpu_memory_utilization": util, "requested_mb": total * util,
+                          "fixed_mb": float(base), "weights_mb": weights_mb, "activation_mb": float(act_mb),
+                          "non_torch_mb": non_torch, "available_mb": available, "kv_cache_mb": kv_mb,
+                          "forced": m["kv_cache_gib"] is not None},
+            "npu_smi": {"baseline_mb": base, "after_loaded_mb": after_loaded, "after_kv_mb": after_kv,
+                        "after_ready_mb": after_ready, "inference_peak_mb": after_inf,
+                        "after_inference_mb": after_ready if release else after_inf},
+        }
+        rank.update(hbm_levels.levels(rank))
+        ranks.append(rank)
     tokens = min(r["kv_cache_tokens"] for r in ranks)
     return {"weights": w, "weights_mb": weights_mb, "kv_bytes_per_token": bpt, "block_size": BLOCK_SIZE,
             "kv_cache_tokens": tokens, "num_gpu_blocks": tokens // BLOCK_SIZE,
             "max_concurrency": tokens / float(max_model_len), "graph_centi": graph_centi,
-            "activation_mb": act_mb, "ranks": ranks, "model_config": mc}
+            "activation_mb": act_mb, "activation_mode": "released" if release else "retained",
+            "ranks": ranks, "model_config": mc}

@@ -1,5 +1,6 @@
 """Simulated `msprof`: --help, app mode (wrap and run an application, pass
-signals through, auto export on exit), and --export=on."""
+signals through; when it exits, flush the collection, write the end_info
+markers, auto export, exit), and --export=on."""
 import json
 import os
 import signal
@@ -7,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from . import msprof_export, sim_root
+from . import msprof_export, msprof_raw, sim_root, work_timeline
 
 OPTIONS = [
     ("output", "Specify the directory that is used for storing data results."),
@@ -103,6 +104,7 @@ def run_export(opts, cfg):
         print("[ERROR] No valid PROF_* directory found in %s." % os.path.abspath(out), flush=True)
         return 1
     stamp = time.strftime("%Y%m%d%H%M%S")
+    t0 = time.time()
     record_export_invocation(out)
     hang = sim_root.fault(cfg, "export_hang")
     total_delay = sim_root.delay(cfg, "export", 1.0)
@@ -114,6 +116,7 @@ def run_export(opts, cfg):
         time.sleep(total_delay / len(profs))
         msprof_export.export_prof(p, stamp, opts.get("type", "text"))
         info("Export all data in %s done." % os.path.basename(p))
+    work_timeline.record("msprof_export", t0, time.time(), output=os.path.abspath(out), profs=len(profs))
     return 0
 
 
@@ -182,26 +185,49 @@ def run_app(opts, app, cfg):
             continue
     if rc != 0 and stopped["sig"] != signal.SIGINT:
         print("[WARNING] An exception has occurred in process %d, exit code %d." % (child.pid, rc), flush=True)
-    profs = sorted(os.path.join(output, n) for n in set(os.listdir(output)) - before if n.startswith("PROF_"))
-    profs = [p for p in profs if any(n.startswith("device_") for n in os.listdir(p))]
+    created = sorted(os.path.join(output, n) for n in set(os.listdir(output)) - before if n.startswith("PROF_"))
+    flush(created, cfg)
+    profs = [p for p in created if any(n.startswith("device_") for n in os.listdir(p))]
     if not profs:
         print("[ERROR] Failed to find profiling data, please check that the application executes AI-related "
               "business, or ensure that aclInit/GEInitialize is invoked in the application", flush=True)
         return 1
     if cfg.get("msprof_auto_export", True):
+        t0 = time.time()
         stamp = time.strftime("%Y%m%d%H%M%S")
         for p in profs:
             name = os.path.basename(p)
             info("Start export data in %s." % name)
+            time.sleep(sim_root.delay(cfg, "msprof_auto_export", 0.0) / len(profs))
             msprof_export.export_prof(p, stamp)
             info("Export all data in %s done." % name)
             info("Start query data in %s." % name)
             print(query_table(p), flush=True)
             info("Query all data in %s done." % name)
+        work_timeline.record("msprof_auto_export", t0, time.time(), output=output, profs=len(profs))
     info("Profiling finished.")
     for p in profs:
         info("Process profiling data complete. Data is saved in %s" % p)
     return 0
+
+
+def flush(profs, cfg):
+    """After the application exits: msprof drains the collection for delays.msprof_flush
+    seconds, then writes every PROF dir's end_info markers. Faults: msprof_flush_hang
+    (never finishes, never exits on its own), msprof_flush_crash (dies half-way: no end_info)."""
+    t0 = time.time()
+    if sim_root.fault(cfg, "msprof_flush_hang"):
+        while True:
+            time.sleep(3600)
+    wait = sim_root.delay(cfg, "msprof_flush", 0.1)
+    if sim_root.fault(cfg, "msprof_flush_crash"):
+        time.sleep(wait / 2)
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(wait)
+    for p in profs:
+        msprof_raw.finish(p)
+    work_timeline.record("msprof_flush", t0, time.time(), profs=len(profs))
 
 
 def main(argv):

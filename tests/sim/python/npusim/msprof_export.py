@@ -5,22 +5,11 @@ import json
 import os
 import time
 
-from . import msprof_raw
+from . import msprof_raw, msprof_series
 from .memory_plan import MODULE_IDS
 
 MODULE_HEADER = "Device_id,Component,Timestamp(us),Total Reserved(KB),Device"
 MEM_HEADER = "Device_id,event,ddr(KB),hbm(KB),memory(KB),timestamp(us)"
-MAX_SAMPLES_PER_SEGMENT = 2000
-
-
-def _samples(t0, t1, freq):
-    step = max(1e6 / max(freq, 1), (t1 - t0) / MAX_SAMPLES_PER_SEGMENT)
-    t = t0
-    out = []
-    while t < t1:
-        out.append(t)
-        t += step
-    return out or [t0]
 
 
 def _load(path):
@@ -60,16 +49,14 @@ def export_prof(prof, stamp=None, type_="text"):
         mod = _load(os.path.join(data, "npu_module_mem.data"))
         mem = _load(os.path.join(data, "npu_mem.data"))
         if mod:
-            for t0, t1, comps in mod["segments"]:
-                for t in _samples(t0, t1, mod["freq"]):
-                    for comp, kb in comps.items():
-                        module_rows.append((MODULE_IDS.get(comp, 99), comp, dev, t, kb))
+            for t, (_t0, _t1, comps) in msprof_series.sample(mod["segments"], mod["freq"]):
+                for comp, kb in comps.items():
+                    module_rows.append((MODULE_IDS.get(comp, 99), comp, dev, t, kb))
         if mem:
-            for t0, t1, app_kb, dev_kb in mem["segments"]:
-                for i, t in enumerate(_samples(t0, t1, mem["freq"])):
-                    mem_rows.append((t, dev, app_kb, dev_kb))
-                    if i % 10 == 0:
-                        counters.append((t, dev, app_kb, dev_kb))
+            for i, (t, (_t0, _t1, app_kb, dev_kb)) in enumerate(msprof_series.sample(mem["segments"], mem["freq"])):
+                mem_rows.append((t, dev, app_kb, dev_kb))
+                if i % 10 == 0:
+                    counters.append((t, dev, app_kb, dev_kb))
     if module_rows:
         module_rows.sort(key=lambda r: (r[0], r[2], r[3]))
         p = os.path.join(outdir, "npu_module_mem_%s.csv" % stamp)

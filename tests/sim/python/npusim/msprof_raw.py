@@ -1,6 +1,10 @@
 """PROF_* directories as msprof collection leaves them (raw side), and the
 simulator's own raw payloads inside device_<id>/data/ that export reads.
 
+Collection markers: host/start_info, device_<id>/start_info.<id> when the
+dir is created; host/end_info(.done), device_<id>/end_info.<id>(.done) when
+the collection is complete (msprof's flush, or torch_npu's finalise).
+
 Raw payload files (simulator-internal JSON, real ones are binary):
   device_<id>/data/npu_mem.data         {"device", "freq", "segments": [[t0_us, t1_us, app_kb, device_kb], ...]}
   device_<id>/data/npu_module_mem.data  {"device", "freq", "segments": [[t0_us, t1_us, {component: kb}], ...]}
@@ -56,12 +60,26 @@ def write_memory(prof, device, freq, mem_segments, module_segments):
            json.dumps({"device": device, "freq": freq, "segments": module_segments}))
 
 
-def finish(prof):
+def finish(prof, t=None):
+    """Collection of this PROF dir is complete: host/end_info and
+    device_<id>/end_info.<id> (collection end time), each followed by its
+    .done marker. Written last, so their presence means nothing more comes."""
+    t = time.time() if t is None else t
+    end = json.dumps({"collectionTimeEnd": str(int(t * 1e6)), "clockMonotonicRaw": str(time.monotonic_ns())})
+    _write(os.path.join(prof, "host", "end_info"), end)
     _write(os.path.join(prof, "host", "end_info.done"), "")
-    for name in os.listdir(prof):
+    for name in sorted(os.listdir(prof)):
         if name.startswith("device_"):
             d = name[len("device_"):]
+            _write(os.path.join(prof, name, "end_info.%s" % d), end)
             _write(os.path.join(prof, name, "end_info.%s.done" % d), "")
+
+
+def is_finished(prof):
+    """Every end_info marker of the PROF dir is there (host and each device)."""
+    if not os.path.isfile(os.path.join(prof, "host", "end_info.done")):
+        return False
+    return all(os.path.isfile(os.path.join(prof, "device_%d" % d, "end_info.%d.done" % d)) for d in prof_devices(prof))
 
 
 def prof_devices(prof):

@@ -1,5 +1,6 @@
 """`npu-smi info` for the simulated target: device HBM follows the live
-service instances (state/instances/*.json) and the pre-set busy devices."""
+service instances (state/instances/*.json: the level each holds now, and its
+per-level increase per device) and the pre-set busy devices."""
 import glob
 import os
 import sys
@@ -36,9 +37,7 @@ def device_usage(root, cfg):
         inst = sim_root.read_json(path)
         if not inst or not sim_root.pid_alive(inst.get("main_pid"), inst.get("main_start")):
             continue
-        phase = inst.get("phase", "starting")
-        key = {"loaded": "loaded", "loaded-never-ready": "loaded", "ready": "ready", "inferred": "inferred",
-               "stopping": "inferred"}.get(phase)
+        key = inst.get("level")  # the HBM level (hbm_levels.LEVELS) the service's devices hold now
         for rk in inst.get("ranks", []):
             if not sim_root.pid_alive(rk["pid"], rk.get("start")):
                 continue

@@ -2,7 +2,8 @@
 
 It prints the per-rank start-up lines in the configured style, tells the
 API-server process how far it got through a pipe (L = weights loaded,
-K = KV cache sized, G = graphs captured), then idles until SIGTERM/SIGINT or
+P = memory-profiling run started, K = KV cache sized and allocated,
+G = graphs captured), then idles until SIGTERM/SIGINT or
 until its parent dies. Its pid is what npu-smi lists on its device."""
 import json
 import os
@@ -84,7 +85,9 @@ def main(argv):
         log.info("gpu_model_runner.py:5488", "Encoder cache will be initialized with a budget of %d tokens, and "
                  "profiled with 1 image items of the maximum feature size." % spec["max_num_batched_tokens"])
     signal_main("L")
-    _sleep(step * 0.3, ppid)
+    _sleep(step * 0.1, ppid)
+    signal_main("P")  # vLLM's memory-profiling forward pass (activation peak) starts
+    _sleep(step * 0.2, ppid)
     if style == "old":
         m = spec["v0_profile"]
         log.info("worker.py:266", "Memory profiling takes %.2f seconds\nthe current vLLM instance can use total_gpu_memory (%.2fGiB) x gpu_memory_utilization (%.2f) = %.2fGiB\nmodel weights take %.2fGiB; non_torch_memory takes %.2fGiB; PyTorch activation peak memory takes %.2fGiB; the rest of the memory reserved for KV Cache is %sGiB."

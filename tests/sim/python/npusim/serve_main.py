@@ -11,9 +11,13 @@ import sys
 import threading
 import time
 
-from . import ground_truth, log_lines, memory_plan, msprof_raw, msprof_series, sim_root, torch_profile_writer
+from . import (ground_truth, hbm_levels, kernel_model, log_lines, memory_plan, msprof_raw, msprof_series, sim_root,
+               torch_finalise, torch_profile_writer, work_timeline)
 from .http_api import make_server, serve_in_thread
 from .log_lines import Logger
+from .service_phases import PhaseLog
+
+REQUESTS_LOG_MAX = 1000  # requests kept in truth.requests_log
 
 ENV_ERRORS = {
     "vllm_ascend": "ModuleNotFoundError: No module named 'vllm_ascend'",
@@ -71,6 +75,7 @@ class Service:
         self.pid = os.getpid()
         self.stop_event = StopFlag()  # set from signal handlers: no locks
         self.lock = threading.Lock()
+        self.truth_lock = threading.RLock()  # taken after self.lock, never before it
         self.api_log = Logger(self.style, log_lines.api_prefix(self.style, self.pid), self.cfg.get("log_ansi"))
         self.model = args.model
         self.served_names = list(args.served_model_name or [args.model])
@@ -82,9 +87,14 @@ class Service:
         self.started = time.time()
         self.image_tokens = int(self.cfg.get("image_tokens", 256))
         self.ranks = []          # [{"rank", "pid", "start", "device", "proc", "fd"}]
-        self.timeline = []       # [[t_us, phase]]
+        self.phases = PhaseLog(memory_plan.memory_settings(self.cfg)["activation_release"], self.started)
         self.phase = "starting"
+        self.ready = False
+        self.stop_requested_at = None
         self.requests_total = 0
+        self.requests_log = []
+        self.profile_sessions = []
+        self.finalisers = []     # [(RankFinalise, truth entry)]
         self.chat_seen = 0
         self.profiling = False
         self.window = []
@@ -117,34 +127,39 @@ class Service:
     def _sleep(self, secs):
         return self.stop_event.wait(secs)
 
-    def _mark(self, phase):
-        self.phase = phase
-        self.timeline.append([time.time() * 1e6, phase])
+    def _mark(self, phase, level=None, state=None, t=None):
+        """Enter `phase` (HBM `level`, None = unchanged); `state` is the coarse phase of truth and
+        the instance record (starting|loaded|ready|inferred|stopping)."""
+        self.phases.mark(phase, level, t)
+        if state:
+            self.phase = state
         self._write_instance()
 
     def _write_instance(self):
         deltas = {}
         if self.plan:
             for r in self.plan["ranks"]:
-                s = r["npu_smi"]
-                deltas[str(r["device"])] = {
-                    "loaded": s["after_loaded_mb"] - s["baseline_mb"],
-                    "ready": s["after_ready_mb"] - s["baseline_mb"],
-                    "inferred": s["after_inference_mb"] - s["baseline_mb"]}
+                deltas[str(r["device"])] = hbm_levels.delta_mb(r)
         sim_root.write_json_atomic(self.inst_path, {
             "instance": self.instance, "main_pid": self.pid, "main_start": sim_root.proc_start_time(self.pid),
-            "phase": self.phase, "port": self.args.port,
+            "phase": self.phase, "level": self.phases.level, "in_flight": self.phases.in_flight,
+            "port": self.args.port,
             "ranks": [{"rank": r["rank"], "pid": r["pid"], "start": r["start"], "device": r["device"]}
                       for r in self.ranks],
             "used_delta_mb": deltas})
 
-    def _write_truth(self, status, extra=None):
-        t = dict(self.truth or {})
-        t.update({"status": status, "phase": self.phase, "updated_at": time.time()})
-        if extra:
-            t.update(extra)
-        self.truth = t
-        sim_root.write_json_atomic(self.truth_path, t)
+    def _write_truth(self, status=None, extra=None):
+        """Rewrite the truth file (status None = unchanged), with the phases, requests and
+        profiling sessions so far. Safe from any thread."""
+        with self.truth_lock:
+            t = dict(self.truth or {})
+            t.update({"status": status or t.get("status", "starting"), "phase": self.phase,
+                      "updated_at": time.time(), "phases": self.phases.truth(),
+                      "requests_log": list(self.requests_log), "profile_sessions": self.profile_sessions})
+            if extra:
+                t.update(extra)
+            self.truth = t
+            sim_root.write_json_atomic(self.truth_path, t)
 
     def _crash(self, message, code=1):
         sys.stderr.write("Traceback (most recent call last):\n"
@@ -154,6 +169,9 @@ class Service:
                          "    args.dispatch_function(args)\n"
                          + message + "\n")
         sys.stderr.flush()
+        if not self.ready:
+            work_timeline.record("service_startup", self.started, time.time(), instance=self.instance,
+                                 port=self.args.port, ok=False, error=message[:200])
         if self.truth is not None:
             self._write_truth("crashed", {"error": message})
         self._cleanup()
@@ -218,14 +236,17 @@ class Service:
                      % ((mc.get("architectures") or ["LlamaForCausalLM"])[0], mc.get("num_hidden_layers", 1),
                         int(self.cfg.get("graph_sizes", 35))))
         self.truth = ground_truth.truth_doc(self, devices, mode)
+        self._mark("starting", "base", "starting")
         self._write_truth("starting")
-        self._mark("starting")
         if self.msprof:
             self.prof_dirs["main"] = msprof_raw.create_prof(self.msprof["output"], self.pid, [], index=1)
         self._spawn_ranks(devices, step)
         self._wait_ranks("L")
-        self._mark("loaded")
+        self._mark("loaded", "loaded", "loaded")
+        self._wait_ranks("P")
+        self._mark("profile_run", "profile")
         self._wait_ranks("K")
+        self._mark("kv_allocated", "kv")
         p = self.plan
         for d in range(self.dp):
             eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, d), self.cfg.get("log_ansi"))
@@ -242,15 +263,20 @@ class Service:
                          "Maximum concurrency for {:,} tokens per request: {:.2f}x".format(
                              self.max_model_len, p["max_concurrency"]))
         self._wait_ranks("G")
+        self._mark("graph_captured", "ready")
         eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, 0), self.cfg.get("log_ansi"))
         eng.info("core.py:281" if style != "old" else "llm_engine.py:431",
                  "init engine (profile, create kv cache, warmup model) took %.2f seconds" % (time.time() - self.started))
         if sim_root.fault(self.cfg, "never_ready"):
-            self._mark("loaded-never-ready")
+            self._mark("loaded-never-ready", "loaded", "loaded-never-ready")
             return None
         srv = self._bind()
-        self._mark("ready")
-        self._write_truth("ready", {"ready_at": time.time()})
+        self.ready = True
+        self._mark("ready", "ready", "ready")
+        now = time.time()
+        self._write_truth("ready", {"ready_at": now})
+        work_timeline.record("service_startup", self.started, now, instance=self.instance, port=self.args.port,
+                             tp=self.tp, dp=self.dp, ok=True)
         log_lines.readiness(api, style, self.args.host or "0.0.0.0", self.args.port, self.pid,
                             self.profiler_enabled)
         if style == "new":
@@ -322,25 +348,53 @@ class Service:
     def run_request(self, kind, prompt_tokens, completion_tokens):
         with self.lock:
             self.requests_total += 1
+            index = self.requests_total - 1
             fail = False
             if kind == "chat":
                 ratio = float(sim_root.fault(self.cfg, "chat_fail_ratio", 0) or 0)
                 i = self.chat_seen
                 self.chat_seen += 1
                 fail = int((i + 1) * ratio) > int(i * ratio)
-            if self.phase == "ready":
-                self._mark("inferred")
-                self._write_truth("ready", {"first_request_at": time.time()})
+            now = time.time()
             rec = {"kind": kind, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                   "t_start": time.time(), "ok": not fail}
+                   "t_start": now, "ok": not fail}
+            first = self.phase == "ready"
+            changed = self.phases.request_started(now)
+            if first:
+                self._mark_state("inferred")
+                self._write_truth("ready", {"first_request_at": round(now, 6)})
+            elif changed:
+                self._write_instance()
             if self.profiling:
                 self.window.append(rec)
         tok = sim_root.delay(self.cfg, "token", 0.001)
         time.sleep(min(5.0, sim_root.delay(self.cfg, "prefill", 0.005) + tok * completion_tokens))
-        rec["t_end"] = time.time()
+        with self.lock:
+            rec["t_end"] = end = time.time()
+            if self.phases.request_ended(end):
+                self._write_instance()
+            if len(self.requests_log) < REQUESTS_LOG_MAX:
+                self.requests_log.append({"i": index, "kind": kind, "ok": not fail, "start": round(rec["t_start"], 6),
+                                          "end": round(end, 6), "prompt_tokens": prompt_tokens,
+                                          "completion_tokens": completion_tokens})
+            if index == 0:
+                self._write_truth(None, {"first_request_end_at": round(end, 6)})
+        work_timeline.record("request", rec["t_start"], end, port=self.args.port, kind=kind, ok=not fail,
+                             prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         return not fail
 
+    def _mark_state(self, state):
+        self.phase = state
+        self._write_instance()
+
     def profile_control(self, start):
+        t0 = time.time()
+        code, msg = self._profile_control(start)
+        work_timeline.record("profile_start" if start else "profile_stop", t0, time.time(), port=self.args.port,
+                             code=code)
+        return code, msg
+
+    def _profile_control(self, start):
         slow = float(sim_root.fault(self.cfg, "slow_profile_control", 0) or 0)
         if slow:
             time.sleep(slow)
@@ -361,25 +415,51 @@ class Service:
             self.window = []
         self.api_log.info("api_server.py:1062", "Stopping profiler...")
         if was and reqs:
-            self._write_profiles(reqs)
+            self._write_profiles(reqs, time.time())
         return 200, ""
 
-    def _write_profiles(self, reqs):
+    def _write_profiles(self, reqs, t_stop):
+        """Begin every profiled rank's *_ascend_pt and start its finalise (torch_finalise.py)."""
         skip = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_profile"))
         no_kd = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_kernel_details"))
         no_tv = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_trace_view"))
+        hang = sim_root.parse_rank_list(sim_root.fault(self.cfg, "finalise_hang"))
+        delays = self.cfg.get("delays", {}).get("finalise")
         os.makedirs(self.profiler_dir, exist_ok=True)
-        paths = []
+        session = {"start_at": round(self.window_start, 6), "stop_at": round(t_stop, 6), "requests": len(reqs),
+                   "kernel_slow": kernel_model.settings(self.cfg)["slow"], "ranks": []}
+        started = []
         for rk in self.ranks:
             if rk["rank"] in skip:
                 continue
-            paths.append(torch_profile_writer.write_rank(
-                self.profiler_dir, rk["rank"], rk["pid"], rk["device"], self.tp, reqs, self.window_start,
-                naming=self.cfg.get("profile_dir_naming", "host"), host=self.cfg.get("hostname"),
-                device_data=rk["rank"] not in no_kd, framework_ops=rk["rank"] not in no_tv,
-                with_stack=self.profiler_with_stack))
-        self._write_truth(self.truth.get("status", "ready"),
-                          {"profile_dirs": (self.truth.get("profile_dirs") or []) + paths})
+            r = rk["rank"]
+            trace = torch_profile_writer.begin_rank(
+                self.profiler_dir, r, rk["pid"], rk["device"], self.tp, self.window_start,
+                naming=self.cfg.get("profile_dir_naming", "host"), host=self.cfg.get("hostname"))
+            tasks = kernel_model.tasks(reqs, self.plan["model_config"], self.tp, rk["device"], self.cfg, rank=r)
+            entry = {"rank": r, "device": rk["device"], "pid": rk["pid"], "dir": trace["path"],
+                     "finalise_delay_s": sim_root.per_rank(delays, r, 0.0), "hang": r in hang,
+                     "finalised_at": None, "abandoned": False, "device_data": r not in no_kd,
+                     "framework_ops": r not in no_tv,
+                     "kernels": kernel_model.summary(tasks) if r not in no_kd else []}
+            fin = torch_finalise.RankFinalise(
+                trace, torch_profile_writer.cpu_ops(reqs, rk["pid"]), tasks, entry["finalise_delay_s"], entry["hang"],
+                t_stop, framework_ops=entry["framework_ops"], device_data=entry["device_data"],
+                with_stack=self.profiler_with_stack, on_done=lambda f, e=entry: self._finalised(f, e))
+            session["ranks"].append(entry)
+            started.append((fin, entry))
+        with self.truth_lock:
+            self.profile_sessions.append(session)
+            self.finalisers += started
+            self._write_truth(None, {"profile_dirs": (self.truth.get("profile_dirs") or [])
+                                     + [e["dir"] for _f, e in started]})
+        for fin, _e in started:
+            fin.start()
+
+    def _finalised(self, fin, entry):
+        with self.truth_lock:
+            entry["finalised_at"] = round(fin.finished_at, 6)
+            self._write_truth()
 
     # ---- shutdown ------------------------------------------------------------
     def _cleanup(self):
@@ -411,24 +491,38 @@ class Service:
             api.raw("INFO:     Waiting for application shutdown.", err)
             api.raw("INFO:     Application shutdown complete.", err)
             api.raw("INFO:     Finished server process [%d]" % self.pid, err)
-        self._mark("stopping")
+        t_stop = self.stop_requested_at or time.time()
+        with self.lock:
+            self._mark("stopping", None, "stopping")
         self._cleanup()
+        with self.truth_lock:
+            for fin, entry in self.finalisers:
+                if fin.finished_at is None:
+                    fin.abandon()
+                    entry["abandoned"] = True
+        with self.lock:
+            self.phases.mark("stopped", "base")
+        extra = {"stopped_at": time.time(), "requests": self.requests_total}
         try:
             if self.msprof and self.msprof.get("memory") and self.plan:
-                msprof_series.write(self.prof_dirs, self.plan, self.timeline + [[time.time() * 1e6, "end"]],
-                                    int(self.msprof.get("sys_hardware_mem_freq", 50)))
-            for p in self.prof_dirs.values():
-                msprof_raw.finish(p)
+                freq = int(self.msprof.get("sys_hardware_mem_freq", 50))
+                # msprof keeps sampling (the freed devices) until its own flush ends
+                series = self.phases.series(time.time() + sim_root.delay(self.cfg, "msprof_flush", 0.1))
+                msprof_series.write(self.prof_dirs, self.plan, series, freq)
+                extra["msprof_series"] = msprof_series.truth(series, freq, self.phases.inference_windows())
         except OSError as e:
             sys.stderr.write("msprof data write failed: %s\n" % e)
         if self.truth is not None:
-            self._write_truth("stopped", {"stopped_at": time.time(), "requests": self.requests_total})
+            self._write_truth("stopped", extra)
+        work_timeline.record("service_shutdown", t_stop, time.time(), instance=self.instance, port=self.args.port)
 
 
 def run(args, entry):
     svc = Service(args, entry)
 
     def on_signal(_s, _f):
+        if svc.stop_requested_at is None:
+            svc.stop_requested_at = time.time()
         svc.stop_event.set()
 
     signal.signal(signal.SIGINT, on_signal)

@@ -1,8 +1,10 @@
 """Where a simulated target keeps its state, and small helpers to read and
 write it safely from several processes (atomic JSON writes, pid liveness)."""
+import itertools
 import json
 import os
 import sys
+import threading
 import time
 
 ENV_ROOT = "NPUPROF_SIM_ROOT"
@@ -43,12 +45,16 @@ def load_config(root=None):
         return json.load(f)
 
 
+_TMP_SEQ = itertools.count()
+
+
 def write_json_atomic(path, obj, indent=2):
     """Write obj as JSON so that a concurrent reader sees either the old or
-    the new file, never a torn one."""
+    the new file, never a torn one. Safe from several threads of one process
+    (each write has its own temporary name)."""
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
-    tmp = "%s.tmp.%d.%d" % (path, os.getpid(), int(time.time() * 1e6))
+    tmp = "%s.tmp.%d.%d.%d" % (path, os.getpid(), threading.get_ident(), next(_TMP_SEQ))
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=indent, sort_keys=False)
         f.write("\n")
@@ -101,6 +107,24 @@ def fault(cfg, name, default=None):
 
 def delay(cfg, name, default=0.0):
     return float(cfg.get("delays", {}).get(name, default))
+
+
+def per_rank(value, rank, default=0.0):
+    """A per-rank setting: one number for every rank, a list indexed by rank
+    (missing ranks: default) or a dict keyed by the rank number."""
+    if value is None:
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, list):
+        return float(value[rank]) if rank < len(value) and value[rank] is not None else default
+    if isinstance(value, dict):
+        v = value.get(str(rank), value.get(rank))
+        return default if v is None else float(v)
+    if isinstance(value, str) and value.strip():
+        parts = value.split(",")
+        return per_rank([float(p) for p in parts] if len(parts) > 1 else float(parts[0]), rank, default)
+    return default
 
 
 def parse_rank_list(value):

@@ -5,7 +5,7 @@ import os
 import shutil
 import socket
 
-from . import layouts, memory_plan
+from . import kernel_model, layouts, memory_plan
 
 SIM_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = ("npu-smi", "msprof", "vllm")
@@ -21,6 +21,9 @@ FAULTS = {
     "stop_profile_500": "POST /stop_profile answers 500",
     "slow_profile_control": "seconds: delay before start/stop_profile answer",
     "export_hang": "msprof --export=on never finishes",
+    "finalise_hang": "rank list: these ranks never finalise after /stop_profile (no profiler_info_<rank>.json)",
+    "msprof_flush_hang": "msprof app mode never finishes its flush after the app exits (no end_info; only SIGKILL)",
+    "msprof_flush_crash": "msprof app mode dies (SIGKILL) half-way through its flush: no end_info, no CSVs",
     "msprof_missing": "msprof is not on PATH (same as --msprof-missing)",
     "npu_smi_missing": "npu-smi is not on PATH (same as --npu-smi-missing)",
 }
@@ -53,17 +56,25 @@ def set_dotted(cfg, key, value):
     cur[parts[-1]] = value
 
 
-def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, baseline_mb=2862, busy=(),
-          faults=(), startup_delay=0.5, token_delay=0.001, export_delay=1.0, log_style="ascend",
-          msprof_missing=False, npu_smi_missing=False, hostname=None, sets=()):
-    root = os.path.abspath(root)
-    devs = layouts.make_devices(layout, devices, npu_ids, hbm_total_mb, baseline_mb)
+def parse_faults(faults):
     fdict = {}
     for f in faults:
         name, eq, val = f.partition("=")
         if name not in FAULTS:
             raise ValueError("unknown fault %r (known: %s)" % (name, ", ".join(sorted(FAULTS))))
         fdict[name] = parse_value(val) if eq else True
+    return fdict
+
+
+def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, baseline_mb=2862, busy=(),
+          faults=(), startup_delay=0.5, token_delay=0.001, export_delay=1.0, log_style="ascend",
+          msprof_missing=False, npu_smi_missing=False, hostname=None, sets=(), finalise_delay=0.0,
+          msprof_flush_delay=0.1, activation="retained", env_delay=0.0, login_delay=0.0):
+    root = os.path.abspath(root)
+    devs = layouts.make_devices(layout, devices, npu_ids, hbm_total_mb, baseline_mb)
+    if activation not in ("retained", "released"):
+        raise ValueError("bad activation mode %r (want retained or released)" % activation)
+    fdict = parse_faults(faults)
     msprof_missing = msprof_missing or bool(fdict.get("msprof_missing"))
     npu_smi_missing = npu_smi_missing or bool(fdict.get("npu_smi_missing"))
     cfg = {
@@ -71,8 +82,10 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
         "npu_smi_version": layouts.LAYOUTS[layout]["version"], "devices": devs,
         "busy": [parse_busy(b, devs) for b in busy], "faults": fdict,
         "delays": {"startup": startup_delay, "token": token_delay, "prefill": 0.005, "export": export_delay,
-                   "analyse": 0.0},
-        "memory": {k: v for k, v in memory_plan.DEFAULT_MEMORY.items()},
+                   "analyse": 0.0, "finalise": finalise_delay, "msprof_flush": msprof_flush_delay,
+                   "msprof_auto_export": 0.0, "env_script": env_delay, "login": login_delay},
+        "memory": dict(memory_plan.DEFAULT_MEMORY, activation_release=activation == "released"),
+        "kernels": {k: (dict(v) if isinstance(v, dict) else v) for k, v in kernel_model.DEFAULTS.items()},
         "log_style": log_style, "log_ansi": None, "bind_host": "127.0.0.1",
         "hostname": hostname or socket.gethostname(), "profile_dir_naming": "host",
         "kernel_details_header": "blockdim", "image_tokens": 256, "process_table": True,
@@ -86,25 +99,75 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
     state = os.path.join(root, "state")
     for d in ("instances", "truth"):
         os.makedirs(os.path.join(state, d), exist_ok=True)
-    with open(os.path.join(state, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
+    write_config(state, cfg)
     bindir = os.path.join(root, "bin")
     if os.path.isdir(bindir):
         shutil.rmtree(bindir)
     os.makedirs(bindir)
     for t in cfg["installed"]:
         os.symlink(os.path.join(SIM_DIR, "bin", t), os.path.join(bindir, t))
+    env_script, login_rc = write_scripts(root, bindir, cfg["delays"].get("env_script", 0.0),
+                                         cfg["delays"].get("login", 0.0))
+    return {"root": root, "set_env": env_script, "login_rc": login_rc, "bin": bindir,
+            "config": os.path.join(state, "config.json"), "timeline": os.path.join(state, "timeline.jsonl"),
+            "truth_dir": os.path.join(state, "truth"), "layout": layout, "installed": cfg["installed"],
+            "faults": fdict, "busy": cfg["busy"],
+            "devices": [{k: d[k] for k in ("index", "npu_id", "chip", "name", "total_mb", "baseline_mb")}
+                        for d in devs]}
+
+
+def write_config(state, cfg):
+    tmp = os.path.join(state, "config.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(cfg, f, indent=2)
+    os.replace(tmp, os.path.join(state, "config.json"))
+
+
+def _sleep_line(seconds):
+    return "sleep %s\n" % repr(float(seconds)) if seconds and float(seconds) > 0 else ""
+
+
+def write_scripts(root, bindir, env_delay=0.0, login_delay=0.0):
+    """set_env.sh (the target's "Ascend set_env.sh"; sourcing it takes env_delay s, as the real
+    one's ~100 ms) and login_rc.sh (what a slow login shell's rc file costs: login_delay s; a
+    harness makes every `bash -c` of its sshd read it with `SetEnv BASH_ENV=<root>/login_rc.sh`)."""
     pyroot = os.path.join(SIM_DIR, "python")
     env_script = os.path.join(root, "set_env.sh")
     with open(env_script, "w") as f:
         f.write("# Simulated Ascend toolkit environment (npuprof test simulator)\n"
+                + _sleep_line(env_delay) +
                 "export NPUPROF_SIM_ROOT='%s'\n"
                 "export ASCEND_HOME_PATH='%s/ascend-toolkit/latest'\n"
                 "export ASCEND_TOOLKIT_HOME=\"$ASCEND_HOME_PATH\"\n"
                 "export PATH='%s':\"$PATH\"\n"
                 "export PYTHONPATH='%s'${PYTHONPATH:+:\"$PYTHONPATH\"}\n" % (root, root, bindir, pyroot))
-    return {"root": root, "set_env": env_script, "bin": bindir, "config": os.path.join(state, "config.json"),
-            "truth_dir": os.path.join(state, "truth"), "layout": layout, "installed": cfg["installed"],
-            "faults": fdict, "busy": cfg["busy"],
-            "devices": [{k: d[k] for k in ("index", "npu_id", "chip", "name", "total_mb", "baseline_mb")}
-                        for d in devs]}
+    login_rc = os.path.join(root, "login_rc.sh")
+    with open(login_rc, "w") as f:
+        f.write("# A slow login shell's rc file (npuprof test simulator): costs what sourcing the\n"
+                "# Ascend set_env.sh from ~/.bashrc costs on a real machine.\n" + _sleep_line(login_delay))
+    return env_script, login_rc
+
+
+def update(root, faults=(), sets=(), clear_faults=False):
+    """Change the config of an existing target in place (between two runs): add faults
+    (or drop them all first) and apply --set keys; the rest stays as it is. The next
+    service start, msprof or analyse() reads the new config."""
+    root = os.path.abspath(root)
+    state = os.path.join(root, "state")
+    path = os.path.join(state, "config.json")
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError("no target config at %s (%s): create the target first" % (path, e))
+    if clear_faults:
+        cfg["faults"] = {}
+    cfg.setdefault("faults", {}).update(parse_faults(faults))
+    for s in sets:
+        k, _, v = s.partition("=")
+        set_dotted(cfg, k, parse_value(v))
+    write_config(state, cfg)
+    delays = cfg.get("delays", {})
+    write_scripts(root, os.path.join(root, "bin"), delays.get("env_script", 0.0), delays.get("login", 0.0))
+    return {"root": root, "config": path, "faults": cfg["faults"], "delays": delays,
+            "memory": cfg.get("memory", {}), "kernels": cfg.get("kernels", {})}

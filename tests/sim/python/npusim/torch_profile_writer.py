@@ -1,23 +1,20 @@
-"""Write one `*_ascend_pt` directory per rank at /stop_profile, with the real
+"""One `*_ascend_pt` directory per rank after /stop_profile, with the real
 inner layout (profiler_info_<rank>.json, profiler_metadata.json, FRAMEWORK/,
-PROF_*/host|device_<id>/data/, logs/). The simulator's raw inputs for
-analyse() are FRAMEWORK/torch.op_range (JSON lines of CPU ops) and
-PROF_*/device_<id>/data/sim_tasks.json (NPU tasks); a rank whose device data
-did not land has an empty device_<id>/data/."""
+PROF_*/host|device_<id>/data/, logs/), written in three steps as torch_npu
+does: begin (the directory and its skeleton, at stop), chunks of data
+(FRAMEWORK/torch.op_range grows, device data lands in slices) and finish
+(PROF end_info markers, then profiler_info_<rank>.json last: once it is
+there the directory no longer changes until analyse()).
+
+The simulator's raw inputs for analyse() are FRAMEWORK/torch.op_range (JSON
+lines of CPU ops) and PROF_*/device_<id>/data/sim_tasks.json.slice_<n> (NPU
+tasks, kernel_model.py); a rank whose device data did not land has an empty
+device_<id>/data/."""
 import json
 import os
 import socket
-import time
 
 from . import msprof_raw
-
-KERNELS = [  # name, type, accelerator core, base duration us, block dim
-    ("aclnnMatmul_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", 180.0, 16),
-    ("aclnnRmsNorm_RmsNormAiCore_RmsNorm", "RmsNorm", "AI_VECTOR_CORE", 6.5, 24),
-    ("aclnnFusedInferAttentionScore_FusedInferAttentionScore", "FusedInferAttentionScore", "MIX_AIC", 95.0, 20),
-    ("aclnnSwiGlu_SwiGluAiCore_SwiGlu", "SwiGlu", "AI_VECTOR_CORE", 12.0, 40),
-]
-ALLREDUCE = ("hcom_allReduce__123_0_1", "hcom_allReduce_", "HCCL", 45.0, 0)
 
 
 def dir_name(naming, host, pid, rank, tp, t):
@@ -25,23 +22,6 @@ def dir_name(naming, host, pid, rank, tp, t):
     if naming == "rank":
         return "dp%d_pp0_tp%d_dcp0_ep%d_rank%d_%d_%s_ascend_pt" % (rank // tp, rank % tp, rank, rank, pid, stamp)
     return "%s_%d_%s_ascend_pt" % (host, pid, stamp)
-
-
-def synth_tasks(requests, tp, device, max_steps=16):
-    tasks = []
-    task_id = 1000
-    for req in requests:
-        t = req["t_start"] * 1e6 + 500.0
-        steps = max(1, min(req["completion_tokens"], max_steps))
-        for step in range(steps):
-            for name, typ, core, dur, block in KERNELS + ([ALLREDUCE] if tp > 1 else []):
-                d = dur * (3.0 if step == 0 else 1.0) * (1.0 + (task_id % 7) / 50.0)
-                tasks.append({"name": name, "type": typ, "core": core, "start_us": round(t, 3), "dur_us": round(d, 3),
-                              "wait_us": 1.2 if step else 0.0, "block": block, "task_id": task_id, "stream": 2,
-                              "step": 1, "device": device})
-                t += d + 1.5
-                task_id += 1
-    return tasks
 
 
 def cpu_ops(requests, pid):
@@ -54,36 +34,49 @@ def cpu_ops(requests, pid):
     return ops
 
 
-def write_rank(base_dir, rank, pid, device, tp, requests, t_start, naming="host", host=None,
-               device_data=True, framework_ops=True, with_stack=False):
+def begin_rank(base_dir, rank, pid, device, tp, t_start, naming="host", host=None):
+    """Create the rank's directory skeleton; -> trace dict for write_chunk/finish_rank."""
     host = host or socket.gethostname()
-    now = time.time()
     path = os.path.join(base_dir, dir_name(naming, host, pid, rank, tp, t_start))
     os.makedirs(os.path.join(path, "FRAMEWORK"), exist_ok=True)
     os.makedirs(os.path.join(path, "logs"), exist_ok=True)
+    with open(os.path.join(path, "profiler_metadata.json"), "w") as f:
+        json.dump({"ENV_VARIABLES": {"ASCEND_RT_VISIBLE_DEVICES": os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "")}},
+                  f, indent=4)
+    for fname in ("torch.op_mark", "torch.memory_usage", "torch.gc_record"):
+        open(os.path.join(path, "FRAMEWORK", fname), "w").close()
+    prof = msprof_raw.create_prof(path, pid, [device], index=1, t=t_start + 0.005)
+    return {"path": path, "prof": prof, "rank": rank, "device": device, "t_start": t_start, "chunks": 0}
+
+
+def write_chunk(trace, ops, tasks, framework_ops=True, device_data=True):
+    """Append one chunk of the rank's data (ops to torch.op_range, tasks as the next device slice)."""
+    if framework_ops and ops:
+        with open(os.path.join(trace["path"], "FRAMEWORK", "torch.op_range"), "a") as f:
+            for op in ops:
+                f.write(json.dumps(op) + "\n")
+    if device_data and tasks:
+        data = os.path.join(trace["prof"], "device_%d" % trace["device"], "data")
+        with open(os.path.join(data, "sim_tasks.json.slice_%d" % trace["chunks"]), "w") as f:
+            json.dump(tasks, f)
+    trace["chunks"] += 1
+
+
+def finish_rank(trace, t_stop, with_stack=False):
+    """The rank's finalise: PROF end_info, then profiler_info_<rank>.json."""
+    msprof_raw.finish(trace["prof"])
+    rank = trace["rank"]
     info = {"config": {"common_config": {"activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
                                          "schedule": {}, "record_shapes": False, "profile_memory": False,
                                          "with_stack": False, "with_flops": False, "with_modules": with_stack},
                        "experimental_config": {"_profiler_level": "Level1", "_aic_metrics": "PipeUtilization",
                                                "_export_type": ["text"], "_data_simplification": True}},
             "start_info": {"syscnt_enable": False, "freq": 100, "start_cnt": 0,
-                           "start_monotonic": int(t_start * 1e9)},
-            "end_info": {"collectionTimeEnd": int(now * 1e6), "MonotonicTimeEnd": int(now * 1e9)},
+                           "start_monotonic": int(trace["t_start"] * 1e9)},
+            "end_info": {"collectionTimeEnd": int(t_stop * 1e6), "MonotonicTimeEnd": int(t_stop * 1e9)},
             "torch_npu_version": "2.5.1.post1", "cann_version": "8.2.RC1", "rank_id": rank}
-    with open(os.path.join(path, "profiler_info_%d.json" % rank), "w") as f:
+    final = os.path.join(trace["path"], "profiler_info_%d.json" % rank)
+    tmp = final + ".tmp"
+    with open(tmp, "w") as f:
         json.dump(info, f, indent=4)
-    with open(os.path.join(path, "profiler_metadata.json"), "w") as f:
-        json.dump({"ENV_VARIABLES": {"ASCEND_RT_VISIBLE_DEVICES": os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "")}},
-                  f, indent=4)
-    for fname in ("torch.op_mark", "torch.memory_usage", "torch.gc_record"):
-        open(os.path.join(path, "FRAMEWORK", fname), "w").close()
-    if framework_ops:
-        with open(os.path.join(path, "FRAMEWORK", "torch.op_range"), "w") as f:
-            for op in cpu_ops(requests, pid):
-                f.write(json.dumps(op) + "\n")
-    prof = msprof_raw.create_prof(path, pid, [device], index=1, t=t_start + 0.005)
-    if device_data:
-        with open(os.path.join(prof, "device_%d" % device, "data", "sim_tasks.json"), "w") as f:
-            json.dump(synth_tasks(requests, tp, device), f)
-    msprof_raw.finish(prof)
-    return path
+    os.replace(tmp, final)
