@@ -73,7 +73,10 @@ const std::set<std::string>& DroppedKeys() {
       // memory-profile evidence locators: which log line / CSV row / sample
       // time a figure was read from depends on timing (sampling, rank log
       // interleaving); the figures themselves are compared.
-      "line", "row", "timestamp"};
+      "line", "row", "timestamp",
+      // memory-profile: seconds the export task polled (0 when a re-dispatched
+      // attempt finds the export already finished).
+      "waited_s"};
   return keys;
 }
 
