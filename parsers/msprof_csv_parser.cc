@@ -129,6 +129,25 @@ std::optional<int> DeviceOf(const std::vector<std::string>& cells, std::optional
   return std::nullopt;
 }
 
+// (name, device) -> index of its entry, so a row finds its entry without a
+// walk over every entry so far.
+using EntryIndex = std::map<std::pair<std::string, std::optional<int>>, size_t>;
+
+// The entry of (name, device) in `entries`; a new one (with its name and
+// device set) is added at the end, in order of first appearance.
+template <typename Entry>
+Entry& EntryOf(std::vector<Entry>& entries, EntryIndex& index, std::string Entry::*name_field,
+               const std::string& name, std::optional<int> device) {
+  auto [slot, fresh] = index.try_emplace({name, device}, entries.size());
+  if (fresh) {
+    Entry e;
+    e.*name_field = name;
+    e.device_id = device;
+    entries.push_back(std::move(e));
+  }
+  return entries[slot->second];
+}
+
 Status MissingColumns(std::string_view what, const std::vector<std::string>& missing,
                       const std::vector<std::string>& header) {
   return Status::Invalid(fmt::format("{}: missing column{} {} (header: {})", what,
@@ -263,7 +282,7 @@ Result<ModuleMemTable> ParseNpuModuleMemCsv(std::string_view csv_text) {
   const size_t needed = std::max(*component_col, value_col) + 1;
 
   Status error;
-  std::map<std::pair<std::string, std::optional<int>>, size_t> index_of;  // (component, device) -> entry
+  EntryIndex index_of;
   ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
     if (index == 0) return true;
     ++table.data_rows;
@@ -276,16 +295,8 @@ Result<ModuleMemTable> ParseNpuModuleMemCsv(std::string_view csv_text) {
       ++table.skipped_rows;
       return true;
     }
-    std::optional<int> device = DeviceOf(cells, device_id_col, device_col);
-    const std::string& name = cells[*component_col];
-    auto [slot, fresh] = index_of.try_emplace({name, device}, table.components.size());
-    if (fresh) {
-      ModuleMemComponent c;
-      c.device_id = device;
-      c.component = name;
-      table.components.push_back(std::move(c));
-    }
-    ModuleMemComponent& it = table.components[slot->second];
+    ModuleMemComponent& it = EntryOf(table.components, index_of, &ModuleMemComponent::component,
+                                     cells[*component_col], DeviceOf(cells, device_id_col, device_col));
     ++it.rows;
     if (value.value < 0) {
       ++it.negative_rows;
@@ -340,7 +351,7 @@ Result<NpuMemTable> ParseNpuMemCsv(std::string_view csv_text) {
   };
 
   Status error;
-  std::map<std::pair<std::string, std::optional<int>>, size_t> index_of;  // (event, device) -> series
+  EntryIndex index_of;
   ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
     if (index == 0) return true;
     ++table.data_rows;
@@ -361,16 +372,8 @@ Result<NpuMemTable> ParseNpuMemCsv(std::string_view csv_text) {
       ++table.skipped_rows;
       return true;
     }
-    std::optional<int> device = DeviceOf(cells, device_id_col, std::nullopt);
-    const std::string& event = cells[*event_col];
-    auto [slot, fresh] = index_of.try_emplace({event, device}, table.series.size());
-    if (fresh) {
-      NpuMemSeries series;
-      series.device_id = device;
-      series.event = event;
-      table.series.push_back(std::move(series));
-    }
-    NpuMemSeries& it = table.series[slot->second];
+    NpuMemSeries& it = EntryOf(table.series, index_of, &NpuMemSeries::event, cells[*event_col],
+                               DeviceOf(cells, device_id_col, std::nullopt));
     NpuMemSample sample{ts.value, cells[*ts_col], hbm.value / 1024.0, optional_mb(ddr), optional_mb(memory), index};
     bool first = it.samples.empty();
     if (first || sample.hbm_mb > it.max_hbm_mb) {

@@ -7,7 +7,8 @@
 # N defaults to 60 per target; J (targets run at once) to the number of CPUs.
 # Each target starts from its seeds (tests/fuzz/corpus.txt) and saved findings
 # (tests/fuzz/findings/<target>/) and keeps what it learns in
-# DIR/corpus/<target>/ for the next run. An input that breaks a promise
+# DIR/corpus/<target>/ for the next run (with tests/fuzz/dicts/<target>.dict
+# as its dictionary when there is one). An input that breaks a promise
 # (crash, sanitizer report, broken FUZZ_CHECK, escaping exception, an input
 # slower than 10 s) is saved as DIR/findings/<target>/crash-* (or timeout-*,
 # oom-*); the script then exits 1 naming it. Keep a fixed finding as a
@@ -75,10 +76,13 @@ run_target() {
   if [[ -d tests/fuzz/findings/$t ]]; then
     for f in tests/fuzz/findings/"$t"/*; do [[ -f $f ]] && cp "$f" "$seeds/finding-$(basename "$f")"; done
   fi
+  local dict=()
+  [[ -f tests/fuzz/dicts/$t.dict ]] && dict=(-dict="tests/fuzz/dicts/$t.dict")
   local rc=0
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$found/" ${extra[@]+"${extra[@]}"} "$work" "$seeds" >"$log" 2>&1 || rc=$?
+    -print_final_stats=1 -artifact_prefix="$found/" ${dict[@]+"${dict[@]}"} ${extra[@]+"${extra[@]}"} \
+    "$work" "$seeds" >"$log" 2>&1 || rc=$?
   local runs
   runs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   if ((rc != 0)); then

@@ -274,21 +274,19 @@ TEST(NpuSmiSnapshotJson, KeyedByLogicalId) {
 // threw json type_error 316 and took the worker down. The snapshot keeps the
 // bytes; the projection and the error messages are valid UTF-8.
 TEST(NpuSmiParser, InvalidUtf8CellsKeepTheirBytesAndGiveValidJson) {
-  const std::string text =
-      "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|\n"
-      "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |\n"
-      "+===========================+===============+====================================================+\n"
-      "| 0     910B3\xff\xfe          | O\xc3K           | 97.9        34                0    / 0             |\n"
-      "| 0                         | 0000:C1:00.0  | 0           0    / 0          2862 / 65536         |\n"
-      "+===========================+===============+====================================================+\n"
-      "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |\n"
-      "+===========================+===============+====================================================+\n"
-      "| 0       0                 | 4242          | py\x80thon                  | 2800                    |\n"
-      "+===========================+===============+====================================================+\n";
+  // A real sample with bytes put into the first chip's name and the first
+  // process's (empty) name cell.
+  std::string text = ReadFile(kDataDir / "01_910B3_8npu_procs.txt");
+  const size_t name = text.find("910B3   ");
+  ASSERT_NE(name, std::string::npos);
+  text.replace(name, 7, "910B3\xff\xfe");
+  const size_t process = text.find("| 1333928       |          ");
+  ASSERT_NE(process, std::string::npos);
+  text.replace(process + 18, 7, "py\x80thon");
   auto snap = ParseNpuSmi(text);
   ASSERT_TRUE(snap.ok()) << snap.status().message();
   EXPECT_EQ(snap->devices[0].name, "910B3\xff\xfe");
-  ASSERT_EQ(snap->processes.size(), 1u);
+  ASSERT_FALSE(snap->processes.empty());
   EXPECT_EQ(snap->processes[0].name, "py\x80thon");
   std::string dumped;
   ASSERT_NO_THROW(dumped = NpuSmiToJson(*snap).dump());
@@ -296,6 +294,7 @@ TEST(NpuSmiParser, InvalidUtf8CellsKeepTheirBytesAndGiveValidJson) {
   EXPECT_EQ(NpuSmiToJson(*snap)["devices"][0]["name"], "910B3\xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(NpuSmiToJson(*snap)["processes"][0]["name"], "py\xef\xbf\xbdthon");
 
+  ASSERT_NE(text.find("| 0     910B3"), std::string::npos);
   const std::string broken = text.substr(0, text.find("| 0     910B3")) + "| x\xff\xfe   910B3 | OK | 1 |\n";
   auto r = ParseNpuSmi(broken);
   ASSERT_FALSE(r.ok());
