@@ -74,6 +74,25 @@ TEST(CommandShellProtocol, StderrMarkerAndReadyLine) {
   EXPECT_FALSE(FindShellReady("\n" + kNonce + ":42", kNonce));
 }
 
+// Found by fuzzing (tests/fuzz/command_shell_fuzz.cc): any digit run after
+// the nonce was taken as the exit status (":4242" gave 4242, ":0000000000000000000000007"
+// a marker longer than MaxMarkerSize, which a re-scan from
+// size - MaxMarkerSize could miss), and a ready line with pid 0 was accepted
+// (the kill script would then signal the tree below pid 0). The shell's $? is
+// 0..255 in 1-3 digits and $$ is positive: anything else is no marker.
+TEST(CommandShellProtocol, StatusAndPidOutsideTheirRangeAreNoMarkers) {
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":256\n", kNonce));
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":4242\n", kNonce));
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":0000000000000000000000007\n", kNonce));
+  auto m = FindStdoutMarker("x\n" + kNonce + ":4242\n\n" + kNonce + ":255\n", kNonce);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->exit_status, 255);
+  EXPECT_EQ(m->begin, 1 + ("\n" + kNonce + ":4242\n").size());
+  EXPECT_FALSE(FindShellReady("\n" + kNonce + ":0\n", kNonce));
+  EXPECT_FALSE(FindShellReady("\n" + kNonce + ":99999999999999999999\n", kNonce));
+  EXPECT_EQ(FindShellReady("\n" + kNonce + ":0\n\n" + kNonce + ":17\n", kNonce), std::optional<int64_t>(17));
+}
+
 // The kill script run locally on a real tree: a shell P waiting for two
 // `sleep 30` children. TERM to everything below P lets P's `wait` return, so
 // P itself (not signalled) exits soon; P's own status shows it was not killed.
