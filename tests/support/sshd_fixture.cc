@@ -219,7 +219,7 @@ Status SshdFixture::WriteConfig() {
     << "UseDNS no\n"
     << "PrintMotd no\n"
     << "PrintLastLog no\n"
-    << "Subsystem sftp internal-sftp\n"
+    << (sftp_subsystem_ ? "Subsystem sftp internal-sftp\n" : "")
     << "LogLevel VERBOSE\n";
   return c.good() ? Status::Ok() : Status::Io("cannot write sshd_config");
 }
