@@ -62,7 +62,7 @@ TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target) {
       fix = "enable the sftp subsystem in the target's sshd_config (Subsystem sftp internal-sftp)";
       break;
     case ssh::SshErrorKind::kToolMissing:
-      fix = "install the missing tool on the target or put it on PATH (the machine's env script may set PATH)";
+      fix = "install the missing tool on the target or put it on the SSH user's PATH";
       break;
     default:
       break;

@@ -2,7 +2,8 @@
 // sftp subsystem and once without (files then go over the command channel):
 // the same results and errors either way, any byte in a name, symlinks never
 // followed where SFTP would not follow them, atomic writes that replace (not
-// follow) a symlink at the target, and the refusal noticed once per connection.
+// follow) a symlink at the target, a reconnect after a killed connection, and
+// the refusal noticed once per connection.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -223,7 +224,7 @@ TEST_P(FileOpsTest, WriteIsAtomicAndNeverFollowsAPlantedSymlink) {
   EXPECT_EQ(Others(root_, {"launch.json", "dangling", "adir"}), std::vector<std::string>{});
 }
 
-TEST_P(FileOpsTest, RefusedSubsystemIsAskedOncePerConnection) {
+TEST_P(FileOpsTest, ReconnectsAfterAKilledConnectionAndAsksForSftpOncePerConnection) {
   SshSession s(sshd_.target());
   const std::string p = root_ + "/f.txt";
   ASSERT_TRUE(s.WriteFile(p, "content", 0644).ok());
@@ -248,6 +249,9 @@ TEST_P(FileOpsTest, RefusedSubsystemIsAskedOncePerConnection) {
   EXPECT_EQ(s.handshakes(), 2);
   EXPECT_EQ(Count(sshd_.log(), asked), sftp() ? 2u : 4u);
   EXPECT_EQ(s.files_over_exec(), !sftp());
+  auto e = s.Exec("cat " + p, 10s);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->stdout_data, "content");
 }
 
 INSTANTIATE_TEST_SUITE_P(SftpAndExec, FileOpsTest, ::testing::Values(true, false),

@@ -3,10 +3,8 @@
 // no SSH involved — including a PATH that lacks a tool.
 #include "workers/ssh/file_over_exec_protocol.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,6 +12,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/ssh/local_shell.h"
 
 namespace npuprof::ssh::file_over_exec {
 namespace {
@@ -80,44 +80,13 @@ TEST(FileOverExecProtocol, TempNamesStayInTheTargetsDirectory) {
   EXPECT_EQ(OperandPath("/abs"), "/abs");
 }
 
-// Runs argv (argv[0] replaced by `shell`) locally with the given stdin and
-// PATH; stdout and stderr go through files in `dir`.
-struct Local {
-  int exit_status = -1;
-  std::string out, err;
-};
-Local RunScript(std::vector<std::string> argv, const std::string& shell, const std::string& dir,
-                const std::string& stdin_data = "", const std::string& path_env = "/usr/bin:/bin") {
+using Local = testing::LocalRun;
+
+// argv with argv[0] ("sh") replaced by `shell`, run locally.
+Local RunScript(std::vector<std::string> argv, const std::string& shell, const std::string& stdin_data = "",
+                const std::string& path_env = "") {
   argv[0] = shell;
-  const std::string in = dir + "/stdin", out = dir + "/stdout", err = dir + "/stderr";
-  std::ofstream(in, std::ios::binary | std::ios::trunc) << stdin_data;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int i = ::open(in.c_str(), O_RDONLY), o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600),
-        e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(i, 0);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    ::setenv("PATH", path_env.c_str(), 1);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(126);
-  }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  Local r;
-  r.exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return testing::RunLocalArgv(argv, stdin_data, path_env);
 }
 
 class FileScripts : public ::testing::TestWithParam<const char*> {
@@ -134,7 +103,7 @@ class FileScripts : public ::testing::TestWithParam<const char*> {
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
   Local Run(const std::vector<std::string>& argv, const std::string& in = "") {
-    return RunScript(argv, GetParam(), dir_, in);
+    return RunScript(argv, GetParam(), in);
   }
   std::string dir_;
 };
@@ -144,7 +113,7 @@ TEST_P(FileScripts, ReadStatListWriteRename) {
   std::string data;
   for (int i = 0; i < 256; ++i) data.push_back(static_cast<char>(i));
   Local w = Run(WriteArgv(f, TempPathFor(f, "00aa"), 0640), data);
-  ASSERT_EQ(w.exit_status, 0) << w.err;
+  ASSERT_EQ(w.status, 0) << w.err;
   struct stat st {};
   ASSERT_EQ(::stat(f.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
@@ -167,23 +136,23 @@ TEST_P(FileScripts, ReadStatListWriteRename) {
 
   // Rename over an existing file.
   std::ofstream(dir_ + "/d/new", std::ios::binary) << "new";
-  ASSERT_EQ(Run(RenameArgv(dir_ + "/d/new", f)).exit_status, 0);
+  ASSERT_EQ(Run(RenameArgv(dir_ + "/d/new", f)).status, 0);
   EXPECT_EQ(Run(ReadArgv(f, 0, UINT64_MAX)).out, "new");
 }
 
 TEST_P(FileScripts, ErrorsComeAsTheAgreedExitStatuses) {
-  EXPECT_EQ(Run(ReadArgv(dir_ + "/none", 0, 5)).exit_status, kExitNotFound);
-  EXPECT_EQ(Run(StatArgv(dir_ + "/none")).exit_status, kExitNotFound);
-  EXPECT_EQ(Run(ListArgv(dir_ + "/none")).exit_status, kExitNotFound);
-  EXPECT_EQ(Run(ReadArgv(dir_ + "/d", 0, 5)).exit_status, kExitWrongType);
+  EXPECT_EQ(Run(ReadArgv(dir_ + "/none", 0, 5)).status, kExitNotFound);
+  EXPECT_EQ(Run(StatArgv(dir_ + "/none")).status, kExitNotFound);
+  EXPECT_EQ(Run(ListArgv(dir_ + "/none")).status, kExitNotFound);
+  EXPECT_EQ(Run(ReadArgv(dir_ + "/d", 0, 5)).status, kExitWrongType);
   std::ofstream(dir_ + "/plain") << "x";
-  EXPECT_EQ(Run(ListArgv(dir_ + "/plain")).exit_status, kExitWrongType);
-  EXPECT_EQ(Run(WriteArgv(dir_ + "/none/x", TempPathFor(dir_ + "/none/x", "01"), 0644), "x").exit_status,
+  EXPECT_EQ(Run(ListArgv(dir_ + "/plain")).status, kExitWrongType);
+  EXPECT_EQ(Run(WriteArgv(dir_ + "/none/x", TempPathFor(dir_ + "/none/x", "01"), 0644), "x").status,
             kExitNotFound);
   // A taken temp name (a planted symlink) is refused and left alone.
   const std::string tmp = TempPathFor(dir_ + "/t", "02");
   fs::create_symlink(dir_ + "/plain", tmp);
-  EXPECT_EQ(Run(WriteArgv(dir_ + "/t", tmp, 0644), "evil").exit_status, kExitTempExists);
+  EXPECT_EQ(Run(WriteArgv(dir_ + "/t", tmp, 0644), "evil").status, kExitTempExists);
   EXPECT_TRUE(fs::is_symlink(tmp));
   std::ifstream plain(dir_ + "/plain");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(plain), {}), "x");
@@ -202,12 +171,12 @@ TEST_P(FileScripts, AMissingToolIs127NamingIt) {
       }
     }
   }
-  Local r = RunScript(ListArgv(dir_ + "/d"), GetParam(), dir_, "", bin);
-  EXPECT_EQ(r.exit_status, kExitToolMissing);
+  Local r = RunScript(ListArgv(dir_ + "/d"), GetParam(), "", bin);
+  EXPECT_EQ(r.status, kExitToolMissing);
   EXPECT_NE(r.err.find("no find on PATH"), std::string::npos) << r.err;
-  EXPECT_EQ(FailureOf(r.exit_status, r.err).kind, SshErrorKind::kToolMissing);
+  EXPECT_EQ(FailureOf(r.status, r.err).kind, SshErrorKind::kToolMissing);
   std::ofstream(dir_ + "/f") << "data";
-  EXPECT_EQ(RunScript(ReadArgv(dir_ + "/f", 0, 2), GetParam(), dir_, "", bin).out, "da");
+  EXPECT_EQ(RunScript(ReadArgv(dir_ + "/f", 0, 2), GetParam(), "", bin).out, "da");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shells, FileScripts, ::testing::Values("/bin/sh", "/bin/bash"),

@@ -100,7 +100,8 @@ Status SshSession::EnsureShellLocked(internal::Clock::time_point deadline) {
 
 void SshSession::KillShellCommandLocked() {
   if (shell_pid_ > 0) {
-    auto r = ExecOnChannelLocked(KillCommandTreeScript(shell_pid_), std::chrono::seconds(5), {}, OutputCap::kMinCap);
+    auto r = ExecOnChannelLocked(KillCommandTreeScript(shell_pid_), std::chrono::seconds(5), {},
+                                 OutputCap::kMinCap);
     if (!r.ok()) spdlog::warn("ssh: {}: could not stop a timed-out command: {}", target_.Endpoint(),
                               r.status().ToString());
   }

@@ -147,19 +147,23 @@ Result<std::vector<DirEntry>> ParseListing(std::string_view out) {
   while (pos < out.size()) {
     const size_t end = out.find('\0', pos);
     if (end == std::string_view::npos) {
-      return Status::Corruption(fmt::format("directory listing cut short after {} entries", entries.size()));
+      return Status::Corruption(
+          fmt::format("directory listing cut short after {} entries", entries.size()));
     }
     std::string_view rec = out.substr(pos, end - pos);
     pos = end + 1;
     // "T SIZE NAME": the type is one letter, the name everything after the second space.
     const size_t sp = rec.size() > 2 && rec[1] == ' ' ? rec.find(' ', 2) : std::string_view::npos;
     DirEntry e;
-    if (sp == std::string_view::npos || !ParseNumber(rec.substr(2, sp - 2), &e.size) || sp + 1 >= rec.size()) {
-      return Status::Corruption(fmt::format("bad directory listing record after {} entries", entries.size()));
+    if (sp == std::string_view::npos || !ParseNumber(rec.substr(2, sp - 2), &e.size) ||
+        sp + 1 >= rec.size()) {
+      return Status::Corruption(
+          fmt::format("bad directory listing record after {} entries", entries.size()));
     }
     e.name = std::string(rec.substr(sp + 1));
     if (e.name == "." || e.name == ".." || e.name.find('/') != std::string::npos) {
-      return Status::Corruption(fmt::format("bad name in directory listing after {} entries", entries.size()));
+      return Status::Corruption(
+          fmt::format("bad name in directory listing after {} entries", entries.size()));
     }
     e.is_dir = rec[0] == 'd';
     entries.push_back(std::move(e));

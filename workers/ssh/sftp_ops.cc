@@ -39,8 +39,8 @@ Result<sftp_session_struct*> SshSession::SftpLocked() {
   if (sftp_ != nullptr) return sftp_;
   // Not Fail(): the caller goes on over the command channel, this is no error of the operation.
   const Status refused(Code::kUnavailable,
-                       fmt::format("{}: {} refuses the sftp subsystem", SshErrorKindName(SshErrorKind::kSubsystemRefused),
-                                   target_.Endpoint()));
+                       fmt::format("{}: {} refuses the sftp subsystem",
+                                   SshErrorKindName(SshErrorKind::kSubsystemRefused), target_.Endpoint()));
   if (sftp_refused_) return refused;
   sftp_session sftp = sftp_new(session_);
   const bool opened = sftp != nullptr;
