@@ -14,8 +14,10 @@
 #include <spdlog/spdlog.h>
 
 #include "common/time_util.h"
+#include "common/utf8.h"
 #include "proto/wire.h"
 #include "workers/fault_injection.h"
+#include "workers/shown_text.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_stats.h"
 
@@ -161,7 +163,7 @@ struct WorkerRuntime::Impl {
                           proto::WorkerToBroker p;
                           p.mutable_progress()->set_task_id(task.task_id());
                           p.mutable_progress()->set_attempt(task.attempt());
-                          p.mutable_progress()->set_message(m);
+                          p.mutable_progress()->set_message(ToValidUtf8(m));
                           Post(std::move(p));
                         },
                         r->cancelled};
@@ -178,15 +180,16 @@ struct WorkerRuntime::Impl {
       res->set_attempt(task.attempt());
       res->set_ok(out.ok);
       res->set_retryable(out.retryable);
-      res->set_error(out.error);
-      res->set_error_kind(out.error_kind);
-      res->set_result_json(out.result.dump());
+      // Text fields as valid UTF-8 (shown_text.h); blob bytes as they are.
+      res->set_error(ToValidUtf8(out.error));
+      res->set_error_kind(ToValidUtf8(out.error_kind));
+      res->set_result_json(ResultJsonText(out.result));
       for (auto& [name, data] : out.blobs) {
         auto* b = res->add_blobs();
-        b->set_name(name);
+        b->set_name(ToValidUtf8(name));
         b->set_data(data);
       }
-      if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), out.error_kind, out.error);
+      if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), res->error_kind(), res->error());
       if (spdlog::should_log(spdlog::level::info)) {  // the arguments cost a format and a stats walk
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
         const ssh::SshStats proc = ssh::ProcessSshStats();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/ssh/local_shell.h"
 #include "workers/ssh/shell_quote.h"
 
 namespace npuprof::ssh {
@@ -121,34 +122,13 @@ TEST(CommandShellProtocol, KillScriptStopsEveryProcessBelowThePid) {
 }
 
 // Runs `shell -c DRIVER` with stdin = `input`; returns stdout and stderr.
-struct Ran {
-  std::string out, err;
-  int status = -1;
-};
+using Ran = testing::LocalRun;
 Ran RunDriver(const std::string& shell, const std::string& input, const std::string& flags = "") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("npuprof_cs_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string in = dir / "in", out = dir / "out", err = dir / "err";
-  std::ofstream(in, std::ios::binary) << input;
   std::vector<std::string> argv = {shell};
   if (!flags.empty()) argv.push_back(flags);
   argv.push_back("-c");
   argv.push_back(CommandShellDriver("feedface"));
-  const std::string cmd = BuildCommand(argv) + " <" +
-                          ShellQuote(in) + " >" + ShellQuote(out) + " 2>" + ShellQuote(err);
-  Ran r;
-  r.status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::filesystem::remove_all(dir);
-  return r;
+  return testing::RunLocalArgv(argv, input);
 }
 
 class DriverTest : public ::testing::TestWithParam<std::string> {};

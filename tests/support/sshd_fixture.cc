@@ -226,7 +226,7 @@ Status SshdFixture::WriteConfig() {
     << "PrintMotd no\n"
     << "PrintLastLog no\n"
     << "SetEnv HOME=" << dir_ << "/home\n"
-    << "Subsystem sftp internal-sftp\n"
+    << (sftp_subsystem_ ? "Subsystem sftp internal-sftp\n" : "")
     << "LogLevel VERBOSE\n";
   return c.good() ? Status::Ok() : Status::Io("cannot write sshd_config");
 }

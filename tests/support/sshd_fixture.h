@@ -25,6 +25,11 @@ class SshdFixture {
   SshdFixture(const SshdFixture&) = delete;
   SshdFixture& operator=(const SshdFixture&) = delete;
 
+  // Before Start(): whether sshd_config has a `Subsystem sftp` line (default
+  // yes). Without it sshd refuses SFTP, as minimal containers and hardened
+  // hosts do.
+  void set_sftp_subsystem(bool on) { sftp_subsystem_ = on; }
+
   // Creates keys/config and starts sshd; returns once the port accepts TCP.
   Status Start();
   // Stops the listener and every descendant still running. Keeps the dir.
@@ -60,6 +65,7 @@ class SshdFixture {
   std::string user_;
   int port_ = 0;
   pid_t pid_ = -1;
+  bool sftp_subsystem_ = true;
 };
 
 // Writes `lines` (one per line) to <dir>/env.sh and returns its path.

@@ -44,6 +44,11 @@ TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "msprof_dir must be absolute", false);
   auto run = RunRemote(*c->session, {"sh", "-c", kCollect, "sh", dir}, std::chrono::seconds(600));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
+  if (run->stdout_omitted > 0)
+    return TaskOutcome::Failure("collect_too_large",
+                                fmt::format("the CSVs under {} are larger than the {}-byte output cap of one command",
+                                            dir, ssh::kExecOutputCap),
+                                false);
   if (run->exit_status == 3)
     return TaskOutcome::Success(json{{"csv_count", 0}, {"csvs", json::array()}, {"module_mem", json::array()},
                                      {"npu_mem", json::array()}, {"__prof_device_map__", json::object()},

@@ -49,7 +49,7 @@ TaskOutcome MemLogs(const proto::Task& task, TaskContext& tc) {
   for (const char* f : {"stdout_log", "stderr_log"}) {
     const std::string path = c->payload.value(f, "");
     if (path.empty()) continue;
-    auto data = c->session->ReadFile(path);
+    auto data = ReadHeadTail(*c->session, path, kLogReadCap);
     if (!data.ok()) {
       if (ssh::ErrorKindOf(data.status()) == ssh::SshErrorKind::kRemoteError) {
         parts[f] = {{"path", path}, {"missing", true}};

@@ -350,7 +350,14 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
       }
       if (!AliveLocked()) break;
       const bool head = reqs[s.idx].method == "HEAD";
-      if (eof || HttpResponseComplete(s.raw, head)) {
+      if (s.raw.size() > reqs[s.idx].max_response_bytes) {
+        finish(s, Fail(SshErrorKind::kRemoteError, Code::kIoError,
+                       fmt::format("HTTP {} {} to port {}: the response is larger than {} bytes",
+                                   reqs[s.idx].method, reqs[s.idx].path, reqs[s.idx].remote_port,
+                                   reqs[s.idx].max_response_bytes)),
+               true);
+        progressed = true;
+      } else if (eof || HttpResponseComplete(s.raw, head)) {
         auto parsed = ParseHttpResponse(s.raw, head);
         finish(s, parsed.ok() ? std::move(parsed)
                               : Result<HttpResponse>(Fail(SshErrorKind::kRemoteError,
