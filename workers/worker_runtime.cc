@@ -13,9 +13,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/socket_security.h"
 #include "common/time_util.h"
 #include "proto/wire.h"
 #include "workers/fault_injection.h"
+#include "workers/result_cap.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_stats.h"
 
@@ -186,6 +188,7 @@ struct WorkerRuntime::Impl {
         b->set_name(name);
         b->set_data(data);
       }
+      FitResultToMessageCap(res);  // the broker would drop a larger frame
       if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), out.error_kind, out.error);
       if (spdlog::should_log(spdlog::level::info)) {  // the arguments cost a format and a stats walk
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
@@ -239,10 +242,12 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
     ~PoolStopper() { Now(); }
   } stopper{im};
   const int64_t silence_limit = static_cast<int64_t>(im.opts.heartbeat_ms) * im.opts.heartbeat_liveness;
+  std::optional<std::string> last_refusal;  // logged once, not at every reconnect
   while (!stop) {
     zmq::socket_t sock(im.ctx, zmq::socket_type::dealer);
-    sock.set(zmq::sockopt::linger, 0);
+    SetUpConnectingSocket(sock, im.opts.curve);  // cap, CURVE (docs/SECURITY.md)
     sock.set(zmq::sockopt::routing_id, fmt::format("{}-{}", im.opts.worker_id, RandomHex(4)));
+    HandshakeWatch watch(im.ctx, sock, im.opts.curve ? std::optional(im.opts.curve->own.public_key) : std::nullopt);
     try {
       sock.connect(im.opts.broker_endpoint);
     } catch (const zmq::error_t& e) {
@@ -264,6 +269,8 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
       const bool can_wake = im.wake_fd >= 0;
       zmq::poll(items, can_wake ? 2 : 1, std::chrono::milliseconds(can_wake || im.running.empty() ? 50 : 2));
       if (can_wake && (items[1].revents & ZMQ_POLLIN)) im.DrainWake();
+      if (auto why = watch.TakeNewRefusal(); why && why != last_refusal)
+        spdlog::error("broker {}: {}", im.opts.broker_endpoint, *(last_refusal = why));
       while (auto frames = wire::RecvFrames(sock, true)) {
         last_heard = NowMs();
         if (frames->size() < 2 || (*frames)[0] != wire::kWorkerHeader) continue;
