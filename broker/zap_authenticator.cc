@@ -90,7 +90,7 @@ void SendAll(zmq::socket_t& s, const std::vector<std::string>& frames) {
 // (nullopt: not worth a line, e.g. a ZAP refusal, logged by the handler).
 std::optional<std::string> HandshakeFailureText(uint16_t event, uint32_t value) {
   if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-    return std::string("the peer broke off the handshake (a peer without a CURVE key, or one holding another server key)");
+    return std::string("a peer that broke off the handshake (one without a CURVE key, or holding another server key)");
   if (event != ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) return std::nullopt;
   if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) return std::string("a peer without a CURVE key");
   if (value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC)

@@ -2,6 +2,7 @@
 
 #include <zmq.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -49,11 +50,13 @@ Result<CurveKeyPair> ParseKeyFile(std::string_view text, std::string_view where,
     pos = end + 1;
     ++line_no;
     if (line.empty() || line.front() == '#') continue;
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos)
+    // `name = value`; the name ends at a blank or '=' (Z85 values contain '=').
+    const size_t name_end = std::min(line.find_first_of(" \t="), line.size());
+    const std::string_view name = line.substr(0, name_end);
+    const std::string_view rest = Trim(line.substr(name_end));
+    if (rest.empty() || rest.front() != '=')
       return Status::Invalid(fmt::format("{} line {}: expected `public-key = \"...\"` or `secret-key = \"...\"`", where, line_no));
-    const std::string_view name = Trim(line.substr(0, eq));
-    std::string_view value = Trim(line.substr(eq + 1));
+    std::string_view value = Trim(rest.substr(1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
     std::optional<std::string>* slot = name == "public-key" ? &pub : name == "secret-key" ? &sec : nullptr;
     if (!slot)

@@ -1,7 +1,7 @@
 // The message cap end to end (NPUPROF_MAX_MESSAGE_BYTES lowers it for a
 // test): a worker result over it becomes a clear failure instead of a frame
-// the broker drops; an answer over it is refused by the broker with the
-// sizes; a request over it is refused by the client before it is sent.
+// the broker drops; an answer over it is replaced by the broker with an
+// error giving its size; a request over it is refused by the client before it is sent.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -37,11 +37,18 @@ TEST(MessageCap, OversizedMessagesAreReportedNotLost) {
   EXPECT_NE(error.find("over the 4096 bytes message cap"), std::string::npos) << shown.dump();
   EXPECT_NE(error.find("npu_smi_info.txt"), std::string::npos) << shown.dump();
 
-  // The run's events are more than 4096 bytes of JSON: the broker says so.
-  CliResult events = h.Cli({"events", run_id, "--json"}, 30);
-  EXPECT_EQ(events.exit_code, 2);
-  EXPECT_NE(events.err.find("over the 4096 bytes message cap"), std::string::npos) << events.err;
-  EXPECT_FALSE(events.timed_out);
+  // An answer over the cap: two machines whose env script paths take most
+  // of it, listed together. The broker says so instead of sending it.
+  for (const std::string name : {"big1", "big2"}) {
+    CliResult add = h.Cli({"machine", "add", name, "--host", "127.0.0.1", "--user", h.sshd().user(), "--identity",
+                           h.sshd().identity_file(), "--known-hosts", h.sshd().known_hosts_file(), "--env-script",
+                           "/" + std::string(2000, 'e')});
+    ASSERT_EQ(add.exit_code, 0) << add.err;
+  }
+  CliResult list = h.Cli({"machine", "list"}, 30);
+  EXPECT_EQ(list.exit_code, 2) << list.out.size();
+  EXPECT_NE(list.err.find("over the 4096 bytes message cap"), std::string::npos) << list.err;
+  EXPECT_FALSE(list.timed_out);
 
   // A client with a small cap refuses to send a larger request.
   setenv("NPUPROF_MAX_MESSAGE_BYTES", "4096", 1);
