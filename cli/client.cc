@@ -80,9 +80,13 @@ Result<std::optional<CurveClientKeys>> ResolvePeerKeys(const ServerAddress& addr
 
 Client::Client(const ServerAddress& addr) : addr_(addr), endpoint_(ResolveEndpoint(addr)) {}
 
-bool Client::Reset() {
+void Client::Drop() {
   watch_.reset();
   sock_.reset();
+}
+
+bool Client::Reset() {
+  Drop();
   keys_ = ResolvePeerKeys(addr_, endpoint_);
   if (!keys_.ok()) return false;
   sock_ = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
@@ -109,14 +113,14 @@ Result<proto::ClientResponse> Client::Call(const std::string& verb, const json& 
   watch_->Drain();
   if (watch_->refusal()) {
     Status refused = Status::Denied(fmt::format("{}: {}", endpoint_, *watch_->refusal()));
-    Reset();
+    Drop();
     return refused;
   }
   const uint64_t drops_before = watch_->drops_after_handshake();
   try {
     wire::SendFrames(*sock_, {wire::kClientHeader, body});
   } catch (const zmq::error_t& e) {
-    Reset();
+    Drop();
     return Status::Unavailable(fmt::format("cannot reach npuprof server at {}: {}", endpoint_, e.what()));
   }
   // Wait for the answer, or for a handshake failure that means none will come.
@@ -132,13 +136,13 @@ Result<proto::ClientResponse> Client::Call(const std::string& verb, const json& 
     if (items[1].revents & ZMQ_POLLIN) watch_->Drain();
     if (!answered && watch_->refusal()) {
       Status refused = Status::Denied(fmt::format("{}: {}", endpoint_, *watch_->refusal()));
-      Reset();
+      Drop();
       return refused;
     }
   }
   if (!answered) {
     const bool dropped = watch_->drops_after_handshake() != drops_before;
-    Reset();  // a late answer must not be read as the answer to the next request
+    Drop();  // a late answer must not be read as the answer to the next request
     return Status::Unavailable(fmt::format(
         "no npuprof server answered at {}{}", endpoint_,
         dropped ? fmt::format(" (the connection dropped while waiting: the server stopped, or its answer was over "

@@ -60,6 +60,8 @@ class Client {
   // A new socket (keys resolved again: a restarted server may have changed
   // listen.json); false with keys_ holding the error when they cannot be.
   bool Reset();
+  // Forgets the socket (the next Call makes a new one).
+  void Drop();
   ServerAddress addr_;
   std::string endpoint_;
   Result<std::optional<CurveClientKeys>> keys_{std::optional<CurveClientKeys>()};

@@ -126,10 +126,10 @@ void HandshakeWatch::OnEvent(uint16_t event, uint32_t value) {
     case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
       if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
         Refuse(curve ? std::string("this peer uses CURVE but the server does not on this endpoint (a server "
-                                       "without a tcp listener uses none on its ipc socket)")
-                         : std::string("the server requires CURVE on this endpoint: name this peer's key file and "
-                                       "the server's public key (--key-file and --server-key, or NPUPROF_KEY_FILE "
-                                       "and NPUPROF_SERVER_KEY; `npuprof keys` on the server prints its key)"));
+                                   "without a tcp listener uses none on its ipc socket)")
+                     : std::string("the server requires CURVE on this endpoint: name this peer's key file and the "
+                                   "server's public key (--key-file and --server-key, or NPUPROF_KEY_FILE and "
+                                   "NPUPROF_SERVER_KEY; `npuprof keys` on the server prints its key)"));
         return;
       }
       [[fallthrough]];
