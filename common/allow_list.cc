@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/curve_keys.h"
+#include "common/content_lines.h"
 #include "common/text.h"
 
 namespace npuprof {
@@ -23,15 +24,7 @@ Status ValidatePeerName(std::string_view name) {
 
 Result<AllowList> AllowList::Parse(std::string_view text, std::string_view where) {
   AllowList list;
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = Trim(text.substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    if (line.empty() || line.front() == '#') continue;
+  Status walked = ForEachContentLine(text, [&](int line_no, std::string_view line) -> Status {
     const size_t sp = line.find_first_of(" \t");
     if (sp == std::string_view::npos)
       return Status::Invalid(fmt::format("{} line {}: expected `<public key> <name>`", where, line_no));
@@ -42,7 +35,9 @@ Result<AllowList> AllowList::Parse(std::string_view text, std::string_view where
       return Status::Invalid(fmt::format("{} line {}: {}", where, line_no, s.message()));
     if (Status s = list.Add(AllowedPeer{std::string(name), std::string(key)}); !s.ok())
       return Status::Invalid(fmt::format("{} line {}: {}", where, line_no, s.message()));
-  }
+    return Status::Ok();
+  });
+  if (!walked.ok()) return walked;
   return list;
 }
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/content_lines.h"
 #include "common/text.h"
 
 namespace npuprof {
@@ -41,21 +42,14 @@ Result<std::string> CurvePublicOf(std::string_view secret_z85) {
 
 Result<CurveKeyPair> ParseKeyFile(std::string_view text, std::string_view where, bool require_secret) {
   std::optional<std::string> pub, sec;
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = Trim(text.substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    if (line.empty() || line.front() == '#') continue;
+  Status walked = ForEachContentLine(text, [&](int line_no, std::string_view line) -> Status {
     // `name = value`; the name ends at a blank or '=' (Z85 values contain '=').
     const size_t name_end = std::min(line.find_first_of(" \t="), line.size());
     const std::string_view name = line.substr(0, name_end);
     const std::string_view rest = Trim(line.substr(name_end));
     if (rest.empty() || rest.front() != '=')
-      return Status::Invalid(fmt::format("{} line {}: expected `public-key = \"...\"` or `secret-key = \"...\"`", where, line_no));
+      return Status::Invalid(
+          fmt::format("{} line {}: expected `public-key = \"...\"` or `secret-key = \"...\"`", where, line_no));
     std::string_view value = Trim(rest.substr(1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
     std::optional<std::string>* slot = name == "public-key" ? &pub : name == "secret-key" ? &sec : nullptr;
@@ -65,7 +59,9 @@ Result<CurveKeyPair> ParseKeyFile(std::string_view text, std::string_view where,
     if (slot->has_value()) return Status::Invalid(fmt::format("{} line {}: {} given twice", where, line_no, name));
     if (Status s = ValidateZ85Key(value, fmt::format("{} line {}: {}", where, line_no, name)); !s.ok()) return s;
     *slot = std::string(value);
-  }
+    return Status::Ok();
+  });
+  if (!walked.ok()) return walked;
   if (!pub) return Status::Invalid(fmt::format("{}: no public-key line", where));
   if (require_secret && !sec)
     return Status::Invalid(fmt::format("{}: no secret-key line (this is a public key; a peer needs its own key pair: "
