@@ -14,7 +14,7 @@
 namespace npuprof::cli {
 
 int& ExitCode();
-// Adds --data-dir and --broker to a client verb.
+// Adds --data-dir, --broker, --key-file and --server-key to a client verb.
 void AddServerOptions(CLI::App* cmd, ServerAddress* addr);
 // Prints JSON on stdout (pretty).
 void PrintJson(const json& j);
@@ -37,5 +37,6 @@ void AddInspectCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);     // report RUN [--format json|text] [--lang zh|en]
 void AddExportCommand(CLI::App& app);     // export RUN DIR (per-kind exporters: cli/export_registry.h)
 void AddDemoCommand(CLI::App& app);
+void AddKeysCommand(CLI::App& app);       // keys [show] | new | allow | list | remove (cmd_keys.cc)
 
 }  // namespace npuprof::cli
