@@ -54,7 +54,12 @@ class SharedHostE2E : public ::testing::Test {
     }
     h_.Stop();
     std::error_code ec;
-    for (const auto& d : home_dirs_) fs::remove_all(d, ec);
+    for (const auto& d : home_dirs_) {
+      fs::remove_all(d, ec);
+      // The base and its parent too when this test made them and nothing else is in them.
+      for (fs::path up = fs::path(d).parent_path(); made_base_ && up.filename() != ".cache"; up = up.parent_path())
+        if (!fs::remove(up, ec)) break;
+    }
   }
   // A serve run with a chosen id on device 0, waited for; returns its summary.
   json Serve(const std::string& run_id, const std::string& machine = "sim1") {
@@ -91,6 +96,7 @@ class SharedHostE2E : public ::testing::Test {
   std::string model_, base_;
   std::vector<std::string> runs_, home_dirs_;
   pid_t sleeper_ = -1;
+  bool made_base_ = false;
 };
 
 TEST_F(SharedHostE2E, DefaultRuntimeBaseIsPrivateUnderTheHomeAndVllmListensOnLoopback) {
@@ -104,6 +110,7 @@ TEST_F(SharedHostE2E, DefaultRuntimeBaseIsPrivateUnderTheHomeAndVllmListensOnLoo
   ASSERT_NE(pw, nullptr);
   const std::string run = "shared-host-home-" + std::to_string(getpid());
   const std::string run_dir = std::string(pw->pw_dir) + "/.cache/npuprof/runtime/" + run;
+  made_base_ = !fs::exists(std::string(pw->pw_dir) + "/.cache/npuprof");
   home_dirs_.push_back(run_dir);
   json s = Serve(run, "home1");
   ASSERT_EQ(s.value("state", ""), "ready") << s.dump(2);
