@@ -176,7 +176,10 @@ TEST(ServiceScripts, APidWithoutTheMarkerIsNeverSignalled) {
   std::ofstream(rt + "/_start.sh") << "NPUPROF_SERVICE='r1/service-1'; export NPUPROF_SERVICE\n";
   const pid_t foreign = StartForeignSleeper();
   ASSERT_GT(foreign, 0);
+  fs::create_directory(rt + "/.started");
+  std::ofstream(rt + "/pid") << foreign << "\n";
   auto cmd = [&](const std::vector<std::string>& argv) { return Shell(ssh::BuildCommand(argv)); };
+  EXPECT_EQ(cmd(StartOrAdoptArgv(rt, "r1/service-1")), "adopted " + std::to_string(foreign) + " foreign\n");
   auto st = ParseGroupStatus(cmd(GroupStatusArgv(foreign, "r1/service-1", rt)));
   ASSERT_TRUE(st.ok());
   EXPECT_FALSE(st->leader_alive);
@@ -194,6 +197,7 @@ TEST(ServiceScripts, APidWithoutTheMarkerIsNeverSignalled) {
   st = ParseGroupStatus(cmd(GroupStatusArgv(foreign, "r1/service-1", rt)));
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->leader_alive);
+  EXPECT_EQ(cmd(StartOrAdoptArgv(rt, "r1/service-1")), "adopted " + std::to_string(foreign) + " alive\n");
   kill(foreign, SIGKILL);
   waitpid(foreign, nullptr, 0);
 }

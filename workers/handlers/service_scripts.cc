@@ -13,10 +13,13 @@ namespace {
 // `ours PID`: true when /proc/PID/environ holds the line in $m (the marker
 // "NPUPROF_SERVICE=<value>"); always true when $m is empty. Shared by the
 // scripts below (each is `sh -c SCRIPT NAME ARGS...`).
+// `unmarked RT`: true when RT's _start.sh sets no marker (written by an
+// npuprof from before markers): such a service is judged by pid alone.
 constexpr const char* kOursFunction = R"SH(ours() {
   [ -z "$m" ] && return 0
   tr '\000' '\n' < "/proc/$1/environ" 2>/dev/null | grep -qxF -e "$m"
 }
+unmarked() { [ -n "$1" ] && [ -f "$1/_start.sh" ] && ! grep -q 'NPUPROF_SERVICE=' "$1/_start.sh" 2>/dev/null; }
 )SH";
 
 // Start once (mkdir is atomic), in its own session/process group, detached,
@@ -46,6 +49,7 @@ fi
 i=0
 while [ ! -s "$rt/pid" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 pid=$(cat "$rt/pid" 2>/dev/null)
+if unmarked "$rt"; then m=; fi
 case $pid in ''|*[!0-9]*) echo "nopid $how"; exit 4;; esac
 s=$(cat "/proc/$pid/stat" 2>/dev/null); s=${s##*) }; st=${s%% *}
 if [ -z "$st" ] || [ "$st" = Z ]; then echo "$how $pid dead"
@@ -55,10 +59,9 @@ else echo "$how $pid foreign"; fi
 
 // $1 status|INT|TERM|KILL, $2 pgid, $3 marker value, $4 runtime dir. The
 // leader's state and the group's live members carrying the marker, from
-// /proc; a signal goes to the group only when one of them is ours. A
-// runtime dir whose _start.sh predates markers is judged by pid alone.
+// /proc; a signal goes to the group only when one of them is ours.
 constexpr const char* kGroup = R"SH(act=$1 pg=$2 m="NPUPROF_SERVICE=$3" rt=$4
-if [ -n "$rt" ] && [ -f "$rt/_start.sh" ] && ! grep -q 'NPUPROF_SERVICE=' "$rt/_start.sh" 2>/dev/null; then m=; fi
+if unmarked "$rt"; then m=; fi
 s=$(cat "/proc/$pg/stat" 2>/dev/null); s=${s##*) }; st=${s%% *}
 leader=gone
 if [ -n "$st" ] && [ "$st" != Z ]; then

@@ -55,7 +55,8 @@ Result<std::string> StartScript(const json& launch_record);
 // argv that starts the service once per runtime dir (logs created 0600, the
 // marker in the environment), or adopts it: prints "started PID STATE",
 // "adopted PID STATE" or "nopid started|adopted"; STATE is alive, dead, or
-// foreign (alive but without the marker: the pid was reused, not ours).
+// foreign (alive but without the marker: the pid was reused, not ours). A
+// runtime dir whose _start.sh sets no marker is judged by pid alone.
 std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker);
 
 // argv printing "leader=alive|gone|foreign members=N signalled=no" for the
