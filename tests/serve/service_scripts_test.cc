@@ -153,11 +153,16 @@ TEST(ServiceScripts, StartOrAdoptStartsOnceInItsOwnProcessGroupWithTheMarker) {
 
 // A process of the test's own, in its own process group, without the marker:
 // what a pid file names once the service is gone and its pid was reused.
-pid_t StartForeignSleeper() {
+// empty_env: started with no environment at all (reads like a process
+// caught mid-exec, until the check gives up on it).
+pid_t StartForeignSleeper(bool empty_env = false) {
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
-    execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+    char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("60"), nullptr};
+    char* const no_env[] = {nullptr};
+    if (empty_env) execve("/bin/sleep", argv, no_env);
+    else execv("/bin/sleep", argv);
     _exit(127);
   }
   setpgid(pid, pid);
@@ -200,6 +205,20 @@ TEST(ServiceScripts, APidWithoutTheMarkerIsNeverSignalled) {
   EXPECT_EQ(cmd(StartOrAdoptArgv(rt, "r1/service-1")), "adopted " + std::to_string(foreign) + " alive\n");
   kill(foreign, SIGKILL);
   waitpid(foreign, nullptr, 0);
+}
+
+TEST(ServiceScripts, AProcessWithNoEnvironmentIsNotOurs) {
+  TempDir t;
+  const std::string rt = t.path + "/r1/service-1";
+  fs::create_directories(rt);
+  const pid_t bare = StartForeignSleeper(/*empty_env=*/true);
+  ASSERT_GT(bare, 0);
+  auto st = ParseGroupStatus(Shell(ssh::BuildCommand(GroupStatusArgv(bare, "r1/service-1", rt))));
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->leader_foreign);
+  EXPECT_FALSE(st->any_alive());
+  kill(bare, SIGKILL);
+  waitpid(bare, nullptr, 0);
 }
 
 struct Ran {

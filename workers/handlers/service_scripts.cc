@@ -11,13 +11,25 @@ namespace npuprof::workers::service {
 namespace {
 
 // `ours PID`: true when /proc/PID/environ holds the line in $m (the marker
-// "NPUPROF_SERVICE=<value>"); always true when $m is empty. Shared by the
-// scripts below (each is `sh -c SCRIPT NAME ARGS...`).
+// "NPUPROF_SERVICE=<value>"); always true when $m is empty. A process that
+// is exec'ing reads as an empty environ for a moment, so an empty read is
+// polled again (up to 2 s: only a process started with no environment at all
+// stays empty) before it counts as not ours; an unreadable one (another
+// user's) is not ours at once. Shared by the scripts below (each is
+// `sh -c SCRIPT NAME ARGS...`).
 // `unmarked RT`: true when RT's _start.sh sets no marker (written by an
 // npuprof from before markers): such a service is judged by pid alone.
 constexpr const char* kOursFunction = R"SH(ours() {
   [ -z "$m" ] && return 0
-  tr '\000' '\n' < "/proc/$1/environ" 2>/dev/null | grep -qxF -e "$m"
+  ours_n=0
+  while :; do
+    ours_e=$(LC_ALL=C tr '\000' '\n' < "/proc/$1/environ" 2>/dev/null) || return 1
+    [ -n "$ours_e" ] && break
+    [ -d "/proc/$1" ] && [ "$ours_n" -lt 20 ] || return 1
+    ours_n=$((ours_n+1))
+    sleep 0.1
+  done
+  printf '%s\n' "$ours_e" | LC_ALL=C grep -qxF -e "$m"
 }
 unmarked() { [ -n "$1" ] && [ -f "$1/_start.sh" ] && ! grep -q 'NPUPROF_SERVICE=' "$1/_start.sh" 2>/dev/null; }
 )SH";

@@ -1,6 +1,7 @@
 // service.wait_ready: ready = GET /health answers 200 and GET /v1/models lists
-// the served name. Each round first checks that the pid is alive, so an early
-// death ends the wait at once. Read-only; a re-dispatched attempt only waits
+// the served name. Each round first checks that the pid is alive and still the
+// service's (its marker, service_scripts.h), so an early death ends the wait
+// at once. Read-only; a re-dispatched attempt only waits
 // for what is left of the absolute deadline.
 #include <fmt/format.h>
 

@@ -1,7 +1,8 @@
 // service.watch: polls a ready service's process group leader every poll_s
-// seconds and answers only when it is gone (failure `service_died`, with the
-// stderr tail and logs as evidence) or when the broker cancels the attempt
-// (the run is stopping). Read-only, so re-dispatch after a lost worker or a
+// seconds and answers only when it is gone — or alive without the service's
+// marker, its pid reused — (failure `service_died`, with the stderr tail and
+// logs as evidence) or when the broker cancels the attempt (the run is
+// stopping). Read-only, so re-dispatch after a lost worker or a
 // server restart simply watches again. Each poll reports progress, which
 // keeps the task's lease alive.
 #include <fmt/format.h>
