@@ -101,7 +101,7 @@ TEST_F(ServeE2E, StartReadyStop) {
   EXPECT_EQ(svc.value("runtime_dir", "").rfind(h_.Dir() + "/runtime/" + last_run_ + "/service-1", 0), 0u);
   const std::vector<std::string> argv = svc["serve_argv"];
   for (const char* want : {"--served-model-name", "m", "--tensor-parallel-size", "2", "--max-model-len", "2048",
-                           "--enforce-eager", "--host", "0.0.0.0"})
+                           "--enforce-eager", "--host", "127.0.0.1"})
     EXPECT_NE(std::find(argv.begin(), argv.end(), want), argv.end()) << want;
   EXPECT_EQ(argv[0], "vllm");
   EXPECT_EQ(argv[2], model_);
