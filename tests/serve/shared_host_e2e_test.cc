@@ -6,7 +6,6 @@
 // nothing — and a pid file naming a process that is not the service's never
 // gets that process signalled.
 #include <gtest/gtest.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,11 +105,10 @@ TEST_F(SharedHostE2E, DefaultRuntimeBaseIsPrivateUnderTheHomeAndVllmListensOnLoo
                           h_.sshd().known_hosts_file(), "--env-script", h_.SimRoot() + "/set_env.sh"});
   ASSERT_EQ(add.exit_code, 0) << add.err;
   EXPECT_EQ(add.json().value("runtime_base", ""), "~/.cache/npuprof/runtime") << add.out;
-  const passwd* pw = getpwuid(getuid());
-  ASSERT_NE(pw, nullptr);
+  const std::string home = h_.sshd().home_dir();  // the target user's $HOME over SSH
   const std::string run = "shared-host-home-" + std::to_string(getpid());
-  const std::string run_dir = std::string(pw->pw_dir) + "/.cache/npuprof/runtime/" + run;
-  made_base_ = !fs::exists(std::string(pw->pw_dir) + "/.cache/npuprof");
+  const std::string run_dir = home + "/.cache/npuprof/runtime/" + run;
+  made_base_ = !fs::exists(home + "/.cache/npuprof");
   home_dirs_.push_back(run_dir);
   json s = Serve(run, "home1");
   ASSERT_EQ(s.value("state", ""), "ready") << s.dump(2);

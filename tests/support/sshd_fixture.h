@@ -44,6 +44,8 @@ class SshdFixture {
   int port() const { return port_; }
   const std::string& user() const { return user_; }
   const std::string& dir() const { return dir_; }
+  // The target user's $HOME in sessions of this sshd (its own, empty: no rc files run).
+  std::string home_dir() const { return dir_ + "/home"; }
   std::string identity_file() const { return dir_ + "/client_ed25519"; }
   std::string known_hosts_file() const { return dir_ + "/known_hosts"; }
   std::string host_public_key() const;  // "ssh-ed25519 AAAA..." of the current host key
