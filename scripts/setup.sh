@@ -9,6 +9,7 @@ PACKAGES=(
   libssh-dev libssl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpng-dev
   openssh-server openssh-client python3
+  chromium  # tests/views: the HTML reports rendered in a real headless browser
 )
 
 missing=()
