@@ -325,7 +325,7 @@ std::optional<double> NearestRankPercentile(std::vector<double> values, double p
 }
 
 std::string SortedLatencyChart(const std::vector<LatencySample>& samples, const std::string& title) {
-  constexpr double kW = 900, kH = 280, kL = 74, kR = 70, kT = 30, kB = 36;
+  constexpr double kW = 900, kH = 280, kL = 74, kR = 110, kT = 30, kB = 36;
   const double plot_w = kW - kL - kR, plot_h = kH - kT - kB;
   std::vector<LatencySample> sorted;
   for (const auto& s : samples)
@@ -362,14 +362,33 @@ std::string SortedLatencyChart(const std::vector<LatencySample>& samples, const 
              {.fill = s.ok ? "#4e79a7" : "#e15759"}, text);
   }
   svg.EndGroup();
-  svg.BeginGroup("percentiles");
+  // Percentile lines; percentiles of the same value share one line and label
+  // ("p90, p99 73 ms"), labels closer than a line of text are pushed apart.
+  struct Pct {
+    std::string names;
+    double ms;
+    std::string colour;
+  };
+  std::vector<Pct> pcts;
   for (const auto& [p, colour] : std::vector<std::pair<double, std::string>>{
            {50, "#59a14f"}, {90, "#f28e2b"}, {99, "#b22222"}}) {
     auto v = NearestRankPercentile(all, p);
     if (!v) continue;
-    const std::string label = fmt::format("p{} {} ms", p, OneDecimal(*v));
-    svg.Line(kL, Y(*v), kL + plot_w, Y(*v), {.stroke = colour, .stroke_width = 1.2, .dash = "5 3"}, label);
-    svg.Text(kL + plot_w + 4, Y(*v), label, {.size = 11, .fill = colour, .baseline = "middle"});
+    if (!pcts.empty() && pcts.back().ms == *v) {
+      pcts.back().names += fmt::format(", p{}", p);
+      pcts.back().colour = colour;
+    } else {
+      pcts.push_back({fmt::format("p{}", p), *v, colour});
+    }
+  }
+  svg.BeginGroup("percentiles");
+  double last_label_y = INFINITY;
+  for (const auto& p : pcts) {
+    const std::string label = fmt::format("{} {} ms", p.names, OneDecimal(p.ms));
+    svg.Line(kL, Y(p.ms), kL + plot_w, Y(p.ms), {.stroke = p.colour, .stroke_width = 1.2, .dash = "5 3"}, label);
+    const double y = std::min(Y(p.ms), last_label_y - 13);
+    svg.Text(kL + plot_w + 4, y, label, {.size = 11, .fill = p.colour, .baseline = "middle"});
+    last_label_y = y;
   }
   svg.EndGroup();
   return svg.Finish();

@@ -69,6 +69,17 @@ std::string AttemptName(const TaskMeta& m, int64_t attempt) {
   return n;
 }
 
+// Run-level events shown as instants under their own name; nullptr for the rest.
+const char* KeyEventName(const std::string& type) {
+  static const std::map<std::string, const char*> kNames = {
+      {"DevicesRequested", "devices requested"}, {"DevicesLeased", "devices leased"},
+      {"DevicesReleased", "devices released"},   {"CancelRequested", "cancel requested"},
+      {"SignalReceived", "signal"},              {"RunRecovered", "recovered after a restart"},
+      {"WatchRequested", "watch requested"}};
+  auto it = kNames.find(type);
+  return it == kNames.end() ? nullptr : it->second;
+}
+
 json Meta(const char* what, int pid, int tid, const json& args) {
   return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
 }
@@ -138,14 +149,14 @@ class TraceBuilder {
       CloseState(t_us, state_);
       state_start_us_ = -1;
       CloseAllOpen(t_us, "open at the end of the run");
-      Event(kEventsTid, t_us, "finished " + StrField(p, "status"),
-            {{"status", StrField(p, "status")}, {"error", Text(StrField(p, "error"))}});
+      json args = {{"status", StrField(p, "status")}};
+      if (!StrField(p, "error").empty()) args["error"] = Text(StrField(p, "error"));
+      Event(kEventsTid, t_us, "finished " + StrField(p, "status"), args);
       finished_ = true;
-    } else if (type == "DevicesRequested" || type == "DevicesLeased" || type == "DevicesReleased" ||
-               type == "CancelRequested" || type == "SignalReceived" || type == "RunRecovered" ||
-               type == "WatchRequested") {
-      json args = p.is_object() ? p : json::object();
-      Event(kEventsTid, t_us, type, TrimArgs(args));
+    } else if (const char* name = KeyEventName(type)) {
+      std::string n = name;
+      if (type == "SignalReceived") n += " " + StrField(p, "name");
+      Event(kEventsTid, t_us, n, TrimArgs(p.is_object() ? p : json::object()));
     }
   }
 

@@ -12,9 +12,10 @@
 //     tid 1 "state"   one X span per state the run was in (StateChanged),
 //                     the last ending at RunFinished (or the last event);
 //     tid 2 "events"  instants: submitted, devices requested / leased /
-//                     released, ready, start_profile / stop_profile
-//                     answered, service stopped, cancel, signals, recovery,
-//                     ignored results, finished;
+//                     released, ready (state), service ready, start_profile /
+//                     stop_profile answered, inference answered, service
+//                     stopped, cancel requested, signal <name>, recovered
+//                     after a restart, result ignored, finished <status>;
 //     tid 3 "timers"  instants: timer scheduled / fired / cancelled, retry
 //                     scheduled.
 //   pid 10+ "worker <id>": every task attempt that worker answered (or was

@@ -222,7 +222,8 @@ std::string DeviceCurve(int dev, const HbmSeriesSet& set, const MemWords& w) {
   std::string files;
   for (const auto& s : set.series)
     if (s.device_id == dev && !s.samples.empty())
-      files += fmt::format("<div>&#8592; {} ({} rows) [{}]</div>", E(s.file), s.samples.size(), E(Short(s.blob)));
+      files += fmt::format("<div>&#8592; {} ({} rows){}</div>", E(s.file), s.samples.size(),
+                           s.blob.empty() ? "" : " [" + E(Short(s.blob)) + "]");
   return out + "<div class=\"ev\">" + files + "</div>\n";
 }
 
@@ -331,7 +332,8 @@ Result<std::string> RenderMemoryReportHtml(const json& doc, const HbmSeriesSet& 
   if (!doc.is_object())
     return Status::Invalid("memory report: expected the JSON object of `npuprof report RUN --format json` or "
                            "`npuprof manifest RUN`");
-  const json& report = Field(doc, "devices").is_array() ? doc : Field(doc, "report");
+  // A manifest holds the report under "report" (its own top-level "devices" lists the device ids).
+  const json& report = Field(doc, "report").is_object() ? Field(doc, "report") : doc;
   if (!Field(report, "devices").is_array())
     return Status::Invalid("memory report: no \"devices\" array, neither at the top nor under \"report\" "
                            "(is this a memory-profile run that has finished its report?)");

@@ -67,7 +67,7 @@ th { background: #f0f2f5; white-space: nowrap; }
 td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 tr.residual td { background: #fafafa; font-style: italic; }
 .ev { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12px; color: #444;
-  word-break: break-all; }
+  overflow-wrap: anywhere; }
 .ev div { margin: 1px 0; }
 code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12px; }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600; color: #fff; }

@@ -96,18 +96,28 @@ std::string Steps(const json& m, const TorchWords& w) {
   return Heading(2, w.steps, "steps") + t.Finish();
 }
 
-std::string OutputCell(const json& o, const TorchWords& w) {
+// `path` shown relative to `base` when under it; the full path on hover.
+std::string PathUnder(const std::string& path, const std::string& base) {
+  std::string shown = path;
+  if (!base.empty() && path.size() > base.size() + 1 && path.rfind(base, 0) == 0 && path[base.size()] == '/')
+    shown = path.substr(base.size() + 1);
+  return fmt::format("<code title=\"{}\">{}</code>", E(path), E(shown));
+}
+
+std::string OutputCell(const json& o, const std::string& rank_dir, const TorchWords& w) {
   if (!o.is_object()) return "-";
   const bool exists = Field(o, "exists").is_boolean() && Field(o, "exists").get<bool>();
-  return fmt::format("{} <code>{}</code>", Badge(exists ? w.present : w.absent, exists), E(StrField(o, "path")));
+  return Badge(exists ? w.present : w.absent, exists) + " " + PathUnder(StrField(o, "path"), rank_dir);
 }
 
 std::string Ranks(const json& m, const TorchWords& w) {
   HtmlTable t({w.path, w.status, "kernel_details.csv", "trace_view.json", w.exit_code});
+  const std::string root = StrField(m, "remote_profile_root");
   for (const auto& d : ArrField(m, "remote_profile_dirs")) {
     const json& outs = Field(d, "outputs");
-    t.Row({"<code>" + E(StrField(d, "path")) + "</code>", StatusBadge(StrField(d, "analysis_status", "-")),
-           OutputCell(Field(outs, "kernel_details_csv"), w), OutputCell(Field(outs, "trace_view_json"), w),
+    const std::string dir = StrField(d, "path");
+    t.Row({PathUnder(dir, root), StatusBadge(StrField(d, "analysis_status", "-")),
+           OutputCell(Field(outs, "kernel_details_csv"), dir, w), OutputCell(Field(outs, "trace_view_json"), dir, w),
            E(CellText(Field(Field(d, "analyse"), "exit_code")))});
   }
   std::string out = Heading(2, w.ranks, "ranks") + "<p class=\"sub\">" + E(StrField(m, "remote_profile_root")) +
