@@ -34,7 +34,8 @@ Result<std::string> RenderHtml(Client& client, const std::string& run, const jso
 }  // namespace
 
 void AddReportCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("report", "Print a run's report (memory-profile: per-device HBM attribution; html: also torch-profile)");
+  auto* cmd = app.add_subcommand(
+      "report", "Print a run's report (memory-profile: per-device HBM attribution; html: also torch-profile)");
   auto addr = std::make_shared<ServerAddress>();
   auto run = std::make_shared<std::string>();
   auto format = std::make_shared<std::string>("json");

@@ -16,7 +16,8 @@
 namespace npuprof::cli {
 
 void AddTraceCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("trace", "Write a run's timeline as a Chrome Trace Event file (Perfetto UI, chrome://tracing)");
+  auto* cmd = app.add_subcommand(
+      "trace", "Write a run's timeline as a Chrome Trace Event file (Perfetto UI, chrome://tracing)");
   auto addr = std::make_shared<ServerAddress>();
   auto run = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();

@@ -12,62 +12,47 @@ namespace npuprof::views {
 
 namespace {
 
-// The labels of the page; the zh words are those of the text report.
-struct MemWords {
-  const char* title;
-  const char* run;
-  const char* status;
-  const char* overview;
-  const char* device;
-  const char* total;
-  const char* used;
-  const char* component;
-  const char* mb;
-  const char* gib;
-  const char* share;
-  const char* source;
-  const char* evidence;
-  const char* xv;
-  const char* npu_used;
-  const char* comp_sum;
-  const char* unattributed;
-  const char* scope;
-  const char* weights_table;
-  const char* category;
-  const char* per_device;
-  const char* dtypes;
-  const char* chain;
-  const char* notes;
-  const char* unavailable;
-  const char* free;
-  const char* hbm_over_time;
-  const char* no_series;
-  const char* time;
-  const char* what;
-  const char* file;
-  const char* tensors;
-  const char* phase_baseline;
-  const char* phase_launch;
-  const char* phase_ready;
-  const char* phase_inference;
-  const char* phase_stop;
-  const char* peak_from_series;
-};
-
-const MemWords kZh = {
-    "HBM 显存拆分报告", "运行", "状态", "各卡 HBM 组成", "Device", "总 HBM", "已用", "组件", "占用 (MB)",
-    "占用 (GiB)", "占比", "主数据源", "证据", "交叉验证", "npu-smi 已用", "组件加总", "未归因", "msprof 范围",
-    "权重分解 (safetensors 文件头; 分类与分片为基于规则的推断)", "类别", "每卡 GiB", "数据类型", "证据链", "说明",
-    "不可用", "空闲", "HBM 随时间变化 (msprof npu_mem)", "本设备没有 msprof npu_mem 时间序列。", "时间", "内容",
-    "文件", "张量数", "基线", "启动", "就绪", "推理窗口", "停止", "激活峰值 (时间序列)"};
-const MemWords kEn = {
-    "HBM memory report", "Run", "Status", "HBM per device", "Device", "Total HBM", "Used", "Component", "MB", "GiB",
-    "Share", "Source", "Evidence", "Cross-validation", "npu-smi used", "Component sum", "Unattributed",
-    "msprof scope",
-    "Weight breakdown (safetensors headers; categories and sharding are rule-based inference)", "Category",
-    "GiB/device", "dtypes", "Evidence chain", "Notes", "unavailable", "free", "HBM over time (msprof npu_mem)",
-    "No msprof npu_mem series for this device.", "time", "What", "File", "Tensors", "baseline", "launch", "ready",
-    "inference", "stop", "activation peak (series)"};
+// The labels of the page (zh, en); the zh words are those of the text report.
+constexpr Label kTitle{"HBM 显存拆分报告", "HBM memory report"};
+constexpr Label kRun{"运行", "Run"};
+constexpr Label kStatus{"状态", "Status"};
+constexpr Label kOverview{"各卡 HBM 组成", "HBM per device"};
+constexpr Label kDevice{"Device", "Device"};
+constexpr Label kTotal{"总 HBM", "Total HBM"};
+constexpr Label kUsed{"已用", "Used"};
+constexpr Label kComponent{"组件", "Component"};
+constexpr Label kMb{"占用 (MB)", "MB"};
+constexpr Label kGib{"占用 (GiB)", "GiB"};
+constexpr Label kShare{"占比", "Share"};
+constexpr Label kSource{"主数据源", "Source"};
+constexpr Label kEvidence{"证据", "Evidence"};
+constexpr Label kXv{"交叉验证", "Cross-validation"};
+constexpr Label kNpuUsed{"npu-smi 已用", "npu-smi used"};
+constexpr Label kCompSum{"组件加总", "Component sum"};
+constexpr Label kUnattributed{"未归因", "Unattributed"};
+constexpr Label kScope{"msprof 范围", "msprof scope"};
+constexpr Label kWeightsTable{
+    "权重分解 (safetensors 文件头; 分类与分片为基于规则的推断)",
+    "Weight breakdown (safetensors headers; categories and sharding are rule-based inference)"};
+constexpr Label kCategory{"类别", "Category"};
+constexpr Label kPerDevice{"每卡 GiB", "GiB/device"};
+constexpr Label kDtypes{"数据类型", "dtypes"};
+constexpr Label kChain{"证据链", "Evidence chain"};
+constexpr Label kNotes{"说明", "Notes"};
+constexpr Label kFree{"空闲", "free"};
+constexpr Label kHbmOverTime{"HBM 随时间变化 (msprof npu_mem)", "HBM over time (msprof npu_mem)"};
+constexpr Label kNoSeries{"本设备没有 msprof npu_mem 时间序列。",
+                          "No msprof npu_mem series for this device."};
+constexpr Label kTime{"时间", "time"};
+constexpr Label kWhat{"内容", "What"};
+constexpr Label kFile{"文件", "File"};
+constexpr Label kTensors{"张量数", "Tensors"};
+constexpr Label kPhaseBaseline{"基线", "baseline"};
+constexpr Label kPhaseLaunch{"启动", "launch"};
+constexpr Label kPhaseReady{"就绪", "ready"};
+constexpr Label kPhaseInference{"推理窗口", "inference"};
+constexpr Label kPhaseStop{"停止", "stop"};
+constexpr Label kPeakFromSeries{"激活峰值 (时间序列)", "activation peak (series)"};
 
 std::string SourceText(const std::string& key, bool zh) {
   struct Pair {
@@ -129,8 +114,9 @@ std::string GibText(const json& mb) {
   return mb.is_number() ? fmt::format("{:.2f} GiB", mb.get<double>() / 1024.0) : "-";
 }
 
-std::string ComponentTable(const json& dev, const MemWords& w, bool zh) {
-  HtmlTable t({w.component, w.mb, w.gib, w.share, w.source, w.evidence}, {false, true, true, true, false, false});
+std::string ComponentTable(const json& dev, const Words& w, bool zh) {
+  HtmlTable t({w(kComponent), w(kMb), w(kGib), w(kShare), w(kSource), w(kEvidence)},
+              {false, true, true, true, false, false});
   for (const auto& c : ArrField(dev, "components")) {
     const std::string key = StrField(c, "key");
     const std::string label = StrField(c, zh ? "label_zh" : "label_en", key);
@@ -148,12 +134,12 @@ std::string ComponentTable(const json& dev, const MemWords& w, bool zh) {
   return t.Finish();
 }
 
-std::string CrossValidation(const json& dev, const MemWords& w, bool zh) {
+std::string CrossValidation(const json& dev, const Words& w, bool zh) {
   const json& xv = Field(dev, "cross_validation");
   std::vector<std::pair<std::string, std::string>> kv = {
-      {w.npu_used, MbCell(Field(xv, "npu_smi_used_mb")) + " MB"},
-      {w.comp_sum, MbCell(Field(xv, "component_sum_mb")) + " MB"},
-      {w.unattributed, MbCell(Field(xv, "unattributed_mb")) + " MB" +
+      {w(kNpuUsed), MbCell(Field(xv, "npu_smi_used_mb")) + " MB"},
+      {w(kCompSum), MbCell(Field(xv, "component_sum_mb")) + " MB"},
+      {w(kUnattributed), MbCell(Field(xv, "unattributed_mb")) + " MB" +
                            (Field(xv, "unattributed_pct").is_number()
                                 ? " (" + PctCell(Field(xv, "unattributed_pct")) + ")"
                                 : "")}};
@@ -172,16 +158,16 @@ std::string CrossValidation(const json& dev, const MemWords& w, bool zh) {
                     SignedPct(Field(xv, "weights_vs_safetensors_pct")));
   if (Field(xv, "weights_vs_theory_pct").is_number())
     kv.emplace_back(zh ? "权重 vs 理论值" : "weights vs theory", SignedPct(Field(xv, "weights_vs_theory_pct")));
-  kv.emplace_back(w.scope, E(StrField(dev, "msprof_scope", "none")));
-  return Heading(3, w.xv) + KeyValues(kv);
+  kv.emplace_back(w(kScope), E(StrField(dev, "msprof_scope", "none")));
+  return Heading(3, w(kXv)) + KeyValues(kv);
 }
 
-std::string PhaseLabel(const std::string& key, const MemWords& w) {
-  if (key == "baseline") return w.phase_baseline;
-  if (key == "launch") return w.phase_launch;
-  if (key == "ready") return w.phase_ready;
-  if (key == "inference") return w.phase_inference;
-  if (key == "stop") return w.phase_stop;
+std::string PhaseLabel(const std::string& key, const Words& w) {
+  if (key == "baseline") return w(kPhaseBaseline);
+  if (key == "launch") return w(kPhaseLaunch);
+  if (key == "ready") return w(kPhaseReady);
+  if (key == "inference") return w(kPhaseInference);
+  if (key == "stop") return w(kPhaseStop);
   return key;
 }
 
@@ -194,20 +180,20 @@ double Origin(const HbmSeriesSet& set) {
   return std::isfinite(o) ? o : 0;
 }
 
-std::string DeviceCurve(int dev, const HbmSeriesSet& set, const MemWords& w) {
-  std::string out = Heading(3, w.hbm_over_time);
+std::string DeviceCurve(int dev, const HbmSeriesSet& set, const Words& w) {
+  std::string out = Heading(3, w(kHbmOverTime));
   const double origin = Origin(set);
   TimeChartInput in;
-  in.x_label = w.time;
+  in.x_label = w(kTime);
   in.y_label = "HBM";
   for (const auto& s : set.series) {
     if (s.device_id != dev || s.samples.empty()) continue;
     TimeLine line;
-    line.label = fmt::format("{} {} ({})", w.device, dev, s.event.empty() ? "npu_mem" : s.event);
+    line.label = fmt::format("{} {} ({})", w(kDevice), dev, s.event.empty() ? "npu_mem" : s.event);
     for (const auto& p : s.samples) line.points.push_back({(p.t_us - origin) / 1e6, p.mb});
     in.lines.push_back(std::move(line));
   }
-  if (in.lines.empty()) return out + "<p class=\"note\">" + E(w.no_series) + "</p>\n";
+  if (in.lines.empty()) return out + "<p class=\"note\">" + E(w(kNoSeries)) + "</p>\n";
   for (const auto& p : set.phases) {
     TimePhase ph{p.key, PhaseLabel(p.key, w), (p.start_us - origin) / 1e6, std::nullopt};
     if (p.end_us) ph.end_s = (*p.end_us - origin) / 1e6;
@@ -216,7 +202,7 @@ std::string DeviceCurve(int dev, const HbmSeriesSet& set, const MemWords& w) {
   for (const auto& pk : set.peaks) {
     if (pk.device_id != dev) continue;
     in.peak = TimePeak{(pk.t_us - origin) / 1e6, pk.peak_mb, pk.base_mb,
-                       fmt::format("{} +{} MB", w.peak_from_series, FormatMbValue(pk.delta_mb))};
+                       fmt::format("{} +{} MB", w(kPeakFromSeries), FormatMbValue(pk.delta_mb))};
   }
   out += "<div class=\"chart\">" + HbmTimeChart(in) + "</div>\n";
   std::string files;
@@ -227,11 +213,11 @@ std::string DeviceCurve(int dev, const HbmSeriesSet& set, const MemWords& w) {
   return out + "<div class=\"ev\">" + files + "</div>\n";
 }
 
-std::string Overview(const json& devices, const MemWords& w, bool zh) {
+std::string Overview(const json& devices, const Words& w, bool zh) {
   std::vector<DeviceBar> bars;
   for (const auto& d : devices) {
     DeviceBar b;
-    b.label = fmt::format("{} {}", w.device, CellText(Field(d, "device_id")));
+    b.label = fmt::format("{} {}", w(kDevice), CellText(Field(d, "device_id")));
     b.total_mb = NumField(d, "hbm_total_mb");
     b.used_mb = NumField(d, "hbm_used_mb");
     for (const auto& c : ArrField(d, "components")) {
@@ -242,14 +228,15 @@ std::string Overview(const json& devices, const MemWords& w, bool zh) {
     }
     bars.push_back(std::move(b));
   }
-  BarChartWords bw{w.free, w.used, w.total};
-  return Heading(2, w.overview, "overview") + "<div class=\"chart\">" + StackedHbmBars(bars, bw) + "</div>\n";
+  BarChartWords bw{w(kFree), w(kUsed), w(kTotal)};
+  return Heading(2, w(kOverview), "overview") + "<div class=\"chart\">" + StackedHbmBars(bars, bw) + "</div>\n";
 }
 
-std::string WeightsBreakdown(const json& wb, const MemWords& w, bool zh) {
+std::string WeightsBreakdown(const json& wb, const Words& w, bool zh) {
   if (!wb.is_object()) return "";
-  std::string out = Heading(2, w.weights_table, "weights");
-  HtmlTable t({w.category, w.tensors, "GiB", w.per_device, w.share, w.dtypes}, {false, true, true, true, true, false});
+  std::string out = Heading(2, w(kWeightsTable), "weights");
+  HtmlTable t({w(kCategory), w(kTensors), "GiB", w(kPerDevice), w(kShare), w(kDtypes)},
+              {false, true, true, true, true, false});
   auto f3 = [](const json& v) { return v.is_number() ? fmt::format("{:.3f}", v.get<double>()) : std::string("-"); };
   for (const auto& c : ArrField(wb, "categories")) {
     std::vector<std::string> dt;
@@ -275,29 +262,29 @@ std::string WeightsBreakdown(const json& wb, const MemWords& w, bool zh) {
   return out;
 }
 
-std::string EvidenceChain(const json& report, const MemWords& w) {
-  HtmlTable t({w.what, w.file, "sha256"});
+std::string EvidenceChain(const json& report, const Words& w) {
+  HtmlTable t({w(kWhat), w(kFile), "sha256"});
   for (const auto& e : ArrField(report, "evidence_chain"))
     t.Row({E(StrField(e, "what")), "<code>" + E(StrField(e, "file")) + "</code>",
            "<code>" + E(StrField(e, "blob")) + "</code>"});
-  return Heading(2, w.chain, "evidence") + t.Finish();
+  return Heading(2, w(kChain), "evidence") + t.Finish();
 }
 
-std::string Notes(const json& report, const MemWords& w) {
+std::string Notes(const json& report, const Words& w) {
   std::string items;
   for (const auto& n : ArrField(report, "notes")) items += "<li>" + E(CellText(n)) + "</li>";
-  return items.empty() ? "" : Heading(2, w.notes, "notes") + "<ul>" + items + "</ul>\n";
+  return items.empty() ? "" : Heading(2, w(kNotes), "notes") + "<ul>" + items + "</ul>\n";
 }
 
 std::string Render(const json& doc, const json& report, const HbmSeriesSet& set, bool zh) {
-  const MemWords& w = zh ? kZh : kEn;
+  const Words w(zh);
   const std::string run_id = StrField(doc, "run_id");
   const std::string status = StrField(doc, "status");
   const json& msprof = Field(report, "msprof");
-  std::string body = Heading(1, w.title);
+  std::string body = Heading(1, w(kTitle));
   std::vector<std::pair<std::string, std::string>> head;
-  if (!run_id.empty()) head.emplace_back(w.run, "<code>" + E(run_id) + "</code>");
-  if (!status.empty()) head.emplace_back(w.status, StatusBadge(status));
+  if (!run_id.empty()) head.emplace_back(w(kRun), "<code>" + E(run_id) + "</code>");
+  if (!status.empty()) head.emplace_back(w(kStatus), StatusBadge(status));
   if (Field(doc, "model").is_string()) head.emplace_back("model", "<code>" + E(StrField(doc, "model")) + "</code>");
   head.emplace_back("mode", E(StrField(report, "mode", StrField(doc, "mode"))));
   head.emplace_back("tp / dp", E(CellText(Field(report, "tp"))) + " / " + E(CellText(Field(report, "dp"))));
@@ -310,9 +297,9 @@ std::string Render(const json& doc, const json& report, const HbmSeriesSet& set,
   for (const auto& d : devices) {
     const std::string dev = CellText(Field(d, "device_id"));
     body += "<section class=\"card\">";
-    body += Heading(2, fmt::format("{} {}", w.device, dev), "device-" + dev);
-    body += fmt::format("<p class=\"sub\">{}: {} | {}: {} ({})</p>\n", E(w.total), GibText(Field(d, "hbm_total_mb")),
-                        E(w.used), GibText(Field(d, "hbm_used_mb")), E(StrField(d, "hbm_used_phase")));
+    body += Heading(2, fmt::format("{} {}", w(kDevice), dev), "device-" + dev);
+    body += fmt::format("<p class=\"sub\">{}: {} | {}: {} ({})</p>\n", E(w(kTotal)), GibText(Field(d, "hbm_total_mb")),
+                        E(w(kUsed)), GibText(Field(d, "hbm_used_mb")), E(StrField(d, "hbm_used_phase")));
     body += ComponentTable(d, w, zh);
     body += CrossValidation(d, w, zh);
     const json& id = Field(d, "device_id");
@@ -322,7 +309,7 @@ std::string Render(const json& doc, const json& report, const HbmSeriesSet& set,
   body += WeightsBreakdown(Field(report, "weights_breakdown"), w, zh);
   body += EvidenceChain(report, w);
   body += Notes(report, w);
-  const std::string title = run_id.empty() ? std::string(w.title) : fmt::format("{} — {}", w.title, run_id);
+  const std::string title = run_id.empty() ? std::string(w(kTitle)) : fmt::format("{} — {}", w(kTitle), run_id);
   return HtmlDocument(title, zh ? "zh" : "en", body);
 }
 

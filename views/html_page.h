@@ -45,6 +45,21 @@ std::string HtmlEscape(std::string_view s);
 // The language of a page's labels: "zh" (default) or "en".
 bool IsZh(std::string_view lang);
 
+// A label of a page in both languages, and the pick of one.
+struct Label {
+  const char* zh;
+  const char* en;
+};
+class Words {
+ public:
+  explicit Words(bool zh) : zh_(zh) {}
+  bool zh() const { return zh_; }
+  const char* operator()(const Label& l) const { return zh_ ? l.zh : l.en; }
+
+ private:
+  bool zh_;
+};
+
 // The whole document: <!DOCTYPE html>, <html lang>, head (charset, viewport,
 // CSP, title, the shared style sheet) and `body_html` inside <main>.
 std::string HtmlDocument(std::string_view title, std::string_view lang, std::string_view body_html);

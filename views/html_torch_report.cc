@@ -11,63 +11,51 @@ namespace npuprof::views {
 
 namespace {
 
-struct TorchWords {
-  const char* title;
-  const char* run;
-  const char* status;
-  const char* gates;
-  const char* workload_gate;
-  const char* analysis_gate;
-  const char* requests_ok;
-  const char* success_rate;
-  const char* threshold;
-  const char* followup;
-  const char* steps;
-  const char* step;
-  const char* result;
-  const char* ranks;
-  const char* path;
-  const char* outputs;
-  const char* exit_code;
-  const char* latency;
-  const char* count;
-  const char* failed;
-  const char* no_requests;
-  const char* kernels;
-  const char* errors;
-  const char* present;
-  const char* absent;
-};
-
-const TorchWords kZh = {"Torch Profiler 采集报告", "运行", "状态", "门禁", "负载门禁", "解析门禁", "成功请求",
-                        "成功率", "阈值", "跟进请求", "服务与 Profiler 控制", "步骤", "结果", "各 rank 输出",
-                        "路径", "输出", "退出码", "负载请求延迟分布", "数量", "失败", "没有负载请求结果。",
-                        "算子汇总", "步骤错误", "存在", "缺失"};
-const TorchWords kEn = {"Torch profiler collection", "Run", "Status", "Gates", "Workload gate", "Analysis gate",
-                        "Requests ok", "Success rate", "Threshold", "Follow-up request", "Service and profiler control",
-                        "Step", "Result", "Outputs per rank", "Path", "Outputs", "Exit code",
-                        "Workload latency distribution", "Count", "failed", "No workload request results.",
-                        "Kernel summary", "Step errors", "present", "missing"};
+// The labels of the page (zh, en).
+constexpr Label kTitle{"Torch Profiler 采集报告", "Torch profiler collection"};
+constexpr Label kRun{"运行", "Run"};
+constexpr Label kStatus{"状态", "Status"};
+constexpr Label kGates{"门禁", "Gates"};
+constexpr Label kWorkloadGate{"负载门禁", "Workload gate"};
+constexpr Label kAnalysisGate{"解析门禁", "Analysis gate"};
+constexpr Label kRequestsOk{"成功请求", "Requests ok"};
+constexpr Label kSuccessRate{"成功率", "Success rate"};
+constexpr Label kThreshold{"阈值", "Threshold"};
+constexpr Label kFollowup{"跟进请求", "Follow-up request"};
+constexpr Label kSteps{"服务与 Profiler 控制", "Service and profiler control"};
+constexpr Label kStep{"步骤", "Step"};
+constexpr Label kResult{"结果", "Result"};
+constexpr Label kRanks{"各 rank 输出", "Outputs per rank"};
+constexpr Label kPath{"路径", "Path"};
+constexpr Label kExitCode{"退出码", "Exit code"};
+constexpr Label kLatency{"负载请求延迟分布", "Workload latency distribution"};
+constexpr Label kCount{"数量", "Count"};
+constexpr Label kFailed{"失败", "failed"};
+constexpr Label kNoRequests{"没有负载请求结果。", "No workload request results."};
+constexpr Label kKernels{"算子汇总", "Kernel summary"};
+constexpr Label kErrors{"步骤错误", "Step errors"};
+constexpr Label kPresent{"存在", "present"};
+constexpr Label kAbsent{"缺失", "missing"};
 
 std::string E(std::string_view s) { return HtmlEscape(s); }
 
 std::string Ms(std::optional<double> v) { return v ? fmt::format("{:.1f} ms", *v) : "-"; }
 
-std::string Gates(const json& m, const TorchWords& w) {
+std::string Gates(const json& m, const Words& w) {
   const json& ws = Field(m, "workload_status");
-  std::string out = Heading(2, w.gates, "gates");
-  std::vector<std::pair<std::string, std::string>> wl = {{w.workload_gate, StatusBadge(StrField(ws, "status", "-"))}};
+  std::string out = Heading(2, w(kGates), "gates");
+  std::vector<std::pair<std::string, std::string>> wl = {{w(kWorkloadGate), StatusBadge(StrField(ws, "status", "-"))}};
   if (ws.is_object()) {
-    wl.emplace_back(w.requests_ok,
+    wl.emplace_back(w(kRequestsOk),
                     fmt::format("{} / {}", E(CellText(Field(ws, "bench_ok"))), E(CellText(Field(ws, "bench_total")))));
-    if (auto r = NumField(ws, "bench_success_rate")) wl.emplace_back(w.success_rate, fmt::format("{:.1f}%", *r * 100));
-    if (auto t = NumField(ws, "bench_threshold")) wl.emplace_back(w.threshold, fmt::format("{:.1f}%", *t * 100));
-    wl.emplace_back(w.followup, StatusBadge(Field(ws, "followup_ok").is_boolean()
+    if (auto r = NumField(ws, "bench_success_rate")) wl.emplace_back(w(kSuccessRate), fmt::format("{:.1f}%", *r * 100));
+    if (auto t = NumField(ws, "bench_threshold")) wl.emplace_back(w(kThreshold), fmt::format("{:.1f}%", *t * 100));
+    wl.emplace_back(w(kFollowup), StatusBadge(Field(ws, "followup_ok").is_boolean()
                                                 ? (Field(ws, "followup_ok").get<bool>() ? "ok" : "failed")
                                                 : "-"));
   }
   const json& an = Field(m, "analysis_status");
-  wl.emplace_back(w.analysis_gate, StatusBadge(an.is_string() ? an.get<std::string>() : "-"));
+  wl.emplace_back(w(kAnalysisGate), StatusBadge(an.is_string() ? an.get<std::string>() : "-"));
   wl.emplace_back("ranks", fmt::format("{} / {}", E(CellText(Field(m, "rank_count"))),
                                        E(CellText(Field(m, "expected_ranks")))));
   return out + "<section class=\"card\">" + KeyValues(wl) + "</section>\n";
@@ -89,11 +77,11 @@ std::string StepSummary(const json& r) {
   return E(fmt::format("{}", fmt::join(parts, ", ")));
 }
 
-std::string Steps(const json& m, const TorchWords& w) {
-  HtmlTable t({w.step, w.result});
+std::string Steps(const json& m, const Words& w) {
+  HtmlTable t({w(kStep), w(kResult)});
   for (const char* k : {"service_result", "start_profile", "stop_profile", "followup_result", "stop_result"})
     t.Row({"<code>" + E(k) + "</code>", StepSummary(Field(m, k))});
-  return Heading(2, w.steps, "steps") + t.Finish();
+  return Heading(2, w(kSteps), "steps") + t.Finish();
 }
 
 // `path` shown relative to `base` when under it; the full path on hover.
@@ -104,14 +92,14 @@ std::string PathUnder(const std::string& path, const std::string& base) {
   return fmt::format("<code title=\"{}\">{}</code>", E(path), E(shown));
 }
 
-std::string OutputCell(const json& o, const std::string& rank_dir, const TorchWords& w) {
+std::string OutputCell(const json& o, const std::string& rank_dir, const Words& w) {
   if (!o.is_object()) return "-";
   const bool exists = Field(o, "exists").is_boolean() && Field(o, "exists").get<bool>();
-  return Badge(exists ? w.present : w.absent, exists) + " " + PathUnder(StrField(o, "path"), rank_dir);
+  return Badge(exists ? w(kPresent) : w(kAbsent), exists) + " " + PathUnder(StrField(o, "path"), rank_dir);
 }
 
-std::string Ranks(const json& m, const TorchWords& w) {
-  HtmlTable t({w.path, w.status, "kernel_details.csv", "trace_view.json", w.exit_code});
+std::string Ranks(const json& m, const Words& w) {
+  HtmlTable t({w(kPath), w(kStatus), "kernel_details.csv", "trace_view.json", w(kExitCode)});
   const std::string root = StrField(m, "remote_profile_root");
   for (const auto& d : ArrField(m, "remote_profile_dirs")) {
     const json& outs = Field(d, "outputs");
@@ -120,7 +108,7 @@ std::string Ranks(const json& m, const TorchWords& w) {
            OutputCell(Field(outs, "kernel_details_csv"), dir, w), OutputCell(Field(outs, "trace_view_json"), dir, w),
            E(CellText(Field(Field(d, "analyse"), "exit_code")))});
   }
-  std::string out = Heading(2, w.ranks, "ranks") + "<p class=\"sub\">" + E(StrField(m, "remote_profile_root")) +
+  std::string out = Heading(2, w(kRanks), "ranks") + "<p class=\"sub\">" + E(StrField(m, "remote_profile_root")) +
                     "</p>\n" + t.Finish();
   for (const auto& d : ArrField(m, "remote_profile_dirs")) {
     const json& ks = Field(d, "kernel_summary");
@@ -135,13 +123,13 @@ std::string Ranks(const json& m, const TorchWords& w) {
       for (const auto& c : cols) cells.push_back(E(CellText(Field(row, c))));
       kt.Row(cells);
     }
-    out += Heading(3, fmt::format("{}: {}", w.kernels, StrField(d, "path"))) + kt.Finish();
+    out += Heading(3, fmt::format("{}: {}", w(kKernels), StrField(d, "path"))) + kt.Finish();
   }
   return out;
 }
 
-std::string Latency(const json& m, const TorchWords& w) {
-  std::string out = Heading(2, w.latency, "latency");
+std::string Latency(const json& m, const Words& w) {
+  std::string out = Heading(2, w(kLatency), "latency");
   std::vector<LatencySample> samples;
   std::vector<double> ms;
   size_t ok = 0;
@@ -153,29 +141,30 @@ std::string Latency(const json& m, const TorchWords& w) {
     ms.push_back(*v);
     samples.push_back({*v, good,
                        fmt::format("#{} {}", CellText(Field(r, "index")),
-                                   good ? CellText(Field(r, "status")) : std::string(w.failed))});
+                                   good ? CellText(Field(r, "status")) : std::string(w(kFailed)))});
   }
-  if (samples.empty()) return out + "<p class=\"note\">" + E(w.no_requests) + "</p>\n";
+  if (samples.empty()) return out + "<p class=\"note\">" + E(w(kNoRequests)) + "</p>\n";
   const auto mn = std::min_element(ms.begin(), ms.end()), mx = std::max_element(ms.begin(), ms.end());
-  HtmlTable t({w.count, w.requests_ok, "min", "p50", "p90", "p99", "max"}, {true, true, true, true, true, true, true});
+  HtmlTable t({w(kCount), w(kRequestsOk), "min", "p50", "p90", "p99", "max"},
+              {true, true, true, true, true, true, true});
   t.Row({std::to_string(ms.size()), std::to_string(ok), Ms(*mn), Ms(NearestRankPercentile(ms, 50)),
          Ms(NearestRankPercentile(ms, 90)), Ms(NearestRankPercentile(ms, 99)), Ms(*mx)});
   return out + t.Finish() + "<div class=\"chart\">" + SortedLatencyChart(samples) + "</div>\n";
 }
 
-std::string StepErrors(const json& m, const TorchWords& w) {
+std::string StepErrors(const json& m, const Words& w) {
   std::string items;
   for (const auto& e : ArrField(m, "step_errors")) items += "<li>" + E(TruncateUtf8(CellText(e), 600)) + "</li>";
-  return items.empty() ? "" : Heading(2, w.errors, "errors") + "<ul>" + items + "</ul>\n";
+  return items.empty() ? "" : Heading(2, w(kErrors), "errors") + "<ul>" + items + "</ul>\n";
 }
 
 std::string Render(const json& m, bool zh) {
-  const TorchWords& w = zh ? kZh : kEn;
+  const Words w(zh);
   const std::string run_id = StrField(m, "run_id");
-  std::string body = Heading(1, w.title);
+  std::string body = Heading(1, w(kTitle));
   std::vector<std::pair<std::string, std::string>> head;
-  if (!run_id.empty()) head.emplace_back(w.run, "<code>" + E(run_id) + "</code>");
-  head.emplace_back(w.status, StatusBadge(StrField(m, "status", "-")));
+  if (!run_id.empty()) head.emplace_back(w(kRun), "<code>" + E(run_id) + "</code>");
+  head.emplace_back(w(kStatus), StatusBadge(StrField(m, "status", "-")));
   for (const char* k : {"kind", "tag", "machine", "model", "served_model_name", "tp", "dp", "mode", "request_kind",
                         "started_at", "completed_at", "failed_at"}) {
     const json& v = Field(m, k);
@@ -188,7 +177,7 @@ std::string Render(const json& m, bool zh) {
   body += Ranks(m, w);
   if (m.contains("benchmark_results")) body += Latency(m, w);
   body += StepErrors(m, w);
-  const std::string title = run_id.empty() ? std::string(w.title) : fmt::format("{} — {}", w.title, run_id);
+  const std::string title = run_id.empty() ? std::string(w(kTitle)) : fmt::format("{} — {}", w(kTitle), run_id);
   return HtmlDocument(title, zh ? "zh" : "en", body);
 }
 

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/views/view_fixtures.h"
 #include "workers/poll_backoff.h"
 
 namespace npuprof::testing {
@@ -28,13 +29,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string ReadWhole(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 bool GroupAlive(pid_t pgid) { return ::kill(-pgid, 0) == 0; }
 
@@ -72,8 +66,10 @@ Result<int> RunToFiles(const std::vector<std::string>& argv, const std::string& 
     }
     std::this_thread::sleep_for(backoff.Next());
   }
-  // The browser's helpers (zygote, renderer, GPU process) leave with it; give them the same deadline.
-  while (exited && GroupAlive(pid) && std::chrono::steady_clock::now() < deadline)
+  // The browser's helpers (zygote, renderer, GPU process) leave with it; what
+  // is still there 10 s after the browser exited is killed.
+  const auto helpers_deadline = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  while (exited && GroupAlive(pid) && std::chrono::steady_clock::now() < helpers_deadline)
     std::this_thread::sleep_for(backoff.Next());
   if (GroupAlive(pid)) ::kill(-pid, SIGKILL);
   if (!exited) {
@@ -85,7 +81,7 @@ Result<int> RunToFiles(const std::vector<std::string>& argv, const std::string& 
 
 // URL requests in a Chrome net log: all of them, and those the page made.
 Status ReadNetLog(const std::string& path, BrowserRender& r) {
-  std::string text = ReadWhole(path);
+  std::string text = ReadFileBytes(path);
   json log = json::parse(text, nullptr, false);
   if (log.is_discarded()) log = json::parse(text + "]}", nullptr, false);  // a log cut short at exit
   if (log.is_discarded() || !log.is_object()) return Status::Corruption("net log " + path + " is not JSON");
@@ -171,6 +167,7 @@ Result<BrowserRender> RenderInChromium(const std::string& html_path, const std::
                                          "--disable-component-update",
                                          "--no-first-run",
                                          "--disable-sync",
+                                         "--disable-dev-shm-usage",
                                          "--host-resolver-rules=MAP * ~NOTFOUND",
                                          "--user-data-dir=" + profile,
                                          "--enable-logging=stderr",
@@ -181,10 +178,10 @@ Result<BrowserRender> RenderInChromium(const std::string& html_path, const std::
                                          "--dump-dom",
                                          "file://" + fs::absolute(html_path).string()};
   auto rc = RunToFiles(argv, dom, log, timeout_s);
-  r.log = ReadWhole(log);
+  r.log = ReadFileBytes(log);
   if (!rc.ok()) return Status(rc.status().code(), rc.status().message() + "\n" + r.log);
   if (*rc != 0) return Status::Internal(fmt::format("chromium exited {}:\n{}", *rc, r.log));
-  r.dom = ReadWhole(dom);
+  r.dom = ReadFileBytes(dom);
   std::stringstream lines(r.log);
   for (std::string line; std::getline(lines, line);)
     if (line.find("CONSOLE") != std::string::npos) r.console.push_back(line);

@@ -5,15 +5,16 @@
 // One browser run per render, in a fresh --user-data-dir under `work_dir`:
 //   --headless --no-sandbox --disable-gpu --disable-background-networking
 //   --disable-component-update --no-first-run --disable-sync
+//   --disable-dev-shm-usage (containers often have a small /dev/shm)
 //   --host-resolver-rules="MAP * ~NOTFOUND" (the browser's own background
 //   requests cannot leave the machine either)
 //   --enable-logging=stderr --v=0   console messages -> stderr
 //   --log-net-log=<work_dir>/netlog.json   every URL request it started
 //   --screenshot=<work_dir>/screenshot.png --window-size=W,H
 //   --dump-dom                      the rendered DOM -> stdout
-// The browser is started in its own process group and, if it outlives the
-// timeout, that group (and only it) is killed; the wait polls its exit with
-// back-off.
+// The browser is started in its own process group; the wait polls its exit
+// with back-off; if it outlives the timeout, or its helpers outlive it by
+// 10 s, that group (and only it) is killed.
 //
 // Results: the DOM; every console line ("CONSOLE" in the log: a page without
 // script logs nothing unless the browser complained, e.g. about a blocked

@@ -10,12 +10,14 @@ namespace npuprof::testing {
 
 using nlohmann::json;
 
-std::string ReadTestData(const std::string& rel) {
-  std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/" + rel, std::ios::binary);
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();
 }
+
+std::string ReadTestData(const std::string& rel) { return ReadFileBytes(std::string(NPUPROF_TEST_DATA_DIR) + "/" + rel); }
 
 json TestJson(const std::string& rel) {
   json j = json::parse(ReadTestData(rel), nullptr, false);

@@ -15,6 +15,8 @@
 
 namespace npuprof::testing {
 
+// A local file, whole ("" when missing).
+std::string ReadFileBytes(const std::string& path);
 // tests/data/<rel>, whole ("" when missing).
 std::string ReadTestData(const std::string& rel);
 // tests/data/<rel> parsed (null when missing or not JSON).

@@ -17,19 +17,13 @@
 #include "tests/support/npuprof_harness.h"
 #include "tests/views/chromium_rig.h"
 #include "tests/views/trace_validator.h"
+#include "tests/views/view_fixtures.h"
 #include "views/charts.h"
 
 namespace npuprof::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 class ViewsE2E : public ::testing::Test {
  protected:
@@ -46,7 +40,7 @@ class ViewsE2E : public ::testing::Test {
     CliResult r = h_.Cli({"trace", run, "-o", file});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.json().value("file", ""), file) << r.out;
-    TraceCheck c = ValidateChromeTrace(ReadAll(file));
+    TraceCheck c = ValidateChromeTrace(ReadFileBytes(file));
     for (const auto& p : c.problems) ADD_FAILURE() << file << ": " << p;
     EXPECT_GT(c.phase_counts["X"], 5) << file;
     return c;
@@ -56,7 +50,7 @@ class ViewsE2E : public ::testing::Test {
     CliResult r = h_.Cli({"report", run, "--format", "html", "--lang", lang, "-o", file});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.json().value("format", ""), "html") << r.out;
-    const std::string html = ReadAll(file);
+    const std::string html = ReadFileBytes(file);
     EXPECT_TRUE(html.starts_with("<!DOCTYPE html>")) << file;
     EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
     for (const char* bad : {"<script", "src=", "href=", "url("}) EXPECT_EQ(html.find(bad), std::string::npos) << bad;
