@@ -353,15 +353,15 @@ Result<json> BuildChromeTrace(const json& events_doc, const std::vector<DeviceHb
   if (!events.is_array())
     return Status::Invalid("trace: expected the JSON of `npuprof events RUN --json` (an object with \"events\")");
   if (events.empty()) return Status::Invalid("trace: the run has no events");
-  double origin_us = INFINITY;
   for (size_t i = 0; i < events.size(); ++i) {
     auto t = NumField(events[i], "time_ms");
     if (!t || !std::isfinite(*t))
       return Status::Invalid(fmt::format("trace: event {} has no numeric time_ms (is this `npuprof events RUN "
                                          "--json` output?)",
                                          i));
-    origin_us = std::min(origin_us, *t * 1000.0);
   }
+  // Times never step back along the log (see below): the first event is the earliest.
+  double origin_us = *NumField(events[0], "time_ms") * 1000.0;
   for (const auto& s : hbm)
     for (const auto& p : s.samples)
       if (std::isfinite(p.t_us)) origin_us = std::min(origin_us, p.t_us);
@@ -369,8 +369,14 @@ Result<json> BuildChromeTrace(const json& events_doc, const std::vector<DeviceHb
     std::string run_id = StrField(events_doc, "run_id");
     if (run_id.empty()) run_id = "?";
     TraceBuilder b(origin_us);
-    // Events in log order (seq); time_ms is non-decreasing along it.
-    for (const auto& e : events) b.Feed(e, *NumField(e, "time_ms") * 1000.0);
+    // Events in log order (seq). Their times come from the server's wall
+    // clock; one that steps back is taken as simultaneous with the event
+    // before it, so every track stays in time order.
+    double t_prev = -INFINITY;
+    for (const auto& e : events) {
+      t_prev = std::max(t_prev, *NumField(e, "time_ms") * 1000.0);
+      b.Feed(e, t_prev);
+    }
     return b.Finish(Text(run_id, 120), origin_us, hbm);
   } catch (const std::exception& e) {
     return Status::Internal(std::string("trace: building failed: ") + e.what());

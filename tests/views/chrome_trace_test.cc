@@ -180,6 +180,19 @@ TEST(ChromeTrace, ConcurrentAttemptsOfOneWorkerGetTheirOwnSlots) {
   EXPECT_TRUE(in_flight);
 }
 
+TEST(ChromeTrace, AClockSteppingBackKeepsTracksInOrder) {
+  json ev = {{{"seq", 1}, {"type", "RunSubmitted"}, {"time_ms", 5000}, {"payload", {{"kind", "x"}}}},
+             {{"seq", 2}, {"type", "StateChanged"}, {"time_ms", 6000}, {"payload", {{"from", "new"}, {"to", "a"}}}},
+             {{"seq", 3}, {"type", "StateChanged"}, {"time_ms", 4000}, {"payload", {{"from", "a"}, {"to", "b"}}}},
+             {{"seq", 4}, {"type", "RunFinished"}, {"time_ms", 7000}, {"payload", {{"status", "ok"}}}}};
+  TraceCheck c = BuildAndValidate(json{{"run_id", "r"}, {"events", ev}});
+  std::vector<std::pair<std::string, double>> states;
+  for (const auto& e : Named(c, "X", 1)) states.emplace_back(e["name"], e["dur"].get<double>());
+  ASSERT_EQ(states.size(), 3u);
+  EXPECT_EQ(states[1], std::make_pair(std::string("a"), 0.0));  // left at once, as far as the trace can tell
+  EXPECT_EQ(states[2], std::make_pair(std::string("b"), 1e6));
+}
+
 TEST(ChromeTrace, BadInputsAreErrorsNotCrashes) {
   EXPECT_FALSE(views::BuildChromeTrace(json::object()).ok());
   EXPECT_FALSE(views::BuildChromeTrace(json{{"events", json::array()}}).ok());
