@@ -34,7 +34,8 @@ void AddSubmitCommand(CLI::App& app);
 void AddRunCommands(CLI::App& app);     // runs, show, watch, events, cancel, manifest, workers
 void AddMachineCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
-void AddReportCommand(CLI::App& app);     // report RUN [--format json|text] [--lang zh|en]
+void AddReportCommand(CLI::App& app);     // report RUN [--format json|text|html] [--lang zh|en] [-o FILE]
+void AddTraceCommand(CLI::App& app);      // trace RUN [-o FILE]
 void AddExportCommand(CLI::App& app);     // export RUN DIR (per-kind exporters: cli/export_registry.h)
 void AddDemoCommand(CLI::App& app);
 void AddKeysCommand(CLI::App& app);       // keys [show] | new | allow | list | remove (cmd_keys.cc)

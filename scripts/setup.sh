@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libpng-dev
   openssh-server openssh-client python3
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes
+  chromium  # tests/views: the HTML reports rendered in a real headless browser
 )
 
 missing=()
