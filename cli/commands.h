@@ -37,5 +37,6 @@ void AddInspectCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);     // report RUN [--format json|text] [--lang zh|en]
 void AddExportCommand(CLI::App& app);     // export RUN DIR (per-kind exporters: cli/export_registry.h)
 void AddDemoCommand(CLI::App& app);
+void AddCompletionCommand(CLI::App& app);  // hidden: `completion bash`, from the verbs registered on app
 
 }  // namespace npuprof::cli

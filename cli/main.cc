@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   npuprof::cli::AddReportCommand(app);
   npuprof::cli::AddExportCommand(app);
   npuprof::cli::AddDemoCommand(app);
+  npuprof::cli::AddCompletionCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@ PACKAGES=(
   libssh-dev libssl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpng-dev
   openssh-server openssh-client python3
+  file dpkg-dev systemd  # scripts/package.sh: CPack's shlibdeps runs file and dpkg-shlibdeps; systemd-analyze checks the unit
 )
 
 missing=()
