@@ -21,18 +21,19 @@ set(NPUPROF_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
 
 # The unit names the installed binary, so it is written at install time, when
 # the prefix is known (cpack installs with prefix /usr, `cmake --install
-# --prefix P` with P).
+# --prefix P` with P), into a build-dir file of its own per destination.
 install(CODE "
-  set(npuprof_bindir \"${CMAKE_INSTALL_BINDIR}\")
-  set(npuprof_docdir \"${CMAKE_INSTALL_DOCDIR}\")
-  cmake_path(ABSOLUTE_PATH npuprof_bindir BASE_DIRECTORY \"\${CMAKE_INSTALL_PREFIX}\"
-             OUTPUT_VARIABLE NPUPROF_UNIT_BINDIR)
-  cmake_path(ABSOLUTE_PATH npuprof_docdir BASE_DIRECTORY \"\${CMAKE_INSTALL_PREFIX}\"
-             OUTPUT_VARIABLE NPUPROF_UNIT_DOCDIR)
-  configure_file(\"${CMAKE_CURRENT_LIST_DIR}/npuprof.service.in\"
-                 \"${PROJECT_BINARY_DIR}/packaging/npuprof.service\" @ONLY)
+  set(NPUPROF_UNIT_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
+  set(NPUPROF_UNIT_DOCDIR \"${CMAKE_INSTALL_DOCDIR}\")
+  set(npuprof_unitdir \"${NPUPROF_SYSTEMD_UNIT_DIR}\")
+  foreach(v NPUPROF_UNIT_BINDIR NPUPROF_UNIT_DOCDIR npuprof_unitdir)
+    cmake_path(ABSOLUTE_PATH \${v} BASE_DIRECTORY \"\${CMAKE_INSTALL_PREFIX}\")
+  endforeach()
+  string(MD5 npuprof_key \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}\")
+  set(npuprof_unit \"${PROJECT_BINARY_DIR}/packaging/\${npuprof_key}/npuprof.service\")
+  configure_file(\"${CMAKE_CURRENT_LIST_DIR}/npuprof.service.in\" \"\${npuprof_unit}\" @ONLY)
+  file(INSTALL DESTINATION \"\${npuprof_unitdir}\" TYPE FILE FILES \"\${npuprof_unit}\")
 ")
-install(FILES ${PROJECT_BINARY_DIR}/packaging/npuprof.service DESTINATION ${NPUPROF_SYSTEMD_UNIT_DIR})
 
 # The simulator: what setup_target.py, make_model.py and the target's tools
 # need at run time; not its own unit tests.

@@ -7,12 +7,15 @@
 //    `npuprof --help`, the completion, `systemd-analyze verify` of the unit
 //    (where the tool exists), and `npuprof demo` run from there, which must
 //    start the simulator unpacked under usr/share/npuprof;
+//  * `cmake --install --prefix P`: the same tree, the unit naming P's binary;
 //  * installed with `dpkg -i` when the test runs as root: the service user
-//    and its dirs, `npuprof demo` from /usr/bin, then `dpkg -r` (the user
-//    and data stay) and `dpkg --purge` (nothing of the package is left; a
-//    store in /var/lib/npuprof is kept, owned by root). Skipped, saying why,
-//    when not root or when npuprof is installed already: the test only ever
-//    removes the package it installed itself.
+//    and its dirs, `npuprof demo` from /usr/bin, an operator adding a machine
+//    as docs/OPERATIONS.md says (key and known_hosts of user npuprof, server
+//    run as npuprof, machine check, probe), then `dpkg -r` (the user and data
+//    stay) and `dpkg --purge` (nothing of the package is left; the store and
+//    keys in /var/lib/npuprof are kept, owned by root, and handed back by the
+//    next install). Skipped, saying why, when not root or when npuprof is on
+//    the machine already: the test only ever removes what it installed.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -244,6 +247,22 @@ TEST_F(UnpackedPackage, DemoRunsFromTheUnpackedBinaryWithItsSimulator) {
   RunDemoFrom(root_ + "/usr/bin/npuprof", root_ + "/usr/share/npuprof/sim");
 }
 
+// `cmake --install --prefix P` installs the tree the package holds, with the
+// unit naming P's binary.
+TEST(Install, PrefixGetsThePackagesLayoutAndAUnitForItsBinary) {
+  const std::string prefix = MkTemp("npuprof-pkg-prefix");
+  ASSERT_FALSE(prefix.empty());
+  Ran r = RunOutput({NPUPROF_CMAKE_COMMAND, "--install", NPUPROF_BINARY_DIR, "--prefix", prefix, "--strip"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"bin/npuprof", "share/bash-completion/completions/npuprof", "share/npuprof/sim/setup_target.py",
+                        "share/doc/npuprof/OPERATIONS.md"})
+    EXPECT_TRUE(fs::is_regular_file(prefix + "/" + f)) << f;
+  const std::string unit = ReadWhole(prefix + "/lib/systemd/system/npuprof.service");
+  EXPECT_NE(unit.find("\nExecStart=" + prefix + "/bin/npuprof server --data-dir /var/lib/npuprof\n"), std::string::npos)
+      << unit;
+  fs::remove_all(prefix);
+}
+
 // --- dpkg -i (root only) -----------------------------------------------------
 
 bool PackageInstalled() {
@@ -266,6 +285,71 @@ Ran Dpkg(const std::vector<std::string>& args) {
       return r;
     std::this_thread::sleep_for(backoff.Next());
   }
+}
+
+Ran AsServiceUser(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"/usr/sbin/runuser", "-u", "npuprof", "--"});
+  return RunOutput(argv);
+}
+
+// The server as the service user, the way the unit runs it (without
+// systemd's sandbox): start-stop-daemon, pid file in `pidfile`.
+Ran StartServiceServer(const std::string& pidfile, const std::string& log) {
+  return RunOutput({"/usr/sbin/start-stop-daemon", "--start", "--background", "--chuid", "npuprof", "--make-pidfile",
+                    "--pidfile", pidfile, "--output", log, "--exec", "/usr/bin/npuprof", "--", "server",
+                    "--data-dir", "/var/lib/npuprof"});
+}
+
+void StopServiceServer(const std::string& pidfile) {
+  if (fs::exists(pidfile))
+    RunOutput({"/usr/sbin/start-stop-daemon", "--stop", "--pidfile", pidfile, "--remove-pidfile", "--retry",
+               "TERM/30/KILL/5"});
+}
+
+// docs/OPERATIONS.md "The service user, its keys and known_hosts", step by
+// step against a simulated target behind a loopback sshd: the key pair made
+// as user npuprof, the target's host key scanned into its known_hosts, the
+// machine added, checked and probed through a server running as npuprof.
+void OperatorAddsAMachineAsTheServiceUser(const std::string& work, std::string* pidfile) {
+  SshdFixture sshd;
+  ASSERT_TRUE(sshd.Start().ok());
+  const std::string port = std::to_string(sshd.port());
+  Ran setup = RunOutput({"/usr/bin/python3", "/usr/share/npuprof/sim/setup_target.py", "--root", work + "/target"});
+  ASSERT_EQ(setup.exit_code, 0) << setup.output;
+  const std::string key = "/var/lib/npuprof/.ssh/id_ed25519";
+  const std::string known_hosts = "/var/lib/npuprof/.ssh/known_hosts";
+  Ran keygen = AsServiceUser({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "npuprof@test", "-f", key});
+  ASSERT_EQ(keygen.exit_code, 0) << keygen.output;
+  std::ofstream(sshd.dir() + "/authorized_keys", std::ios::app) << ReadWhole(key + ".pub");
+  Ran scan = RunOutput({"/bin/sh", "-c",
+                        "/usr/bin/ssh-keyscan -p \"$0\" -t ed25519 127.0.0.1 | "
+                        "/usr/sbin/runuser -u npuprof -- /usr/bin/tee -a \"$1\"",
+                        port, known_hosts});
+  ASSERT_EQ(scan.exit_code, 0) << scan.output;
+
+  *pidfile = work + "/server.pid";
+  Ran start = StartServiceServer(*pidfile, work + "/server.log");
+  ASSERT_EQ(start.exit_code, 0) << start.output;
+  workers::PollBackoff backoff(std::chrono::seconds(1));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  Ran ping;
+  while ((ping = AsServiceUser({"/usr/bin/npuprof", "ping", "--data-dir", "/var/lib/npuprof"})).exit_code != 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(backoff.Next());
+  ASSERT_EQ(ping.exit_code, 0) << ping.output << ReadWhole(work + "/server.log");
+
+  Ran add = AsServiceUser({"/usr/bin/npuprof", "machine", "add", "sim1", "--data-dir", "/var/lib/npuprof", "--host",
+                           "127.0.0.1", "--port", port, "--user", sshd.user(), "--identity", key, "--known-hosts",
+                           known_hosts, "--env-script", work + "/target/set_env.sh", "--runtime-base",
+                           work + "/runtime"});
+  ASSERT_EQ(add.exit_code, 0) << add.output;
+  Ran check = AsServiceUser({"/usr/bin/npuprof", "machine", "check", "sim1", "--data-dir", "/var/lib/npuprof"});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  Ran probe = AsServiceUser(
+      {"/usr/bin/npuprof", "submit", "probe", "--machine", "sim1", "--wait", "--data-dir", "/var/lib/npuprof"});
+  EXPECT_EQ(probe.exit_code, 0) << probe.output;
+  StopServiceServer(*pidfile);
+  EXPECT_FALSE(fs::exists(*pidfile));
 }
 
 TEST_F(Package, DpkgInstallRunsDemoAndPurgeLeavesNothing) {
@@ -291,16 +375,22 @@ TEST_F(Package, DpkgInstallRunsDemoAndPurgeLeavesNothing) {
     GTEST_SKIP() << "npuprof (package, user or /var/lib/npuprof) exists on this machine already; "
                     "the test leaves it alone";
   }
-  // Never leave the package, its user or its data dir behind, whatever fails.
+  // Never leave the server, the package, its user or its data dir behind,
+  // whatever fails.
   struct Uninstall {
     int lock;
+    std::string work = MkTemp("npuprof-pkg-dpkg");
+    std::string server_pidfile;
     ~Uninstall() {
+      if (!server_pidfile.empty()) StopServiceServer(server_pidfile);
       if (PackageInstalled()) Dpkg({"--purge", "npuprof"});
       std::error_code ec;
       fs::remove_all("/var/lib/npuprof", ec);
+      if (!work.empty()) fs::remove_all(work, ec);
       close(lock);
     }
   } uninstall{lock};
+  ASSERT_FALSE(uninstall.work.empty());
 
   Ran in = Dpkg({"--install", deb_});
   ASSERT_EQ(in.exit_code, 0) << in.output;
@@ -316,6 +406,8 @@ TEST_F(Package, DpkgInstallRunsDemoAndPurgeLeavesNothing) {
   }
 
   RunDemoFrom("/usr/bin/npuprof", "/usr/share/npuprof/sim");
+  OperatorAddsAMachineAsTheServiceUser(uninstall.work, &uninstall.server_pidfile);
+  if (HasFatalFailure()) return;
 
   Ran rm = Dpkg({"--remove", "npuprof"});
   ASSERT_EQ(rm.exit_code, 0) << rm.output;
@@ -323,14 +415,16 @@ TEST_F(Package, DpkgInstallRunsDemoAndPurgeLeavesNothing) {
   EXPECT_FALSE(fs::exists("/usr/share/npuprof")) << "the demo's bytecode (or anything) was left: " << rm.output;
   EXPECT_TRUE(UserExists("npuprof")) << "remove deleted the user";
 
-  // A store in the data dir survives a purge, handed to root.
-  fs::create_directories("/var/lib/npuprof/store");
-  std::ofstream("/var/lib/npuprof/store/CURRENT") << "kept\n";
+  // The store and keys the server and the operator left survive a purge,
+  // handed to root.
+  ASSERT_TRUE(fs::is_regular_file("/var/lib/npuprof/store/CURRENT"));
+  const std::string current = ReadWhole("/var/lib/npuprof/store/CURRENT");
   Ran purge = Dpkg({"--purge", "npuprof"});
   ASSERT_EQ(purge.exit_code, 0) << purge.output;
   EXPECT_FALSE(UserExists("npuprof")) << "purge left the user";
   EXPECT_NE(RunOutput({"/usr/bin/getent", "group", "npuprof"}).exit_code, 0) << "purge left the group";
-  EXPECT_EQ(ReadWhole("/var/lib/npuprof/store/CURRENT"), "kept\n");
+  EXPECT_EQ(ReadWhole("/var/lib/npuprof/store/CURRENT"), current);
+  EXPECT_TRUE(fs::is_regular_file("/var/lib/npuprof/.ssh/id_ed25519"));
   struct stat home{};
   ASSERT_EQ(stat("/var/lib/npuprof", &home), 0);
   EXPECT_EQ(home.st_uid, 0u);
@@ -344,7 +438,9 @@ TEST_F(Package, DpkgInstallRunsDemoAndPurgeLeavesNothing) {
   struct stat kept{};
   ASSERT_EQ(stat("/var/lib/npuprof/store/CURRENT", &kept), 0);
   EXPECT_NE(kept.st_uid, 0u) << "the kept store still belongs to root";
-  fs::remove_all("/var/lib/npuprof/store");
+  for (const auto& e : fs::directory_iterator("/var/lib/npuprof"))
+    if (e.path().filename() != ".ssh") fs::remove_all(e.path());
+  for (const auto& e : fs::directory_iterator("/var/lib/npuprof/.ssh")) fs::remove_all(e.path());
   Ran purge2 = Dpkg({"--purge", "npuprof"});
   ASSERT_EQ(purge2.exit_code, 0) << purge2.output;
   EXPECT_FALSE(fs::exists("/var/lib/npuprof")) << purge2.output;
