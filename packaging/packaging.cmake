@@ -21,7 +21,7 @@ set(NPUPROF_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
 
 # The unit names the installed binary, so it is written at install time, when
 # the prefix is known (cpack installs with prefix /usr, `cmake --install
-# --prefix P` with P), into a build-dir file of its own per destination.
+# --prefix P` with P), through a build-dir file of its own per destination.
 install(CODE "
   set(NPUPROF_UNIT_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
   set(NPUPROF_UNIT_DOCDIR \"${CMAKE_INSTALL_DOCDIR}\")
@@ -30,9 +30,10 @@ install(CODE "
     cmake_path(ABSOLUTE_PATH \${v} BASE_DIRECTORY \"\${CMAKE_INSTALL_PREFIX}\")
   endforeach()
   string(MD5 npuprof_key \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}\")
-  set(npuprof_unit \"${PROJECT_BINARY_DIR}/packaging/\${npuprof_key}/npuprof.service\")
-  configure_file(\"${CMAKE_CURRENT_LIST_DIR}/npuprof.service.in\" \"\${npuprof_unit}\" @ONLY)
-  file(INSTALL DESTINATION \"\${npuprof_unitdir}\" TYPE FILE FILES \"\${npuprof_unit}\")
+  set(npuprof_tmp \"${PROJECT_BINARY_DIR}/packaging/unit-\${npuprof_key}\")
+  configure_file(\"${CMAKE_CURRENT_LIST_DIR}/npuprof.service.in\" \"\${npuprof_tmp}/npuprof.service\" @ONLY)
+  file(INSTALL DESTINATION \"\${npuprof_unitdir}\" TYPE FILE FILES \"\${npuprof_tmp}/npuprof.service\")
+  file(REMOVE_RECURSE \"\${npuprof_tmp}\")
 ")
 
 # The simulator: what setup_target.py, make_model.py and the target's tools
