@@ -39,5 +39,6 @@ void AddTraceCommand(CLI::App& app);      // trace RUN [-o FILE]
 void AddExportCommand(CLI::App& app);     // export RUN DIR (per-kind exporters: cli/export_registry.h)
 void AddDemoCommand(CLI::App& app);
 void AddKeysCommand(CLI::App& app);       // keys [show] | new | allow | list | remove (cmd_keys.cc)
+void AddCompletionCommand(CLI::App& app);  // hidden: `completion bash`, from the verbs registered on app
 
 }  // namespace npuprof::cli

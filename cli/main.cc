@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   npuprof::cli::AddExportCommand(app);
   npuprof::cli::AddDemoCommand(app);
   npuprof::cli::AddKeysCommand(app);
+  npuprof::cli::AddCompletionCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -32,6 +32,14 @@ std::string NpuprofBinary() {
 
 std::string SimDir() {
   if (const char* d = std::getenv("NPUPROF_SIM_DIR"); d && *d) return d;
+  // An installed npuprof (the package, `cmake --install`, or a package
+  // unpacked anywhere) has the simulator at a fixed place relative to itself.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = (exe.parent_path() / NPUPROF_SIM_DIR_FROM_BINDIR).lexically_normal();
+    if (fs::is_regular_file(installed / "setup_target.py", ec)) return installed.string();
+  }
   return std::string(NPUPROF_SOURCE_DIR) + "/tests/sim";
 }
 

@@ -36,7 +36,8 @@ struct CliResult {
 
 // Path of the npuprof binary: $NPUPROF_BIN, else the one in the build tree.
 std::string NpuprofBinary();
-// The simulator: $NPUPROF_SIM_DIR, else tests/sim in the source tree.
+// The simulator: $NPUPROF_SIM_DIR, else the one installed with the running
+// binary (<bindir>/../share/npuprof/sim), else tests/sim in the source tree.
 std::string SimDir();
 
 class NpuprofHarness {
