@@ -78,7 +78,7 @@ TEST(Completion, SubVerbsOptionsAndFixedValues) {
   const auto add = Complete({"npuprof", "machine", "add", "box1", "--"});
   EXPECT_TRUE(Has(add, "--host") && Has(add, "--identity") && Has(add, "--known-hosts")) << ::testing::PrintToString(add);
   EXPECT_FALSE(Has(add, "--model"));  // submit's options stay with submit
-  EXPECT_EQ(Complete({"npuprof", "report", "RUN", "--format", ""}), (std::vector<std::string>{"json", "text"}));
+  EXPECT_EQ(Complete({"npuprof", "report", "RUN", "--format", ""}), (std::vector<std::string>{"html", "json", "text"}));
   EXPECT_EQ(Complete({"npuprof", "report", "RUN", "--lang", "e"}), std::vector<std::string>{"en"});
   // An option's value is not taken for a verb: `--machine machine` names a machine.
   const auto probe = Complete({"npuprof", "submit", "probe", "--machine", "machine", "--wa"});
