@@ -126,6 +126,8 @@ class Broker {
   // A verb either answers at once or stages events and sets *deferred_run to
   // the stream whose commit the answer must wait for.
   void HandleClient(const std::string& identity, const std::string& body);
+  // The verb's answer (may throw on a malformed request: HandleClient catches).
+  proto::ClientResponse Answer(const std::string& verb, const sm::json& args, std::string* deferred_run);
   proto::ClientResponse Submit(const sm::json& args, std::string* deferred_run);
   proto::ClientResponse Show(const sm::json& args, bool manifest);
   proto::ClientResponse Events(const sm::json& args);

@@ -6,9 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/request_fields.h"
 #include "common/socket_security.h"
 #include "common/time_util.h"
+#include "common/utf8.h"
 #include "proto/wire.h"
+#include "statemachine/event_types.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/spec_checks.h"
 
@@ -22,7 +25,8 @@ proto::ClientResponse Ok(const json& body) {
   proto::ClientResponse r;
   r.set_ok(true);
   r.set_exit_code(0);
-  r.set_body_json(body.dump());
+  // Text from outside (a run's spec, a target's output) may hold invalid UTF-8: replaced, never thrown.
+  r.set_body_json(body.dump(-1, ' ', false, json::error_handler_t::replace));
   return r;
 }
 
@@ -30,7 +34,7 @@ proto::ClientResponse Err(int exit_code, const std::string& error) {
   proto::ClientResponse r;
   r.set_ok(false);
   r.set_exit_code(exit_code);
-  r.set_error(error);
+  r.set_error(ToValidUtf8(error));
   return r;
 }
 
@@ -61,7 +65,8 @@ void Broker::ReplyNow(const std::string& identity, const proto::ClientResponse& 
 void Broker::HandleClient(const std::string& identity, const std::string& body) {
   proto::ClientRequest req;
   if (!req.ParseFromString(body)) {
-    ReplyNow(identity, Err(2, "malformed request"));
+    ReplyNow(identity, Err(2, "malformed request: not a ClientRequest message (its verb and arguments must be "
+                              "UTF-8 text)"));
     return;
   }
   json args = req.args_json().empty() ? json::object() : json::parse(req.args_json(), nullptr, false);
@@ -70,7 +75,29 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
     return;
   }
   const std::string& verb = req.verb();
+  if (Status st = CheckRequestFields(verb, args); !st.ok()) {
+    ReplyNow(identity, Err(2, st.message()));
+    return;
+  }
   std::string deferred;
+  proto::ClientResponse r;
+  // Each request inside its own error boundary: nothing a client sends ends
+  // the process. A verb that throws has staged nothing it did not also
+  // validate (decisions have their own boundary in DecideAndStage).
+  try {
+    r = Answer(verb, args, &deferred);
+  } catch (const std::exception& e) {
+    spdlog::error("client request '{}' failed: {}", ToValidUtf8(TruncateUtf8(verb, 64)), e.what());
+    r = Err(2, fmt::format("the server could not answer '{}': {} (the request is malformed; nothing was done)",
+                           ToValidUtf8(TruncateUtf8(verb, 64)), e.what()));
+    deferred.clear();
+  }
+  if (deferred.empty()) ReplyNow(identity, r);
+  else turn_.replies.push_back({deferred, Reply{identity, r}});
+}
+
+proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, std::string* deferred_run) {
+  std::string& deferred = *deferred_run;
   proto::ClientResponse r;
   if (verb == "ping") {
     r = Ok({{"server", "npuprof"}, {"pid", ::getpid()}, {"data_dir", opts_.data_dir}, {"endpoints", endpoints_}});
@@ -99,10 +126,9 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
   } else if (verb == "blob") {
     r = Blob(args);
   } else {
-    r = Err(2, fmt::format("unknown verb '{}'", verb));
+    r = Err(2, fmt::format("unknown verb '{}'", ToValidUtf8(TruncateUtf8(verb, 64))));
   }
-  if (deferred.empty()) ReplyNow(identity, r);
-  else turn_.replies.push_back({deferred, Reply{identity, r}});
+  return r;
 }
 
 proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run) {
@@ -130,6 +156,9 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
       if (!*t) break;
     }
   }
+  // Fields the server fills in are the server's: a client's are dropped, so a
+  // run can never point at a machine record the inventory does not hold.
+  for (const char* owned : {"machine_record", "attach_run_record", "baseline_run_record"}) spec.erase(owned);
   if (spec.contains("machine") && spec["machine"].is_string()) {
     if (auto rec = machines_.Find(spec["machine"].get<std::string>())) spec["machine_record"] = *rec;
   }
@@ -281,6 +310,11 @@ proto::ClientResponse Broker::Signal(const json& args, std::string* deferred_run
   in.type = sm::Input::Type::kSignal;
   in.now_ms = NowMs();
   in.signal = args.value("name", "");
+  // Signals the server sends itself are not a client's to send.
+  if (in.signal == sm::ev::kSignalWatchedRunFinished)
+    return Err(2, fmt::format("signal '{}' is sent by the server itself when a watched run finishes; clients "
+                              "send 'stop' (npuprof stop RUN)",
+                              in.signal));
   in.result = args.value("payload", json::object());
   return InputToLiveRun(run_id, in, {{"run_id", run_id}, {"signal", in.signal}}, deferred_run);
 }
@@ -364,7 +398,21 @@ proto::ClientResponse Broker::Import(const json& args) {
   if (!list.is_array() || list.empty()) return Err(2, "events: expected the output of `npuprof events RUN --json`");
   std::vector<proto::Event> evs;
   const std::string run_id = args.value("run_id", "");
-  for (const auto& e : list) {
+  if (!sm::IsSafeNameForId(run_id))
+    return Err(2, "import: run_id must be the run's id (A-Z a-z 0-9 . _ -, 1-64 characters, not starting with _)");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& e = list[i];
+    if (!e.is_object())
+      return Err(2, fmt::format("import: events[{}] must be an object (one event of `npuprof events RUN --json`), "
+                                "not {}",
+                                i, JsonTypeWords(e)));
+    for (const char* f : {"type", "cause", "prev_hash", "hash"})
+      if (e.contains(f) && !e[f].is_string())
+        return Err(2, fmt::format("import: events[{}].{} must be a string, not {}", i, f, JsonTypeWords(e[f])));
+    for (const char* f : {"seq", "time_ms"})
+      if (e.contains(f) && !(e[f].is_number_unsigned() || (e[f].is_number_integer() && e[f].get<int64_t>() >= 0)))
+        return Err(2, fmt::format("import: events[{}].{} must be a whole number >= 0, not {}", i, f,
+                                  JsonTypeWords(e[f])));
     proto::Event ev;
     ev.set_run_id(run_id);
     ev.set_seq(e.value("seq", uint64_t{0}));

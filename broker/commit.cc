@@ -77,7 +77,14 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
   const uint64_t committed_or_staged_seq = s ? s->last_seq : 0;
   // Decides on the cached state itself (no copy of a run's whole state per
   // input); a rejected input leaves it unusable, so it is rebuilt.
-  auto decided = sm::DecideWithState(kinds_, s ? std::move(*s) : std::move(fresh), input);
+  // A kind that throws on an input it did not expect rejects that input; it
+  // never ends the broker.
+  Result<sm::Decided> decided = Status::Internal("not decided");
+  try {
+    decided = sm::DecideWithState(kinds_, s ? std::move(*s) : std::move(fresh), input);
+  } catch (const std::exception& e) {
+    decided = Status::Internal(std::string("the run's kind failed on this input: ") + e.what());
+  }
   if (!decided.ok()) {
     spdlog::warn("run {}: input rejected: {}", run_id, decided.status().ToString());
     if (s) RebuildCachedRun(run_id);
@@ -102,7 +109,7 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
     e.set_run_id(run_id);
     e.set_type(std::move(ne.type));
     e.set_time_ms(input.now_ms);
-    e.set_payload_json(ne.payload.dump());
+    e.set_payload_json(ne.payload.dump(-1, ' ', false, json::error_handler_t::replace));
     e.set_cause(std::move(ne.cause));
     staged.push_back(std::move(e));
   }

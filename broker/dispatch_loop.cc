@@ -8,6 +8,7 @@
 
 #include "broker/broker.h"
 #include "common/time_util.h"
+#include "common/utf8.h"
 #include "proto/wire.h"
 #include "statemachine/event_types.h"
 
@@ -109,16 +110,39 @@ void Broker::Recover() {
   if (ScheduleLeases()) Commit();
 }
 
+namespace {
+
+// A peer's routing id for logs (it is bytes).
+std::string PeerName(const std::string& identity) {
+  std::string out;
+  for (unsigned char c : identity.substr(0, 48))
+    out += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
+  return out;
+}
+
+}  // namespace
+
+// Every message is handled inside its own error boundary: a malformed one is
+// dropped or refused (and logged with the peer); nothing from outside ends
+// the process.
 void Broker::HandleMessage(std::vector<std::string>& frames) {
-  if (frames.size() < 3) return;
+  if (frames.size() != 3) {
+    spdlog::warn("dropping a message of {} frame(s) from peer {} (expected 3)", frames.size(),
+                 frames.empty() ? std::string("?") : PeerName(frames[0]));
+    return;
+  }
   const std::string& identity = frames[0];
   const std::string& header = frames[1];
-  if (header == wire::kWorkerHeader) {
-    HandleWorker(identity, frames[2]);
-  } else if (header == wire::kClientHeader) {
-    HandleClient(identity, frames[2]);
-  } else {
-    spdlog::warn("dropping message with unknown header ({} bytes)", header.size());
+  try {
+    if (header == wire::kWorkerHeader) {
+      HandleWorker(identity, frames[2]);
+    } else if (header == wire::kClientHeader) {
+      HandleClient(identity, frames[2]);
+    } else {
+      spdlog::warn("dropping message with unknown header ({} bytes) from peer {}", header.size(), PeerName(identity));
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("dropping a message from peer {} that could not be handled: {}", PeerName(identity), e.what());
   }
 }
 
@@ -162,6 +186,15 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
     const proto::TaskResult& r = msg.result();
     auto it = in_flight_.find(r.task_id());
     const bool held_here = it != in_flight_.end() && it->second.worker_identity == identity;
+    // Only the worker holding a task answers for it, and only for the run it
+    // was dispatched for: a result for a task this peer was never given (or
+    // no longer holds) is dropped, not decided.
+    const bool given_here = w->tasks.count(r.task_id()) != 0;
+    if (!given_here || (it != in_flight_.end() && it->second.run_id != r.run_id())) {
+      spdlog::warn("dropping a result for task {} from worker {}: it does not hold that task",
+                   ToValidUtf8(TruncateUtf8(r.task_id(), 80)), ToValidUtf8(w->worker_id));
+      return;
+    }
     if (held_here && it->second.attempt == r.attempt()) {
       in_flight_.erase(it);
       w->tasks.erase(r.task_id());
@@ -178,7 +211,7 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
     json blobs = json::object();
     for (const auto& b : r.blobs()) {
       auto h = store_->PutBlobWithNextSync(b.data());
-      if (h.ok()) blobs[b.name()] = *h;
+      if (h.ok()) blobs[ToValidUtf8(b.name())] = *h;
       else spdlog::error("cannot store evidence {}: {}", b.name(), h.status().ToString());
     }
     sm::Input in;
@@ -188,8 +221,8 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
     in.attempt = r.attempt();
     in.ok = r.ok();
     in.retryable = r.retryable();
-    in.error = r.error();
-    in.error_kind = r.error_kind();
+    in.error = ToValidUtf8(r.error());
+    in.error_kind = ToValidUtf8(r.error_kind());
     in.result = r.result_json().empty() ? json(nullptr) : json::parse(r.result_json(), nullptr, false);
     if (in.result.is_discarded()) in.result = json(nullptr);
     in.blobs = blobs;
