@@ -1,4 +1,4 @@
-// Exporter of memory-profile runs: the seed's run-directory layout
+// Exporter of memory-profile runs: the reference scripts' run-directory layout (docs/BEHAVIOUR.md#mem-manifest)
 //   manifest.json, baseline_npu_smi.txt, after_ready_npu_smi.txt,
 //   after_infer_npu_smi.txt, vllm_serve.log, msprof_csvs/<csv>,
 //   model_config.json, weight_manifest.json, report.txt, report.json

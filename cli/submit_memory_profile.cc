@@ -1,5 +1,5 @@
 // `npuprof submit memory-profile ...`: per-device HBM attribution of a vLLM
-// service (behaviour.md section 2).
+// service (docs/BEHAVIOUR.md#memory; --baseline-from: #mem-baseline).
 //   standalone: --machine M --model PATH --tp N [...] [-- extra vllm args]
 //   attach:     --attach SERVE_RUN [--baseline-from RUN|FILE|DIR]
 //   wrapper:    --machine M --install-wrapper  (prints the msprof wrap script

@@ -1,5 +1,5 @@
 // `npuprof submit torch-profile` and `npuprof submit analyse-root`
-// (behaviour.md §1). Flags keep the seed script's names; values are checked
+// (docs/BEHAVIOUR.md#tp-inputs, #analyse-root). Flags keep the reference scripts' names; values are checked
 // again by the run kind before anything runs.
 #include <filesystem>
 #include <optional>

@@ -1,7 +1,7 @@
 // Parsers of msprof / torch_npu memory CSVs and sanity checks of torch_npu
 // analyse() outputs. Callers hand in the file text; no I/O happens here.
 //
-// Formats (see spec/msprof-torch-npu-formats.md):
+// Formats (docs/FORMATS.md#memory-csvs, #kernel-details, #trace-view):
 //   npu_module_mem (msprof PROF export)  Device_id,Component,Timestamp(us),Total Reserved(KB),Device
 //   npu_module_mem (torch_npu)           Device_id,Component,Timestamp(us),Total Reserved(MB),Device
 //   npu_module_mem (torch_npu legacy)    Component,Timestamp(us),Total Reserved(MB),Device

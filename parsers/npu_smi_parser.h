@@ -1,6 +1,6 @@
 // Parser of `npu-smi info` text (Huawei Ascend). Pure: text in, structs out.
 //
-// Layout rules (docs: /work/shared/spec/formats.md section 1):
+// Layout rules (docs/FORMATS.md#npu-smi):
 //  * rows are split on '|', never on fixed column offsets;
 //  * each chip is its own block of two rows and its own NpuDevice entry
 //    (310 cards have 4 chips, 310P Duo and A3 have 2); chip 1 never

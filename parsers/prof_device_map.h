@@ -5,9 +5,9 @@
 // ^PROF_\d+_\d+_[0-9a-zA-Z]+) covers the devices of its direct device_<N>
 // subfolders. A CSV under PROF_*/device_<N>/ (old summary/ layout) describes
 // device N alone; any other CSV under a PROF dir (mindstudio_profiler_output/)
-// describes every device of that PROF dir, as in the seed.
+// describes every device of that PROF dir (docs/FORMATS.md#msprof-prof-layout).
 //
-// The seed's manifest key "__prof_device_map__" maps each collected CSV's
+// The manifest key "__prof_device_map__" (docs/BEHAVIOUR.md#mem-collect) maps each collected CSV's
 // local file name to device ids ({"npu_module_mem_20250101120000.csv": [0,1]});
 // its internal discovery map is PROF dir -> device ids ({"PROF_...": [0,1]}).
 // Both are produced here.
@@ -26,7 +26,7 @@ struct ProfCsvEntry {
   std::string path;              // normalised relative path
   std::string file_name;         // base name
   std::string local_name;        // base name made unique in listing order: a repeat of
-                                 // x.csv becomes x_1.csv, x_2.csv (the seed's collection naming)
+                                 // x.csv becomes x_1.csv, x_2.csv (docs/BEHAVIOUR.md#mem-collect)
   std::string prof_dir;          // relative path of its PROF_* dir; "" when not under one
   std::vector<int> device_ids;   // sorted; empty when unknown
   std::string scope;             // "device" (under device_<N>/), "prof" (whole PROF dir),
@@ -44,7 +44,7 @@ struct ProfDeviceMap {
 };
 
 // Normalises each path ("./a//b/" -> "a/b"), finds PROF dirs, their devices and
-// every *.csv (case-insensitive). Size filtering (the seed keeps CSVs > 100
+// every *.csv (case-insensitive). Size filtering (memory.collect_csvs keeps CSVs > 100
 // bytes) is the caller's job.
 ProfDeviceMap BuildProfDeviceMap(const std::vector<std::string>& relative_paths);
 
@@ -60,7 +60,7 @@ std::vector<std::string> RelativePathsFromListing(std::string_view listing, std:
 // {"PROF_000001_...": [0, 1], ...}
 nlohmann::json ProfDevicesJson(const ProfDeviceMap& map);
 
-// The seed's "__prof_device_map__": {local_name: [device ids]} for every CSV
+// The manifest's "__prof_device_map__" (docs/BEHAVIOUR.md#mem-manifest): {local_name: [device ids]} for every CSV
 // under a PROF dir.
 nlohmann::json CsvDeviceMapJson(const ProfDeviceMap& map);
 

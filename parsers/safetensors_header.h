@@ -19,7 +19,7 @@
 
 namespace npuprof {
 
-// Headers longer than this are rejected as absurd (the seed's 100 MB limit,
+// Headers longer than this are rejected as absurd (docs/FORMATS.md#safetensors: 100 MB,
 // decimal: 100,000,000 bytes).
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 

@@ -1,5 +1,5 @@
-// Known environment problems in a vLLM launch log (spec behaviour.md section 0,
-// "Readiness"): missing vllm / vllm_ascend / torch_npu, a shared library that
+// Known environment problems in a vLLM launch log (docs/FORMATS.md#vllm-log-env-errors;
+// how readiness reports them: docs/BEHAVIOUR.md#lifecycle-env-errors): missing vllm / vllm_ascend / torch_npu, a shared library that
 // cannot be loaded (libhccl.so), "Failed to infer device type", and
 // ImportError / ModuleNotFoundError. Pure; used by vllm_log_parser.
 #pragma once

@@ -1,7 +1,7 @@
 // One physical vLLM log line taken apart: colour codes removed, per-process
 // prefix, level and message found. Pure; used by vllm_log_parser.
 //
-// Line shapes handled (spec: vllm-log-formats.md sections 1 and 4):
+// Line shapes handled (docs/FORMATS.md#vllm-log-lines, #vllm-log-prefixes, #vllm-log-traps):
 //   "INFO 07-17 23:41:16 model_runner.py:559] msg"            (<= v0.7.2)
 //   "INFO 03-22 18:52:52 [model_runner.py:1146] msg"          (v0.7.3+)
 //   "(VllmWorker rank=0 pid=123) INFO ... msg"                 (process prefix)

@@ -1,5 +1,5 @@
 // Parser of vLLM / vllm-ascend server logs (stdout and stderr, mixed). Pure:
-// text in, summary out. Spec: /work/shared/spec/vllm-log-formats.md.
+// text in, summary out. Formats: docs/FORMATS.md#vllm-log (what is extracted: #vllm-log-parser).
 //
 // Every extracted value carries its evidence: the 1-based line number in the
 // input (counted by '\n') and the line's text with colour codes removed (for a

@@ -23,7 +23,7 @@ struct CategoryInfo {
   const char* display;
 };
 
-// Report order (the seed's group order, attn_qkv added after attn_o).
+// Report order (docs/BEHAVIOUR.md#weights-categories).
 constexpr std::array<CategoryInfo, 30> kCategories = {{
     {C::kEmbedding, "embedding", "Embedding"},
     {C::kLmHead, "lm_head", "LM Head"},

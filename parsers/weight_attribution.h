@@ -2,7 +2,7 @@
 // to, how it is sharded across devices, and what one device holds.
 //
 // Byte sizes come exactly from safetensors headers. The category and the shard
-// strategy are a RULE-BASED INFERENCE from tensor names (as in the seed's
+// strategy are a RULE-BASED INFERENCE from tensor names (docs/BEHAVIOUR.md#weights-inference), not a measurement; ...
 // weight inspector), not a measurement; every output says so.
 //
 // Shard strategies and their divisors:
@@ -14,13 +14,13 @@
 // the largest shard when the split is uneven (exact when it divides). Category
 // and total per-device bytes are sums of these integers, so they add up exactly.
 //
-// Rules follow the seed's weight inspector (order: vision, MTP, embedding,
+// Rules (docs/BEHAVIOUR.md#weights-categories; order: vision, MTP, embedding,
 // lm_head, linear attention, self-attention, MLP/MoE, norm, quant, other) with
-// names matched on dot-separated segments, and these deliberate differences:
+// names matched on dot-separated segments. Differences from the reference scripts' rules: docs/BEHAVIOUR.md#differences-weights. In short:
 //  * MLA: q_a_proj and kv_a_proj_with_mqa are replicated (vLLM loads them as
-//    replicated linears); the seed filed kv_a/kv_b under attn_v by substring.
+//    replicated linears); kv_a/kv_b are attn_kv_compress.
 //  * norms inside attention (q_norm, k_norm, q_a_layernorm, kv_a_layernorm)
-//    are "norm"/replicated; the seed split kv_a_layernorm over TP.
+//    are "norm"/replicated.
 //  * shared_expert_gate is a router gate (replicated), not a shared expert.
 //  * fused qkv (qkv_proj, c_attn, query_key_value) is "attn_qkv".
 //  * DeepSeek MTP layers (layers.<N> with N >= num_hidden_layers) are MTP;
@@ -44,9 +44,9 @@
 
 namespace npuprof {
 
-// Categories in report order. Keys (WeightCategoryKey) follow the seed:
+// Categories in report order (docs/BEHAVIOUR.md#weights-categories). Keys (WeightCategoryKey):
 // "embedding", "lm_head", "attn_q", ... ; kAttnQkv ("attn_qkv", fused q/k/v
-// projections) is ours: the seed filed those under attn_v by accident.
+// projections) has its own key (docs/BEHAVIOUR.md#differences-weights).
 enum class WeightCategory {
   kEmbedding, kLmHead,
   kAttnQ, kAttnK, kAttnV, kAttnO, kAttnQkv, kAttnConv, kAttnKvCompress, kAttnOther,
@@ -71,7 +71,7 @@ struct TensorClass {
 };
 
 // MTP detection: a name segment starting with "mtp" (Qwen3-Next/3.5 "mtp.*",
-// as the seed), or, when num_hidden_layers > 0, "layers.<N>." with
+// docs/BEHAVIOUR.md#weights-categories), or, when num_hidden_layers > 0, "layers.<N>." with
 // N >= num_hidden_layers (DeepSeek V3 stores its MTP module as layer 61 of 61).
 // 0 = unknown: only names are used.
 TensorClass ClassifyTensor(std::string_view tensor_name, int num_hidden_layers = 0);
@@ -128,7 +128,7 @@ struct WeightAttribution {
 Result<WeightAttribution> AttributeWeights(const std::vector<WeightTensor>& tensors,
                                            const ParallelConfig& config);
 
-// The `npuprof inspect safetensors` document: tensors (seed field names:
+// The `npuprof inspect safetensors` document (docs/BEHAVIOUR.md#weights-manifest): tensors (field names:
 // name, dtype, shape, numel, byte_size, source_file, category, shard_strategy,
 // plus divisor and per_device_bytes), per-category totals with GiB and shares,
 // total and per-device bytes, and the inference disclaimer.

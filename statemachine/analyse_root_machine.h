@@ -1,5 +1,5 @@
 // The `analyse-root` run kind: the analyse-and-verify step of torch-profile
-// alone, on an existing profile root (behaviour.md §1 "Re-analyse").
+// alone, on an existing profile root (docs/BEHAVIOUR.md#analyse-root).
 //
 //   queued -> analysing -> completed | failed;  queued | analysing -> cancelled
 #pragma once

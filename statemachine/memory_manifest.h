@@ -1,4 +1,4 @@
-// The memory-profile manifest: the seed's run-directory manifest (keys
+// The memory-profile manifest (docs/BEHAVIOUR.md#mem-manifest): the reference scripts' run-directory manifest (keys
 // baseline_hbm, after_ready_hbm, after_infer_hbm, msprof_csvs with
 // __prof_device_map__, model_config, tp, dp, mode) plus the run summary, the
 // report and "files": every exported file name -> the sha256 of the stored

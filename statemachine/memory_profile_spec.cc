@@ -143,7 +143,7 @@ Status ValidateMemorySpec(json& spec) {
   }
   if (IsSet(spec, "wrap_script"))
     return Status::Invalid("wrap_script: standalone memory-profile wraps the service with its own msprof script");
-  // Devices default to 0..tp*dp-1 (not "pick free"), as the seed does.
+  // Devices default to 0..tp*dp-1, not "pick free" (docs/BEHAVIOUR.md#mem-inputs).
   if (Status s = CheckIntRange(spec, "tp", 1, 1, 64); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
   if (!IsSet(spec, "devices")) {

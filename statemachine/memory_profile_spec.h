@@ -1,7 +1,7 @@
 // Validation of a memory-profile spec (all three modes). Pure. Errors name
 // the field and the fix; nothing has run when validation fails.
 //
-// Memory-specific fields and defaults (behaviour.md section 2):
+// Memory-specific fields and defaults (docs/BEHAVIOUR.md#mem-inputs):
 //   mode standalone | attach | install_wrapper (default: attach when
 //   attach_run is given, else standalone); gpu_memory_utilization 0.85;
 //   max_model_len 2048; port: a free one on the target (null, as serve);

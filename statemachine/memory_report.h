@@ -20,7 +20,7 @@
 //                   "blob","file","tp","dp","ep","expert_parallel"}
 //   "theory":      {"per_device_bytes", ...}
 //
-// Rules (behaviour.md section 2): fixed overhead = baseline used; weights =
+// Rules (docs/BEHAVIOUR.md#mem-components, #mem-residual): fixed overhead = baseline used; weights =
 // vLLM log > safetensors per-device > unavailable, others as corroboration;
 // KV cache and graph capture from the vLLM log; HCCL / RUNTIME / SLOG = max
 // of that msprof component; other msprof components summed when > 0.5 MB;
@@ -52,7 +52,7 @@ inline constexpr double kMsprofOtherMinMb = 0.5;
 std::optional<int> RankFromLogPrefix(const std::string& prefix, int tp);
 
 // Builds the report document (see the "devices" / "components" layout in
-// memory_report.cc's header comment and behaviour.md).
+// memory_report.cc's header comment and docs/BEHAVIOUR.md#mem-report).
 json BuildMemoryReport(const json& evidence);
 
 }  // namespace npuprof::sm

@@ -8,7 +8,7 @@
 
 namespace npuprof::sm {
 
-// lang: "zh" (default; the seed's labels such as 固定开销, 模型权重,
+// lang: "zh" (default; the reference scripts' labels such as 固定开销, 模型权重,
 // KV Cache 预留, HCCL 缓冲, 激活峰值, 未归因残差) or "en".
 std::string RenderMemoryReportText(const json& report, const std::string& lang = "zh");
 

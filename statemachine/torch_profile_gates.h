@@ -1,5 +1,6 @@
-// The two hard gates of a torch-profile collection (behaviour.md §1 steps 5,
-// 8-10), the per-rank verdict, and the run verdict. Pure functions.
+// The two hard gates of a torch-profile collection (docs/BEHAVIOUR.md#tp-workload-gate,
+// #tp-analysis-gate), the per-rank verdict (#tp-rank-status), and the run verdict
+// (#tp-verdict). Pure functions.
 #pragma once
 
 #include <string>

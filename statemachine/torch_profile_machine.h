@@ -1,4 +1,4 @@
-// The `torch-profile` run kind (behaviour.md §1): launch a profiled vLLM
+// The `torch-profile` run kind (docs/BEHAVIOUR.md#tp-steps): launch a profiled vLLM
 // service, bracket a workload with /start_profile and /stop_profile, flush,
 // stop the service, analyse every *_ascend_pt and apply the two gates.
 //

@@ -1,7 +1,7 @@
 // Manifests of torch-profile and analyse-root runs: pure projections of the
 // run state (itself a fold of the events). The torch-profile manifest is the
 // input contract of the downstream analysis tool; its field names are fixed
-// by behaviour.md §1 (extra fields are allowed by that contract).
+// (docs/BEHAVIOUR.md#tp-manifest; extra fields are allowed by that contract).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Validation and normalisation of a torch-profile spec (behaviour.md §1), and
+// Validation and normalisation of a torch-profile spec (docs/BEHAVIOUR.md#tp-inputs), and
 // the service arguments it implies. Pure: no I/O.
 //
 // After ValidateTorchProfileSpec succeeds every optional field is present
@@ -34,7 +34,7 @@ Status ValidateTorchProfileSpec(json& spec);
 // tp * max(dp, 1).
 int ExpectedRanks(const json& spec);
 
-// The vLLM arguments torch-profile adds (behaviour.md §1), in a fixed order.
+// The vLLM arguments torch-profile adds (docs/BEHAVIOUR.md#tp-serve-args), in a fixed order.
 // REQUIRES: spec validated.
 std::vector<std::string> TorchProfileServeArgs(const json& spec);
 

@@ -132,7 +132,7 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   const json cor = Component(m["report"]["devices"][0], "weights")["corroboration"][0];
   EXPECT_EQ(cor["source"], "safetensors");
   EXPECT_NEAR(cor["value_mb"].get<double>(), truth["weights"]["per_device_bytes"].get<double>() / (1 << 20), 0.01);
-  // The seed's manifest keys.
+  // The reference scripts' manifest keys (docs/BEHAVIOUR.md#mem-manifest).
   for (const char* k : {"baseline_hbm", "after_ready_hbm", "after_infer_hbm", "msprof_csvs", "model_config", "tp", "dp", "mode"})
     EXPECT_TRUE(m.contains(k) && !m[k].is_null()) << k;
   EXPECT_TRUE(m["msprof_csvs"].contains("__prof_device_map__"));
@@ -148,7 +148,7 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   CliResult re = h_.Cli({"report", run, "--format", "text", "--lang", "en"});
   EXPECT_NE(re.out.find("Unattributed residual"), std::string::npos);
 
-  // Export: the seed's run directory.
+  // Export: the reference scripts' run directory (docs/BEHAVIOUR.md#mem-manifest).
   const std::string dir = h_.Dir() + "/export-" + run;
   CliResult ex = h_.Cli({"export", run, dir});
   ASSERT_EQ(ex.exit_code, 0) << ex.out << ex.err;

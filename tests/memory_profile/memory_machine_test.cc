@@ -107,7 +107,7 @@ json Hbm(double used) {
   return {{"0", {{"used_mb", used}, {"total_mb", 65536}}}, {"1", {{"used_mb", used}, {"total_mb", 65536}}}};
 }
 
-TEST(MemoryMachine, SpecDefaultsFollowTheSeed) {
+TEST(MemoryMachine, SpecDefaultsFollowTheWorkflow) {
   json spec = {{"machine", "m1"}, {"machine_record", Machine()}, {"model", "/models/m"}, {"tp", 2}};
   const RunKind* k = DefaultKinds().Find("memory-profile");
   ASSERT_NE(k, nullptr);

@@ -1,5 +1,5 @@
-// Pure report builder: every component rule of behaviour.md section 2, with
-// and without msprof, attach without baseline, and the seed's residual slip.
+// Pure report builder: every component rule of docs/BEHAVIOUR.md#mem-components,
+// with and without msprof, attach without baseline, and the residual rule (#mem-residual).
 #include <gtest/gtest.h>
 
 #include "statemachine/memory_report.h"
@@ -131,8 +131,8 @@ TEST(MemoryReport, AttachWithoutBaselineSaysUnavailable) {
 }
 
 TEST(MemoryReport, ResidualIsNotDrivenNegativeByTheActivation) {
-  // The seed subtracted the activation (after inference) from the after-ready
-  // total: residual = 37.25 - 180 < 0. Ours uses after-inference used.
+  // Subtracting the activation (after inference) from the after-ready total would
+  // give 37.25 - 180 < 0 (docs/BEHAVIOUR.md#mem-residual); the report uses after-inference used.
   const json r = BuildMemoryReport(Evidence(true));
   EXPECT_GT(V(r, 0, "residual"), 0);
   EXPECT_NEAR(V(r, 0, "residual"), 37.25, 1e-2);

@@ -1,7 +1,7 @@
 // Tests of parsers/vllm_log_parser: every real log in tests/data/vllm-logs
 // against its hand-read .expected.json (whose key names differ from the CLI
 // contract; MapExpected below maps them), plus hand-made traps from
-// vllm-log-formats.md section 4 (ANSI, '\r', glued tqdm, nested prefixes, ...).
+// docs/FORMATS.md#vllm-log-traps (ANSI, '\r', glued tqdm, nested prefixes, ...).
 #include "parsers/vllm_log_parser.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The workload's chat-completion requests (behaviour.md §1 steps 3-4):
+// The workload's chat-completion requests (docs/BEHAVIOUR.md#tp-workload):
 // prompt text, request body, and the per-request record kept in the manifest.
 #pragma once
 

@@ -1,5 +1,5 @@
 """Classify checkpoint tensors by name and give each category a shard rule
-(behaviour.md "Weight attribution"). This is the simulator's own rule set:
+(docs/BEHAVIOUR.md#weights-shards). This is the simulator's own rule set:
 it decides how many bytes each simulated rank really holds."""
 import re
 
