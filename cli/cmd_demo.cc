@@ -134,6 +134,11 @@ void RunDemo(bool clean) {
       d.Expect(ex, 0, "export torch-profile");
       d.summary["torch_profile_run"] = run;
       d.summary["torch_profile_manifest"] = out + "/manifest.json";
+      const std::string html = out + "/report.html";
+      auto rep = d.Step("The torch-profile report as one self-contained HTML page (open it in a browser)",
+                        {"report", run, "--format", "html", "--lang", "en", "-o", html});
+      d.Expect(rep, 0, "report --format html (torch-profile)");
+      d.summary["torch_profile_report_html"] = html;
     }
   }
   if (kinds.Find("memory-profile")) {
@@ -155,6 +160,16 @@ void RunDemo(bool clean) {
       d.summary["memory_profile_run"] = run;
       d.summary["memory_profile_export"] = out;
       d.summary["memory_profile_report_json"] = out + "/report.json";
+      const std::string html = out + "/report.html";
+      auto rep = d.Step("The HBM report as one self-contained HTML page: per-device bars, HBM over time, evidence",
+                        {"report", run, "--format", "html", "--lang", "en", "-o", html});
+      d.Expect(rep, 0, "report --format html (memory-profile)");
+      d.summary["memory_profile_report_html"] = html;
+      const std::string trace = out + "/trace.json";
+      auto tr = d.Step("The run as a Chrome trace (open it at https://ui.perfetto.dev or chrome://tracing)",
+                       {"trace", run, "-o", trace});
+      d.Expect(tr, 0, "trace");
+      d.summary["memory_profile_trace"] = trace;
     }
   }
   d.Step("All runs", {"runs"});

@@ -139,6 +139,15 @@ void RunDemoFrom(const std::string& binary, const std::string& sim_dir) {
   const auto config = nlohmann::json::parse(ReadWhole(target + "/state/config.json"), nullptr, false);
   EXPECT_TRUE(config.is_object() && config.value("sim_dir", "") == sim_dir)
       << "the demo's target was not set up from " << sim_dir << ": " << (config.is_object() ? config.dump() : target);
+  // The views it writes next to its exports, where its summary says.
+  for (const char* key : {"memory_profile_report_html", "torch_profile_report_html"}) {
+    const std::string html = ReadWhole(summary.value(key, std::string("/nonexistent")));
+    EXPECT_NE(html.find("<html"), std::string::npos) << key << ": " << summary.value(key, "");
+    if (std::string(key) == "memory_profile_report_html") EXPECT_NE(html.find("<svg"), std::string::npos);
+  }
+  const auto trace = nlohmann::json::parse(ReadWhole(summary.value("memory_profile_trace", "/nonexistent")),
+                                           nullptr, false);
+  EXPECT_TRUE(trace.is_object() && trace.contains("traceEvents")) << summary.value("memory_profile_trace", "");
 }
 
 class Package : public ::testing::Test {
