@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <list>
 #include <map>
@@ -28,6 +29,8 @@
 
 namespace npuprof::broker {
 
+class BrokerMetrics;  // broker/metrics.h
+
 struct FaultOptions {
   // Abort the process right after the commit that makes the store's last
   // global position >= this (0 = off). For crash tests.
@@ -47,6 +50,9 @@ struct BrokerOptions {
   // Must outlive the broker. Benchmarks register kinds the server does not
   // serve (e.g. a fan-out of no-op tasks) without adding them to the product.
   const sm::KindRegistry* kinds = nullptr;
+  // Updated at the loop's hook points when set (broker/metrics.h); must
+  // outlive the broker. nullptr = no metrics.
+  BrokerMetrics* metrics = nullptr;
 };
 
 class Broker {
@@ -77,6 +83,8 @@ class Broker {
     uint32_t attempt = 0;
     int64_t lease_deadline_ms = 0;
     int64_t lease_ms = 0;
+    std::string kind;  // task kind and dispatch time: the task duration metric
+    std::chrono::steady_clock::time_point dispatched_at;
   };
   // Decisions of one loop turn, committed together in one synced batch.
   struct Turn {

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/metrics.h"
 #include "common/time_util.h"
 #include "proto/wire.h"
 #include "statemachine/replay_verifier.h"
@@ -55,11 +56,13 @@ void Broker::ReplyNow(const std::string& identity, const proto::ClientResponse& 
 void Broker::HandleClient(const std::string& identity, const std::string& body) {
   proto::ClientRequest req;
   if (!req.ParseFromString(body)) {
+    if (opts_.metrics) opts_.metrics->ClientMalformed();
     ReplyNow(identity, Err(2, "malformed request"));
     return;
   }
   json args = req.args_json().empty() ? json::object() : json::parse(req.args_json(), nullptr, false);
   if (args.is_discarded() || !args.is_object()) {
+    if (opts_.metrics) opts_.metrics->ClientAnswered(req.verb(), false);
     ReplyNow(identity, Err(2, "request arguments are not a JSON object"));
     return;
   }
@@ -95,6 +98,7 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
   } else {
     r = Err(2, fmt::format("unknown verb '{}'", verb));
   }
+  if (opts_.metrics) opts_.metrics->ClientAnswered(req.verb(), r.ok());
   if (deferred.empty()) ReplyNow(identity, r);
   else turn_.replies.push_back({deferred, Reply{identity, r}});
 }

@@ -9,6 +9,7 @@ PACKAGES=(
   libssh-dev libssl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpng-dev
   openssh-server openssh-client python3
+  prometheus  # promtool: the metrics tests lint /metrics with `promtool check metrics`
 )
 
 missing=()
