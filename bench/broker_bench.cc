@@ -8,8 +8,11 @@
 // (TaskSucceeded, ProbeRecorded, StateChanged, RunFinished). So one run = one
 // task round trip and two synced group commits (plus the submission reply).
 //
-// Benchmarks (args: transport 0=ipc 1=tcp://127.0.0.1, sync 0/1, worker
-// 0=raw DEALER worker 1=WorkerRuntime):
+// Benchmarks (args: transport 0=ipc 1=tcp://127.0.0.1 without CURVE (the
+// broker's ListenerSecurity::kNone, a baseline the server never runs) 2=tcp
+// with CURVE 3=ipc with CURVE (what a server's local peers use once it has a
+// tcp listener; clients and workers use the data dir's local key), sync 0/1,
+// worker 0=raw DEALER worker 1=WorkerRuntime):
 //   BM_BrokerThroughput: per iteration, kBatch runs submitted pipelined from
 //     one client, then waits until every run is durably finished (the "runs"
 //     verb with terminal=false answers from the store index, i.e. committed
@@ -67,6 +70,8 @@
 #include "bench/raw_client.h"
 #include "broker/broker.h"
 #include "broker/metrics.h"
+#include "common/server_keys.h"
+#include "common/socket_security.h"
 #include "npuprof.pb.h"
 #include "proto/wire.h"
 #include "statemachine/probe_machine.h"
@@ -127,10 +132,22 @@ double Percentile(std::vector<double> v, double p) {
 
 // ---------------------------------------------------------------- broker
 
+enum class Transport { kIpc = 0, kTcp = 1, kTcpCurve = 2, kIpcCurve = 3 };
+
+const char* TransportName(Transport t) {
+  switch (t) {
+    case Transport::kIpc: return "ipc";
+    case Transport::kTcp: return "tcp";
+    case Transport::kTcpCurve: return "tcp+curve";
+    case Transport::kIpcCurve: return "ipc+curve";
+  }
+  return "?";
+}
+
 // An in-process broker on a temp (or given) data dir, running on its own thread.
 class BenchBroker {
  public:
-  BenchBroker(bool sync, bool tcp, std::string dir = {}, const sm::KindRegistry* kinds = nullptr)
+  BenchBroker(bool sync, Transport transport, std::string dir = {}, const sm::KindRegistry* kinds = nullptr)
       : owns_dir_(dir.empty()) {
     dir_ = dir.empty() ? MakeTempDir("npuprof_broker_bench_") : dir;
     broker::BrokerOptions o;
@@ -141,14 +158,19 @@ class BenchBroker {
       metrics_ = std::make_unique<broker::BrokerMetrics>();
       o.metrics = metrics_.get();
     }
-    if (tcp) {
+    if (transport != Transport::kIpc) {  // a tcp listener (which turns CURVE on for every endpoint)
       tcp_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
       o.endpoints.push_back(tcp_);
     }
+    if (transport == Transport::kTcp) o.security = broker::ListenerSecurity::kNone;
     auto b = broker::Broker::Open(o);
     if (!b.ok()) Die("broker open: " + b.status().ToString());
     broker_ = std::move(b).value();
-    endpoint_ = tcp ? tcp_ : wire::IpcEndpointFor(dir_);
+    const bool over_tcp = transport == Transport::kTcp || transport == Transport::kTcpCurve;
+    endpoint_ = over_tcp ? tcp_ : wire::IpcEndpointFor(dir_);
+    auto keys = LocalPeerKeys(dir_);  // the local key, when CURVE is on
+    if (!keys.ok()) Die("local keys: " + keys.status().ToString());
+    keys_ = *keys;
   }
   void Start() {
     thread_ = std::thread([this] {
@@ -183,10 +205,12 @@ class BenchBroker {
   }
   const std::string& endpoint() const { return endpoint_; }
   const std::string& dir() const { return dir_; }
+  const std::optional<CurveClientKeys>& keys() const { return keys_; }
 
  private:
   bool owns_dir_;
   std::string dir_, tcp_, endpoint_;
+  std::optional<CurveClientKeys> keys_;
   std::unique_ptr<broker::BrokerMetrics> metrics_;  // outlives broker_ (declared before it)
   std::unique_ptr<broker::Broker> broker_;
   std::atomic<bool> stop_{false};
@@ -315,10 +339,11 @@ std::string NoopResultJson() {
 // a real npu-smi output), which the broker stores before deciding.
 std::atomic<int> g_evidence_bytes{0};
 
-void RawWorkerLoop(const std::string& endpoint, int index, const std::atomic<bool>& stop, WorkerLog& log) {
+void RawWorkerLoop(const std::string& endpoint, const std::optional<CurveClientKeys>& keys, int index,
+                   const std::atomic<bool>& stop, WorkerLog& log) {
   zmq::context_t ctx(1);
   zmq::socket_t sock(ctx, zmq::socket_type::dealer);
-  sock.set(zmq::sockopt::linger, 0);
+  SetUpConnectingSocket(sock, keys);
   sock.set(zmq::sockopt::sndhwm, 0);
   sock.set(zmq::sockopt::rcvhwm, 0);
   sock.set(zmq::sockopt::routing_id, "bench-raw-" + std::to_string(index));
@@ -375,14 +400,17 @@ void RawWorkerLoop(const std::string& endpoint, int index, const std::atomic<boo
 // N worker threads (raw or WorkerRuntime), stopped and joined on destruction.
 class Workers {
  public:
-  Workers(const std::string& endpoint, int n, bool runtime, WorkerLog& log) {
+  Workers(const BenchBroker& broker, int n, bool runtime, WorkerLog& log) {
+    const std::string endpoint = broker.endpoint();
+    const std::optional<CurveClientKeys> keys = broker.keys();
     for (int i = 0; i < n; ++i) {
       if (!runtime) {
-        threads_.emplace_back([this, endpoint, i, &log] { RawWorkerLoop(endpoint, i, stop_, log); });
+        threads_.emplace_back([this, endpoint, keys, i, &log] { RawWorkerLoop(endpoint, keys, i, stop_, log); });
         continue;
       }
       workers::WorkerOptions o;
       o.broker_endpoint = endpoint;
+      o.curve = keys;
       o.worker_id = "bench-rt-" + std::to_string(i);
       o.capacity = 64;
       auto w = std::make_unique<workers::WorkerRuntime>(o);
@@ -423,7 +451,7 @@ void WaitForWorkers(RawClient& c, size_t n) {
 }
 
 std::string VariantLabel(const benchmark::State& state) {
-  return std::string(state.range(0) ? "tcp" : "ipc") + (state.range(1) ? " sync=on" : " sync=off") +
+  return std::string(TransportName(static_cast<Transport>(state.range(0)))) + (state.range(1) ? " sync=on" : " sync=off") +
          (state.range(2) ? " worker=runtime" : " worker=raw");
 }
 
@@ -442,14 +470,14 @@ struct Workload {
   const sm::KindRegistry* kinds = nullptr;
 };
 
-void RunThroughput(benchmark::State& state, bool tcp, bool sync, bool runtime, const Workload& load = {}) {
+void RunThroughput(benchmark::State& state, Transport transport, bool sync, bool runtime, const Workload& load = {}) {
   spdlog::set_level(spdlog::level::warn);
-  BenchBroker broker(sync, tcp, {}, load.kinds);
+  BenchBroker broker(sync, transport, {}, load.kinds);
   broker.Start();
-  RawClient client(broker.endpoint());
+  RawClient client(broker.endpoint(), broker.keys());
   AddFakeMachine(client);
   WorkerLog log;
-  Workers workers(broker.endpoint(), kWorkers, runtime, log);
+  Workers workers(broker, kWorkers, runtime, log);
   WaitForWorkers(client, kWorkers);
 
   const size_t tasks_per_batch = static_cast<size_t>(load.batch) * static_cast<size_t>(load.tasks_per_run);
@@ -503,7 +531,7 @@ void RunThroughput(benchmark::State& state, bool tcp, bool sync, bool runtime, c
 }
 
 void BM_BrokerThroughput(benchmark::State& state) {
-  RunThroughput(state, state.range(0) != 0, state.range(1) != 0, state.range(2) != 0);
+  RunThroughput(state, static_cast<Transport>(state.range(0)), state.range(1) != 0, state.range(2) != 0);
   state.SetLabel(VariantLabel(state));
 }
 
@@ -512,7 +540,7 @@ void BM_BrokerThroughput(benchmark::State& state) {
 // deciding, and durability must not cost an extra fsync per result.
 void BM_BrokerThroughputEvidence(benchmark::State& state) {
   g_evidence_bytes = 2048;
-  RunThroughput(state, false, state.range(0) != 0, false);
+  RunThroughput(state, Transport::kIpc, state.range(0) != 0, false);
   g_evidence_bytes = 0;
   state.SetLabel(std::string("ipc") + (state.range(0) ? " sync=on" : " sync=off") + " worker=raw evidence=2KiB");
 }
@@ -538,7 +566,7 @@ void BM_BrokerTaskFanout(benchmark::State& state) {
   load.tasks_per_run = tasks;
   load.batch = std::max(1, 16000 / tasks);
   load.kinds = &BenchKinds();
-  RunThroughput(state, state.range(0) != 0, state.range(1) != 0, state.range(2) != 0, load);
+  RunThroughput(state, static_cast<Transport>(state.range(0)), state.range(1) != 0, state.range(2) != 0, load);
   state.SetLabel(VariantLabel(state) + " tasks/run=" + std::to_string(tasks));
 }
 
@@ -546,13 +574,14 @@ void BM_BrokerTaskFanout(benchmark::State& state) {
 
 void BM_BrokerLatency(benchmark::State& state) {
   spdlog::set_level(spdlog::level::warn);
-  const bool tcp = state.range(0) != 0, sync = state.range(1) != 0, runtime = state.range(2) != 0;
-  BenchBroker broker(sync, tcp);
+  const auto transport = static_cast<Transport>(state.range(0));
+  const bool sync = state.range(1) != 0, runtime = state.range(2) != 0;
+  BenchBroker broker(sync, transport);
   broker.Start();
-  RawClient client(broker.endpoint());
+  RawClient client(broker.endpoint(), broker.keys());
   AddFakeMachine(client);
   WorkerLog log;
-  Workers workers(broker.endpoint(), kWorkers, runtime, log);
+  Workers workers(broker, kWorkers, runtime, log);
   WaitForWorkers(client, kWorkers);
 
   std::vector<double> ack_us, d2r_us, e2e_us;
@@ -585,18 +614,19 @@ void BM_BrokerLatency(benchmark::State& state) {
   state.SetLabel(VariantLabel(state));
 }
 
+// transport: 0 ipc, 1 tcp, 2 tcp+curve, 3 ipc+curve (Transport).
 void Variants(benchmark::internal::Benchmark* b) {
-  for (int tcp : {0, 1})
+  for (int transport : {0, 1, 2, 3})
     for (int sync : {1, 0})
-      for (int rt : {0, 1}) b->Args({tcp, sync, rt});
-  b->ArgNames({"tcp", "sync", "runtime"});
+      for (int rt : {0, 1}) b->Args({transport, sync, rt});
+  b->ArgNames({"transport", "sync", "runtime"});
 }
 
 void FanoutVariants(benchmark::internal::Benchmark* b) {
-  for (int tcp : {0, 1})
+  for (int transport : {0, 1, 2, 3})
     for (int sync : {1, 0})
-      for (int rt : {0, 1}) b->Args({tcp, sync, rt, 16});
-  b->ArgNames({"tcp", "sync", "runtime", "tasks"});
+      for (int rt : {0, 1}) b->Args({transport, sync, rt, 16});
+  b->ArgNames({"transport", "sync", "runtime", "tasks"});
 }
 
 BENCHMARK(BM_BrokerThroughput)->Apply(Variants)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -615,13 +645,13 @@ std::string* g_recovery_dir = nullptr;
 const std::string& RecoveryDir() {
   if (g_recovery_dir) return *g_recovery_dir;
   g_recovery_dir = new std::string(MakeTempDir("npuprof_recovery_bench_"));
-  BenchBroker broker(/*sync=*/false, /*tcp=*/false, *g_recovery_dir);
+  BenchBroker broker(/*sync=*/false, Transport::kIpc, *g_recovery_dir);
   broker.Start();
   RawClient client(broker.endpoint());
   AddFakeMachine(client);
   {
     WorkerLog log;
-    Workers workers(broker.endpoint(), 1, /*runtime=*/false, log);
+    Workers workers(broker, 1, /*runtime=*/false, log);
     WaitForWorkers(client, 1);
     for (int done = 0; done < kFinishedRuns; done += kBatch) {
       SubmitBatch(client, kBatch);
@@ -640,7 +670,7 @@ void BM_Recovery(benchmark::State& state) {
   const std::string& dir = RecoveryDir();
   for (auto _ : state) {
     const auto t0 = Clock::now();
-    auto b = std::make_unique<BenchBroker>(/*sync=*/true, /*tcp=*/false, dir);
+    auto b = std::make_unique<BenchBroker>(/*sync=*/true, Transport::kIpc, dir);
     RawClient client(b->endpoint());
     client.Send("ping", json::object());
     b->Start();

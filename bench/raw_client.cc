@@ -3,12 +3,14 @@
 #include <optional>
 #include <vector>
 
+#include "common/socket_security.h"
 #include "proto/wire.h"
 
 namespace npuprof::bench {
 
-RawClient::RawClient(const std::string& endpoint) : sock_(ctx_, zmq::socket_type::dealer) {
-  sock_.set(zmq::sockopt::linger, 0);
+RawClient::RawClient(const std::string& endpoint, const std::optional<CurveClientKeys>& keys)
+    : sock_(ctx_, zmq::socket_type::dealer) {
+  SetUpConnectingSocket(sock_, keys);
   sock_.set(zmq::sockopt::sndhwm, 0);  // pipelined batches: never drop or block a request
   sock_.set(zmq::sockopt::rcvhwm, 0);
   sock_.connect(endpoint);

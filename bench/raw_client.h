@@ -6,18 +6,21 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "common/curve_keys.h"
 #include "npuprof.pb.h"
 
 namespace npuprof::bench {
 
 class RawClient {
  public:
-  explicit RawClient(const std::string& endpoint);
+  // keys: CURVE keys for a broker that requires them (none = plain).
+  explicit RawClient(const std::string& endpoint, const std::optional<CurveClientKeys>& keys = std::nullopt);
   void Send(const std::string& verb, const nlohmann::json& args);
   // The next reply; a failed response saying so when none arrives within
   // timeout or it cannot be parsed.

@@ -19,6 +19,7 @@
 #include <zmq.hpp>
 
 #include "broker/device_scheduler.h"
+#include "broker/listener_security.h"
 #include "broker/timer_queue.h"
 #include "broker/worker_registry.h"
 #include "common/status.h"
@@ -50,6 +51,9 @@ struct BrokerOptions {
   // Must outlive the broker. Benchmarks register kinds the server does not
   // serve (e.g. a fan-out of no-op tasks) without adding them to the product.
   const sm::KindRegistry* kinds = nullptr;
+  // Who may connect (listener_security.h): CURVE + ZAP once an endpoint is
+  // not the data dir's ipc socket; kNone only for benchmarks.
+  ListenerSecurity security = ListenerSecurity::kCurveBeyondIpc;
   // Updated at the loop's hook points when set (broker/metrics.h); must
   // outlive the broker. nullptr = no metrics.
   BrokerMetrics* metrics = nullptr;
@@ -157,6 +161,7 @@ class Broker {
   std::unique_ptr<store::EventStore> store_;
   const sm::KindRegistry& kinds_;
   zmq::context_t ctx_;
+  std::unique_ptr<ZapAuthenticator> zap_;  // declared before router_: outlives it (handshakes need it)
   zmq::socket_t router_;
   std::vector<std::string> endpoints_;
 

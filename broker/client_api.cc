@@ -7,6 +7,7 @@
 
 #include "broker/broker.h"
 #include "broker/metrics.h"
+#include "common/socket_security.h"
 #include "common/time_util.h"
 #include "proto/wire.h"
 #include "statemachine/replay_verifier.h"
@@ -45,7 +46,12 @@ json EventToJson(const proto::Event& e) {
 }  // namespace
 
 void Broker::ReplyNow(const std::string& identity, const proto::ClientResponse& r) {
-  const std::string body = r.SerializeAsString();
+  std::string body = r.SerializeAsString();
+  // The client's socket would drop a larger frame (and its connection): say so instead.
+  if (static_cast<int64_t>(body.size()) > MaxMessageBytes())
+    body = Err(2, fmt::format("the answer is {} bytes, over the {} message cap of npuprof's sockets", body.size(),
+                              MessageCapText()))
+               .SerializeAsString();
   try {
     wire::SendFrames(router_, {identity, wire::kClientHeader, body});
   } catch (const zmq::error_t& e) {

@@ -17,9 +17,7 @@ namespace npuprof::broker {
 using sm::json;
 
 Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
-  std::error_code ec;
-  std::filesystem::create_directories(opts.data_dir, ec);
-  if (ec) return Status::Io(fmt::format("cannot create data dir {}: {}", opts.data_dir, ec.message()));
+  if (Status s = PrepareDataDir(opts.data_dir); !s.ok()) return s;
   store::StoreOptions so;
   so.sync = opts.sync;
   auto store = store::EventStore::Open(opts.data_dir + "/store", so);
@@ -28,6 +26,10 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
   std::vector<std::string> eps = opts.endpoints;
   const std::string ipc = wire::IpcEndpointFor(opts.data_dir);
   if (std::find(eps.begin(), eps.end(), ipc) == eps.end()) eps.insert(eps.begin(), ipc);
+  auto zap = SecureListener(b->ctx_, b->router_, opts.data_dir, eps, opts.security);
+  if (!zap.ok()) return zap.status();
+  b->zap_ = std::move(zap).value();
+  std::error_code ec;
   std::filesystem::remove(opts.data_dir + "/npuprof.sock", ec);
   for (const auto& ep : eps) {
     try {

@@ -36,7 +36,9 @@ void AddMachineCommand(CLI::App& app) {
     cmd->add_option("--identity", o->identity, "Private key file (public-key auth)")->required();
     cmd->add_option("--known-hosts", o->known_hosts, "known_hosts file to verify the host key (default ~/.ssh/known_hosts)");
     cmd->add_option("--env-script", o->env_script, "Script sourced before every remote command (e.g. Ascend set_env.sh)");
-    cmd->add_option("--runtime-base", o->runtime_base, "Remote directory under which runtime dirs are made (default /tmp/npuprof)");
+    cmd->add_option("--runtime-base", o->runtime_base, "Remote directory under which runtime dirs are made, absolute or '~/...' (the SSH user's home "
+                    "on the target; quote it). Default ~/.cache/npuprof/runtime. Its dirs are made 0700; one owned "
+                    "by another user, group/world-writable or a symbolic link is refused");
     cmd->add_flag("--accept-new-host-key", o->accept_new,
                   "Trust the host key seen on first connection and add it to known_hosts (recorded)");
     cmd->callback([o] {

@@ -1,39 +1,79 @@
-// `npuprof report RUN [--format json|text] [--lang zh|en]`: the report of a
-// run, a pure projection of its events (the server folds them; nothing is
-// recomputed here except the text rendering).
+// `npuprof report RUN [--format json|text|html] [--lang zh|en] [-o FILE]`:
+// the report of a run, a pure projection of its events (the server folds
+// them; nothing is recomputed here except the rendering). html: one
+// self-contained page (views/html_memory_report.h for memory-profile runs,
+// views/html_torch_report.h for torch-profile and analyse-root runs) from
+// the manifest the server serves, plus the run's HBM series when it has
+// them (cli/run_hbm_series.h).
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/run_hbm_series.h"
 #include "statemachine/memory_report_text.h"
+#include "views/html_memory_report.h"
+#include "views/html_torch_report.h"
 
 namespace npuprof::cli {
 
+namespace {
+
+// The html page of a run of any kind that has one.
+Result<std::string> RenderHtml(Client& client, const std::string& run, const json& manifest, const std::string& lang) {
+  const std::string kind = manifest.value("kind", "");
+  if (kind == "torch-profile" || kind == "analyse-root") return views::RenderTorchProfileHtml(manifest, lang);
+  if (manifest.contains("report") && manifest["report"].is_object())
+    return views::RenderMemoryReportHtml(manifest, RunHbmSeries(client, run, manifest), lang);
+  return Status::Invalid(fmt::format("run {} ({}) has no HTML report; memory-profile, torch-profile and "
+                                     "analyse-root runs have one",
+                                     run, kind.empty() ? "unknown kind" : kind));
+}
+
+}  // namespace
+
 void AddReportCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("report", "Print a run's report (memory-profile: per-device HBM attribution)");
+  auto* cmd = app.add_subcommand(
+      "report", "Print a run's report (memory-profile: per-device HBM attribution; html: also torch-profile)");
   auto addr = std::make_shared<ServerAddress>();
   auto run = std::make_shared<std::string>();
   auto format = std::make_shared<std::string>("json");
   auto lang = std::make_shared<std::string>("zh");
+  auto out = std::make_shared<std::string>();
   AddServerOptions(cmd, addr.get());
   cmd->add_option("RUN", *run, "Run id")->required();
-  cmd->add_option("--format", *format, "json (default) or text")->check(CLI::IsMember({"json", "text"}));
-  cmd->add_option("--lang", *lang, "Text labels: zh (default) or en")->check(CLI::IsMember({"zh", "en"}));
-  cmd->callback([addr, run, format, lang] {
+  cmd->add_option("--format", *format, "json (default), text or html (one self-contained page)")
+      ->check(CLI::IsMember({"json", "text", "html"}));
+  cmd->add_option("--lang", *lang, "Text and html labels: zh (default) or en")->check(CLI::IsMember({"zh", "en"}));
+  cmd->add_option("-o,--output", *out, "Write the report to FILE instead of stdout");
+  cmd->callback([addr, run, format, lang, out] {
     Client client(*addr);
     auto m = client.CallJson("manifest", json{{"run_id", *run}});
     if (!m.ok()) return Fail(2, m.status().message());
-    if (!m->contains("report") || !(*m)["report"].is_object())
-      return Fail(2, fmt::format("run {} ({}) has no report", *run, m->value("kind", "unknown kind")));
-    const json& report = (*m)["report"];
-    if (*format == "text") {
-      std::cout << sm::RenderMemoryReportText(report, *lang);
+    std::string text;
+    if (*format == "html") {
+      auto html = RenderHtml(client, *run, *m, *lang);
+      if (!html.ok()) return Fail(2, html.status().message());
+      text = std::move(*html);
     } else {
-      json out = report;
-      out["run_id"] = *run;
-      out["status"] = m->value("status", "");
-      PrintJson(out);
+      if (!m->contains("report") || !(*m)["report"].is_object())
+        return Fail(2, fmt::format("run {} ({}) has no report", *run, m->value("kind", "unknown kind")));
+      const json& report = (*m)["report"];
+      if (*format == "text") {
+        text = sm::RenderMemoryReportText(report, *lang);
+      } else {
+        json doc = report;
+        doc["run_id"] = *run;
+        doc["status"] = m->value("status", "");
+        text = doc.dump(2) + "\n";
+      }
+    }
+    if (out->empty()) {
+      std::cout << text << std::flush;
+    } else {
+      if (Status st = WriteFileAtomic(*out, text); !st.ok()) return Fail(2, st.message());
+      PrintJson(json{{"run_id", *run}, {"format", *format}, {"file", *out}});
     }
     if (m->value("status", "") != "ok" && m->value("status", "") != "running") ExitCode() = 1;
   });

@@ -47,6 +47,10 @@ pid_t SpawnWorker(const std::string& endpoint, int capacity, int index) {
   // Child: dies with the server, so a killed server leaves no stray workers.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
+  // A local worker uses the data dir's local key (found from its ipc
+  // endpoint), never keys meant for this server's own remote connections.
+  unsetenv("NPUPROF_KEY_FILE");
+  unsetenv("NPUPROF_SERVER_KEY");
   const std::string cap = std::to_string(capacity);
   const std::string id = fmt::format("local-{}-{}", parent, index);
   execl(exe.c_str(), exe.c_str(), "worker", "--broker", endpoint.c_str(), "--capacity", cap.c_str(), "--id",
@@ -69,7 +73,9 @@ void AddServerCommand(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--data-dir", o->data_dir, "Where the store and the socket live (env NPUPROF_DATA_DIR)");
-  cmd->add_option("--listen", o->listen, "Extra endpoint to listen on, e.g. tcp://127.0.0.1:5555");
+  cmd->add_option("--listen", o->listen,
+                  "Extra endpoint to listen on, e.g. tcp://127.0.0.1:5555; turns on CURVE: only peers on the "
+                  "allow-list (`npuprof keys allow`) get in (docs/SECURITY.md)");
   cmd->add_flag("--no-local-workers", o->no_local_workers, "Start no worker processes (remote workers join)");
   cmd->add_option("--local-workers", o->local_workers, "Local worker processes")->check(CLI::Range(0, 64));
   cmd->add_option("--worker-capacity", o->worker_capacity, "Tasks per local worker")->check(CLI::Range(1, 256));

@@ -23,12 +23,16 @@ void AddWorkerCommand(CLI::App& app) {
   cmd->add_option("--id", opts->worker_id, "Worker id (default host-pid)");
   cmd->callback([opts, addr] {
     opts->broker_endpoint = ResolveEndpoint(*addr);
+    auto keys = ResolvePeerKeys(*addr, opts->broker_endpoint);
+    if (!keys.ok()) return Fail(2, keys.status().message());
+    opts->curve = *keys;
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGPIPE, SIG_IGN);
     workers::WorkerRuntime rt(*opts);
     workers::RegisterDefaultHandlers(rt);
-    spdlog::info("worker connecting to {}", opts->broker_endpoint);
+    spdlog::info("worker connecting to {}{}", opts->broker_endpoint,
+                 opts->curve ? " with CURVE key " + opts->curve->own.public_key : std::string());
     Status st = rt.Run(g_stop);
     if (!st.ok()) Fail(2, st.ToString());
   });

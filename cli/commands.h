@@ -14,7 +14,7 @@
 namespace npuprof::cli {
 
 int& ExitCode();
-// Adds --data-dir and --broker to a client verb.
+// Adds --data-dir, --broker, --key-file and --server-key to a client verb.
 void AddServerOptions(CLI::App* cmd, ServerAddress* addr);
 // Prints JSON on stdout (pretty).
 void PrintJson(const json& j);
@@ -34,8 +34,11 @@ void AddSubmitCommand(CLI::App& app);
 void AddRunCommands(CLI::App& app);     // runs, show, watch, events, cancel, manifest, workers
 void AddMachineCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
-void AddReportCommand(CLI::App& app);     // report RUN [--format json|text] [--lang zh|en]
+void AddReportCommand(CLI::App& app);     // report RUN [--format json|text|html] [--lang zh|en] [-o FILE]
+void AddTraceCommand(CLI::App& app);      // trace RUN [-o FILE]
 void AddExportCommand(CLI::App& app);     // export RUN DIR (per-kind exporters: cli/export_registry.h)
 void AddDemoCommand(CLI::App& app);
+void AddKeysCommand(CLI::App& app);       // keys [show] | new | allow | list | remove (cmd_keys.cc)
+void AddCompletionCommand(CLI::App& app);  // hidden: `completion bash`, from the verbs registered on app
 
 }  // namespace npuprof::cli

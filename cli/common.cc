@@ -17,6 +17,11 @@ int& ExitCode() {
 void AddServerOptions(CLI::App* cmd, ServerAddress* addr) {
   cmd->add_option("--data-dir", addr->data_dir, "Data dir of the server to talk to (env NPUPROF_DATA_DIR)");
   cmd->add_option("--broker", addr->broker, "Broker endpoint, e.g. tcp://127.0.0.1:5555 (env NPUPROF_BROKER)");
+  cmd->add_option("--key-file", addr->key_file,
+                  "This peer's CURVE key pair for a tcp broker (`npuprof keys new`; env NPUPROF_KEY_FILE)");
+  cmd->add_option("--server-key", addr->server_key,
+                  "The server's CURVE public key, or a file holding it (`npuprof keys` on the server; env "
+                  "NPUPROF_SERVER_KEY)");
 }
 
 void PrintJson(const json& j) { std::cout << j.dump(2) << std::endl; }

@@ -14,8 +14,11 @@ int main(int argc, char** argv) {
   npuprof::cli::AddMachineCommand(app);
   npuprof::cli::AddInspectCommand(app);
   npuprof::cli::AddReportCommand(app);
+  npuprof::cli::AddTraceCommand(app);
   npuprof::cli::AddExportCommand(app);
   npuprof::cli::AddDemoCommand(app);
+  npuprof::cli::AddKeysCommand(app);
+  npuprof::cli::AddCompletionCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -89,8 +89,8 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
   cmd->add_option("--tp", o->tp, "Tensor parallel size")->check(CLI::Range(1, 64));
   cmd->add_option("--dp", o->dp, "Data parallel size")->check(CLI::Range(1, 64));
   cmd->add_option("--devices", o->devices, "Device indices, e.g. 0,1 (default 0..tp*dp-1)");
-  cmd->add_option("--port", o->port, "Service port (default 8901)")->check(CLI::Range(1, 65535));
-  cmd->add_option("--served-model-name", o->served_name, "Name the API serves (default npuprof-mem)");
+  cmd->add_option("--port", o->port, "Service port (default: a free port on the target)")->check(CLI::Range(1, 65535));
+  cmd->add_option("--served-model-name", o->served_name, "Name the API serves (default npuprof-mem-<run id>)");
   cmd->add_option("--gpu-memory-utilization", o->gmu, "vLLM --gpu-memory-utilization (default 0.85)");
   cmd->add_option("--max-model-len", o->max_model_len, "vLLM --max-model-len (default 2048)");
   cmd->add_flag("--enable-expert-parallel", o->expert_parallel, "vLLM --enable-expert-parallel");

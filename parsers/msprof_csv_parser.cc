@@ -4,11 +4,15 @@
 #include <cctype>
 #include <charconv>
 #include <functional>
+#include <map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "common/utf8.h"
+#include "parsers/finite_number.h"
 
 namespace npuprof {
 namespace {
@@ -16,14 +20,16 @@ namespace {
 // ---- a small RFC 4180 reader ------------------------------------------------
 
 // Calls `on_record(cells, record_index)` for every record (index 0 = header),
-// cells trimmed. Blank lines are skipped. A leading UTF-8 BOM is dropped.
+// cells trimmed, until it returns false. Blank lines are skipped. A leading
+// UTF-8 BOM is dropped.
 void ForEachCsvRecord(std::string_view text,
-                      const std::function<void(const std::vector<std::string>&, size_t)>& on_record) {
+                      const std::function<bool(const std::vector<std::string>&, size_t)>& on_record) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   std::vector<std::string> cells;
   std::string cell;
   bool in_quotes = false;
   bool record_has_content = false;
+  bool stopped = false;
   size_t index = 0;
   auto end_cell = [&] {
     cells.emplace_back(Trim(cell));
@@ -31,11 +37,11 @@ void ForEachCsvRecord(std::string_view text,
   };
   auto end_record = [&] {
     end_cell();
-    if (record_has_content) on_record(cells, index++);
+    if (record_has_content) stopped = !on_record(cells, index++);
     cells.clear();
     record_has_content = false;
   };
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size() && !stopped; ++i) {
     char c = text[i];
     if (in_quotes) {
       if (c == '"') {
@@ -63,7 +69,7 @@ void ForEachCsvRecord(std::string_view text,
       cell.push_back(c);
     }
   }
-  if (record_has_content || !cell.empty() || !cells.empty()) end_record();
+  if (!stopped && (record_has_content || !cell.empty() || !cells.empty())) end_record();
 }
 
 std::vector<std::string> HeaderOf(std::string_view text) {
@@ -76,6 +82,7 @@ std::vector<std::string> HeaderOf(std::string_view text) {
   ForEachCsvRecord(first, [&](const std::vector<std::string>& cells, size_t) {
     if (!done) header = cells;
     done = true;
+    return false;
   });
   return header;
 }
@@ -94,13 +101,13 @@ std::optional<size_t> Column(const std::vector<std::string>& header, std::string
   return std::nullopt;
 }
 
-std::optional<double> ParseNumber(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  if (s.front() == '+') s.remove_prefix(1);
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
+// The refusal of a cell that spells a number out of range ("inf", "nan",
+// "1e999"): such a value would reach reports as a number that is none.
+Status NotFinite(std::string_view what, size_t data_row, const std::vector<std::string>& header, size_t col,
+                 std::string_view cell) {
+  return Status::Corruption(fmt::format("{}: data row {}, column \"{}\": '{}' is not a finite number within "
+                                        "+/-2^63; the file is corrupt or not an msprof export",
+                                        what, data_row, TruncateUtf8(header[col], 60), TruncateUtf8(cell, 40)));
 }
 
 std::optional<int> ParseDeviceNumber(std::string_view s) {
@@ -122,12 +129,31 @@ std::optional<int> DeviceOf(const std::vector<std::string>& cells, std::optional
   return std::nullopt;
 }
 
+// (name, device) -> index of its entry, so a row finds its entry without a
+// walk over every entry so far.
+using EntryIndex = std::map<std::pair<std::string, std::optional<int>>, size_t>;
+
+// The entry of (name, device) in `entries`; a new one (with its name and
+// device set) is added at the end, in order of first appearance.
+template <typename Entry>
+Entry& EntryOf(std::vector<Entry>& entries, EntryIndex& index, std::string Entry::*name_field,
+               const std::string& name, std::optional<int> device) {
+  auto [slot, fresh] = index.try_emplace({name, device}, entries.size());
+  if (fresh) {
+    Entry e;
+    e.*name_field = name;
+    e.device_id = device;
+    entries.push_back(std::move(e));
+  }
+  return entries[slot->second];
+}
+
 Status MissingColumns(std::string_view what, const std::vector<std::string>& missing,
                       const std::vector<std::string>& header) {
   return Status::Invalid(fmt::format("{}: missing column{} {} (header: {})", what,
                                      missing.size() > 1 ? "s" : "",
                                      fmt::format("\"{}\"", fmt::join(missing, "\", \"")),
-                                     fmt::join(header, ",")));
+                                     TruncateUtf8(fmt::format("{}", fmt::join(header, ",")), 400)));
 }
 
 // ---- trace_view SAX counter ---------------------------------------------------
@@ -169,7 +195,7 @@ class TraceEventCounter : public nlohmann::json_sax<nlohmann::json> {
   }
   bool end_array() override { return Pop(); }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
-    error = fmt::format("trace_view.json is not valid JSON (byte {}): {}", position, ex.what());
+    error = fmt::format("trace_view.json is not valid JSON (byte {}): {}", position, TruncateUtf8(ex.what(), 300));
     return false;
   }
 
@@ -255,39 +281,38 @@ Result<ModuleMemTable> ParseNpuModuleMemCsv(std::string_view csv_text) {
   table.has_device_id_column = device_id_col.has_value();
   const size_t needed = std::max(*component_col, value_col) + 1;
 
+  Status error;
+  EntryIndex index_of;
   ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
-    if (index == 0) return;
+    if (index == 0) return true;
     ++table.data_rows;
-    auto value = cells.size() >= needed ? ParseNumber(cells[value_col]) : std::nullopt;
-    if (!value) {
+    const ParsedNumber value = cells.size() >= needed ? ParseFiniteNumber(cells[value_col]) : ParsedNumber{};
+    if (value.kind == ParsedNumber::kOutOfRange) {
+      error = NotFinite("npu_module_mem CSV", index, header, value_col, cells[value_col]);
+      return false;
+    }
+    if (value.kind == ParsedNumber::kNotANumber) {
       ++table.skipped_rows;
-      return;
+      return true;
     }
-    std::optional<int> device = DeviceOf(cells, device_id_col, device_col);
-    const std::string& name = cells[*component_col];
-    auto it = std::find_if(table.components.begin(), table.components.end(),
-                           [&](const ModuleMemComponent& c) { return c.component == name && c.device_id == device; });
-    if (it == table.components.end()) {
-      ModuleMemComponent fresh;
-      fresh.device_id = device;
-      fresh.component = name;
-      table.components.push_back(std::move(fresh));
-      it = std::prev(table.components.end());
+    ModuleMemComponent& it = EntryOf(table.components, index_of, &ModuleMemComponent::component,
+                                     cells[*component_col], DeviceOf(cells, device_id_col, device_col));
+    ++it.rows;
+    if (value.value < 0) {
+      ++it.negative_rows;
+      return true;
     }
-    ++it->rows;
-    if (*value < 0) {
-      ++it->negative_rows;
-      return;
+    double mb = table.unit_is_kb ? value.value / 1024.0 : value.value;
+    if (!it.has_value || mb > it.max_reserved_mb) {
+      it.has_value = true;
+      it.max_reserved_mb = mb;
+      it.max_raw_value = cells[value_col];
+      it.max_data_row = index;
+      it.max_timestamp_raw = ts_col && *ts_col < cells.size() ? cells[*ts_col] : "";
     }
-    double mb = table.unit_is_kb ? *value / 1024.0 : *value;
-    if (!it->has_value || mb > it->max_reserved_mb) {
-      it->has_value = true;
-      it->max_reserved_mb = mb;
-      it->max_raw_value = cells[value_col];
-      it->max_data_row = index;
-      it->max_timestamp_raw = ts_col && *ts_col < cells.size() ? cells[*ts_col] : "";
-    }
+    return true;
   });
+  if (!error.ok()) return error;
   return table;
 }
 
@@ -318,49 +343,55 @@ Result<NpuMemTable> ParseNpuMemCsv(std::string_view csv_text) {
   auto memory_col = Column(header, "memory(KB)");
   table.has_device_id_column = device_id_col.has_value();
   const size_t needed = std::max({*event_col, *hbm_col, *ts_col}) + 1;
-  auto optional_mb = [](const std::vector<std::string>& cells, std::optional<size_t> col) -> std::optional<double> {
-    if (!col || *col >= cells.size()) return std::nullopt;
-    auto v = ParseNumber(cells[*col]);
-    return v ? std::optional<double>(*v / 1024.0) : std::nullopt;
+  auto cell_number = [](const std::vector<std::string>& cells, std::optional<size_t> col) {
+    return col && *col < cells.size() ? ParseFiniteNumber(cells[*col]) : ParsedNumber{};
+  };
+  auto optional_mb = [](const ParsedNumber& v) {
+    return v.kind == ParsedNumber::kNumber ? std::optional<double>(v.value / 1024.0) : std::nullopt;
   };
 
+  Status error;
+  EntryIndex index_of;
   ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
-    if (index == 0) return;
+    if (index == 0) return true;
     ++table.data_rows;
-    auto hbm = cells.size() >= needed ? ParseNumber(cells[*hbm_col]) : std::nullopt;
-    auto ts = cells.size() >= needed ? ParseNumber(cells[*ts_col]) : std::nullopt;
-    if (!hbm || !ts) {
+    const bool complete = cells.size() >= needed;
+    const ParsedNumber hbm = complete ? cell_number(cells, hbm_col) : ParsedNumber{};
+    const ParsedNumber ts = complete ? cell_number(cells, ts_col) : ParsedNumber{};
+    const ParsedNumber ddr = cell_number(cells, ddr_col);
+    const ParsedNumber memory = cell_number(cells, memory_col);
+    const std::pair<const ParsedNumber*, std::optional<size_t>> read[] = {
+        {&hbm, hbm_col}, {&ts, ts_col}, {&ddr, ddr_col}, {&memory, memory_col}};
+    for (const auto& [number, col] : read) {
+      if (number->kind == ParsedNumber::kOutOfRange) {
+        error = NotFinite("npu_mem CSV", index, header, *col, cells[*col]);
+        return false;
+      }
+    }
+    if (hbm.kind != ParsedNumber::kNumber || ts.kind != ParsedNumber::kNumber) {
       ++table.skipped_rows;
-      return;
+      return true;
     }
-    std::optional<int> device = DeviceOf(cells, device_id_col, std::nullopt);
-    const std::string& event = cells[*event_col];
-    auto it = std::find_if(table.series.begin(), table.series.end(),
-                           [&](const NpuMemSeries& s) { return s.event == event && s.device_id == device; });
-    if (it == table.series.end()) {
-      NpuMemSeries fresh;
-      fresh.device_id = device;
-      fresh.event = event;
-      table.series.push_back(std::move(fresh));
-      it = std::prev(table.series.end());
+    NpuMemSeries& it = EntryOf(table.series, index_of, &NpuMemSeries::event, cells[*event_col],
+                               DeviceOf(cells, device_id_col, std::nullopt));
+    NpuMemSample sample{ts.value, cells[*ts_col], hbm.value / 1024.0, optional_mb(ddr), optional_mb(memory), index};
+    bool first = it.samples.empty();
+    if (first || sample.hbm_mb > it.max_hbm_mb) {
+      it.max_hbm_mb = sample.hbm_mb;
+      it.max_data_row = index;
+      it.max_raw_hbm_kb = cells[*hbm_col];
+      it.max_timestamp_raw = sample.timestamp_raw;
     }
-    NpuMemSample sample{*ts, cells[*ts_col], *hbm / 1024.0, optional_mb(cells, ddr_col),
-                        optional_mb(cells, memory_col), index};
-    bool first = it->samples.empty();
-    if (first || sample.hbm_mb > it->max_hbm_mb) {
-      it->max_hbm_mb = sample.hbm_mb;
-      it->max_data_row = index;
-      it->max_raw_hbm_kb = cells[*hbm_col];
-      it->max_timestamp_raw = sample.timestamp_raw;
+    if (first || sample.timestamp_us >= it.last_timestamp_us) {
+      it.last_hbm_mb = sample.hbm_mb;
+      it.last_data_row = index;
+      it.last_timestamp_us = sample.timestamp_us;
+      it.last_timestamp_raw = sample.timestamp_raw;
     }
-    if (first || sample.timestamp_us >= it->last_timestamp_us) {
-      it->last_hbm_mb = sample.hbm_mb;
-      it->last_data_row = index;
-      it->last_timestamp_us = sample.timestamp_us;
-      it->last_timestamp_raw = sample.timestamp_raw;
-    }
-    it->samples.push_back(std::move(sample));
+    it.samples.push_back(std::move(sample));
+    return true;
   });
+  if (!error.ok()) return error;
   return table;
 }
 
@@ -385,9 +416,10 @@ Result<KernelDetailsCheck> CheckKernelDetailsCsv(std::string_view csv_text) {
     check.block_column = "Block Dim";
   }
   ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {
-    if (index == 0) return;
+    if (index == 0) return true;
     ++check.data_rows;
     if (cells.size() != check.columns) ++check.ragged_rows;
+    return true;
   });
   return check;
 }

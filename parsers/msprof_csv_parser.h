@@ -10,7 +10,9 @@
 // Columns are matched by name, never by position. Cells are trimmed of spaces
 // and TABs (msprof writes a trailing TAB after timestamps); a UTF-8 BOM and
 // CRLF line ends are accepted; CSV quoting ("a,b", "" escapes) is honoured.
-// KB -> MB divides by 1024.
+// KB -> MB divides by 1024. Every number kept is finite (parsers/finite_number.h):
+// a value cell that is no number ("N/A") skips its row, one that spells a number
+// out of range ("inf", "nan", "1e999") refuses the file.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +68,9 @@ struct ModuleMemTable {
 };
 
 // Errors: empty text; header without "Component" or without
-// "Total Reserved(KB)"/"Total Reserved(MB)" (the message names what is missing).
+// "Total Reserved(KB)"/"Total Reserved(MB)" (kInvalidArgument, the message names
+// what is missing); a Total Reserved cell out of range (kCorruption naming the
+// data row and the column).
 Result<ModuleMemTable> ParseNpuModuleMemCsv(std::string_view csv_text);
 
 // ---- npu_mem -------------------------------------------------------------
@@ -104,7 +108,9 @@ struct NpuMemTable {
   const NpuMemSeries* Find(std::string_view event, std::optional<int> device_id = std::nullopt) const;
 };
 
-// Errors: empty text; header without "event", "hbm(KB)" or "timestamp(us)".
+// Errors: empty text; header without "event", "hbm(KB)" or "timestamp(us)"
+// (kInvalidArgument); an hbm, timestamp, ddr or memory cell out of range
+// (kCorruption naming the data row and the column).
 Result<NpuMemTable> ParseNpuMemCsv(std::string_view csv_text);
 
 // ---- analyse() output checks ---------------------------------------------

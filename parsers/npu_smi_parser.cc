@@ -6,11 +6,15 @@
 #include <utility>
 
 #include "common/text.h"
+#include "common/utf8.h"
 
 namespace npuprof::parsers {
 namespace {
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// A cell quoted in an error message: valid UTF-8, at most 80 bytes.
+std::string Quote(std::string_view cell) { return TruncateUtf8(cell, 80); }
 
 std::vector<std::string_view> SplitLines(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -130,7 +134,8 @@ Status TableReader::OnDeviceRow1(const std::vector<std::string_view>& cells, siz
   std::optional<int> npu = words.empty() ? std::nullopt : ParseInt<int>(words[0]);
   if (!npu)
     return Status::Corruption(
-        fmt::format("npu-smi line {}: expected '<NPU id> <Name>' in the first column, got '{}'", line_no, cells[0]));
+        fmt::format("npu-smi line {}: expected '<NPU id> <Name>' in the first column, got '{}'", line_no,
+                    Quote(cells[0])));
   NpuDevice d;
   d.npu = *npu;
   if (words.size() > 1) {
@@ -149,7 +154,8 @@ Status TableReader::OnDeviceRow2(const std::vector<std::string_view>& cells, siz
   std::optional<int> chip = words.empty() ? std::nullopt : ParseInt<int>(words[0]);
   if (!chip)
     return Status::Corruption(
-        fmt::format("npu-smi line {}: expected '<Chip> ...' in the first column, got '{}'", line_no, cells[0]));
+        fmt::format("npu-smi line {}: expected '<Chip> ...' in the first column, got '{}'", line_no,
+                    Quote(cells[0])));
   d.chip = *chip;
   if (has_id_column_ && words.size() > 1) d.device_id = ParseInt<int>(words[1]);
   d.bus_id = std::string(cells[1]);
@@ -167,7 +173,7 @@ Status TableReader::OnDeviceRow2(const std::vector<std::string_view>& cells, siz
   if (!used || !total) {
     return Status::Corruption(fmt::format("npu-smi line {}: NPU {} chip {}: no {} 'used / total' pair in '{}'", line_no,
                                           d.npu, d.chip, snap_.has_hbm_column ? "HBM-Usage" : "Memory-Usage",
-                                          cells[2]));
+                                          Quote(cells[2])));
   }
   d.device_memory_used_mb = *used;
   d.device_memory_total_mb = *total;
@@ -278,8 +284,8 @@ nlohmann::json NpuSmiToJson(const NpuSmiSnapshot& snapshot) {
   for (const auto& d : snapshot.devices) {
     devices.push_back({{"npu", d.npu},
                        {"chip", d.chip},
-                       {"name", d.name},
-                       {"health", d.health},
+                       {"name", ToValidUtf8(d.name)},
+                       {"health", ToValidUtf8(d.health)},
                        {"hbm_used_mb", OptionalJson(d.hbm_used_mb)},
                        {"hbm_total_mb", OptionalJson(d.hbm_total_mb)},
                        {"memory_used_mb", OptionalJson(d.memory_used_mb)},
@@ -290,7 +296,7 @@ nlohmann::json NpuSmiToJson(const NpuSmiSnapshot& snapshot) {
   nlohmann::json processes = nlohmann::json::array();
   for (const auto& p : snapshot.processes) {
     processes.push_back(
-        {{"npu", p.npu}, {"chip", p.chip}, {"pid", p.pid}, {"name", p.name}, {"memory_mb", p.memory_mb}});
+        {{"npu", p.npu}, {"chip", p.chip}, {"pid", p.pid}, {"name", ToValidUtf8(p.name)}, {"memory_mb", p.memory_mb}});
   }
   return {{"devices", std::move(devices)},
           {"processes", std::move(processes)},

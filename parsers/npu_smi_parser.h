@@ -58,7 +58,8 @@ struct NpuSmiSnapshot {
 // a slurm log, are skipped; the table ends at the first non-table line).
 // Errors: kInvalidArgument when no npu-smi device header is found (not npu-smi
 // output), kCorruption when the header is there but a row cannot be read or no
-// device row follows. Messages name the 1-based line.
+// device row follows. Messages name the 1-based line and quote at most 80
+// bytes of the cell, made valid UTF-8.
 Result<NpuSmiSnapshot> ParseNpuSmi(std::string_view text);
 
 // CLI contract of `npuprof inspect npu-smi FILE`, exactly:
@@ -67,7 +68,9 @@ Result<NpuSmiSnapshot> ParseNpuSmi(std::string_view text);
 //   "device_memory_total_mb"}],
 //  "processes":[{"npu","chip","pid","name","memory_mb"}],
 //  "process_table_present":bool}
-// with null where the layout lacks the column.
+// with null where the layout lacks the column. Text fields are made valid
+// UTF-8 (common/utf8.h: the output of a broken driver or a GBK locale is
+// bytes); the snapshot itself keeps the bytes as read.
 nlohmann::json NpuSmiToJson(const NpuSmiSnapshot& snapshot);
 
 // Free/busy verdict for one device (chip), used to pick devices for a launch.

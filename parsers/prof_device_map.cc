@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "common/utf8.h"
+
 namespace npuprof {
 namespace {
 
@@ -182,14 +184,14 @@ std::vector<std::string> RelativePathsFromListing(std::string_view listing, std:
 
 nlohmann::json ProfDevicesJson(const ProfDeviceMap& map) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [dir, ids] : map.prof_devices) out[dir] = ids;
+  for (const auto& [dir, ids] : map.prof_devices) out[ToValidUtf8(dir)] = ids;
   return out;
 }
 
 nlohmann::json CsvDeviceMapJson(const ProfDeviceMap& map) {
   nlohmann::json out = nlohmann::json::object();
   for (const ProfCsvEntry& e : map.csvs) {
-    if (!e.prof_dir.empty()) out[e.local_name] = e.device_ids;
+    if (!e.prof_dir.empty()) out[ToValidUtf8(e.local_name)] = e.device_ids;
   }
   return out;
 }
@@ -197,13 +199,13 @@ nlohmann::json CsvDeviceMapJson(const ProfDeviceMap& map) {
 nlohmann::json ProfDeviceMapJson(const ProfDeviceMap& map) {
   nlohmann::json csvs = nlohmann::json::array();
   for (const ProfCsvEntry& e : map.csvs) {
-    csvs.push_back({{"path", e.path},
-                    {"file_name", e.file_name},
-                    {"local_name", e.local_name},
-                    {"prof_dir", e.prof_dir},
+    csvs.push_back({{"path", ToValidUtf8(e.path)},
+                    {"file_name", ToValidUtf8(e.file_name)},
+                    {"local_name", ToValidUtf8(e.local_name)},
+                    {"prof_dir", ToValidUtf8(e.prof_dir)},
                     {"device_ids", e.device_ids},
                     {"scope", e.scope},
-                    {"report", e.report},
+                    {"report", ToValidUtf8(e.report)},
                     {"export_timestamp", e.export_timestamp},
                     {"slice", e.slice},
                     {"newest_export", e.newest_export}});

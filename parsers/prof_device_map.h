@@ -53,6 +53,10 @@ ProfDeviceMap BuildProfDeviceMap(const std::vector<std::string>& relative_paths)
 // lines are kept as written.
 std::vector<std::string> RelativePathsFromListing(std::string_view listing, std::string_view root);
 
+// The JSON projections below make names valid UTF-8 (common/utf8.h: a name
+// on the target is bytes); the map itself keeps the bytes, so paths still
+// match the files collected.
+
 // {"PROF_000001_...": [0, 1], ...}
 nlohmann::json ProfDevicesJson(const ProfDeviceMap& map);
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.h"
+
 namespace npuprof {
 namespace {
 
@@ -16,6 +18,13 @@ std::optional<uint64_t> CheckedMul(uint64_t a, uint64_t b) {
   if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) return std::nullopt;
   return a * b;
 }
+
+// A JSON value quoted in an error message: at most 60 bytes of its text.
+std::string Quote(const json& v) { return TruncateUtf8(v.dump(), 60); }
+
+// Thrown by the parse callback when the document nests deeper than the limit
+// (caught in ParseSafetensorsHeader, never escapes it).
+struct TooDeep {};
 
 std::optional<uint64_t> AsU64(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
@@ -47,7 +56,7 @@ Result<SafetensorsTensor> ParseTensorEntry(const std::string& name, const json& 
     if (!dim) {
       return Status::Corruption(fmt::format(
           "safetensors header: tensor '{}' shape has a non-integer or negative dimension {}", name,
-          d.dump()));
+          Quote(d)));
     }
     t.shape.push_back(*dim);
     auto product = CheckedMul(t.num_elements, *dim);
@@ -65,7 +74,7 @@ Result<SafetensorsTensor> ParseTensorEntry(const std::string& name, const json& 
   if (!begin || !end) {
     return Status::Corruption(fmt::format(
         "safetensors header: tensor '{}' data_offsets {} are not non-negative integers", name,
-        offsets->dump()));
+        Quote(*offsets)));
   }
   if (*begin > *end) {
     return Status::Corruption(fmt::format(
@@ -139,9 +148,17 @@ Result<uint64_t> SafetensorsHeaderLength(std::string_view first8, uint64_t file_
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view header_json_bytes) {
   json doc;
   try {
-    doc = json::parse(header_json_bytes.begin(), header_json_bytes.end());
-  } catch (const json::parse_error& e) {
-    return Status::Corruption(fmt::format("safetensors header is not valid JSON: {}", e.what()));
+    doc = json::parse(header_json_bytes.begin(), header_json_bytes.end(),
+                      [](int depth, json::parse_event_t, json&) {
+                        if (depth > kMaxSafetensorsJsonDepth) throw TooDeep{};
+                        return true;
+                      });
+  } catch (const TooDeep&) {
+    return Status::Corruption(fmt::format(
+        "safetensors header nests deeper than {} levels: not a safetensors header", kMaxSafetensorsJsonDepth));
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double ("1e999").
+    return Status::Corruption("safetensors header is not valid JSON: " + TruncateUtf8(e.what(), 300));
   }
   if (!doc.is_object()) {
     return Status::Corruption("safetensors header JSON is not an object");
@@ -169,6 +186,12 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view header_json_by
             });
   uint64_t expected_begin = 0;
   for (const SafetensorsTensor& t : header.tensors) {
+    if (t.bytes > std::numeric_limits<uint64_t>::max() - header.total_bytes) {
+      return Status::Corruption(fmt::format(
+          "safetensors header: the tensor sizes add up past 2^64 bytes at tensor '{}' (overlapping "
+          "data_offsets): a corrupt header",
+          t.name));
+    }
     header.total_bytes += t.bytes;
     header.data_end = std::max(header.data_end, t.end);
     if (t.begin != expected_begin) header.offsets_contiguous = false;

@@ -23,6 +23,11 @@ namespace npuprof {
 // decimal: 100,000,000 bytes).
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
+// Nesting deeper than this is refused: a header is an object of tensor
+// objects holding flat arrays (depth 3); a deep document would make every
+// recursive JSON walk (dump, compare) overflow the stack.
+inline constexpr int kMaxSafetensorsJsonDepth = 64;
+
 // Bytes per element of a safetensors dtype string ("BF16" -> 2), or nullopt
 // when the dtype is not one we know. Known: F64 8, F32 4, F16 2, BF16 2,
 // F8_E5M2 1, F8_E4M3 1, I64 8, I32 4, I16 2, I8 1, U8 1, BOOL 1, and the
@@ -63,10 +68,12 @@ Result<uint64_t> SafetensorsHeaderLength(std::string_view first8);
 Result<uint64_t> SafetensorsHeaderLength(std::string_view first8, uint64_t file_size_bytes);
 
 // Parses the N header bytes (exactly the JSON; trailing spaces, which writers
-// use as padding, are allowed). Errors name the tensor and the field:
-// invalid JSON, not an object, missing/ill-typed dtype, shape or data_offsets,
-// begin > end. A bytes-vs-shape mismatch is not an error: it is reported in
-// the tensor and in `mismatches`.
+// use as padding, are allowed). Errors (kCorruption) name the tensor and the
+// field: invalid JSON (a number beyond a double, like 1e999, included), nesting
+// deeper than kMaxSafetensorsJsonDepth, not an object, missing/ill-typed dtype,
+// shape or data_offsets, begin > end, tensor sizes that add up past 2^64.
+// A bytes-vs-shape mismatch is not an error: it is reported in the tensor and
+// in `mismatches`. Messages are valid UTF-8.
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view header_json_bytes);
 
 // Convenience for callers holding the start of a file (at least 8 + N bytes,

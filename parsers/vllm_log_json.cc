@@ -2,6 +2,7 @@
 // (declared in vllm_log_parser.h).
 #include <string>
 
+#include "common/utf8.h"
 #include "parsers/vllm_log_parser.h"
 
 namespace npuprof::parsers {
@@ -12,7 +13,7 @@ nlohmann::json Opt(const std::optional<int64_t>& v) { return v ? nlohmann::json(
 
 nlohmann::json EvidenceJson(const std::map<std::string, LogEvidence>& evidence) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, ev] : evidence) out[name] = {{"line", ev.line}, {"text", ev.text}};
+  for (const auto& [name, ev] : evidence) out[name] = {{"line", ev.line}, {"text", ToValidUtf8(ev.text)}};
   return out;
 }
 
@@ -36,7 +37,7 @@ nlohmann::json ProfileJson(const VllmMemoryProfile& p) {
 nlohmann::json VllmLogToJson(const VllmLogSummary& s) {
   nlohmann::json ranks = nlohmann::json::object();
   for (const auto& [prefix, f] : s.ranks) {
-    ranks[prefix] = {{"weights_gib", Opt(f.weights_gib)},
+    ranks[ToValidUtf8(prefix)] = {{"weights_gib", Opt(f.weights_gib)},
                      {"weights_load_seconds", Opt(f.weights_load_seconds)},
                      {"kv_cache_available_gib", Opt(f.kv_cache_available_gib)},
                      {"graph_capture_gib", Opt(f.graph_capture_gib)},
@@ -45,7 +46,9 @@ nlohmann::json VllmLogToJson(const VllmLogSummary& s) {
                      {"evidence", EvidenceJson(f.evidence)}};
   }
   nlohmann::json env = nlohmann::json::array();
-  for (const auto& e : s.env_errors) env.push_back({{"kind", e.kind}, {"line", e.line}, {"text", e.text}});
+  for (const auto& e : s.env_errors) env.push_back({{"kind", e.kind}, {"line", e.line}, {"text", ToValidUtf8(e.text)}});
+  nlohmann::json readiness = nlohmann::json::array();
+  for (const auto& line : s.readiness_lines) readiness.push_back(ToValidUtf8(line));
   nlohmann::json kv_error = nullptr;
   if (s.kv_error_max_seq_len) {
     kv_error = {{"max_seq_len", *s.kv_error_max_seq_len}, {"kv_cache_max_tokens", Opt(s.kv_error_max_kv_tokens)}};
@@ -71,13 +74,13 @@ nlohmann::json VllmLogToJson(const VllmLogSummary& s) {
           {"encoder_cache_profile_items", Opt(s.encoder_cache_profile_items)},
           {"encoder_cache_profile_modality", s.encoder_cache_profile_modality.empty()
                                                  ? nlohmann::json(nullptr)
-                                                 : nlohmann::json(s.encoder_cache_profile_modality)},
+                                                 : nlohmann::json(ToValidUtf8(s.encoder_cache_profile_modality))},
           {"graph_sizes_count", Opt(s.graph_sizes_count)},
           {"gpu_memory_utilization", Opt(s.gpu_memory_utilization)},
           {"kv_capacity_error", std::move(kv_error)},
-          {"vllm_version", s.vllm_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.vllm_version)},
+          {"vllm_version", s.vllm_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(ToValidUtf8(s.vllm_version))},
           {"ready", s.ready},
-          {"readiness_lines", s.readiness_lines},
+          {"readiness_lines", std::move(readiness)},
           {"env_errors", std::move(env)},
           {"env_error_hint", hint.empty() ? nlohmann::json(nullptr) : nlohmann::json(hint)},
           {"evidence", EvidenceJson(s.evidence)},

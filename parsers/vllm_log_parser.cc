@@ -1,10 +1,13 @@
 #include "parsers/vllm_log_parser.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <regex>
 #include <utility>
 
+#include "parsers/finite_number.h"
 #include "parsers/vllm_log_env_errors.h"
 #include "parsers/vllm_log_line.h"
 
@@ -17,17 +20,70 @@ constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr size_t kMaxEnvErrors = 100;
 constexpr size_t kMaxReadinessLines = 50;
 
+// A line is read as its first kMaxLineBytes (see the header): std::regex
+// recurses once per character a repetition consumes, so an unbounded line
+// (a megabyte of digits after "GPU KV cache size: ") would overflow the stack.
+constexpr size_t kMaxLineBytes = 8192;
+
 // Source priorities: a dedicated line beats a number read from a summary.
 constexpr int kSummary = 1;
 constexpr int kDedicated = 2;
 
-// A number matched by a pattern below; NaN when out of range (values that are
-// NaN are never stored).
-double Num(const std::string& s) {
-  double v = 0;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nan("");
-  return v;
+// A number matched by a pattern below; NaN when it is none or out of range
+// (parsers/finite_number.h; values that are NaN are never stored).
+double Num(std::string_view s) {
+  const ParsedNumber n = ParseFiniteNumber(s);
+  return n.kind == ParsedNumber::kNumber ? n.value : std::nan("");
+}
+double Num(const std::ssub_match& group) { return Num(std::string_view(group.str())); }
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Length of "-?\d+(?:\.\d+)?" at the start of s; 0 when absent.
+size_t NumberLength(std::string_view s) {
+  size_t i = !s.empty() && s[0] == '-' ? 1 : 0;
+  const size_t digits = i;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  if (i == digits) return 0;
+  if (i + 1 < s.size() && s[i] == '.' && IsDigit(s[i + 1])) {
+    i += 2;
+    while (i < s.size() && IsDigit(s[i])) ++i;
+  }
+  return i;
+}
+
+// The number written right before the first `tail` in m that has one ("1.5"
+// of "... 1.5 GiB for peak activation"): where it starts (npos when none)
+// and its value. Scans back from the tail instead of a regex that starts with
+// a repetition, which is quadratic in the length of a digit run.
+std::pair<size_t, double> NumberBefore(std::string_view m, std::string_view tail) {
+  for (size_t at = m.find(tail); at != std::string_view::npos; at = m.find(tail, at + 1)) {
+    size_t b = at;
+    while (b > 0 && IsDigit(m[b - 1])) --b;
+    if (b == at) continue;
+    if (b >= 2 && m[b - 1] == '.' && IsDigit(m[b - 2])) {
+      b -= 2;
+      while (b > 0 && IsDigit(m[b - 1])) --b;
+    }
+    if (b > 0 && m[b - 1] == '-') --b;
+    return {b, Num(m.substr(b, at - b))};
+  }
+  return {std::string_view::npos, std::nan("")};
+}
+
+// Every "key=<number>" in m, in order (the V0 "Memory profiling results:"
+// line); a key is the run of [A-Za-z0-9_] right before '='. Linear, unlike
+// the regex "(\w+)=<number>" searched from every position.
+std::vector<std::pair<std::string_view, double>> KeyNumbers(std::string_view m) {
+  std::vector<std::pair<std::string_view, double>> out;
+  for (size_t eq = m.find('='); eq != std::string_view::npos; eq = m.find('=', eq + 1)) {
+    size_t k = eq;
+    while (k > 0 && (std::isalnum(static_cast<unsigned char>(m[k - 1])) || m[k - 1] == '_')) --k;
+    const size_t n = NumberLength(m.substr(eq + 1));
+    if (k == eq || n == 0) continue;
+    out.emplace_back(m.substr(k, eq - k), Num(m.substr(eq + 1, n)));
+  }
+  return out;
 }
 
 // "1,587,648" -> 1587648.
@@ -80,14 +136,10 @@ struct Patterns {
   std::regex profile_non_torch{R"(non_torch_memory takes )" + num + R"(\s*GiB)"};
   std::regex profile_activation{R"(activation peak memory takes )" + num + R"(\s*GiB)"};
   std::regex profile_kv{R"(reserved for KV Cache is )" + num + R"(\s*GiB)"};
-  std::regex results_kv{R"((\w+)=)" + num};
   std::regex free_on_startup{R"(Free memory on device \()" + num + "/" + num + R"( GiB\))"};
   std::regex desired_util{R"(Desired GPU memory utilization is \()" + num + ", " + num + R"( GiB\))"};
   std::regex usage_weights{R"(Actual usage: )" + num + R"( GiB for weights)"};
   std::regex usage_consumed{R"(Actual usage is )" + num + R"( GiB for consumed memory)"};
-  std::regex usage_activation{num + R"( GiB for peak activation)"};
-  std::regex usage_non_torch{num + R"( GiB for non-torch memory)"};
-  std::regex usage_graph{num + R"( GiB for (?:NPU graph|CUDAGraph|CUDA graph) memory)"};
   std::regex current_kv{R"((?:Current KV cache memory:|Current kv cache memory in use is) )" + num + " GiB"};
   std::regex available_kv{R"(Available KV cache memory: )" + num + " GiB"};
   std::regex available_bytes{
@@ -258,9 +310,7 @@ void LogReader::OnMemoryProfile(const VllmLogLine& l, const LogEvidence& ev) {
   }
   // V0 one-line results: "Memory profiling results: duration=.. total_gpu_memory=..GiB ...".
   if (Contains(m, "Memory profiling results:")) {
-    for (auto it = std::sregex_iterator(m.begin(), m.end(), p.results_kv); it != std::sregex_iterator(); ++it) {
-      const std::string key = (*it)[1];
-      const double v = Num((*it)[2]);
+    for (const auto& [key, v] : KeyNumbers(m)) {
       if (key == "duration") Profile(r, "profile_seconds", v, ev);
       if (key == "total_gpu_memory") Profile(r, "total_gib", v, ev);
       if (key == "non_torch_memory") Profile(r, "non_torch_gib", v, ev);
@@ -290,12 +340,15 @@ void LogReader::OnMemoryProfile(const VllmLogLine& l, const LogEvidence& ev) {
       Weights(r, Num(g[1]), kSummary, ev);
     }
     if (std::regex_search(m, g, p.usage_consumed)) Profile(r, "consumed_gib", Num(g[1]), ev);
-    if (std::regex_search(m, g, p.usage_activation)) Profile(r, "peak_activation_gib", Num(g[1]), ev);
-    if (std::regex_search(m, g, p.usage_non_torch)) Profile(r, "non_torch_gib", Num(g[1]), ev);
-    if (std::regex_search(m, g, p.usage_graph)) {
-      Profile(r, "graph_gib", Num(g[1]), ev);
-      Graph(r, Num(g[1]), kSummary, ev);
+    Profile(r, "peak_activation_gib", NumberBefore(m, " GiB for peak activation").second, ev);
+    Profile(r, "non_torch_gib", NumberBefore(m, " GiB for non-torch memory").second, ev);
+    // The graph figure comes first in the line whichever name the version gives it.
+    std::pair<size_t, double> graph{std::string_view::npos, std::nan("")};
+    for (std::string_view name : {" GiB for NPU graph memory", " GiB for CUDAGraph memory", " GiB for CUDA graph memory"}) {
+      graph = std::min(graph, NumberBefore(m, name), [](const auto& a, const auto& b) { return a.first < b.first; });
     }
+    Profile(r, "graph_gib", graph.second, ev);
+    Graph(r, graph.second, kSummary, ev);
   }
 }
 
@@ -445,7 +498,7 @@ VllmLogSummary LogReader::Run(std::string_view text) {
     while (piece_start <= physical.size()) {
       const size_t cr = physical.find('\r', piece_start);
       const size_t piece_end = cr == std::string_view::npos ? physical.size() : cr;
-      const auto piece = physical.substr(piece_start, piece_end - piece_start);
+      const auto piece = physical.substr(piece_start, std::min(piece_end - piece_start, kMaxLineBytes));
       if (!piece.empty()) {
         VllmLogLine l = SplitVllmLogLine(piece);
         if (!l.text.empty()) OnLine(l, LogEvidence{line_no, l.text});

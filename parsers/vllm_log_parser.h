@@ -5,6 +5,12 @@
 // input (counted by '\n') and the line's text with colour codes removed (for a
 // line redrawn with '\r', the '\r'-separated piece that matched).
 //
+// Remote bytes: a line (a '\r'-separated piece) is read as its first 8 KiB;
+// real vLLM lines are shorter (the v0.18 engine-config line is 3.2 KiB), and
+// an unbounded line would make the regexes recurse past the stack. A number
+// is kept only when finite and within +/-2^63 (parsers/finite_number.h). The
+// summary keeps the bytes as read; VllmLogToJson makes its text valid UTF-8.
+//
 // Units: "Loading model weights took X GB" and "Model loading took X GB" are
 // GiB (vLLM divided by 2**30); "MiB" values are converted to GiB; vllm-ascend
 // "Available memory: <bytes>" is converted from bytes to GiB.
@@ -125,7 +131,8 @@ VllmLogSummary ParseVllmLog(std::string_view text);
 // with null where absent. evidence values are {"line","text"}; env_errors
 // entries are {"kind","line","text"}; kv_capacity_error is
 // {"max_seq_len","kv_cache_max_tokens"} or null; memory_profile is null or an
-// object with every VllmMemoryProfile field (null where not printed).
+// object with every VllmMemoryProfile field (null where not printed). Every
+// string (and rank key) is made valid UTF-8 (common/utf8.h).
 nlohmann::json VllmLogToJson(const VllmLogSummary& summary);
 
 // The hint for an environment problem, naming what is missing; "" when

@@ -6,3 +6,4 @@ scripts/setup.sh
 scripts/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)" --timeout 600 "$@"
+../scripts/fuzz.sh --seconds 6   # every parser's fuzz target, briefly (docs/RELIABILITY.md "Fuzzing")

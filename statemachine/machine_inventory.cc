@@ -1,9 +1,11 @@
 #include "statemachine/machine_inventory.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
+#include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
@@ -74,9 +76,16 @@ Status MachineInventory::ValidateAdd(json& rec) {
   if (!rec.contains("env_script") || rec["env_script"].is_null()) rec["env_script"] = "";
   if (!rec["env_script"].get<std::string>().empty())
     if (Status s = RequireAbsolutePath(rec, "env_script"); !s.ok()) return s;
+  // Default under the SSH user's home ("~/" is resolved on the target by the worker).
   if (!rec.contains("runtime_base") || rec["runtime_base"].is_null() || rec["runtime_base"] == "")
-    rec["runtime_base"] = "/tmp/npuprof";
-  if (Status s = RequireAbsolutePath(rec, "runtime_base"); !s.ok()) return s;
+    rec["runtime_base"] = kDefaultRuntimeBase;
+  const std::string base = rec["runtime_base"].is_string() ? rec["runtime_base"].get<std::string>() : "";
+  const bool control = std::any_of(base.begin(), base.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+  if ((base.rfind("~/", 0) != 0 && base.rfind('/', 0) != 0) || control)
+    return Status::Invalid(fmt::format(
+        "runtime_base must be an absolute path or one under the SSH user's home ('~/dir', quoted so the local "
+        "shell keeps the ~), on one line (got {})",
+        rec["runtime_base"].dump()));
   if (!rec.contains("accept_new_host_key")) rec["accept_new_host_key"] = false;
   if (!rec["accept_new_host_key"].is_boolean())
     return Status::Invalid("accept_new_host_key must be true or false");

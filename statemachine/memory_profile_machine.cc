@@ -107,6 +107,15 @@ bool ExpertParallel(const RunState& s) {
   return false;
 }
 
+// service.launch failed before anything was started (result.started=false):
+// there are no logs to read and nothing to stop.
+bool LaunchNeverHappened(const RunState& s) {
+  const TaskInfo* launch = FindTaskOfKind(s, kServiceLaunchTask);
+  if (!launch || launch->status != "failed") return false;
+  const json& partial = Field(launch->result, "result");
+  return partial.is_object() && partial.value("started", true) == false;
+}
+
 // ---- scheduling of each step ---------------------------------------------
 
 void Schedule(Decision& d, const std::string& step) {
@@ -126,6 +135,7 @@ void Schedule(Decision& d, const std::string& step) {
   } else if (step == "service") {
     MoveTo(d, "launching");
     json p = BuildLaunchPayload(s.run_id, 1, s.spec, MemoryServeArgs(s.spec));
+    p["served_model_name"] = MemoryServedName(s.spec, s.run_id);
     p["wrap_script"] = Str(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id));
     p["step"] = step;
     Record(d, "launch_attempted", json{{"runtime_dir", p["runtime_dir"]}});
@@ -200,13 +210,14 @@ void Schedule(Decision& d, const std::string& step) {
 void Advance(Decision& d) {
   const RunState& s = d.state();
   if (s.terminal || Busy(s) || d.failed()) return;
-  const bool launched = Standalone(s) && s.data.contains("launch_attempted");
+  const bool launched = Standalone(s) && s.data.contains("launch_attempted") && !LaunchNeverHappened(s);
 
   if (s.data.contains("failure") || s.cancel_requested) {
     if (launched && !Done(s, "vllm_log") && !s.cancel_requested) return Schedule(d, "vllm_log");
     if (launched && !Done(s, "stopped")) return Schedule(d, "stopped");
     if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
     std::string err = s.data["failure"].value("error", "memory-profile failed");
+    if (Field(Field(s.data, "stopped"), "never_started") == true) err += " — the service was never launched";
     return d.Finish("failed", err);
   }
 
@@ -378,7 +389,11 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
     for (const auto& [id, t] : d.state().timers)
       if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
   }
-  if (CriticalStep(d.state(), step)) Failing(d, FailureText(step, failure));
+  if (CriticalStep(d.state(), step)) {
+    const bool never = task.kind == kServiceLaunchTask && Field(failure, "result").is_object() &&
+                       failure["result"].value("started", true) == false;
+    Failing(d, FailureText(step, failure) + (never ? " — the service was never launched (nothing to stop)" : ""));
+  }
   Advance(d);
 }
 

@@ -151,9 +151,8 @@ Status ValidateMemorySpec(json& spec) {
     for (int64_t i = 0; i < spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>(); ++i) devs.push_back(i);
     spec["devices"] = devs;
   }
-  if (!IsSet(spec, "served_model_name")) spec["served_model_name"] = "npuprof-mem";
+  // served_model_name stays null unless given: the launch uses MemoryServedName (per run).
   ServiceDefaults defaults;
-  defaults.port = 8901;
   defaults.stop_grace_s = 30;  // msprof exports after the app exits: give it time
   return ValidateServiceSpec(spec, defaults);
 }
@@ -177,10 +176,14 @@ std::vector<std::string> MemoryServeArgs(const json& spec) {
   return a;
 }
 
+std::string MemoryServedName(const json& spec, const std::string& run_id) {
+  if (IsSet(spec, "served_model_name") && spec["served_model_name"].is_string())
+    return spec["served_model_name"].get<std::string>();
+  return "npuprof-mem-" + run_id;
+}
+
 std::string MemoryWrapScriptPath(const json& machine_record, const std::string& run_id) {
-  std::string base = machine_record.value("runtime_base", "/tmp/npuprof");
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  return fmt::format("{}/{}/msprof_wrap.sh", base, run_id);
+  return fmt::format("{}/{}/msprof_wrap.sh", RuntimeBaseOf(machine_record), run_id);
 }
 
 }  // namespace npuprof::sm

@@ -4,7 +4,10 @@
 // Memory-specific fields and defaults (behaviour.md section 2):
 //   mode standalone | attach | install_wrapper (default: attach when
 //   attach_run is given, else standalone); gpu_memory_utilization 0.85;
-//   max_model_len 2048; port 8901; devices 0..tp*dp-1; max_tokens 128;
+//   max_model_len 2048; port: a free one on the target (null, as serve);
+//   served_model_name: "npuprof-mem-<run_id>" (MemoryServedName), so two
+//   profiles on one host never answer for each other; devices
+//   0..tp*dp-1; max_tokens 128;
 //   prompt (text); image_url (http(s):// or data: URL, selects
 //   /v1/chat/completions); msprof_mem_freq 50 (1..100); export_timeout_s
 //   1800; flush_s 5; enable_expert_parallel, enforce_eager (bool);
@@ -28,7 +31,12 @@ Status ValidateMemorySpec(json& spec);
 // The vLLM arguments the memory workflow adds (before the user's extra args).
 std::vector<std::string> MemoryServeArgs(const json& spec);
 
-// The wrap script path of a run: "<runtime_base>/<run_id>/msprof_wrap.sh".
+// The wrap script path of a run: "<runtime_base>/<run_id>/msprof_wrap.sh"
+// (may start with "~/": memory.preflight resolves it and answers the path).
 std::string MemoryWrapScriptPath(const json& machine_record, const std::string& run_id);
+
+// The served name of a standalone profile's service: the spec's, else
+// "npuprof-mem-<run_id>".
+std::string MemoryServedName(const json& spec, const std::string& run_id);
 
 }  // namespace npuprof::sm

@@ -21,6 +21,9 @@ constexpr int64_t kWatchAgainMs = 30000;
 // that never answers, so it fires this long after the deadline.
 constexpr int64_t kHealthTimerSlackMs = 30000;
 
+// The run's error when service.launch failed before anything was started.
+constexpr const char* kNeverLaunched = "the service was never launched (nothing to stop)";
+
 int ReasonRank(const std::string& r) { return r == "failure" ? 3 : r == "cancel" ? 2 : r == "user" ? 1 : 0; }
 
 const TaskInfo* LastTaskOfKind(const RunState& s, const std::string& kind) {
@@ -187,7 +190,8 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
     json rec = result;
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
     d.Emit(kServiceStopped, rec);
-    FinishByReason(d);
+    const bool never = result.value("never_started", false) && d.state().data.contains("failure");
+    FinishByReason(d, never ? kNeverLaunched : "");
   }
 }
 
@@ -196,7 +200,7 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& f
     d.Emit(kServiceFailed, FailureRecord("launch", failure));
     const json r = failure.value("result", json::object());
     const bool nothing_started = r.is_object() && r.value("started", true) == false;
-    if (nothing_started) return FinishByReason(d);
+    if (nothing_started) return FinishByReason(d, kNeverLaunched);  // no stop: there is nothing to stop
     return StartStop(d, "failure", true);  // the process may exist: clean up
   }
   if (task.kind == kServiceWaitReadyTask) {
@@ -228,8 +232,10 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& f
       return;
     }
     const json svc = d.state().data.value("service", json::object());
-    FinishByReason(d, fmt::format("the service (pid {}) may still be running: {}: {}",
-                                  svc.value("pid", json(nullptr)).dump(), failure.value("error_kind", ""),
+    const std::string which = svc.contains("pid") && !svc["pid"].is_null()
+                                  ? fmt::format("the service (pid {})", svc["pid"].dump())
+                                  : fmt::format("a service in {} (pid unknown)", task.payload.value("runtime_dir", ""));
+    FinishByReason(d, fmt::format("{} may still be running: {}: {}", which, failure.value("error_kind", ""),
                                   failure.value("error", "")));
   }
 }

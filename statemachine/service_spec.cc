@@ -114,11 +114,12 @@ Status CheckEnv(json& spec) {
   return Status::Ok();
 }
 
-// Flags npuprof sets itself; the option to use instead.
+// Flags npuprof sets itself; the option to use instead. --host is not among
+// them on purpose: the service listens on 127.0.0.1 (npuprof reaches it
+// through its SSH tunnel) unless the user's --host says otherwise.
 const char* ManagedFlag(const std::string& arg) {
   static const std::vector<std::pair<std::string, const char*>> kManaged = {
       {"--port", "--port"},
-      {"--host", "nothing (the service listens on 0.0.0.0)"},
       {"--tensor-parallel-size", "--tp"},
       {"-tp", "--tp"},
       {"--data-parallel-size", "--dp"},
@@ -138,7 +139,11 @@ Status CheckExtraArgs(json& spec) {
     if (!x.is_string() || HasControlChar(x.get<std::string>()) || x.get<std::string>().size() > 65536)
       return Status::Invalid(fmt::format("extra_args holds {}: each argument must be a one-line string", x.dump()));
     if (const char* use = ManagedFlag(x.get<std::string>()))
-      return Status::Invalid(fmt::format("extra_args: {} is set by npuprof; use {} instead", x.get<std::string>(), use));
+      return Status::Invalid(fmt::format(
+          "extra_args: {} is set by npuprof; use {} instead (npuprof manages --port, --tensor-parallel-size/-tp, "
+          "--data-parallel-size/-dp, --served-model-name and --model; --host may be given and replaces the "
+          "default 127.0.0.1)",
+          x.get<std::string>(), use));
   }
   return Status::Ok();
 }
@@ -173,10 +178,18 @@ Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults) {
   return CheckIntRange(spec, "busy_threshold_mb", 4096, 0, 1 << 30);
 }
 
-std::string ServiceRuntimeDir(const json& machine_record, const std::string& run_id, int launch_no) {
-  std::string base = machine_record.value("runtime_base", "/tmp/npuprof");
+std::string RuntimeBaseOf(const json& machine_record) {
+  std::string base;
+  if (machine_record.is_object() && machine_record.contains("runtime_base") &&
+      machine_record["runtime_base"].is_string())
+    base = machine_record["runtime_base"].get<std::string>();
+  if (base.empty()) base = kDefaultRuntimeBase;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
-  return fmt::format("{}/{}/service-{}", base, run_id, launch_no);
+  return base;
+}
+
+std::string ServiceRuntimeDir(const json& machine_record, const std::string& run_id, int launch_no) {
+  return fmt::format("{}/{}/service-{}", RuntimeBaseOf(machine_record), run_id, launch_no);
 }
 
 std::string EffectiveServedName(const json& j) {
@@ -234,7 +247,7 @@ json BuildStopPayload(const json& machine_record, const std::string& runtime_dir
 }
 
 json ServiceRecordFromLaunch(const json& p, const json& r) {
-  return json{{"status", "starting"},
+  json rec = {{"status", "starting"},
               {"model", p.value("model", "")},
               {"served_model_name", EffectiveServedName(p)},
               {"tp", p.value("tp", 1)},
@@ -252,6 +265,8 @@ json ServiceRecordFromLaunch(const json& p, const json& r) {
               {"wrap_script", p.value("wrap_script", json(nullptr))},
               {"launch_no", p.value("launch_no", 1)},
               {"adopted", r.value("adopted", false)}};
+  if (r.contains("pid_not_ours")) rec["pid_not_ours"] = r["pid_not_ours"];
+  return rec;
 }
 
 }  // namespace npuprof::sm

@@ -12,8 +12,9 @@
 //   env                {NAME: "value"}: NAME a shell variable name, not one that
 //                      looks like a secret (put those in the machine's env script)
 //   extra_args         extra `vllm serve` arguments; flags npuprof manages
-//                      (--port, --host, -tp, -dp, --served-model-name, --model)
-//                      are refused with the option to use instead
+//                      (--port, -tp, -dp, --served-model-name, --model) are
+//                      refused with the option to use instead. --host is
+//                      allowed on purpose: it replaces npuprof's 127.0.0.1
 //   wrap_script        absolute path of a script run as `bash WRAP _serve.sh RUNTIME`, or null
 //   health_timeout_s   readiness deadline (default 300)
 //   stop_grace_s       wait after SIGINT and after SIGTERM (default 10)
@@ -34,7 +35,12 @@ inline constexpr const char* kServiceStopTask = "service.stop";
 // Polls a ready service's process group until it dies (serve runs).
 inline constexpr const char* kServiceWatchTask = "service.watch";
 
-// Defaults a run kind may change before validation (e.g. memory-profile's port 8901).
+// Where runtime dirs go when the machine record names no runtime_base: under
+// the SSH user's home, resolved on the target by the worker ("~/" paths are
+// understood by every handler that takes a runtime path).
+inline constexpr const char* kDefaultRuntimeBase = "~/.cache/npuprof/runtime";
+
+// Defaults a run kind may change before validation (e.g. memory-profile's stop grace).
 struct ServiceDefaults {
   json port = nullptr;  // null = free port on the target
   int64_t health_timeout_s = 300;
@@ -45,8 +51,14 @@ struct ServiceDefaults {
 // the field and the fix; nothing has run when it fails.
 Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults = {});
 
+// The machine record's runtime_base (default kDefaultRuntimeBase), without
+// trailing slashes. May start with "~/".
+std::string RuntimeBaseOf(const json& machine_record);
+
 // "<runtime_base>/<run_id>/service-<launch_no>": deterministic, so a
 // re-dispatched launch finds the runtime dir (and pid) of its first attempt.
+// May start with "~/": the launch resolves it and its result's runtime_dir
+// is the absolute dir every later task uses.
 std::string ServiceRuntimeDir(const json& machine_record, const std::string& run_id, int launch_no);
 
 // The service.launch payload for launch number launch_no of run_id, from a

@@ -248,6 +248,8 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     return;
   }
   if (task.kind == kServiceStopTask) {
+    if (result.value("never_started", false))
+      StepFailed(d, "stop_service", "never_launched", "the service was never launched (its runtime dir has no start marker)");
     if (!result.value("stopped", false) && !result.value("already_gone", false)) {
       if (!task.payload.value("force", false)) return ScheduleStop(d, true);
       StepFailed(d, "stop_service", "not_stopped", "the service survived SIGINT, SIGTERM and SIGKILL");
@@ -281,10 +283,16 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
     return;
   }
   std::string step = task.kind;
-  if (task.kind == kServiceLaunchTask) step = "service_launch";
+  std::string error = failure.value("error", "");
+  if (task.kind == kServiceLaunchTask) {
+    step = "service_launch";
+    const json partial = failure.value("result", json::object());
+    if (partial.is_object() && partial.value("started", true) == false)
+      error += " — the service was never launched (nothing to stop)";
+  }
   if (task.kind == kServiceWaitReadyTask) step = "service_ready";
   if (task.kind == kTpControlTask || task.kind == kTpRequestsTask) step = task.payload.value("role", task.kind);
-  if (!s.cancel_requested) StepFailed(d, step, failure.value("error_kind", ""), failure.value("error", ""));
+  if (!s.cancel_requested) StepFailed(d, step, failure.value("error_kind", ""), error);
   BeginCleanup(d, s.cancel_requested ? "cancelled" : step + " failed: " + text);
 }
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/utf8.h"
+#include "workers/ssh/output_cap.h"
 #include "workers/ssh/shell_quote.h"
 
 namespace npuprof::workers {
@@ -44,6 +46,7 @@ TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target) {
       break;
     case ssh::SshErrorKind::kTimeout:
     case ssh::SshErrorKind::kConnectionLost:
+    case ssh::SshErrorKind::kChannelFailed:
       retryable = true;
       break;
     case ssh::SshErrorKind::kAuthFailed:
@@ -55,18 +58,34 @@ TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target) {
     case ssh::SshErrorKind::kHostKeyMismatch:
       fix = "the host key changed: verify the machine, then fix the known_hosts entry";
       break;
-    case ssh::SshErrorKind::kChannelFailed:
-      retryable = true;
+    case ssh::SshErrorKind::kSubsystemRefused:
+      fix = "enable the sftp subsystem in the target's sshd_config (Subsystem sftp internal-sftp)";
+      break;
+    case ssh::SshErrorKind::kToolMissing:
+      fix = "install the missing tool on the target or put it on the SSH user's PATH";
       break;
     default:
       break;
   }
+  retryable = retryable && !ssh::IsPermanent(kind);
   std::string detail = st.message();
   const std::string prefix = name + ": ";
   if (detail.rfind(prefix, 0) == 0) detail = detail.substr(prefix.size());
   std::string msg = fmt::format("{} ({})", detail, target.Endpoint());
   if (!fix.empty()) msg += ": " + fix;
   return TaskOutcome::Failure(name, msg, retryable);
+}
+
+Result<std::string> ReadHeadTail(ssh::SshSession& session, const std::string& path, uint64_t cap) {
+  auto st = session.Stat(path);
+  if (!st.ok()) return st.status();
+  if (st->size <= cap) return session.ReadFile(path, 0, cap);
+  const uint64_t head_bytes = cap / 2, tail_bytes = cap - cap / 2;
+  auto head = session.ReadFile(path, 0, head_bytes);
+  if (!head.ok()) return head.status();
+  auto tail = session.ReadFile(path, st->size - tail_bytes, tail_bytes);
+  if (!tail.ok()) return tail.status();
+  return *head + ssh::OmittedMarker(st->size - head_bytes - tail_bytes) + *tail;
 }
 
 void NoteHostKeyAcceptance(ssh::SshSession& session, const json& machine, json& result) {
@@ -89,7 +108,14 @@ std::string TailLines(const std::string& text, int n) {
     if (text[i - 1] == '\n' && ++lines == n) break;
     --i;
   }
-  return text.substr(i, pos - i);
+  std::string_view tail(text.data() + i, pos - i);
+  if (tail.size() <= kShownTailMaxBytes) return ToValidUtf8(tail);
+  tail.remove_prefix(tail.size() - kShownTailMaxBytes);
+  // Start at a character: skip the continuation bytes of one cut in two.
+  for (int k = 0; k < 3 && !tail.empty() && (static_cast<unsigned char>(tail.front()) & 0xC0) == 0x80; ++k) {
+    tail.remove_prefix(1);
+  }
+  return "…" + ToValidUtf8(tail);
 }
 
 }  // namespace npuprof::workers

@@ -24,14 +24,28 @@ Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<st
                                   const std::vector<std::pair<std::string, std::string>>& env = {});
 
 // Maps an SSH-layer failure to an outcome: unreachable / timeout /
-// connection_lost are retryable; auth and host key problems are not.
+// connection_lost / channel_failed are retryable; the permanent kinds
+// (ssh::IsPermanent: auth, host key, subsystem refused, missing tool, invalid
+// input) and remote file errors are not, and their message names the fix.
 TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target);
 
 // Adds {"host_key_accepted": {...}} to result the first time this process
 // sees an accept-new acceptance on the session (the broker records it).
 void NoteHostKeyAcceptance(ssh::SshSession& session, const json& machine, json& result);
 
-// Last n lines of text.
+// Caps on reads of remote logs (docs/RELIABILITY.md, "Caps").
+inline constexpr uint64_t kLogReadCap = uint64_t{32} << 20;  // a log read as evidence (ReadHeadTail)
+inline constexpr size_t kShownTailMaxBytes = 8 << 10;        // what TailLines returns at most
+
+// The file whole when it has at most `cap` bytes; else its first cap/2 and
+// last cap/2 bytes with ssh::OmittedMarker between (start-up lines and the
+// final error both survive). Errors are the session's (kRemoteError +
+// kNotFound when there is no such file).
+Result<std::string> ReadHeadTail(ssh::SshSession& session, const std::string& path, uint64_t cap);
+
+// The last n lines of remote text, as text for people: at most
+// kShownTailMaxBytes (the end kept, "…" in front when cut) and valid UTF-8
+// (common/utf8.h). Not for evidence: blobs keep the bytes themselves.
 std::string TailLines(const std::string& text, int n);
 
 }  // namespace npuprof::workers

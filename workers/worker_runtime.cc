@@ -13,9 +13,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/socket_security.h"
 #include "common/time_util.h"
+#include "common/utf8.h"
 #include "proto/wire.h"
 #include "workers/fault_injection.h"
+#include "workers/result_cap.h"
+#include "workers/shown_text.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_stats.h"
 
@@ -161,7 +165,7 @@ struct WorkerRuntime::Impl {
                           proto::WorkerToBroker p;
                           p.mutable_progress()->set_task_id(task.task_id());
                           p.mutable_progress()->set_attempt(task.attempt());
-                          p.mutable_progress()->set_message(m);
+                          p.mutable_progress()->set_message(ToValidUtf8(m));
                           Post(std::move(p));
                         },
                         r->cancelled};
@@ -178,15 +182,17 @@ struct WorkerRuntime::Impl {
       res->set_attempt(task.attempt());
       res->set_ok(out.ok);
       res->set_retryable(out.retryable);
-      res->set_error(out.error);
-      res->set_error_kind(out.error_kind);
-      res->set_result_json(out.result.dump());
+      // Text fields as valid UTF-8 (shown_text.h); blob bytes as they are.
+      res->set_error(ToValidUtf8(out.error));
+      res->set_error_kind(ToValidUtf8(out.error_kind));
+      res->set_result_json(ResultJsonText(out.result));
       for (auto& [name, data] : out.blobs) {
         auto* b = res->add_blobs();
-        b->set_name(name);
+        b->set_name(ToValidUtf8(name));
         b->set_data(data);
       }
-      if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), out.error_kind, out.error);
+      FitResultToMessageCap(res);  // the broker would drop a larger frame
+      if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), res->error_kind(), res->error());
       if (spdlog::should_log(spdlog::level::info)) {  // the arguments cost a format and a stats walk
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
         const ssh::SshStats proc = ssh::ProcessSshStats();
@@ -239,10 +245,12 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
     ~PoolStopper() { Now(); }
   } stopper{im};
   const int64_t silence_limit = static_cast<int64_t>(im.opts.heartbeat_ms) * im.opts.heartbeat_liveness;
+  std::optional<std::string> last_refusal;  // logged once, not at every reconnect
   while (!stop) {
     zmq::socket_t sock(im.ctx, zmq::socket_type::dealer);
-    sock.set(zmq::sockopt::linger, 0);
+    SetUpConnectingSocket(sock, im.opts.curve);  // cap, CURVE (docs/SECURITY.md)
     sock.set(zmq::sockopt::routing_id, fmt::format("{}-{}", im.opts.worker_id, RandomHex(4)));
+    HandshakeWatch watch(im.ctx, sock, im.opts.curve ? std::optional(im.opts.curve->own.public_key) : std::nullopt);
     try {
       sock.connect(im.opts.broker_endpoint);
     } catch (const zmq::error_t& e) {
@@ -264,6 +272,8 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
       const bool can_wake = im.wake_fd >= 0;
       zmq::poll(items, can_wake ? 2 : 1, std::chrono::milliseconds(can_wake || im.running.empty() ? 50 : 2));
       if (can_wake && (items[1].revents & ZMQ_POLLIN)) im.DrainWake();
+      if (auto why = watch.TakeNewRefusal(); why && why != last_refusal)
+        spdlog::error("broker {}: {}", im.opts.broker_endpoint, *(last_refusal = why));
       while (auto frames = wire::RecvFrames(sock, true)) {
         last_heard = NowMs();
         if (frames->size() < 2 || (*frames)[0] != wire::kWorkerHeader) continue;

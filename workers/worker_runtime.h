@@ -8,8 +8,10 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "common/curve_keys.h"
 #include "common/status.h"
 #include "workers/task_outcome.h"
 
@@ -21,6 +23,8 @@ struct WorkerOptions {
   int capacity = 8;
   int heartbeat_ms = 1000;
   int heartbeat_liveness = 3;
+  // CURVE keys for a broker that requires them (cli::ResolvePeerKeys); none = plain.
+  std::optional<CurveClientKeys> curve;
 };
 
 class WorkerRuntime {

@@ -182,6 +182,45 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   EXPECT_EQ(is.json()["per_device_bytes"].get<double>(), truth["weights"]["per_device_bytes"].get<double>());
 }
 
+// Shared host: two standalone profiles at once on disjoint NPUs of one target,
+// with the defaults (no --port, no --served-model-name): each picks its own
+// free port and a per-run served name, so each report measures its own
+// service and matches that service's truth.
+TEST_F(MemoryE2E, TwoStandaloneProfilesAtOnceOnDisjointNpusEachMeasureTheirOwnService) {
+  StartHarness();
+  std::vector<std::string> runs;
+  for (const char* devices : {"0,1", "2,3"}) {
+    CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2",
+                          "--devices", devices, "--flush-seconds", "1"});
+    runs.push_back(Track(r));
+    ASSERT_FALSE(runs.back().empty()) << r.out << r.err;
+  }
+  std::vector<json> manifests;
+  for (const auto& run : runs) {
+    json end = WaitForEnd(run, 200);
+    ASSERT_EQ(end.value("status", ""), "ok") << end.dump();
+    manifests.push_back(h_.Cli({"manifest", run}).json());
+    ASSERT_TRUE(manifests.back().is_object());
+  }
+  const json& a = manifests[0];
+  const json& b = manifests[1];
+  EXPECT_EQ(a["devices"], json({0, 1}));
+  EXPECT_EQ(b["devices"], json({2, 3}));
+  EXPECT_EQ(a["served_model_name"], "npuprof-mem-" + runs[0]);
+  EXPECT_EQ(b["served_model_name"], "npuprof-mem-" + runs[1]);
+  ASSERT_TRUE(a["port"].is_number_integer() && b["port"].is_number_integer()) << a["port"] << b["port"];
+  EXPECT_NE(a["port"], b["port"]);
+  for (const json& m : manifests) {
+    const json truth = TruthForPort(m["port"].get<int>());
+    ASSERT_TRUE(truth.is_object()) << "no simulated service served on port " << m["port"];
+    EXPECT_EQ(truth["served_model_name"], m["served_model_name"]);
+    // The inference went to this run's own service.
+    EXPECT_EQ(m["inference"].value("http_status", 0), 200) << m["inference"].dump();
+    ExpectMatchesTruth(m["report"], truth);
+  }
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+}
+
 TEST_F(MemoryE2E, MsprofMissingFailsBeforeLaunch) {
   StartHarness({"--msprof-missing"});
   CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",

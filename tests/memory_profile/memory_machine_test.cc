@@ -5,6 +5,7 @@
 #include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
 #include "statemachine/memory_profile_machine.h"
+#include "statemachine/memory_profile_spec.h"
 #include "statemachine/service_spec.h"
 
 namespace npuprof::sm {
@@ -56,7 +57,7 @@ class Driver {
     in.now_ms = now_ += 10;
     Feed(in);
   }
-  void Fail(const std::string& kind, const std::string& error) {
+  void Fail(const std::string& kind, const std::string& error, json result = json::object()) {
     const TaskInfo* t = Pending();
     ASSERT_NE(t, nullptr);
     Input in;
@@ -67,6 +68,7 @@ class Driver {
     in.retryable = false;
     in.error_kind = kind;
     in.error = error;
+    in.result = std::move(result);
     in.now_ms = now_ += 10;
     Feed(in);
   }
@@ -110,7 +112,9 @@ TEST(MemoryMachine, SpecDefaultsFollowTheSeed) {
   const RunKind* k = DefaultKinds().Find("memory-profile");
   ASSERT_NE(k, nullptr);
   ASSERT_TRUE(k->ValidateSpec(spec).ok());
-  EXPECT_EQ(spec["port"], 8901);
+  EXPECT_EQ(spec["port"], nullptr);               // a free port on the target, as serve
+  EXPECT_EQ(spec["served_model_name"], nullptr);  // per run: npuprof-mem-<run_id>
+  EXPECT_EQ(MemoryServedName(spec, "r7"), "npuprof-mem-r7");
   EXPECT_EQ(spec["devices"], json({0, 1}));
   EXPECT_DOUBLE_EQ(spec["gpu_memory_utilization"].get<double>(), 0.85);
   EXPECT_EQ(spec["max_model_len"], 2048);
@@ -138,6 +142,8 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
   ASSERT_EQ(d.PendingKind(), kServiceLaunchTask);
   const json launch = d.Pending()->payload;
   EXPECT_EQ(launch["wrap_script"], "/tmp/rt/mp1/msprof_wrap.sh");
+  EXPECT_EQ(launch["served_model_name"], "npuprof-mem-mp1");
+  EXPECT_EQ(launch["port"], 18001);
   EXPECT_EQ(launch["devices"], json({0, 1}));
   EXPECT_NE(launch["extra_args"].dump().find("--gpu-memory-utilization"), std::string::npos);
   d.Succeed({{"runtime_dir", "/tmp/rt/mp1/service-1"}, {"pid", 4242}, {"port", 18001}, {"devices", {0, 1}},
@@ -195,6 +201,38 @@ TEST(MemoryMachine, MsprofMissingFailsBeforeAnythingIsLaunched) {
   EXPECT_EQ(d.s().status, "failed");
   EXPECT_NE(d.s().error.find("msprof"), std::string::npos);
   for (const auto& [id, t] : d.s().tasks) EXPECT_NE(t.kind, kServiceLaunchTask);
+}
+
+TEST(MemoryMachine, LaunchThatNeverHappenedSkipsLogsAndStop) {
+  Driver d("mp9");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/tmp/rt/mp9/msprof_wrap.sh"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  ASSERT_EQ(d.PendingKind(), kServiceLaunchTask);
+  d.Fail("untrusted_runtime", "/tmp/rt/mp9/service-1/launch.json is owned by uid 65534", {{"started", false}});
+  EXPECT_TRUE(d.s().terminal);
+  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_NE(d.s().error.find("the service was never launched"), std::string::npos) << d.s().error;
+  EXPECT_NE(d.s().error.find("uid 65534"), std::string::npos) << d.s().error;
+  for (const auto& [id, t] : d.s().tasks) {
+    EXPECT_NE(t.kind, kServiceStopTask);
+    EXPECT_NE(t.kind, kMemLogsTask);
+  }
+}
+
+TEST(MemoryMachine, LaunchThatMayHaveStartedIsStoppedAndAStopThatFindsNothingSaysSo) {
+  Driver d("mp8");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/tmp/rt/mp8/msprof_wrap.sh"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Fail("connection_lost", "the connection dropped");  // no started=false: it may have started
+  EXPECT_EQ(d.PendingKind(), kMemLogsTask);
+  d.Succeed({{"summary", json::object()}});
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  EXPECT_EQ(d.Pending()->payload["pid"], nullptr);
+  d.Succeed({{"stopped", true}, {"already_gone", true}, {"never_started", true}});
+  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_NE(d.s().error.find("the service was never launched"), std::string::npos) << d.s().error;
 }
 
 TEST(MemoryMachine, NeverReadyCollectsLogsThenStops) {

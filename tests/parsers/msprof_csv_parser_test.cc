@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/utf8.h"
+
 namespace npuprof {
 namespace {
 
@@ -334,6 +336,64 @@ TEST(CheckTraceViewJson, RejectsTruncatedAndWrongShape) {
   EXPECT_FALSE(CheckTraceViewJson(R"({"traceEvents":{}})").ok());
   EXPECT_FALSE(CheckTraceViewJson("42").ok());
   EXPECT_FALSE(CheckTraceViewJson("").ok());
+}
+
+
+// ---- remote bytes (found by fuzzing: tests/fuzz/msprof_csv_fuzz.cc) ----------------
+
+// from_chars reads "inf", "nan" and "infinity" as numbers: an npu_module_mem
+// row with "nan" became a component maximum of NaN, stored as JSON null, and
+// `show`/`export` of the run later crashed reading it as a number. Such cells
+// (and numbers beyond +/-2^63, like 1e999) refuse the file, naming the row and
+// the column; a cell that is no number at all still only skips its row.
+TEST(ParseNpuModuleMemCsv, NonFiniteValuesAreRefusedNamingRowAndColumn) {
+  const std::string header = "Device_id,Component,Timestamp(us),Total Reserved(KB),Device\n";
+  for (const std::string bad : {"inf", "-inf", "nan", "NaN", "infinity", "1e999", "-1e999", "1e-400", "1e30"}) {
+    auto t = ParseNpuModuleMemCsv(header + "0,HCCL,1,2048,NPU:0\n0,RUNTIME,2," + bad + ",NPU:0\n");
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.status().code(), Code::kCorruption) << bad;
+    EXPECT_NE(t.status().message().find("data row 2"), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find("Total Reserved(KB)"), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find("'" + bad + "'"), std::string::npos) << t.status().message();
+  }
+  auto skipped = ParseNpuModuleMemCsv(header + "0,HCCL,1,N/A,NPU:0\n0,HCCL,2,1e3,NPU:0\n");
+  ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+  EXPECT_EQ(skipped->skipped_rows, 1u);
+  EXPECT_DOUBLE_EQ(skipped->components.at(0).max_reserved_mb, 1000.0 / 1024.0);
+}
+
+TEST(ParseNpuMemCsv, NonFiniteValuesAreRefusedInEveryNumberColumn) {
+  const std::string header = "Device_id,event,ddr(KB),hbm(KB),memory(KB),timestamp(us)\n";
+  const std::string good = "0,APP,1,2,3,4\n";
+  struct Case {
+    std::string row;
+    const char* column;
+  } cases[] = {
+      {"0,APP,1,nan,3,4\n", "hbm(KB)"},
+      {"0,APP,1,2,3,inf\n", "timestamp(us)"},
+      {"0,APP,1e999,2,3,4\n", "ddr(KB)"},
+      {"0,APP,1,2,-infinity,4\n", "memory(KB)"},
+  };
+  for (const Case& c : cases) {
+    auto t = ParseNpuMemCsv(header + good + c.row);
+    ASSERT_FALSE(t.ok()) << c.row;
+    EXPECT_EQ(t.status().code(), Code::kCorruption);
+    EXPECT_NE(t.status().message().find("data row 2"), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find(c.column), std::string::npos) << t.status().message();
+  }
+}
+
+TEST(ParseNpuModuleMemCsv, ErrorsQuoteTheHeaderAsValidUtf8) {
+  auto t = ParseNpuModuleMemCsv("Comp\xff\xfeonent,Total\n0,1\n");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(IsValidUtf8(t.status().message())) << t.status().message();
+  auto bad_cell = ParseNpuModuleMemCsv("Component,Total Reserved(MB)\nx,inf\xff\n");
+  ASSERT_TRUE(bad_cell.ok());  // "inf\xff" is no number: the row is skipped
+  EXPECT_EQ(bad_cell->skipped_rows, 1u);
+  auto v = CheckTraceViewJson("[\"\xff\xfe");
+  ASSERT_FALSE(v.ok());
+  EXPECT_TRUE(IsValidUtf8(v.status().message())) << v.status().message();
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace npuprof::parsers {
 namespace {
 
@@ -264,6 +266,39 @@ TEST(NpuSmiSnapshotJson, KeyedByLogicalId) {
   EXPECT_EQ(j["3"], (nlohmann::json{{"used_mb", 35204}, {"total_mb", 43693}, {"npu", 2}, {"chip", 1}}));
   // Round trip through text keeps the contract.
   EXPECT_EQ(nlohmann::json::parse(j.dump()), j);
+}
+
+
+// Found by fuzzing (tests/fuzz/npu_smi_fuzz.cc): a name or health cell in a
+// GBK locale or from a broken driver is not UTF-8; NpuSmiToJson().dump()
+// threw json type_error 316 and took the worker down. The snapshot keeps the
+// bytes; the projection and the error messages are valid UTF-8.
+TEST(NpuSmiParser, InvalidUtf8CellsKeepTheirBytesAndGiveValidJson) {
+  // A real sample with bytes put into the first chip's name and the first
+  // process's (empty) name cell.
+  std::string text = ReadFile(kDataDir / "01_910B3_8npu_procs.txt");
+  const size_t name = text.find("910B3   ");
+  ASSERT_NE(name, std::string::npos);
+  text.replace(name, 7, "910B3\xff\xfe");
+  const size_t process = text.find("| 1333928       |          ");
+  ASSERT_NE(process, std::string::npos);
+  text.replace(process + 18, 7, "py\x80thon");
+  auto snap = ParseNpuSmi(text);
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  EXPECT_EQ(snap->devices[0].name, "910B3\xff\xfe");
+  ASSERT_FALSE(snap->processes.empty());
+  EXPECT_EQ(snap->processes[0].name, "py\x80thon");
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = NpuSmiToJson(*snap).dump());
+  EXPECT_TRUE(IsValidUtf8(dumped));
+  EXPECT_EQ(NpuSmiToJson(*snap)["devices"][0]["name"], "910B3\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(NpuSmiToJson(*snap)["processes"][0]["name"], "py\xef\xbf\xbdthon");
+
+  ASSERT_NE(text.find("| 0     910B3"), std::string::npos);
+  const std::string broken = text.substr(0, text.find("| 0     910B3")) + "| x\xff\xfe   910B3 | OK | 1 |\n";
+  auto r = ParseNpuSmi(broken);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(IsValidUtf8(r.status().message())) << r.status().message();
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/utf8.h"
+
 namespace npuprof {
 namespace {
 
@@ -159,6 +161,23 @@ TEST(BuildProfDeviceMap, ProfDirWithoutDevicesAndEmptyInput) {
   ProfDeviceMap none = BuildProfDeviceMap({});
   EXPECT_TRUE(none.csvs.empty());
   EXPECT_EQ(ProfDevicesJson(none), nlohmann::json::object());
+}
+
+
+// Found by fuzzing (tests/fuzz/prof_device_map_fuzz.cc): a file name on the
+// target that is not UTF-8 made ProfDeviceMapJson().dump() throw (json
+// type_error 316). The map keeps the bytes (they name the file to collect);
+// the JSON projections are valid UTF-8.
+TEST(BuildProfDeviceMap, InvalidUtf8NamesKeepTheirBytesAndGiveValidJson) {
+  const std::string name = "npu_mem_\xff\xfe.csv";
+  ProfDeviceMap map = BuildProfDeviceMap({std::string(kP1) + "/device_0/data/x",
+                                          std::string(kP1) + "/mindstudio_profiler_output/" + name});
+  ASSERT_EQ(map.csvs.size(), 1u);
+  EXPECT_EQ(map.csvs[0].file_name, name);
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = ProfDeviceMapJson(map).dump());
+  EXPECT_TRUE(IsValidUtf8(dumped));
+  EXPECT_EQ(CsvDeviceMapJson(map)["npu_mem_\xef\xbf\xbd\xef\xbf\xbd.csv"], (std::vector<int>{0}));
 }
 
 }  // namespace

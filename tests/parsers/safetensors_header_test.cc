@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/utf8.h"
+
 namespace npuprof {
 namespace {
 
@@ -168,6 +170,57 @@ TEST(ParseSafetensorsPrefix, WholeFlowAndTruncation) {
   auto bad = ParseSafetensorsPrefix(truncated);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("truncated"), std::string::npos) << bad.status().message();
+}
+
+
+// Found by fuzzing (tests/fuzz/safetensors_fuzz.cc): nlohmann reports a number
+// beyond a double as out_of_range, not parse_error, so it escaped the parser
+// as an exception.
+TEST(ParseSafetensorsHeader, NumberBeyondADoubleIsCorruptionNotAnException) {
+  for (const char* json : {R"({"w":{"dtype":"F16","shape":[1e999],"data_offsets":[0,2]}})",
+                           R"({"__metadata__":{"x":-1e999}})"}) {
+    Result<SafetensorsHeader> h = Status::Internal("not run");
+    ASSERT_NO_THROW(h = ParseSafetensorsHeader(json)) << json;
+    ASSERT_FALSE(h.ok()) << json;
+    EXPECT_EQ(h.status().code(), Code::kCorruption);
+    EXPECT_NE(h.status().message().find("not valid JSON"), std::string::npos) << h.status().message();
+  }
+}
+
+// Seen while writing the fuzz target (its inputs are too short to reach it):
+// a metadata value nested 100,000 deep parsed fine and then overflowed the
+// stack in dump(). Nesting beyond kMaxSafetensorsJsonDepth is refused.
+TEST(ParseSafetensorsHeader, DeepNestingIsRefused) {
+  const size_t depth = 100000;
+  const std::string deep = R"({"__metadata__":{"x":)" + std::string(depth, '[') + std::string(depth, ']') + "}}";
+  auto h = ParseSafetensorsHeader(deep);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), Code::kCorruption);
+  EXPECT_NE(h.status().message().find("deeper than 64"), std::string::npos) << h.status().message();
+  const std::string shallow = R"({"__metadata__":{"x":[[["a"]]]}})";
+  auto ok = ParseSafetensorsHeader(shallow);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->metadata.at("x"), R"([[["a"]]])");
+}
+
+// A promise of the fuzz target (totals add up without wrapping) the parser
+// did not keep: overlapping data_offsets can add up past 2^64, and
+// total_bytes wrapped to a small number.
+TEST(ParseSafetensorsHeader, SizesThatWrapAreRefused) {
+  const std::string max = "18446744073709551615";
+  auto h = ParseSafetensorsHeader(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,)" + max +
+                                  R"(]},"b":{"dtype":"U8","shape":[1],"data_offsets":[1,)" + max + "]}}");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), Code::kCorruption);
+  EXPECT_NE(h.status().message().find("2^64"), std::string::npos) << h.status().message();
+}
+
+TEST(ParseSafetensorsHeader, ErrorMessagesAreValidUtf8AndShort) {
+  const std::string long_bad = "{\"w\":\"" + std::string(100000, 'x') + "\xff\"}";
+  auto h = ParseSafetensorsHeader(long_bad);
+  ASSERT_FALSE(h.ok());
+  EXPECT_TRUE(IsValidUtf8(h.status().message()));
+  EXPECT_LT(h.status().message().size(), 1000u);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "parsers/vllm_log_line.h"
 
 namespace npuprof::parsers {
@@ -404,6 +405,68 @@ TEST(VllmLogParser, OutOfRangeNumbersAreSkippedNotTrusted) {
   EXPECT_EQ(s.gpu_blocks, 42);
   EXPECT_EQ(s.evidence.at("gpu_blocks").line, 3);
   EXPECT_FALSE(s.kv_cache_available_gib.has_value());
+}
+
+// Found by fuzzing (tests/fuzz/vllm_log_fuzz.cc): a log line that is not
+// UTF-8 (a GBK locale, a binary dumped to stderr) became evidence text, and
+// VllmLogToJson().dump() threw json type_error 316. The summary keeps the
+// bytes; the projection is valid UTF-8.
+TEST(VllmLogParser, InvalidUtf8LinesGiveValidJson) {
+  const std::string log =
+      "(Worker\xff pid=7) INFO 01-01 00:00:00 [worker.py:1] Available KV cache memory: 5.6 GiB \xc3\x28\n"
+      "INFO 01-01 00:00:01 [api_server.py:1] vLLM API server version 0.9.1\xfe\n"
+      "\xed\xa0\x80 INFO:     Application startup complete.\n";
+  const auto s = ParseVllmLog(log);
+  EXPECT_NEAR(*s.kv_cache_available_gib, 5.6, 1e-9);
+  EXPECT_NE(s.evidence.at("kv_cache_available_gib").text.find("\xc3\x28"), std::string::npos);  // bytes kept
+  EXPECT_TRUE(s.ready);
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = VllmLogToJson(s).dump());
+  EXPECT_TRUE(IsValidUtf8(dumped));
+  EXPECT_TRUE(VllmLogToJson(s)["ranks"].contains("Worker\xef\xbf\xbd pid=7"));
+}
+
+// Found by reading the regexes for the fuzz target: libstdc++'s std::regex
+// recurses once per character a repetition consumes, so a line carrying
+// 200,000 digits after "GPU KV cache size: " overflowed the stack (SIGSEGV in
+// the worker). A line is read as its first 8 KiB; the number cut there is no
+// number.
+TEST(VllmLogParser, HugeLinesAreReadAsTheirFirst8KiB) {
+  const std::string digits(200000, '7');
+  const std::string log = "INFO 01-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: " + digits + " tokens\n" +
+                          "INFO 01-01 00:00:01 [x.py:1] Memory profiling results: " + std::string(200000, 'a') +
+                          "\n" + "INFO 01-01 00:00:02 [kv_cache_utils.py:1] GPU KV cache size: 1,024 tokens\n";
+  const auto s = ParseVllmLog(log);
+  EXPECT_EQ(s.line_count, 3);
+  EXPECT_EQ(s.kv_cache_tokens, 1024);
+  EXPECT_EQ(s.evidence.at("kv_cache_tokens").line, 3);
+}
+
+// The V1 "Free memory on device" summary, read without a regex that starts
+// with a repetition (those are quadratic in a digit run): the numbers before
+// "GiB for ..." are read back from the words that follow them.
+TEST(VllmLogParser, V1UsageFiguresBeforeTheirNames) {
+  const auto s = ParseVllmLog(
+      "(Worker pid=1) INFO 01-01 00:00:00 [worker.py:1] Free memory on device (58.2/61.0 GiB) on startup. "
+      "Desired GPU memory utilization is (0.9, 54.9 GiB). Actual usage is 15.3 GiB for weight, "
+      "-0.25 GiB for peak activation, 1.5 GiB for non-torch memory, and 0.73 GiB for NPU graph memory.\n");
+  const auto& mp = s.ranks.at("Worker pid=1").memory_profile;
+  EXPECT_NEAR(*mp.peak_activation_gib, -0.25, 1e-9);
+  EXPECT_NEAR(*mp.non_torch_gib, 1.5, 1e-9);
+  EXPECT_NEAR(*mp.graph_gib, 0.73, 1e-9);
+  EXPECT_NEAR(*mp.free_gib, 58.2, 1e-9);
+  const auto other = ParseVllmLog(
+      "INFO 01-01 00:00:00 [worker.py:1] Free memory on device x: GiB for peak activation, "
+      "2.0 GiB for CUDAGraph memory, 9 GiB for NPU graph memory\n");
+  EXPECT_FALSE(other.ranks.at("").memory_profile.peak_activation_gib.has_value());  // no number before it
+  EXPECT_NEAR(*other.ranks.at("").memory_profile.graph_gib, 2.0, 1e-9);              // the first in the line
+}
+
+TEST(VllmLogParser, NumbersBeyondTwoTo63AreSkipped) {
+  const auto s = ParseVllmLog("INFO 01-01 00:00:00 [x.py:1] Loading model weights took 1" + std::string(30, '0') +
+                              " GB\nINFO 01-01 00:00:01 [x.py:1] Loading model weights took 3.5 GB\n");
+  EXPECT_NEAR(*s.weights_gib, 3.5, 1e-9);
+  EXPECT_EQ(s.evidence.at("weights_gib").line, 2);
 }
 
 TEST(VllmLogLine, SplitsPrefixLevelAndMessage) {

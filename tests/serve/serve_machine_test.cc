@@ -282,6 +282,20 @@ TEST(ServeMachine, RefusedLaunchFailsWithoutCleanup) {
   EXPECT_EQ(r.s.state, "failed");
   EXPECT_EQ(r.Pending(kServiceStopTask), nullptr);
   EXPECT_EQ(r.Summary()["failure"]["free_devices"], json({0}));
+  EXPECT_NE(r.s.error.find("devices_unavailable"), std::string::npos) << r.s.error;
+  EXPECT_NE(r.s.error.find("the service was never launched"), std::string::npos) << r.s.error;
+}
+
+TEST(ServeMachine, LaunchThatNeverHappenedIsNotStopped) {
+  // e.g. a target without SFTP or an untrusted runtime dir: the launch failed before its start command.
+  ServeRun r;
+  r.Submit();
+  r.Answer(kServiceLaunchTask, false, {{"started", false}}, "channel_failed");
+  EXPECT_EQ(r.s.status, "failed");
+  for (const auto& [id, t] : r.s.tasks) EXPECT_NE(t.kind, kServiceStopTask);
+  EXPECT_NE(r.s.error.find("the service was never launched"), std::string::npos) << r.s.error;
+  EXPECT_EQ(r.s.error.find("may still be running"), std::string::npos) << r.s.error;
+  EXPECT_EQ(r.s.lease.phase, "released");
 }
 
 TEST(ServeMachine, LaunchThatMayHaveStartedIsCleanedUp) {
@@ -292,6 +306,21 @@ TEST(ServeMachine, LaunchThatMayHaveStartedIsCleanedUp) {
   const TaskInfo* stop = r.Pending(kServiceStopTask);
   EXPECT_EQ(stop->payload["pid"], nullptr);  // the handler reads <runtime>/pid
   EXPECT_EQ(stop->payload["runtime_dir"], "/rt/r1/service-1");
+  // The stop finds no start marker: the run says so instead of "may still be running".
+  r.Answer(kServiceStopTask, true, {{"stopped", true}, {"already_gone", true}, {"never_started", true}});
+  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_NE(r.s.error.find("launch_lost"), std::string::npos) << r.s.error;
+  EXPECT_NE(r.s.error.find("the service was never launched"), std::string::npos) << r.s.error;
+}
+
+TEST(ServeMachine, AStopThatFailsWithoutAPidNamesTheRuntimeDir) {
+  ServeRun r;
+  r.Submit();
+  r.Answer(kServiceLaunchTask, false, nullptr, "launch_lost");
+  r.Answer(kServiceStopTask, false, json::object(), "unreachable");
+  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_NE(r.s.error.find("a service in /rt/r1/service-1 (pid unknown) may still be running"), std::string::npos)
+      << r.s.error;
 }
 
 TEST(ServeMachine, HealthDeadlineTimerFailsAStuckWait) {

@@ -93,6 +93,15 @@ TEST(ServiceSpec, ExtraArgsMayNotOverrideManagedFlags) {
   ExpectInvalid(With("extra_args", {"--served-model-name", "x"}), "--served-model-name");
   json s = With("extra_args", {"--compilation-config", "{\"cudagraph_mode\": \"PIECEWISE\"}", "--enforce-eager"});
   EXPECT_TRUE(ValidateServiceSpec(s).ok());
+  // --host stays possible on purpose (it replaces the default 127.0.0.1), and the message says so.
+  EXPECT_TRUE(Check(With("extra_args", {"--host", "0.0.0.0"})).ok());
+  EXPECT_TRUE(Check(With("extra_args", {"--host=::"})).ok());
+  ExpectInvalid(With("extra_args", {"--port", "1"}), "--host may be given");
+}
+
+TEST(ServiceSpec, RuntimeDirDefaultsUnderTheHome) {
+  EXPECT_EQ(ServiceRuntimeDir(json::object(), "r1", 1), "~/.cache/npuprof/runtime/r1/service-1");
+  EXPECT_EQ(ServiceRuntimeDir(json{{"runtime_base", "~/rt/"}}, "r1", 2), "~/rt/r1/service-2");
 }
 
 TEST(ServiceSpec, WrapScriptNameAndTimeouts) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/ssh/local_shell.h"
 #include "workers/ssh/shell_quote.h"
 
 namespace npuprof::ssh {
@@ -74,6 +75,25 @@ TEST(CommandShellProtocol, StderrMarkerAndReadyLine) {
   EXPECT_FALSE(FindShellReady("\n" + kNonce + ":42", kNonce));
 }
 
+// Found by fuzzing (tests/fuzz/command_shell_fuzz.cc): any digit run after
+// the nonce was taken as the exit status (":4242" gave 4242, ":0000000000000000000000007"
+// a marker longer than MaxMarkerSize, which a re-scan from
+// size - MaxMarkerSize could miss), and a ready line with pid 0 was accepted
+// (the kill script would then signal the tree below pid 0). The shell's $? is
+// 0..255 in 1-3 digits and $$ is positive: anything else is no marker.
+TEST(CommandShellProtocol, StatusAndPidOutsideTheirRangeAreNoMarkers) {
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":256\n", kNonce));
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":4242\n", kNonce));
+  EXPECT_FALSE(FindStdoutMarker("\n" + kNonce + ":0000000000000000000000007\n", kNonce));
+  auto m = FindStdoutMarker("x\n" + kNonce + ":4242\n\n" + kNonce + ":255\n", kNonce);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->exit_status, 255);
+  EXPECT_EQ(m->begin, 1 + ("\n" + kNonce + ":4242\n").size());
+  EXPECT_FALSE(FindShellReady("\n" + kNonce + ":0\n", kNonce));
+  EXPECT_FALSE(FindShellReady("\n" + kNonce + ":99999999999999999999\n", kNonce));
+  EXPECT_EQ(FindShellReady("\n" + kNonce + ":0\n\n" + kNonce + ":17\n", kNonce), std::optional<int64_t>(17));
+}
+
 // The kill script run locally on a real tree: a shell P waiting for two
 // `sleep 30` children. TERM to everything below P lets P's `wait` return, so
 // P itself (not signalled) exits soon; P's own status shows it was not killed.
@@ -102,34 +122,13 @@ TEST(CommandShellProtocol, KillScriptStopsEveryProcessBelowThePid) {
 }
 
 // Runs `shell -c DRIVER` with stdin = `input`; returns stdout and stderr.
-struct Ran {
-  std::string out, err;
-  int status = -1;
-};
+using Ran = testing::LocalRun;
 Ran RunDriver(const std::string& shell, const std::string& input, const std::string& flags = "") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("npuprof_cs_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string in = dir / "in", out = dir / "out", err = dir / "err";
-  std::ofstream(in, std::ios::binary) << input;
   std::vector<std::string> argv = {shell};
   if (!flags.empty()) argv.push_back(flags);
   argv.push_back("-c");
   argv.push_back(CommandShellDriver("feedface"));
-  const std::string cmd = BuildCommand(argv) + " <" +
-                          ShellQuote(in) + " >" + ShellQuote(out) + " 2>" + ShellQuote(err);
-  Ran r;
-  r.status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::filesystem::remove_all(dir);
-  return r;
+  return testing::RunLocalArgv(argv, input);
 }
 
 class DriverTest : public ::testing::TestWithParam<std::string> {};

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/support/sshd_fixture.h"
+#include "workers/ssh/output_cap.h"
 #include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_session.h"
@@ -392,6 +393,38 @@ TEST_F(SshSessionTest, ChannelPerCommandWhenTheCommandShellIsOff) {
   const SshStats d = ProcessSshStats() - before;
   EXPECT_EQ(d.exec_channels, 1);
   EXPECT_EQ(d.shell_channels, 0);
+}
+
+std::string Seq(int n) {
+  std::string s;
+  for (int i = 1; i <= n; ++i) s += std::to_string(i) + "\n";
+  return s;
+}
+
+TEST_F(SshSessionTest, OutputPastTheCapKeepsHeadAndTailOnBothPaths) {
+  const size_t cap = 65536;
+  const std::string out = Seq(200000), err = Seq(50000);
+  auto capped = [&](const std::string& full) {
+    return full.substr(0, cap / 2) + OmittedMarker(full.size() - cap) + full.substr(full.size() - cap / 2);
+  };
+  for (bool shell : {true, false}) {
+    SshTarget t = sshd_.target();
+    t.command_shell = shell;
+    SshSession s(t);
+    auto r = s.Exec("seq 1 200000; seq 1 50000 >&2; exit 4", 30s, {}, cap);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->exit_status, 4) << shell;
+    EXPECT_EQ(r->stdout_omitted, out.size() - cap);
+    EXPECT_EQ(r->stderr_omitted, err.size() - cap);
+    EXPECT_TRUE(r->stdout_data == capped(out)) << shell;
+    EXPECT_TRUE(r->stderr_data == capped(err)) << shell;
+    // Within the cap: exact, on the same connection.
+    auto small = s.Exec("seq 1 1000", 10s, {}, cap);
+    ASSERT_TRUE(small.ok());
+    EXPECT_EQ(small->stdout_data, Seq(1000));
+    EXPECT_EQ(small->stdout_omitted, 0u);
+    EXPECT_EQ(s.handshakes(), 1);
+  }
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ TEST(MachineInventoryValidate, GoodRecordGetsDefaults) {
   ASSERT_TRUE(MachineInventory::ValidateAdd(rec).ok());
   EXPECT_EQ(rec["port"], 22);
   EXPECT_EQ(rec["env_script"], "");
-  EXPECT_EQ(rec["runtime_base"], "/tmp/npuprof");
+  EXPECT_EQ(rec["runtime_base"], "~/.cache/npuprof/runtime");
   EXPECT_EQ(rec["accept_new_host_key"], false);
   json full = GoodRecord();
   full["port"] = 2222;
@@ -32,6 +32,10 @@ TEST(MachineInventoryValidate, GoodRecordGetsDefaults) {
   ASSERT_TRUE(MachineInventory::ValidateAdd(full).ok());
   EXPECT_EQ(full["port"], 2222);
   EXPECT_EQ(full["runtime_base"], "/data/npuprof");
+  json home = GoodRecord();
+  home["runtime_base"] = "~/npuprof-rt";
+  ASSERT_TRUE(MachineInventory::ValidateAdd(home).ok());
+  EXPECT_EQ(home["runtime_base"], "~/npuprof-rt");
 }
 
 struct Bad {
@@ -57,6 +61,7 @@ TEST(MachineInventoryValidate, ErrorsNameTheField) {
       {"port", "22"},
       {"env_script", "set_env.sh"},
       {"runtime_base", "tmp/x"},
+      {"runtime_base", "~bob/x"},
   };
   for (const auto& c : cases) {
     json rec = GoodRecord();

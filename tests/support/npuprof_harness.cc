@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +32,14 @@ std::string NpuprofBinary() {
 
 std::string SimDir() {
   if (const char* d = std::getenv("NPUPROF_SIM_DIR"); d && *d) return d;
+  // An installed npuprof (the package, `cmake --install`, or a package
+  // unpacked anywhere) has the simulator at a fixed place relative to itself.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = (exe.parent_path() / NPUPROF_SIM_DIR_FROM_BINDIR).lexically_normal();
+    if (fs::is_regular_file(installed / "setup_target.py", ec)) return installed.string();
+  }
   return std::string(NPUPROF_SOURCE_DIR) + "/tests/sim";
 }
 
@@ -102,6 +111,41 @@ CliResult RunCaptured(const std::vector<std::string>& argv, int timeout_s) {
   return r;
 }
 
+// Forks argv with stdout and stderr appended to log, stdin /dev/null and env
+// added to the environment; the child's pid (-1 when fork failed).
+pid_t SpawnWithLog(std::vector<std::string> argv, const std::string& log,
+                   const std::vector<std::pair<std::string, std::string>>& env) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  dup2(fd, 1);
+  dup2(fd, 2);
+  int devnull = open("/dev/null", O_RDONLY);
+  dup2(devnull, 0);
+  for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+// Sends sig to pid (a child of this process), waits up to 10 s for it to
+// exit (then SIGKILL) and reaps it.
+void SignalAndReap(pid_t pid, int sig) {
+  kill(pid, sig);
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 }  // namespace
 
 NpuprofHarness::~NpuprofHarness() {
@@ -147,23 +191,11 @@ Status NpuprofHarness::AddTarget(const std::string& name, const std::vector<std:
 }
 
 Status NpuprofHarness::StartServer() {
-  const std::string log = dir_ + "/server.log";
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    const std::string bin = NpuprofBinary();
-    const std::string data = DataDir();
-    const std::string workers = std::to_string(local_workers_);
-    for (const auto& [name, value] : server_env_) setenv(name.c_str(), value.c_str(), 1);
-    execl(bin.c_str(), bin.c_str(), "server", "--data-dir", data.c_str(), "--local-workers", workers.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  server_pid_ = pid;
+  std::vector<std::string> argv = {NpuprofBinary(), "server", "--data-dir", DataDir(), "--local-workers",
+                                   std::to_string(local_workers_)};
+  for (const auto& ep : server_listen_) argv.insert(argv.end(), {"--listen", ep});
+  server_pid_ = SpawnWithLog(argv, dir_ + "/server.log", server_env_);
+  if (server_pid_ < 0) return Status::Io("fork failed");
   return WaitForServer(30);
 }
 
@@ -194,19 +226,28 @@ CliResult NpuprofHarness::Cli(const std::vector<std::string>& args, int timeout_
   return CliRaw(a, timeout_s);
 }
 
+Result<pid_t> NpuprofHarness::StartWorker(const std::vector<std::string>& args, const std::string& name,
+                                          const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> argv = {NpuprofBinary(), "worker"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = SpawnWithLog(argv, dir_ + "/" + name + ".log", env);
+  if (pid < 0) return Status::Io("fork failed");
+  extra_workers_.push_back(pid);
+  return pid;
+}
+
+void NpuprofHarness::StopWorker(pid_t pid) {
+  auto it = std::find(extra_workers_.begin(), extra_workers_.end(), pid);
+  if (it == extra_workers_.end()) return;
+  extra_workers_.erase(it);
+  SignalAndReap(pid, SIGTERM);
+}
+
+std::string NpuprofHarness::Log(const std::string& name) const { return ReadFile(dir_ + "/" + name + ".log"); }
+
 void NpuprofHarness::KillServer(int sig) {
   if (server_pid_ <= 0) return;
-  kill(server_pid_, sig);
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (waitpid(server_pid_, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(server_pid_, SIGKILL);
-      waitpid(server_pid_, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  SignalAndReap(server_pid_, sig);
   server_pid_ = -1;
   // Local workers die with the server (PDEATHSIG); give them a moment.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -334,6 +375,7 @@ std::vector<pid_t> NpuprofHarness::TargetProcesses() const {
 void NpuprofHarness::Stop() {
   if (!started_) return;
   started_ = false;
+  for (pid_t pid : std::vector<pid_t>(extra_workers_)) StopWorker(pid);
   if (server_pid_ > 0) KillServer(SIGTERM);
   // Whatever still runs on the simulated target (services, ranks, msprof,
   // analyse jobs) carries the target's marker.

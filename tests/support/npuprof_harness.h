@@ -36,7 +36,8 @@ struct CliResult {
 
 // Path of the npuprof binary: $NPUPROF_BIN, else the one in the build tree.
 std::string NpuprofBinary();
-// The simulator: $NPUPROF_SIM_DIR, else tests/sim in the source tree.
+// The simulator: $NPUPROF_SIM_DIR, else the one installed with the running
+// binary (<bindir>/../share/npuprof/sim), else tests/sim in the source tree.
 std::string SimDir();
 
 class NpuprofHarness {
@@ -61,6 +62,17 @@ class NpuprofHarness {
   // Extra environment (NAME, VALUE) for every later server start (Start,
   // RestartServer), e.g. NPUPROF_FAULT_CRASH_BEFORE_DISPATCH; {} = none.
   void SetServerEnv(std::vector<std::pair<std::string, std::string>> env) { server_env_ = std::move(env); }
+  // Extra endpoints (`--listen E` each, e.g. tcp://127.0.0.1:PORT: CURVE on)
+  // for every later server start; {} = the ipc socket only.
+  void SetServerListen(std::vector<std::string> endpoints) { server_listen_ = std::move(endpoints); }
+  // Starts `npuprof worker ARGS` (no --data-dir added; env: extra
+  // variables), output in Dir()/<name>.log. Stopped by StopWorker or Stop.
+  Result<pid_t> StartWorker(const std::vector<std::string>& args, const std::string& name,
+                            const std::vector<std::pair<std::string, std::string>>& env = {});
+  // SIGTERM, then SIGKILL after 10 s; reaps it.
+  void StopWorker(pid_t pid);
+  // The text of Dir()/<name>.log ("server" = the server's log).
+  std::string Log(const std::string& name) const;
   // Waits for the server to exit on its own (a fault injection crashing it)
   // and reaps it. False when it is still running after timeout_s.
   bool WaitForServerExit(int timeout_s);
@@ -97,6 +109,8 @@ class NpuprofHarness {
   std::string dir_;
   pid_t server_pid_ = -1;
   std::vector<std::pair<std::string, std::string>> server_env_;
+  std::vector<std::string> server_listen_;
+  std::vector<pid_t> extra_workers_;
   int local_workers_ = 2;
   int model_count_ = 0;
   bool started_ = false;

@@ -186,6 +186,12 @@ Status SshdFixture::Start() {
     }
   }
   fs::copy_file(dir_ + "/client_ed25519.pub", dir_ + "/authorized_keys");
+  // The target user's home is the fixture's own: the shells sshd starts must
+  // not run the rc files of whoever runs the tests (a pyenv init there takes a
+  // lock a killed test shell can leave behind, and every later login waits).
+  if (::mkdir((dir_ + "/home").c_str(), 0700) != 0) {
+    return Status::Io(fmt::format("cannot create {}/home: {}", dir_, std::strerror(errno)));
+  }
   Status s;
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = FreeLoopbackPort();
@@ -219,7 +225,8 @@ Status SshdFixture::WriteConfig() {
     << "UseDNS no\n"
     << "PrintMotd no\n"
     << "PrintLastLog no\n"
-    << "Subsystem sftp internal-sftp\n"
+    << "SetEnv HOME=" << dir_ << "/home\n"
+    << (sftp_subsystem_ ? "Subsystem sftp internal-sftp\n" : "")
     << "LogLevel VERBOSE\n";
   return c.good() ? Status::Ok() : Status::Io("cannot write sshd_config");
 }

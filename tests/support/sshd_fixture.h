@@ -25,6 +25,11 @@ class SshdFixture {
   SshdFixture(const SshdFixture&) = delete;
   SshdFixture& operator=(const SshdFixture&) = delete;
 
+  // Before Start(): whether sshd_config has a `Subsystem sftp` line (default
+  // yes). Without it sshd refuses SFTP, as minimal containers and hardened
+  // hosts do.
+  void set_sftp_subsystem(bool on) { sftp_subsystem_ = on; }
+
   // Creates keys/config and starts sshd; returns once the port accepts TCP.
   Status Start();
   // Stops the listener and every descendant still running. Keeps the dir.
@@ -39,6 +44,8 @@ class SshdFixture {
   int port() const { return port_; }
   const std::string& user() const { return user_; }
   const std::string& dir() const { return dir_; }
+  // The target user's $HOME in sessions of this sshd (its own, empty: no rc files run).
+  std::string home_dir() const { return dir_ + "/home"; }
   std::string identity_file() const { return dir_ + "/client_ed25519"; }
   std::string known_hosts_file() const { return dir_ + "/known_hosts"; }
   std::string host_public_key() const;  // "ssh-ed25519 AAAA..." of the current host key
@@ -60,6 +67,7 @@ class SshdFixture {
   std::string user_;
   int port_ = 0;
   pid_t pid_ = -1;
+  bool sftp_subsystem_ = true;
 };
 
 // Writes `lines` (one per line) to <dir>/env.sh and returns its path.

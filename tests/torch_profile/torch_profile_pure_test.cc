@@ -426,6 +426,8 @@ TEST(TorchProfileFlow, LaunchFailureWithoutPidFailsAtOnce) {
   ASSERT_EQ(f.Result(kServiceLaunchTask, {{"started", false}}, "", false, "devices_unavailable"), "");
   EXPECT_EQ(f.state().status, "failed");
   EXPECT_NE(f.state().error.find("devices_unavailable"), std::string::npos);
+  EXPECT_NE(f.state().error.find("the service was never launched"), std::string::npos) << f.state().error;
+  EXPECT_EQ(f.PendingCount(kServiceStopTask), 0);
 }
 
 TEST(TorchProfileFlow, LaunchLostStillStopsByRuntimeDir) {

@@ -41,7 +41,9 @@ TaskOutcome MachineCheck(const proto::Task& task, TaskContext& ctx) {
                  {"python3", !tools.value("python3", json(nullptr)).is_null()}};
   if (auto fp = session->host_key_fingerprint()) result["host_key_fingerprint"] = *fp;
   NoteHostKeyAcceptance(*session, machine, result);
-  return TaskOutcome::Success(result);
+  TaskOutcome out = TaskOutcome::Success(result);
+  out.blobs.emplace_back("machine_check.txt", run->stdout_data);  // uname and tool paths, exact bytes
+  return out;
 }
 
 }  // namespace npuprof::workers

@@ -3,6 +3,7 @@
 // component maxima / APP peaks of the newest npu_module_mem / npu_mem export.
 #include <fmt/format.h>
 
+#include "parsers/file_stream.h"
 #include "parsers/msprof_csv_parser.h"
 #include "parsers/prof_device_map.h"
 #include "workers/memory/memory_common.h"
@@ -16,8 +17,6 @@ namespace {
 constexpr const char* kCollect = R"SH(cd "$1" || exit 3
 find . -maxdepth 2 -type d -name 'device_*'
 find . -type f -name '*.csv' -size +100c -exec sh -c 'for f; do printf "@@NPUPROF_FILE %s %s\n" "$(wc -c <"$f" | tr -d " ")" "$f"; cat "$f"; done' sh {} +)SH";
-
-constexpr std::string_view kMarker = "@@NPUPROF_FILE ";
 
 json ComponentRow(const ProfCsvEntry& e, const ModuleMemComponent& m) {
   std::optional<int> dev = m.device_id;
@@ -37,31 +36,6 @@ json ComponentRow(const ProfCsvEntry& e, const ModuleMemComponent& m) {
 
 }  // namespace
 
-bool SplitFileStream(std::string_view in, std::vector<std::string>* listing,
-                     std::vector<std::pair<std::string, std::string>>* files) {
-  size_t pos = 0;
-  while (pos < in.size()) {
-    size_t eol = in.find('\n', pos);
-    if (eol == std::string_view::npos) eol = in.size();
-    std::string_view line = in.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (line.substr(0, kMarker.size()) != kMarker) {
-      if (!line.empty()) listing->emplace_back(line);
-      continue;
-    }
-    line.remove_prefix(kMarker.size());
-    const size_t sp = line.find(' ');
-    if (sp == std::string_view::npos) return false;
-    const uint64_t size = std::strtoull(std::string(line.substr(0, sp)).c_str(), nullptr, 10);
-    std::string path(line.substr(sp + 1));
-    if (pos > in.size() || in.size() - std::min(pos, in.size()) < size) return false;
-    files->emplace_back(path, std::string(in.substr(pos, size)));
-    listing->push_back(path);
-    pos += size;
-  }
-  return true;
-}
-
 TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
   TaskOutcome fail;
   auto c = mem::Open(task, tc, &fail);
@@ -70,14 +44,19 @@ TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "msprof_dir must be absolute", false);
   auto run = RunRemote(*c->session, {"sh", "-c", kCollect, "sh", dir}, std::chrono::seconds(600));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
+  if (run->stdout_omitted > 0)
+    return TaskOutcome::Failure("collect_too_large",
+                                fmt::format("the CSVs under {} are larger than the {}-byte output cap of one command",
+                                            dir, ssh::kExecOutputCap),
+                                false);
   if (run->exit_status == 3)
     return TaskOutcome::Success(json{{"csv_count", 0}, {"csvs", json::array()}, {"module_mem", json::array()},
                                      {"npu_mem", json::array()}, {"__prof_device_map__", json::object()},
                                      {"prof_dirs", json::object()}, {"note", dir + " does not exist"}});
-  std::vector<std::string> listing;
-  std::vector<std::pair<std::string, std::string>> files;
-  if (!SplitFileStream(run->stdout_data, &listing, &files))
-    return TaskOutcome::Failure("collect_truncated", "the CSV stream from the target was truncated", true);
+  auto stream = SplitFileStream(run->stdout_data);
+  if (!stream.ok()) return TaskOutcome::Failure("collect_truncated", stream.status().message(), true);
+  const std::vector<std::string>& listing = stream->listing;
+  std::vector<StreamedFile>& files = stream->files;
 
   const ProfDeviceMap map = BuildProfDeviceMap(RelativePathsFromListing(fmt::format("{}", fmt::join(listing, "\n")), "."));
   std::map<std::string, std::string> by_path;

@@ -68,7 +68,7 @@ TaskOutcome MemExport(const proto::Task& task, TaskContext& tc) {
     auto rc = s.ReadFile(dir + ".export.rc");
     if (rc.ok()) {
       const int code = std::atoi(rc->c_str());
-      auto log = s.ReadFile(dir + ".export.log");
+      auto log = ReadHeadTail(s, dir + ".export.log", kLogReadCap);
       TaskOutcome out = TaskOutcome::Success(
           json{{"status", code == 0 ? "ok" : "failed"},
                {"exit_code", code},

@@ -2,6 +2,7 @@
 // torch_npu, and the msprof wrap script written on the target.
 #include <fmt/format.h>
 
+#include "workers/handlers/service_common.h"
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
 
@@ -66,16 +67,25 @@ TaskOutcome MemPreflight(const proto::Task& task, TaskContext& tc) {
                                             where),
                                 false);
 
-  const std::string wrap = c->payload.value("wrap_script", "");
+  // The wrap script lives in the run's runtime dir: "~/" resolved, the dirs
+  // created 0700 and checked like a service's (service_runtime_dir.h).
+  auto resolved = service::ResolveRemotePath(s, c->payload.value("wrap_script", ""));
+  if (!resolved.ok()) return service::RemoteFailure(resolved.status(), c->target);
+  const std::string wrap = *resolved;
   const int freq = c->payload.value("msprof_mem_freq", 50);
-  if (wrap.empty() || wrap[0] != '/')
+  if (wrap.empty() || wrap[0] != '/' || wrap.rfind('/') == 0)
     return TaskOutcome::Failure("bad_payload", "wrap_script must be an absolute path", false);
   const std::string dir = wrap.substr(0, wrap.rfind('/'));
-  auto mk = RunRemote(s, {"mkdir", "-p", dir}, std::chrono::seconds(30));
-  if (!mk.ok()) return OutcomeFromSsh(mk.status(), c->target);
-  if (mk->exit_status != 0)
-    return TaskOutcome::Failure("remote_error", fmt::format("mkdir -p {} failed: {}", dir, mk->stderr_data), false);
-  if (Status st = s.WriteFile(wrap, MsprofWrapScript(freq), 0755); !st.ok())
+  const std::string name = wrap.substr(wrap.rfind('/') + 1);
+  auto checked = service::InspectRuntimeDir(s, c->machine, dir, /*create=*/true, {name});
+  if (!checked.ok()) {
+    if (service::IsRuntimeDirRefusal(checked.status()))
+      return TaskOutcome::Failure("unsafe_runtime_dir", checked.status().message() + ". Nothing was launched.", false);
+    return service::RemoteFailure(checked.status(), c->target);
+  }
+  if (auto why = service::UntrustedFile(*checked, dir, name, "the msprof wrap script"))
+    return TaskOutcome::Failure("untrusted_runtime", *why + ". Nothing was launched.", false);
+  if (Status st = s.WriteFile(wrap, MsprofWrapScript(freq), 0700); !st.ok())
     return TaskOutcome::Failure("remote_error", fmt::format("writing {} failed: {}", wrap, st.message()), true);
 
   TaskOutcome out = TaskOutcome::Success(json{{"msprof_path", msprof_path},

@@ -4,6 +4,7 @@
 
 #include "parsers/npu_smi_parser.h"
 #include "parsers/vllm_log_parser.h"
+#include "workers/handlers/service_common.h"
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
 
@@ -47,9 +48,11 @@ TaskOutcome MemLogs(const proto::Task& task, TaskContext& tc) {
   std::string text;
   json parts = json::object();
   for (const char* f : {"stdout_log", "stderr_log"}) {
-    const std::string path = c->payload.value(f, "");
+    auto resolved = service::ResolveRemotePath(*c->session, c->payload.value(f, ""));  // "~/" runtime dirs
+    if (!resolved.ok()) return service::RemoteFailure(resolved.status(), c->target);
+    const std::string path = *resolved;
     if (path.empty()) continue;
-    auto data = c->session->ReadFile(path);
+    auto data = ReadHeadTail(*c->session, path, kLogReadCap);
     if (!data.ok()) {
       if (ssh::ErrorKindOf(data.status()) == ssh::SshErrorKind::kRemoteError) {
         parts[f] = {{"path", path}, {"missing", true}};

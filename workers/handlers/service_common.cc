@@ -1,8 +1,13 @@
 #include "workers/handlers/service_common.h"
 
+#include <map>
+#include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "parsers/vllm_log_parser.h"
+#include "statemachine/service_spec.h"
 
 namespace npuprof::workers::service {
 
@@ -23,12 +28,102 @@ Call Open(const proto::Task& task, TaskContext& ctx) {
   return c;
 }
 
-Result<GroupStatus> QueryGroup(ssh::SshSession& session, int64_t pid) {
-  auto r = RunRemote(session, GroupStatusArgv(pid), std::chrono::seconds(30));
+Result<std::string> RemoteHome(ssh::SshSession& session) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> homes;
+  const std::string key = session.target().Endpoint();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = homes.find(key); it != homes.end()) return it->second;
+  }
+  auto r = RunRemote(session, {"sh", "-c", "printf '%s' \"$HOME\""}, std::chrono::seconds(30));
+  if (!r.ok()) return r.status();
+  const std::string home = r->stdout_data;
+  const bool ok = r->exit_status == 0 && !home.empty() && home[0] == '/' && home.size() < 4096 &&
+                  home.find_first_of(std::string("\n\r\0", 3)) == std::string::npos;
+  if (!ok)
+    return Status::Precondition(fmt::format(
+        "the home of {} on the target is not an absolute path (HOME='{}'): add the machine with --runtime-base "
+        "/abs/dir instead of a ~/ path",
+        key, home.substr(0, 200)));
+  std::lock_guard<std::mutex> lock(mu);
+  homes[key] = home;
+  return home;
+}
+
+Result<std::string> ResolveRemotePath(ssh::SshSession& session, const std::string& path) {
+  if (path.empty() || path[0] != '~') return path;
+  if (path.size() > 1 && path[1] != '/')
+    return Status::Invalid("'" + path + "': only ~/ (the SSH user's own home) is understood, not ~user");
+  auto home = RemoteHome(session);
+  if (!home.ok()) return home.status();
+  std::string h = *home;
+  while (h.size() > 1 && h.back() == '/') h.pop_back();
+  return h + path.substr(1);
+}
+
+Result<std::string> RuntimeBase(ssh::SshSession& session, const json& machine) {
+  auto resolved = ResolveRemotePath(session, sm::RuntimeBaseOf(machine));
+  if (!resolved.ok()) return resolved.status();
+  std::string b = *resolved;
+  while (b.size() > 1 && b.back() == '/') b.pop_back();
+  return b;
+}
+
+Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const json& machine, const std::string& dir,
+                                           bool create, const std::vector<std::string>& entries) {
+  auto resolved = RuntimeBase(session, machine);
+  if (!resolved.ok()) return resolved.status();
+  std::string base = *resolved;
+  auto below = ComponentsBelow(base, dir);
+  if (!below.ok() && dir.size() > 1 && dir[0] == '/' && dir.rfind('/') > 0) {
+    base = dir.substr(0, dir.rfind('/'));
+    below = ComponentsBelow(base, dir);
+  }
+  if (!below.ok()) return below.status();
+  auto r = RunRemote(session, RuntimeDirArgv(create, base, *below, entries), std::chrono::seconds(30));
+  if (!r.ok()) return r.status();
+  if (auto refused = RuntimeDirRefusal(r->stderr_data)) return Status::Denied(*refused);
+  if (r->exit_status != 0)
+    return Status::Io(fmt::format("checking the runtime dir {} failed (exit {}): {}", dir, r->exit_status,
+                                  TailLines(r->stderr_data, 3)));
+  return ParseRuntimeDirReport(r->stdout_data);
+}
+
+bool IsRuntimeDirRefusal(const Status& s) {
+  return s.code() == Code::kPermissionDenied && ssh::ErrorKindOf(s) == ssh::SshErrorKind::kNone;
+}
+
+TaskOutcome RemoteFailure(const Status& s, const ssh::SshTarget& target) {
+  if (ssh::ErrorKindOf(s) != ssh::SshErrorKind::kNone) return OutcomeFromSsh(s, target);
+  const bool input = s.code() == Code::kInvalidArgument || s.code() == Code::kFailedPrecondition;
+  return TaskOutcome::Failure(input ? "invalid_input" : "remote_error", s.message(), false);
+}
+
+namespace {
+
+Result<GroupStatus> RunGroupScript(ssh::SshSession& session, const std::string& action, int64_t pid,
+                                   const std::string& runtime_dir) {
+  auto marker = ServiceMarker(runtime_dir);
+  if (!marker.ok()) return marker.status();
+  auto argv = action == "status" ? GroupStatusArgv(pid, *marker, runtime_dir)
+                                 : SignalGroupArgv(action, pid, *marker, runtime_dir);
+  auto r = RunRemote(session, argv, std::chrono::seconds(30));
   if (!r.ok()) return r.status();
   if (r->exit_status != 0)
     return Status::Io("process status check failed on the target: " + TailLines(r->stderr_data, 3));
   return ParseGroupStatus(r->stdout_data);
+}
+
+}  // namespace
+
+Result<GroupStatus> QueryGroup(ssh::SshSession& session, int64_t pid, const std::string& runtime_dir) {
+  return RunGroupScript(session, "status", pid, runtime_dir);
+}
+
+Result<GroupStatus> SignalGroup(ssh::SshSession& session, const std::string& signal, int64_t pid,
+                                const std::string& runtime_dir) {
+  return RunGroupScript(session, signal, pid, runtime_dir);
 }
 
 Result<std::string> ReadTail(ssh::SshSession& session, const std::string& path, uint64_t max_bytes) {

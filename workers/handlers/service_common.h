@@ -1,5 +1,6 @@
-// Helpers shared by the service.* handlers (launch, wait_ready, stop): the
-// task payload, the process group status on the target, log tails and the
+// Helpers shared by the service.* handlers (launch, wait_ready, stop, watch):
+// the task payload, "~/" paths resolved on the target, the runtime dir check,
+// the service's process group status on the target, log tails and the
 // start-up diagnostics (stderr tail, known environment errors with a hint).
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "workers/handlers/service_runtime_dir.h"
 #include "workers/handlers/service_scripts.h"
 #include "workers/remote.h"
 #include "workers/task_outcome.h"
@@ -24,8 +26,41 @@ struct Call {
 };
 Call Open(const proto::Task& task, TaskContext& ctx);
 
-// Status of the process group led by pid on the target.
-Result<GroupStatus> QueryGroup(ssh::SshSession& session, int64_t pid);
+// The SSH user's home on the target ($HOME of its login shell), looked up
+// once per target (user@host:port) in this worker process and kept.
+Result<std::string> RemoteHome(ssh::SshSession& session);
+
+// path with a leading "~/" (or a bare "~") replaced by RemoteHome; any other
+// path is returned as it is. "~user/..." is refused.
+Result<std::string> ResolveRemotePath(ssh::SshSession& session, const std::string& path);
+
+// The machine record's runtime base, resolved (default sm::kDefaultRuntimeBase).
+Result<std::string> RuntimeBase(ssh::SshSession& session, const json& machine);
+
+// Runs RuntimeDirArgv for dir (absolute): from the machine's runtime base
+// down when dir is below it, else (a path of an older layout) from dir's
+// parent. A refused dir is Status::Denied with the script's message
+// (IsRuntimeDirRefusal); SSH failures keep their kind.
+Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const json& machine, const std::string& dir,
+                                           bool create, const std::vector<std::string>& entries);
+
+// True for InspectRuntimeDir's refusal (not an SSH failure).
+bool IsRuntimeDirRefusal(const Status& s);
+
+// An outcome for a failed remote step: SSH failures as OutcomeFromSsh;
+// others (a check's own verdict) not retryable, kind invalid_input for a
+// bad path or home, else remote_error.
+TaskOutcome RemoteFailure(const Status& s, const ssh::SshTarget& target);
+
+// Status of the service's process group led by pid on the target: only
+// processes carrying the marker of the service in runtime_dir count
+// (service_scripts.h). An invalid runtime dir is Status::Invalid.
+Result<GroupStatus> QueryGroup(ssh::SshSession& session, int64_t pid, const std::string& runtime_dir);
+
+// Sends signal to that process group when it is still the service's;
+// the status seen just before (signalled says whether it was sent).
+Result<GroupStatus> SignalGroup(ssh::SshSession& session, const std::string& signal, int64_t pid,
+                                const std::string& runtime_dir);
 
 // The last max_bytes of a remote file ("" when it does not exist).
 Result<std::string> ReadTail(ssh::SshSession& session, const std::string& path, uint64_t max_bytes);

@@ -13,7 +13,9 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx);
 // every round; fails at once when the service dies (stderr tail, env hint).
 TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx);
 // service.stop: SIGINT, grace, SIGTERM, grace, SIGKILL only with force, to the
-// process group. A service already gone is success.
+// process group, while it still holds the service's marked processes. A
+// service already gone (or never started, or whose pid now belongs to
+// another process) is success.
 TaskOutcome Stop(const proto::Task& task, TaskContext& ctx);
 
 // service.watch: answers only when the service died (or when cancelled).

@@ -5,6 +5,16 @@
 // service is started only by whoever creates <runtime>/.started, and every
 // other attempt adopts the pid it finds. So a re-dispatched launch never
 // starts a second vLLM.
+//
+// Safe on a shared host: the runtime dirs are created 0700 and checked
+// (service_runtime_dir.h) before anything is read or written there; a
+// launch.json or pid file npuprof cannot have written (a symbolic link,
+// another owner) fails the launch instead of being adopted; an adopted pid
+// that does not carry the service's marker is reported as not alive.
+//
+// A failure says result.started=false when this attempt knows that no
+// attempt of the launch started anything: it is the first attempt and failed
+// before its start command, or it saw no <runtime>/.started marker.
 #include <cstdlib>
 #include <sstream>
 
@@ -78,21 +88,24 @@ std::optional<TaskOutcome> PickPort(Call& c, json& rec) {
   return std::nullopt;
 }
 
-// Writes the launch record unless one exists; returns the record in force.
-Result<json> PublishRecord(Call& c, const json& rec, uint32_t attempt) {
-  const std::string rt = rec.value("runtime_dir", "");
-  auto mk = RunRemote(*c.session, {"mkdir", "-p", "--", rt}, std::chrono::seconds(30));
-  if (!mk.ok()) return mk.status();
-  if (mk->exit_status != 0) return Status::Io(fmt::format("cannot create {}: {}", rt, TailLines(mk->stderr_data, 2)));
-  const std::string tmp = fmt::format("{}/launch.json.tmp-{}", rt, attempt);
-  if (Status s = c.session->WriteFile(tmp, rec.dump(2) + "\n"); !s.ok()) return s;
-  auto pub = RunRemote(*c.session, PublishOnceArgv(rt, tmp, rt + "/launch.json"), std::chrono::seconds(30));
-  if (!pub.ok()) return pub.status();
-  auto text = c.session->ReadFile(rt + "/launch.json");
+// The launch record in force (checked as a regular file of the user's before).
+Result<json> ReadRecord(Call& c, const std::string& rt) {
+  auto text = c.session->ReadFile(rt + "/launch.json", 0, 1 << 20);
   if (!text.ok()) return text.status();
-  json in_force = json::parse(*text, nullptr, false);
-  if (in_force.is_discarded()) return Status::Corruption(rt + "/launch.json is not JSON");
-  return in_force;
+  json rec = json::parse(*text, nullptr, false);
+  if (rec.is_discarded() || !rec.is_object()) return Status::Corruption(rt + "/launch.json is not a JSON object");
+  return rec;
+}
+
+// Writes the launch record (0600) unless one exists; returns the record in force.
+Result<json> PublishRecord(Call& c, const std::string& rt, const json& rec, uint32_t attempt) {
+  const std::string tmp = fmt::format("{}/launch.json.tmp-{}", rt, attempt);
+  if (Status s = c.session->WriteFile(tmp, rec.dump(2) + "\n", 0600); !s.ok()) return s;
+  auto pub = RunRemote(*c.session, PublishOnceArgv(tmp, rt + "/launch.json"), std::chrono::seconds(30));
+  if (!pub.ok()) return pub.status();
+  if (pub->exit_status != 0)
+    return Status::Io(fmt::format("cannot publish {}/launch.json: {}", rt, TailLines(pub->stderr_data, 2)));
+  return ReadRecord(c, rt);
 }
 
 void FaultPause(TaskContext& ctx) {
@@ -109,17 +122,45 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
   Call c = Open(task, ctx);
   if (c.failure) return *c.failure;
   const json& p = c.payload;
-  const std::string rt = p.value("runtime_dir", "");
-  if (rt.size() < 2 || rt[0] != '/') return NotStarted("bad_payload", "runtime_dir must be an absolute path", false);
+  // Until the runtime dir is seen, only a first attempt knows nothing was started.
+  bool nothing_started = task.attempt() <= 1;
+  auto before_start = [&](TaskOutcome o) {
+    if (nothing_started) o.result["started"] = false;
+    return o;
+  };
+  auto ssh_failure = [&](const Status& s) {
+    if (IsRuntimeDirRefusal(s)) return before_start(TaskOutcome::Failure("unsafe_runtime_dir", s.message(), false));
+    return before_start(RemoteFailure(s, c.target));
+  };
+  const std::string given = p.value("runtime_dir", "");
+  if (given.size() < 2 || (given[0] != '/' && given.rfind("~/", 0) != 0))
+    return before_start(TaskOutcome::Failure("bad_payload", "runtime_dir must be an absolute or ~/ path", false));
+  auto resolved = ResolveRemotePath(*c.session, given);
+  if (!resolved.ok()) return ssh_failure(resolved.status());
+  const std::string rt = *resolved;
+  auto marker = ServiceMarker(rt);
+  if (!marker.ok()) return before_start(TaskOutcome::Failure("bad_payload", marker.status().message(), false));
+
+  ctx.progress("checking the runtime dir " + rt);
+  auto dir = InspectRuntimeDir(*c.session, p.value("machine", json::object()), rt, /*create=*/true,
+                               {"launch.json", ".started", "pid"});
+  if (!dir.ok()) return ssh_failure(dir.status());
+  nothing_started = dir->Entry(".started").type == "absent";
+  for (const auto& [name, what] : std::vector<std::pair<std::string, std::string>>{
+           {"launch.json", "a launch record"}, {"pid", "the service's pid file"}})
+    if (auto why = UntrustedFile(*dir, rt, name, what))
+      return before_start(TaskOutcome::Failure("untrusted_runtime", *why, false));
 
   TaskOutcome out;
   json rec;
-  auto existing = c.session->ReadFile(rt + "/launch.json");
-  if (existing.ok()) {
-    rec = json::parse(*existing, nullptr, false);
-    if (rec.is_discarded()) return TaskOutcome::Failure("corrupt_runtime", rt + "/launch.json is not JSON", false);
-  } else if (ssh::ErrorKindOf(existing.status()) != ssh::SshErrorKind::kRemoteError) {
-    return OutcomeFromSsh(existing.status(), c.target);
+  if (dir->Entry("launch.json").type == "file") {
+    auto existing = ReadRecord(c, rt);
+    if (!existing.ok()) {
+      if (existing.status().code() == Code::kCorruption)
+        return before_start(TaskOutcome::Failure("corrupt_runtime", existing.status().message(), false));
+      return ssh_failure(existing.status());
+    }
+    rec = *existing;
   } else {
     rec = {{"run_id", p.value("run_id", "")},     {"launch_no", p.value("launch_no", 1)},
            {"runtime_dir", rt},                   {"model", p.value("model", "")},
@@ -130,42 +171,46 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
            {"env", p.value("env", json::object())},
            {"extra_args", p.value("extra_args", json::array())},
            {"wrap_script", p.value("wrap_script", json(nullptr))},
-           {"env_script", c.target.env_script},   {"busy_threshold_mb", p.value("busy_threshold_mb", 4096)}};
+           {"env_script", c.target.env_script},   {"busy_threshold_mb", p.value("busy_threshold_mb", 4096)},
+           {"service_marker", "NPUPROF_SERVICE=" + *marker}};
     if (rec["devices"].is_null()) {
       ctx.progress("selecting free devices (npu-smi info)");
       if (auto fail = SelectDevices(c, rec, out)) {
         for (auto& b : out.blobs) fail->blobs.push_back(b);
-        return *fail;
+        return before_start(*fail);
       }
     }
     if (rec["port"].is_null())
-      if (auto fail = PickPort(c, rec)) return *fail;
+      if (auto fail = PickPort(c, rec)) return before_start(*fail);
     rec["argv"] = ServeArgv(rec);
-    auto published = PublishRecord(c, rec, task.attempt());
-    if (!published.ok()) return OutcomeFromSsh(published.status(), c.target);
+    auto published = PublishRecord(c, rt, rec, task.attempt());
+    if (!published.ok()) {
+      if (published.status().code() == Code::kCorruption)
+        return before_start(TaskOutcome::Failure("corrupt_runtime", published.status().message(), false));
+      return ssh_failure(published.status());
+    }
     rec = *published;
   }
 
   // Scripts are a pure function of the record; written only before the start.
-  auto started_marker = c.session->Stat(rt + "/.started");
-  if (!started_marker.ok() && ssh::ErrorKindOf(started_marker.status()) != ssh::SshErrorKind::kRemoteError)
-    return OutcomeFromSsh(started_marker.status(), c.target);
-  if (!started_marker.ok()) {
-    auto serve_sh = ServeScript(rec);
-    auto start_sh = StartScript(rec);
-    if (!serve_sh.ok()) return NotStarted("invalid_input", serve_sh.status().message(), false);
-    if (!start_sh.ok()) return NotStarted("invalid_input", start_sh.status().message(), false);
-    if (Status s = c.session->WriteFile(rt + "/_serve.sh", *serve_sh, 0755); !s.ok()) return OutcomeFromSsh(s, c.target);
-    if (Status s = c.session->WriteFile(rt + "/_start.sh", *start_sh, 0755); !s.ok()) return OutcomeFromSsh(s, c.target);
+  if (nothing_started) {
+    json script_rec = rec;
+    script_rec["runtime_dir"] = rt;
+    auto serve_sh = ServeScript(script_rec);
+    auto start_sh = StartScript(script_rec);
+    if (!serve_sh.ok()) return before_start(NotStarted("invalid_input", serve_sh.status().message(), false));
+    if (!start_sh.ok()) return before_start(NotStarted("invalid_input", start_sh.status().message(), false));
+    if (Status s = c.session->WriteFile(rt + "/_serve.sh", *serve_sh, 0700); !s.ok()) return ssh_failure(s);
+    if (Status s = c.session->WriteFile(rt + "/_start.sh", *start_sh, 0700); !s.ok()) return ssh_failure(s);
     out.blobs.emplace_back("_serve.sh", *serve_sh);
   }
 
   ctx.progress("starting the service (or adopting a running one)");
-  auto run = RunRemote(*c.session, StartOrAdoptArgv(rt), std::chrono::seconds(60));
+  auto run = RunRemote(*c.session, StartOrAdoptArgv(rt, *marker), std::chrono::seconds(60));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
   std::istringstream words(run->stdout_data);
-  std::string how, pid_text, alive;
-  words >> how >> pid_text >> alive;
+  std::string how, pid_text, state;
+  words >> how >> pid_text >> state;
   if (how == "nopid" || run->exit_status != 0)
     return TaskOutcome::Failure(
         "launch_lost",
@@ -178,8 +223,9 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
   out.result = {{"runtime_dir", rt},
                 {"pid", std::atoll(pid_text.c_str())},
                 {"pgid", std::atoll(pid_text.c_str())},
-                {"alive_at_launch", alive == "alive"},
+                {"alive_at_launch", state == "alive"},
                 {"adopted", how == "adopted"},
+                {"service_marker", "NPUPROF_SERVICE=" + *marker},
                 {"port", rec.value("port", json(nullptr))},
                 {"devices", rec.value("devices", json(nullptr))},
                 {"serve_argv", rec.value("argv", json::array())},
@@ -188,6 +234,11 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
                 {"stdout_log", rt + "/stdout.log"},
                 {"stderr_log", rt + "/stderr.log"},
                 {"wrap_script", rec.value("wrap_script", json(nullptr))}};
+  if (state == "foreign")
+    out.result["pid_not_ours"] = fmt::format(
+        "pid {} in {}/pid is alive but carries no NPUPROF_SERVICE={} marker: the service is gone and its pid "
+        "was reused by another process (not adopted)",
+        pid_text, rt, *marker);
   if (rec.contains("device_selection")) out.result["device_selection"] = rec["device_selection"];
   NoteHostKeyAcceptance(*c.session, p.value("machine", json::object()), out.result);
   return out;

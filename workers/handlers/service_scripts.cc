@@ -10,15 +10,45 @@ namespace npuprof::workers::service {
 
 namespace {
 
-// Start once (mkdir is atomic), in its own session/process group, detached;
-// then wait up to 10 s for _start.sh to record its pid. `setsid -f` forks by
-// itself, so the service is not a background job of this non-interactive
-// shell (which would start it with SIGINT and SIGQUIT ignored, and a SIGINT
-// stop during model loading would do nothing); the `&` form is the fallback
-// for a setsid without -f (util-linux < 2.31).
+// `ours PID`: true when /proc/PID/environ holds the line in $m (the marker
+// "NPUPROF_SERVICE=<value>"); always true when $m is empty. A process that
+// is exec'ing reads as an empty environ for a moment, so an empty read is
+// polled again (up to 2 s: only a process started with no environment at all
+// stays empty) before it counts as not ours; an unreadable one (another
+// user's) is not ours at once. Shared by the scripts below (each is
+// `sh -c SCRIPT NAME ARGS...`).
+// `unmarked RT`: true when RT's _start.sh sets no marker (written by an
+// npuprof from before markers): such a service is judged by pid alone.
+constexpr const char* kOursFunction = R"SH(ours() {
+  [ -z "$m" ] && return 0
+  ours_n=0
+  while :; do
+    ours_e=$(LC_ALL=C tr '\000' '\n' < "/proc/$1/environ" 2>/dev/null) || return 1
+    [ -n "$ours_e" ] && break
+    [ -d "/proc/$1" ] && [ "$ours_n" -lt 20 ] || return 1
+    ours_n=$((ours_n+1))
+    sleep 0.1
+  done
+  printf '%s\n' "$ours_e" | LC_ALL=C grep -qxF -e "$m"
+}
+unmarked() { [ -n "$1" ] && [ -f "$1/_start.sh" ] && ! grep -q 'NPUPROF_SERVICE=' "$1/_start.sh" 2>/dev/null; }
+)SH";
+
+// Start once (mkdir is atomic), in its own session/process group, detached,
+// with the marker in its environment from the first instant; then wait up to
+// 10 s for _start.sh to record its pid. The logs are created 0600 first (the
+// service itself keeps the caller's umask). `setsid -f` forks by itself, so
+// the service is not a background job of this non-interactive shell (which
+// would start it with SIGINT and SIGQUIT ignored, and a SIGINT stop during
+// model loading would do nothing); the `&` form is the fallback for a setsid
+// without -f (util-linux < 2.31).
 constexpr const char* kStartOrAdopt = R"SH(rt=$1
-if mkdir "$rt/.started" 2>/dev/null; then
+NPUPROF_SERVICE=$2
+export NPUPROF_SERVICE
+m="NPUPROF_SERVICE=$2"
+if mkdir -m 700 "$rt/.started" 2>/dev/null; then
   cd "$rt" || exit 3
+  (umask 077 && : >"$rt/stdout.log" && : >"$rt/stderr.log") || exit 3
   if setsid -f true </dev/null >/dev/null 2>&1; then
     setsid -f nohup sh "$rt/_start.sh" </dev/null >"$rt/stdout.log" 2>"$rt/stderr.log"
   else
@@ -30,28 +60,41 @@ else
 fi
 i=0
 while [ ! -s "$rt/pid" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-if [ ! -s "$rt/pid" ]; then echo "nopid $how"; exit 4; fi
-pid=$(cat "$rt/pid")
+pid=$(cat "$rt/pid" 2>/dev/null)
+if unmarked "$rt"; then m=; fi
+case $pid in ''|*[!0-9]*) echo "nopid $how"; exit 4;; esac
 s=$(cat "/proc/$pid/stat" 2>/dev/null); s=${s##*) }; st=${s%% *}
-if [ -n "$st" ] && [ "$st" != Z ]; then echo "$how $pid alive"; else echo "$how $pid dead"; fi
+if [ -z "$st" ] || [ "$st" = Z ]; then echo "$how $pid dead"
+elif ours "$pid"; then echo "$how $pid alive"
+else echo "$how $pid foreign"; fi
 )SH";
 
-// Leader state and live (non-zombie) members of process group $1, from /proc.
-constexpr const char* kGroupStatus = R"SH(pg=$1
+// $1 status|INT|TERM|KILL, $2 pgid, $3 marker value, $4 runtime dir. The
+// leader's state and the group's live members carrying the marker, from
+// /proc; a signal goes to the group only when one of them is ours.
+constexpr const char* kGroup = R"SH(act=$1 pg=$2 m="NPUPROF_SERVICE=$3" rt=$4
+if unmarked "$rt"; then m=; fi
 s=$(cat "/proc/$pg/stat" 2>/dev/null); s=${s##*) }; st=${s%% *}
 leader=gone
-if [ -n "$st" ] && [ "$st" != Z ]; then leader=alive; fi
+if [ -n "$st" ] && [ "$st" != Z ]; then
+  if ours "$pg"; then leader=alive; else leader=foreign; fi
+fi
 n=0
 for f in /proc/[0-9]*/stat; do
   s=$(cat "$f" 2>/dev/null) || continue
   s=${s##*) }
   set -- $s
-  if [ "$3" = "$pg" ] && [ "$1" != Z ]; then n=$((n+1)); fi
+  [ "$3" = "$pg" ] && [ "$1" != Z ] || continue
+  p=${f#/proc/}; p=${p%/stat}
+  if ours "$p"; then n=$((n+1)); fi
 done
-echo "leader=$leader members=$n"
+sent=no
+if [ "$act" != status ] && { [ "$leader" = alive ] || [ "$n" -gt 0 ]; }; then
+  kill -s "$act" -- "-$pg" 2>/dev/null || kill -s "$act" "$pg" 2>/dev/null
+  sent=yes
+fi
+echo "leader=$leader members=$n signalled=$sent"
 )SH";
-
-constexpr const char* kSignalGroup = R"SH(kill -s "$1" -- "-$2" 2>/dev/null || kill -s "$1" "$2" 2>/dev/null; exit 0)SH";
 
 constexpr const char* kFreePort = R"PY(import socket
 s = socket.socket()
@@ -59,7 +102,7 @@ s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])
 )PY";
 
-constexpr const char* kPublishOnce = R"SH(mkdir -p "$1" && ln "$2" "$3" 2>/dev/null; rm -f "$2"; [ -f "$3" ])SH";
+constexpr const char* kPublishOnce = R"SH(ln "$1" "$2" 2>/dev/null; rm -f "$1"; [ -f "$2" ] && [ ! -L "$2" ])SH";
 
 std::vector<std::pair<std::string, std::string>> EnvList(const json& rec) {
   std::vector<std::pair<std::string, std::string>> env;
@@ -75,11 +118,24 @@ std::vector<std::pair<std::string, std::string>> EnvList(const json& rec) {
   return env;
 }
 
+bool UserSetsHost(const json& r) {
+  for (const auto& a : r.value("extra_args", json::array()))
+    if (a.is_string() && (a == "--host" || a.get<std::string>().rfind("--host=", 0) == 0)) return true;
+  return false;
+}
+
+std::string WithOurs(const char* script) { return std::string(kOursFunction) + script; }
+
 }  // namespace
 
 std::vector<std::string> ServeArgv(const json& r) {
-  std::vector<std::string> argv = {"vllm", "serve", r.value("model", ""), "--host", "0.0.0.0",
-                                   "--port", std::to_string(r.value("port", 0))};
+  std::vector<std::string> argv = {"vllm", "serve", r.value("model", "")};
+  if (!UserSetsHost(r)) {
+    argv.push_back("--host");
+    argv.push_back("127.0.0.1");
+  }
+  argv.push_back("--port");
+  argv.push_back(std::to_string(r.value("port", 0)));
   if (r.contains("served_model_name") && r["served_model_name"].is_string() && r["served_model_name"] != "") {
     argv.push_back("--served-model-name");
     argv.push_back(r["served_model_name"]);
@@ -103,6 +159,8 @@ Result<std::string> ServeScript(const json& r) {
 
 Result<std::string> StartScript(const json& r) {
   const std::string rt = r.value("runtime_dir", "");
+  auto marker = ServiceMarker(rt);
+  if (!marker.ok()) return marker.status();
   const std::string serve_sh = rt + "/_serve.sh";
   std::string exec_line;
   if (r.contains("wrap_script") && r["wrap_script"].is_string() && r["wrap_script"] != "") {
@@ -113,28 +171,47 @@ Result<std::string> StartScript(const json& r) {
   } else {
     exec_line = "exec " + ssh::BuildCommand({"bash", serve_sh});
   }
-  return fmt::format("#!/bin/sh\n# npuprof: records this process group's leader pid, then runs the service\n"
-                     "echo $$ > {0} && mv -f {0} {1}\n{2}\n",
+  return fmt::format("#!/bin/sh\n# npuprof: marks the service's processes (NPUPROF_SERVICE, checked before any signal),\n"
+                     "# records this process group's leader pid, then runs the service\n"
+                     "NPUPROF_RUN_ID={0}; NPUPROF_SERVICE={1}; export NPUPROF_RUN_ID NPUPROF_SERVICE\n"
+                     "(umask 077 && echo $$ > {2}) && mv -f {2} {3}\n{4}\n",
+                     ssh::ShellQuote(r.value("run_id", "")), ssh::ShellQuote(*marker),
                      ssh::ShellQuote(rt + "/pid.tmp"), ssh::ShellQuote(rt + "/pid"), exec_line);
 }
 
-std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir) {
-  return {"sh", "-c", kStartOrAdopt, "npuprof-start", runtime_dir};
+Result<std::string> ServiceMarker(const std::string& runtime_dir) {
+  std::string rt = runtime_dir;
+  while (rt.size() > 1 && rt.back() == '/') rt.pop_back();
+  const auto last = rt.rfind('/');
+  const auto prev = last == std::string::npos || last == 0 ? std::string::npos : rt.rfind('/', last - 1);
+  if (prev == std::string::npos)
+    return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>");
+  const std::string run = rt.substr(prev + 1, last - prev - 1);
+  const std::string svc = rt.substr(last + 1);
+  const bool numbered = svc.size() > 8 && svc.rfind("service-", 0) == 0 &&
+                        svc.find_first_not_of("0123456789", 8) == std::string::npos;
+  if (run.empty() || run == "." || run == ".." || !numbered)
+    return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>");
+  return run + "/" + svc;
 }
 
-std::vector<std::string> GroupStatusArgv(int64_t pid) {
-  return {"sh", "-c", kGroupStatus, "npuprof-status", std::to_string(pid)};
+std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker) {
+  return {"sh", "-c", WithOurs(kStartOrAdopt), "npuprof-start", runtime_dir, marker};
 }
 
-std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid) {
-  return {"sh", "-c", kSignalGroup, "npuprof-signal", signal, std::to_string(pgid)};
+std::vector<std::string> GroupStatusArgv(int64_t pid, const std::string& marker, const std::string& runtime_dir) {
+  return {"sh", "-c", WithOurs(kGroup), "npuprof-status", "status", std::to_string(pid), marker, runtime_dir};
+}
+
+std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid, const std::string& marker,
+                                         const std::string& runtime_dir) {
+  return {"sh", "-c", WithOurs(kGroup), "npuprof-signal", signal, std::to_string(pgid), marker, runtime_dir};
 }
 
 std::vector<std::string> FreePortArgv() { return {"python3", "-c", kFreePort}; }
 
-std::vector<std::string> PublishOnceArgv(const std::string& runtime_dir, const std::string& tmp,
-                                         const std::string& final_path) {
-  return {"sh", "-c", kPublishOnce, "npuprof-publish", runtime_dir, tmp, final_path};
+std::vector<std::string> PublishOnceArgv(const std::string& tmp, const std::string& final_path) {
+  return {"sh", "-c", kPublishOnce, "npuprof-publish", tmp, final_path};
 }
 
 Result<GroupStatus> ParseGroupStatus(const std::string& out) {
@@ -144,7 +221,10 @@ Result<GroupStatus> ParseGroupStatus(const std::string& out) {
   if (l == std::string::npos || m == std::string::npos)
     return Status::Corruption("unexpected process status output: " + out.substr(0, 200));
   g.leader_alive = out.compare(l + 7, 5, "alive") == 0;
+  g.leader_foreign = out.compare(l + 7, 7, "foreign") == 0;
   g.members = std::atoi(out.c_str() + m + 8);
+  const auto sig = out.find("signalled=");
+  g.signalled = sig != std::string::npos && out.compare(sig + 10, 3, "yes") == 0;
   return g;
 }
 

@@ -3,15 +3,22 @@
 // constant helper scripts (user values only ever travel as their positional
 // arguments, quoted by workers/ssh/shell_quote.h).
 //
-// Runtime dir layout (<runtime_base>/<run_id>/service-<n>/):
-//   launch.json   the launch record (devices, port, argv), first writer wins
-//   _serve.sh     env script sourced, ASCEND_RT_VISIBLE_DEVICES + env exported, exec vllm serve ...
-//   _start.sh     records its own pid in `pid`, then execs _serve.sh (or the wrap script)
+// Runtime dir layout (<runtime_base>/<run_id>/service-<n>/, every dir 0700,
+// checked by service_runtime_dir.h before anything is read or written):
+//   launch.json   the launch record (devices, port, argv), 0600, first writer wins
+//   _serve.sh     env script sourced, ASCEND_RT_VISIBLE_DEVICES + env exported, exec vllm serve ... (0700)
+//   _start.sh     records its own pid in `pid`, then execs _serve.sh (or the wrap script) (0700)
 //   .started      created (mkdir, atomic) by the one launch that starts the service
 //   pid           pid of the service's process group leader (written by _start.sh)
-//   stdout.log, stderr.log
+//   stdout.log, stderr.log (0600)
 // The service runs with the runtime dir as its working directory, so relative
 // paths in its arguments (e.g. torch_profiler_dir "./vllm_profile") land there.
+//
+// The service's marker: every process of the service carries
+// NPUPROF_SERVICE=<run_id>/service-<n> in its environment from its first
+// instant (set before _start.sh is exec'd, inherited by every child). A pid
+// is treated as this service's only when /proc/<pid>/environ holds the marker:
+// a pid file naming a reused pid is never adopted and never signalled.
 #pragma once
 
 #include <string>
@@ -25,43 +32,62 @@ namespace npuprof::workers::service {
 
 using json = nlohmann::json;
 
-// `vllm serve <model> --host 0.0.0.0 --port <p> [--served-model-name N]
-//  --tensor-parallel-size tp [--data-parallel-size dp] <extra...>`
+// `vllm serve <model> --host 127.0.0.1 --port <p> [--served-model-name N]
+//  --tensor-parallel-size tp [--data-parallel-size dp] <extra...>`. npuprof
+// reaches the service only through its SSH tunnel, so it listens on loopback;
+// a --host in the user's extra args replaces npuprof's (passed through as given).
 std::vector<std::string> ServeArgv(const json& launch_record);
+
+// The marker value of the service whose runtime dir is `runtime_dir`:
+// "<run_id>/service-<n>" from the dir's last two components (the layout
+// sm::ServiceRuntimeDir makes). Invalid when the dir does not end so.
+Result<std::string> ServiceMarker(const std::string& runtime_dir);
 
 // _serve.sh for the launch record (fields: env_script, devices, env, argv).
 // Fails only on an invalid env name (validated earlier; checked again here).
 Result<std::string> ServeScript(const json& launch_record);
 
-// _start.sh: pid file, then `exec bash _serve.sh` or `exec bash WRAP _serve.sh RUNTIME`
-// (the env script is sourced first when wrapping, so the wrapper finds its tools).
+// _start.sh: exports NPUPROF_RUN_ID and the marker, writes the pid file, then
+// `exec bash _serve.sh` or `exec bash WRAP _serve.sh RUNTIME` (the env script
+// is sourced first when wrapping, so the wrapper finds its tools).
 Result<std::string> StartScript(const json& launch_record);
 
-// argv that starts the service once per runtime dir, or adopts it:
-// prints "started PID alive|dead", "adopted PID alive|dead" or "nopid started|adopted".
-std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir);
+// argv that starts the service once per runtime dir (logs created 0600, the
+// marker in the environment), or adopts it: prints "started PID STATE",
+// "adopted PID STATE" or "nopid started|adopted"; STATE is alive, dead, or
+// foreign (alive but without the marker: the pid was reused, not ours). A
+// runtime dir whose _start.sh sets no marker is judged by pid alone.
+std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker);
 
-// argv printing "leader=alive|gone members=N" for a process group led by pid
-// (zombies count as gone).
-std::vector<std::string> GroupStatusArgv(int64_t pid);
+// argv printing "leader=alive|gone|foreign members=N signalled=no" for the
+// process group led by pid. Only processes carrying the marker count: the
+// leader is "foreign" when the pid is alive without it (reused), members are
+// the group's live processes with it (zombies count as gone). A runtime dir
+// whose _start.sh sets no marker (written before markers existed) is checked
+// by pid alone, as it was then.
+std::vector<std::string> GroupStatusArgv(int64_t pid, const std::string& marker, const std::string& runtime_dir);
 
-// argv sending signal (INT, TERM, KILL) to the process group pgid.
-std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid);
+// Same check, then signal (INT, TERM, KILL) to the process group pgid only
+// when it holds a process with the marker: prints the status before the
+// signal with signalled=yes|no.
+std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid, const std::string& marker,
+                                         const std::string& runtime_dir);
 
 // argv printing a free TCP port on the target (python3 binds port 0).
 std::vector<std::string> FreePortArgv();
 
-// argv creating the runtime dir and publishing tmp as final unless final exists
-// (hard link: the first writer wins); prints nothing.
-std::vector<std::string> PublishOnceArgv(const std::string& runtime_dir, const std::string& tmp,
-                                         const std::string& final_path);
+// argv publishing tmp as final unless final exists (hard link: the first
+// writer wins; the runtime dir exists already); prints nothing.
+std::vector<std::string> PublishOnceArgv(const std::string& tmp, const std::string& final_path);
 
 struct GroupStatus {
-  bool leader_alive = false;
-  int members = 0;
+  bool leader_alive = false;    // alive and carrying the marker
+  bool leader_foreign = false;  // alive without the marker: the pid now belongs to another process
+  int members = 0;              // live group members carrying the marker
+  bool signalled = false;       // SignalGroupArgv sent the signal
   bool any_alive() const { return leader_alive || members > 0; }
 };
-// Parses GroupStatusArgv's output.
+// Parses the output of GroupStatusArgv and SignalGroupArgv.
 Result<GroupStatus> ParseGroupStatus(const std::string& out);
 
 }  // namespace npuprof::workers::service

@@ -1,6 +1,14 @@
 // service.stop: SIGINT to the service's process group, wait grace; SIGTERM,
 // wait grace; SIGKILL only with force. A service that is already gone (or was
-// never started) is success. The log tails are kept as evidence.
+// never started: never_started) is success. The log tails are kept as
+// evidence.
+//
+// Only the service's own processes are signalled: before every signal the
+// group's processes are checked for the service's marker (service_scripts.h).
+// A pid that is alive without it was reused by another process: it counts as
+// "already gone" for this service (not_ours says so) and is never signalled.
+// The pid file is read only from a runtime dir the checks accept
+// (service_runtime_dir.h).
 #include <fmt/format.h>
 
 #include "workers/handlers/service_common.h"
@@ -16,7 +24,7 @@ namespace {
 Result<int64_t> PidFromRuntime(Call& c, const std::string& rt, TaskContext& ctx) {
   PollBackoff backoff(std::chrono::milliseconds(250));
   for (int i = 0; i < 40; ++i) {
-    auto text = c.session->ReadFile(rt + "/pid");
+    auto text = c.session->ReadFile(rt + "/pid", 0, 64);
     if (text.ok() && std::atoll(text->c_str()) > 0) return static_cast<int64_t>(std::atoll(text->c_str()));
     if (!text.ok() && ssh::ErrorKindOf(text.status()) != ssh::SshErrorKind::kRemoteError) return text.status();
     auto marker = c.session->Stat(rt + "/.started");
@@ -30,11 +38,12 @@ Result<int64_t> PidFromRuntime(Call& c, const std::string& rt, TaskContext& ctx)
 }
 
 // Waits until the group is gone or grace passes; true when gone.
-Result<bool> WaitGone(Call& c, int64_t pid, int64_t grace_ms, TaskContext& ctx, const std::string& after) {
+Result<bool> WaitGone(Call& c, int64_t pid, int64_t grace_ms, TaskContext& ctx, const std::string& after,
+                      const std::string& rt) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   PollBackoff backoff(std::chrono::milliseconds(250));
   while (true) {
-    auto st = QueryGroup(*c.session, pid);
+    auto st = QueryGroup(*c.session, pid, rt);
     if (!st.ok()) return st.status();
     if (!st->any_alive()) return true;
     if (std::chrono::steady_clock::now() >= end) return false;
@@ -49,19 +58,21 @@ TaskOutcome Stop(const proto::Task& task, TaskContext& ctx) {
   Call c = Open(task, ctx);
   if (c.failure) return *c.failure;
   const json& p = c.payload;
-  const std::string rt = p.value("runtime_dir", "");
   const bool force = p.value("force", false);
   const int64_t grace_ms = p.value("grace_s", int64_t{10}) * 1000;
   int64_t pid = p.contains("pid") && p["pid"].is_number_integer() ? p["pid"].get<int64_t>() : 0;
-  if (pid <= 0 && !rt.empty()) {
-    auto found = PidFromRuntime(c, rt, ctx);
-    if (!found.ok()) return OutcomeFromSsh(found.status(), c.target);
-    pid = *found;
-  }
+  auto resolved = ResolveRemotePath(*c.session, p.value("runtime_dir", ""));
+  if (!resolved.ok()) return RemoteFailure(resolved.status(), c.target);
+  const std::string rt = *resolved;
+  if (!ServiceMarker(rt).ok())
+    return TaskOutcome::Failure("bad_payload", "service.stop needs the service's runtime_dir (<base>/<run>/service-<n>)",
+                                false);
+
   TaskOutcome out;
   json signals = json::array();
+  bool dir_readable = false;
   auto finish_ok = [&](bool already_gone) {
-    if (!rt.empty()) {
+    if (dir_readable) {
       TaskOutcome logs;
       json d = Diagnostics(*c.session, rt, logs);
       out.blobs = std::move(logs.blobs);
@@ -69,23 +80,62 @@ TaskOutcome Stop(const proto::Task& task, TaskContext& ctx) {
     }
     out.ok = true;
     out.result.update(json{{"stopped", true}, {"already_gone", already_gone}, {"signals", signals}, {"pid", pid},
-                           {"force", force}});
+                           {"force", force}, {"runtime_dir", rt}});
     return out;
   };
+
+  auto dir = InspectRuntimeDir(*c.session, p.value("machine", json::object()), rt, /*create=*/false, {"pid", ".started"});
+  if (!dir.ok()) {
+    if (!IsRuntimeDirRefusal(dir.status())) return RemoteFailure(dir.status(), c.target);
+    if (pid <= 0)
+      return TaskOutcome::Failure("unsafe_runtime_dir",
+                                  dir.status().message() + " — its pid file is not read; stop the service by hand",
+                                  false);
+    out.result["runtime_dir_refused"] = dir.status().message();  // the known pid is still checked and stopped
+  } else if (!dir->exists || dir->Entry(".started").type == "absent") {
+    if (pid <= 0) {
+      out.result["never_started"] = true;
+      out.result["note"] = fmt::format("{} has no start marker: the service was never launched", rt);
+      return finish_ok(true);
+    }
+  } else {
+    dir_readable = true;
+    if (pid <= 0) {
+      if (auto why = UntrustedFile(*dir, rt, "pid", "the service's pid file"))
+        return TaskOutcome::Failure("untrusted_runtime", *why, false);
+      auto found = PidFromRuntime(c, rt, ctx);
+      if (!found.ok()) return RemoteFailure(found.status(), c.target);
+      pid = *found;
+    }
+  }
   if (pid <= 0) return finish_ok(true);
-  auto st = QueryGroup(*c.session, pid);
-  if (!st.ok()) return OutcomeFromSsh(st.status(), c.target);
-  if (!st->any_alive()) return finish_ok(true);
+  auto not_ours = [&](const GroupStatus& st) {
+    if (st.leader_foreign)
+      out.result["not_ours"] = fmt::format(
+          "pid {} is alive but carries no NPUPROF_SERVICE marker of this service: its pid was reused by another "
+          "process, which was not signalled",
+          pid);
+  };
+  auto st = QueryGroup(*c.session, pid, rt);
+  if (!st.ok()) return RemoteFailure(st.status(), c.target);
+  if (!st->any_alive()) {
+    not_ours(*st);
+    return finish_ok(true);
+  }
 
   std::vector<std::pair<std::string, int64_t>> steps = {{"INT", grace_ms}, {"TERM", grace_ms}};
   if (force) steps.emplace_back("KILL", 5000);
   for (const auto& [sig, wait_ms] : steps) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "stop cancelled", false);
-    auto sent = RunRemote(*c.session, SignalGroupArgv(sig, pid), std::chrono::seconds(30));
-    if (!sent.ok()) return OutcomeFromSsh(sent.status(), c.target);
+    auto sent = SignalGroup(*c.session, sig, pid, rt);
+    if (!sent.ok()) return RemoteFailure(sent.status(), c.target);
+    if (!sent->signalled) {  // gone (or no longer ours) since the last look
+      not_ours(*sent);
+      return finish_ok(signals.empty());
+    }
     signals.push_back("SIG" + sig);
-    auto gone = WaitGone(c, pid, wait_ms, ctx, "SIG" + sig);
-    if (!gone.ok()) return OutcomeFromSsh(gone.status(), c.target);
+    auto gone = WaitGone(c, pid, wait_ms, ctx, "SIG" + sig, rt);
+    if (!gone.ok()) return RemoteFailure(gone.status(), c.target);
     if (*gone) return finish_ok(false);
   }
   out = TaskOutcome::Failure(

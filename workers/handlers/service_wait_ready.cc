@@ -1,6 +1,7 @@
 // service.wait_ready: ready = GET /health answers 200 and GET /v1/models lists
-// the served name. Each round first checks that the pid is alive, so an early
-// death ends the wait at once. Read-only; a re-dispatched attempt only waits
+// the served name. Each round first checks that the pid is alive and still the
+// service's (its marker, service_scripts.h), so an early death ends the wait
+// at once. Read-only; a re-dispatched attempt only waits
 // for what is left of the absolute deadline.
 #include <fmt/format.h>
 
@@ -52,9 +53,10 @@ Probe ProbeHttp(ssh::SshSession& session, int port, const std::string& served) {
   return pr;
 }
 
-TaskOutcome Died(ssh::SshSession& session, const std::string& rt, int64_t pid) {
+TaskOutcome Died(ssh::SshSession& session, const std::string& rt, int64_t pid, bool pid_reused) {
   TaskOutcome out;
   json d = Diagnostics(session, rt, out);
+  if (pid_reused) d["pid_not_ours"] = true;
   const std::string hint = d.value("env_hint", "");
   const std::string tail = TailLines(d.value("stderr_tail", ""), 5);
   out.retryable = false;
@@ -66,8 +68,9 @@ TaskOutcome Died(ssh::SshSession& session, const std::string& rt, int64_t pid) {
                             pid, hint, tail);
   } else {
     out.error_kind = "service_died";
-    out.error = fmt::format("vLLM (pid {}) exited before it was ready; stderr tail ({}/stderr.log):\n{}", pid, rt,
-                            tail);
+    out.error = fmt::format("vLLM (pid {}) exited before it was ready{}; stderr tail ({}/stderr.log):\n{}", pid,
+                            pid_reused ? " (the pid now belongs to another process without the service's marker)" : "",
+                            rt, tail);
   }
   return out;
 }
@@ -78,7 +81,9 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
   Call c = Open(task, ctx);
   if (c.failure) return *c.failure;
   const json& p = c.payload;
-  const std::string rt = p.value("runtime_dir", "");
+  auto resolved = ResolveRemotePath(*c.session, p.value("runtime_dir", ""));
+  if (!resolved.ok()) return RemoteFailure(resolved.status(), c.target);
+  const std::string rt = *resolved;
   const int64_t pid = p.value("pid", int64_t{0});
   const int port = p.value("port", 0);
   const std::string served = p.value("served_model_name", "");
@@ -92,9 +97,9 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
   PollBackoff backoff(std::chrono::milliseconds(500));
   while (true) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
-    auto st = QueryGroup(*c.session, pid);
-    if (!st.ok()) return OutcomeFromSsh(st.status(), c.target);
-    if (!st->leader_alive) return Died(*c.session, rt, pid);
+    auto st = QueryGroup(*c.session, pid, rt);
+    if (!st.ok()) return RemoteFailure(st.status(), c.target);
+    if (!st->leader_alive) return Died(*c.session, rt, pid, st->leader_foreign);
     Probe pr = ProbeHttp(*c.session, port, served);
     ++rounds;
     last = pr.observation;

@@ -1,7 +1,8 @@
 // service.watch: polls a ready service's process group leader every poll_s
-// seconds and answers only when it is gone (failure `service_died`, with the
-// stderr tail and logs as evidence) or when the broker cancels the attempt
-// (the run is stopping). Read-only, so re-dispatch after a lost worker or a
+// seconds and answers only when it is gone — or alive without the service's
+// marker, its pid reused — (failure `service_died`, with the stderr tail and
+// logs as evidence) or when the broker cancels the attempt (the run is
+// stopping). Read-only, so re-dispatch after a lost worker or a
 // server restart simply watches again. Each poll reports progress, which
 // keeps the task's lease alive.
 #include <fmt/format.h>
@@ -15,21 +16,24 @@ TaskOutcome Watch(const proto::Task& task, TaskContext& ctx) {
   Call c = Open(task, ctx);
   if (c.failure) return *c.failure;
   const json& p = c.payload;
-  const std::string rt = p.value("runtime_dir", "");
+  auto resolved = ResolveRemotePath(*c.session, p.value("runtime_dir", ""));
+  if (!resolved.ok()) return RemoteFailure(resolved.status(), c.target);
+  const std::string rt = *resolved;
   const int64_t pid = p.contains("pid") && p["pid"].is_number_integer() ? p["pid"].get<int64_t>() : 0;
   const int64_t poll_ms = std::max<int64_t>(1, p.value("poll_s", int64_t{10})) * 1000;
   if (pid <= 0) return TaskOutcome::Failure("bad_payload", "service.watch needs the service pid", false);
   int polls = 0;
   while (true) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "watch cancelled", false);
-    auto st = QueryGroup(*c.session, pid);
-    if (!st.ok()) return OutcomeFromSsh(st.status(), c.target);
+    auto st = QueryGroup(*c.session, pid, rt);
+    if (!st.ok()) return RemoteFailure(st.status(), c.target);
     ++polls;
     if (!st->leader_alive) {
       TaskOutcome out;
       json d = Diagnostics(*c.session, rt, out);
       d["polls"] = polls;
       d["members_left"] = st->members;
+      if (st->leader_foreign) d["pid_not_ours"] = true;
       out.result = d;
       out.retryable = false;
       out.error_kind = "service_died";

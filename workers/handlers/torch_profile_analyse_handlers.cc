@@ -141,7 +141,7 @@ TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
   }
   analyse["finished"] = finished;
   TaskOutcome out;
-  auto log = session->ReadFile(marker + ".log");
+  auto log = ReadHeadTail(*session, marker + ".log", kLogReadCap);
   if (log.ok()) {
     analyse["log_tail"] = TailLines(*log, 5);
     out.blobs.emplace_back("analyse.log", *log);

@@ -53,10 +53,4 @@ TaskOutcome MemWeights(const proto::Task& task, TaskContext& ctx);
 // execs msprof around `bash _serve.sh` with output <runtime>/msprof_data).
 std::string MsprofWrapScript(int mem_freq_hz);
 
-// Splits the collect command's stream: lines "@@NPUPROF_FILE <size> <path>"
-// each followed by exactly <size> bytes; other lines are listing lines.
-// Pure. Returns false when the stream is truncated.
-bool SplitFileStream(std::string_view stream, std::vector<std::string>* listing,
-                     std::vector<std::pair<std::string, std::string>>* files);
-
 }  // namespace npuprof::workers

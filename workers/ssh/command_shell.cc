@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "workers/ssh/command_shell_protocol.h"
+#include "workers/ssh/output_cap.h"
 #include "workers/ssh/ssh_internal.h"
 #include "workers/ssh/ssh_session.h"
 
@@ -99,7 +100,8 @@ Status SshSession::EnsureShellLocked(internal::Clock::time_point deadline) {
 
 void SshSession::KillShellCommandLocked() {
   if (shell_pid_ > 0) {
-    auto r = ExecOnChannelLocked(KillCommandTreeScript(shell_pid_), std::chrono::seconds(5), {});
+    auto r = ExecOnChannelLocked(KillCommandTreeScript(shell_pid_), std::chrono::seconds(5), {},
+                                 OutputCap::kMinCap);
     if (!r.ok()) spdlog::warn("ssh: {}: could not stop a timed-out command: {}", target_.Endpoint(),
                               r.status().ToString());
   }
@@ -108,7 +110,8 @@ void SshSession::KillShellCommandLocked() {
 }
 
 std::optional<Result<ExecResult>> SshSession::ExecInShellLocked(const std::string& command,
-                                                                std::chrono::milliseconds timeout) {
+                                                                std::chrono::milliseconds timeout,
+                                                                size_t output_cap) {
   const auto start = internal::Clock::now();
   const auto deadline = start + timeout;
   const std::string nonce = NewNonce();
@@ -142,6 +145,7 @@ std::optional<Result<ExecResult>> SshSession::ExecInShellLocked(const std::strin
   Note(internal::Stat::kCommands);
 
   ExecResult out;
+  OutputCap out_cap(output_cap), err_cap(output_cap);  // keep >= MaxMarkerSize at the end
   std::optional<StdoutMarker> out_end;
   std::optional<size_t> err_end;
   const size_t back = MaxMarkerSize(nonce);
@@ -162,8 +166,10 @@ std::optional<Result<ExecResult>> SshSession::ExecInShellLocked(const std::strin
         got = true;
         if (is_stderr) {
           err_end = FindStderrMarker(acc, nonce, from);
+          if (!err_end) err_cap.Trim(acc);
         } else {
           out_end = FindStdoutMarker(acc, nonce, from);
+          if (!out_end) out_cap.Trim(acc);
         }
       } else if (n == SSH_ERROR && !AliveLocked()) {
         return lost("mid-command");
@@ -194,6 +200,8 @@ std::optional<Result<ExecResult>> SshSession::ExecInShellLocked(const std::strin
   if (err_end) out.stderr_data.resize(*err_end);
   Note(internal::Stat::kPayloadIn,
        static_cast<int64_t>(out.stdout_data.size() + out.stderr_data.size()));
+  out.stdout_omitted = out_cap.Finish(out.stdout_data);
+  out.stderr_omitted = err_cap.Finish(out.stderr_data);
   out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       internal::Clock::now() - start);
   if (out.timed_out) last_kind_ = SshErrorKind::kTimeout;

@@ -1,6 +1,7 @@
 #include "workers/ssh/command_shell_protocol.h"
 
 #include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -40,25 +41,32 @@ std::string CommandShellFrame(std::string_view command, std::string_view nonce) 
 
 namespace {
 
-// Parses decimal digits at out[pos..] up to a '\n'; returns the index of the '\n'.
-std::optional<size_t> DigitsThenNewline(std::string_view out, size_t pos, int64_t* value) {
+// Parses 1..max_digits decimal digits at out[pos..] up to a '\n'; returns the
+// index of the '\n'.
+std::optional<size_t> DigitsThenNewline(std::string_view out, size_t pos, size_t max_digits,
+                                        int64_t* value) {
   size_t i = pos;
-  while (i < out.size() && out[i] >= '0' && out[i] <= '9') ++i;
-  if (i == pos || i >= out.size() || out[i] != '\n') return std::nullopt;
+  while (i < out.size() && i - pos <= max_digits && out[i] >= '0' && out[i] <= '9') ++i;
+  if (i == pos || i - pos > max_digits || i >= out.size() || out[i] != '\n') return std::nullopt;
   auto [p, ec] = std::from_chars(out.data() + pos, out.data() + i, *value);
   if (ec != std::errc() || p != out.data() + i) return std::nullopt;
   return i;
 }
 
-// Finds "\n<nonce>:<digits>\n" at or after `from`.
+// Finds "\n<nonce>:<number>\n" at or after `from`, the number 1..max_digits
+// digits within [min, max]; a look-alike outside that is skipped.
 std::optional<StdoutMarker> FindNumberedMarker(std::string_view out, std::string_view nonce,
-                                               size_t from) {
+                                               size_t from, size_t max_digits, int64_t min,
+                                               int64_t max, int64_t* number) {
   const std::string head = fmt::format("\n{}:", nonce);
   for (size_t at = out.find(head, from); at != std::string_view::npos;
        at = out.find(head, at + 1)) {
     int64_t v = 0;
-    auto nl = DigitsThenNewline(out, at + head.size(), &v);
-    if (nl) return StdoutMarker{at, *nl + 1, static_cast<int>(v)};
+    auto nl = DigitsThenNewline(out, at + head.size(), max_digits, &v);
+    if (nl && v >= min && v <= max) {
+      *number = v;
+      return StdoutMarker{at, *nl + 1, 0};
+    }
   }
   return std::nullopt;
 }
@@ -66,14 +74,22 @@ std::optional<StdoutMarker> FindNumberedMarker(std::string_view out, std::string
 }  // namespace
 
 std::optional<int64_t> FindShellReady(std::string_view out, std::string_view ready_nonce) {
-  auto m = FindNumberedMarker(out, ready_nonce, 0);
-  if (!m) return std::nullopt;
-  return m->exit_status;  // the number after the nonce: the driver's pid
+  // The driver's $$: a positive pid (19 digits hold any int64).
+  int64_t pid = 0;
+  if (!FindNumberedMarker(out, ready_nonce, 0, 19, 1, std::numeric_limits<int64_t>::max(), &pid)) {
+    return std::nullopt;
+  }
+  return pid;
 }
 
 std::optional<StdoutMarker> FindStdoutMarker(std::string_view out, std::string_view nonce,
                                              size_t from) {
-  return FindNumberedMarker(out, nonce, from);
+  // The shell's $?: 0..255, at most 3 digits, so a marker is never longer than
+  // MaxMarkerSize and a re-scan from (size - MaxMarkerSize) cannot miss one.
+  int64_t status = 0;
+  auto m = FindNumberedMarker(out, nonce, from, 3, 0, 255, &status);
+  if (m) m->exit_status = static_cast<int>(status);
+  return m;
 }
 
 std::optional<size_t> FindStderrMarker(std::string_view err, std::string_view nonce,

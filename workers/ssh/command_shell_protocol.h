@@ -44,7 +44,8 @@ std::string CommandShellDriver(std::string_view ready_nonce);
 std::string CommandShellFrame(std::string_view command, std::string_view nonce);
 
 // Finds "\n<ready_nonce>:<pid>\n" in the driver's first output (anything an
-// rc file printed before it is ignored). nullopt until it is complete.
+// rc file printed before it is ignored; a pid that is not 1..2^63-1 is no
+// ready line). nullopt until it is complete.
 std::optional<int64_t> FindShellReady(std::string_view out, std::string_view ready_nonce);
 
 struct StdoutMarker {
@@ -53,8 +54,9 @@ struct StdoutMarker {
   int exit_status = 0;  // as the driver's shell reported it (0..255)
 };
 // Searches `out` from index `from` (a caller re-scanning a growing buffer
-// passes the previous size minus the marker's length) for the stdout marker.
-// nullopt until a complete marker is present.
+// passes the previous size minus MaxMarkerSize) for the stdout marker: the
+// status is 1-3 digits and 0..255, anything else after the nonce is no
+// marker. nullopt until a complete marker is present.
 std::optional<StdoutMarker> FindStdoutMarker(std::string_view out, std::string_view nonce,
                                              size_t from = 0);
 // Index of the stderr marker's leading '\n' (= size of the command's stderr).

@@ -6,10 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
+#include <charconv>
 #include <fmt/format.h>
 
 #include "common/text.h"
+#include "common/utf8.h"
 #include "workers/ssh/ssh_internal.h"
 #include "workers/ssh/ssh_session.h"
 
@@ -33,8 +34,24 @@ bool HasCtl(std::string_view s, bool allow_space) {
 
 enum class Parse { kComplete, kIncomplete, kError };
 
+// Remote bytes quoted in an error: valid UTF-8, at most 60 bytes.
+std::string Quote(std::string_view s) { return TruncateUtf8(s, 60); }
+
+// A number of exactly the digits of `s` (base 10 or 16), nothing else: no
+// sign, prefix or space, and it fits 64 bits. strtoull would take "-1",
+// "0x10" and " 5", and wrap "-2" to 2^64 - 2.
+std::optional<uint64_t> StrictNumber(std::string_view s, int base) {
+  if (s.empty()) return std::nullopt;
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n, base);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return n;
+}
+
 // Decodes a chunked body starting at `body`. Returns kIncomplete if the final
-// chunk and trailer section have not arrived yet.
+// chunk and trailer section have not arrived yet. A chunk size is checked
+// against the bytes that remain, never added to a position (a size near 2^64
+// would wrap).
 Parse DecodeChunked(std::string_view body, std::string* out, std::string* err) {
   size_t pos = 0;
   out->clear();
@@ -42,17 +59,14 @@ Parse DecodeChunked(std::string_view body, std::string* out, std::string* err) {
     size_t eol = body.find("\r\n", pos);
     if (eol == std::string_view::npos) return Parse::kIncomplete;
     std::string_view line = body.substr(pos, eol - pos);
-    line = line.substr(0, line.find(';'));
-    line = Trim(line);
-    char* end = nullptr;
-    std::string hex(line);
-    unsigned long long n = std::strtoull(hex.c_str(), &end, 16);
-    if (hex.empty() || end == nullptr || *end != '\0') {
-      *err = fmt::format("bad chunk size line '{}'", hex.substr(0, 40));
+    line = Trim(line.substr(0, line.find(';')));
+    const auto n = StrictNumber(line, 16);
+    if (!n) {
+      *err = fmt::format("bad chunk size line '{}'", Quote(body.substr(pos, eol - pos)));
       return Parse::kError;
     }
     pos = eol + 2;
-    if (n == 0) {
+    if (*n == 0) {
       // Trailers end with an empty line.
       while (true) {
         size_t t = body.find("\r\n", pos);
@@ -61,22 +75,25 @@ Parse DecodeChunked(std::string_view body, std::string* out, std::string* err) {
         pos = t + 2;
       }
     }
-    if (body.size() < pos + n + 2) return Parse::kIncomplete;
-    out->append(body.substr(pos, n));
-    if (body.substr(pos + n, 2) != "\r\n") {
+    const size_t left = body.size() - pos;
+    if (left < *n || left - *n < 2) return Parse::kIncomplete;
+    out->append(body.substr(pos, *n));
+    pos += *n;
+    if (body.substr(pos, 2) != "\r\n") {
       *err = "chunk not followed by CRLF";
       return Parse::kError;
     }
-    pos += n + 2;
+    pos += 2;
   }
 }
 
 Parse ParseImpl(std::string_view raw, bool head, bool eof, HttpResponse* out, std::string* err) {
+  // The head ends at the first blank line, whichever line ends it uses.
   size_t hdr_end = raw.find("\r\n\r\n");
   size_t body_start = hdr_end + 4;
-  if (hdr_end == std::string_view::npos) {
-    hdr_end = raw.find("\n\n");
-    body_start = hdr_end + 2;
+  if (const size_t lf = raw.find("\n\n"); lf != std::string_view::npos && lf < hdr_end) {
+    hdr_end = lf;
+    body_start = lf + 2;
   }
   if (hdr_end == std::string_view::npos) {
     if (!eof) return Parse::kIncomplete;
@@ -86,16 +103,19 @@ Parse ParseImpl(std::string_view raw, bool head, bool eof, HttpResponse* out, st
   std::string_view head_block = raw.substr(0, hdr_end);
   size_t line_end = head_block.find('\n');
   std::string_view status_line = Trim(head_block.substr(0, line_end));
-  if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12) {
-    *err = fmt::format("bad status line '{}'", std::string(status_line.substr(0, 60)));
+  // "HTTP/1.x NNN[ reason]", the code exactly three digits.
+  const auto code = status_line.size() >= 12 ? StrictNumber(status_line.substr(9, 3), 10) : std::nullopt;
+  if (!status_line.starts_with("HTTP/1.") || status_line.size() < 12 || status_line[8] != ' ' ||
+      (status_line.size() > 12 && status_line[12] != ' ')) {
+    *err = fmt::format("bad status line '{}'", Quote(status_line));
+    return Parse::kError;
+  }
+  if (!code || *code < 100) {
+    *err = fmt::format("bad status code '{}'", Quote(status_line.substr(9, 3)));
     return Parse::kError;
   }
   HttpResponse r;
-  r.status = std::atoi(std::string(status_line.substr(9, 3)).c_str());
-  if (r.status < 100 || r.status > 999) {
-    *err = "bad status code";
-    return Parse::kError;
-  }
+  r.status = static_cast<int>(*code);
   if (status_line.size() > 13) r.reason = std::string(status_line.substr(13));
   std::string_view rest =
       line_end == std::string_view::npos ? std::string_view() : head_block.substr(line_end + 1);
@@ -106,7 +126,7 @@ Parse ParseImpl(std::string_view raw, bool head, bool eof, HttpResponse* out, st
     if (line.empty()) continue;
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) {
-      *err = fmt::format("bad header line '{}'", std::string(line.substr(0, 60)));
+      *err = fmt::format("bad header line '{}'", Quote(line));
       return Parse::kError;
     }
     r.headers.emplace_back(std::string(Trim(line.substr(0, colon))),
@@ -127,18 +147,17 @@ Parse ParseImpl(std::string_view raw, bool head, bool eof, HttpResponse* out, st
       return Parse::kError;
     }
   } else if (cl) {
-    char* end = nullptr;
-    unsigned long long n = std::strtoull(cl->c_str(), &end, 10);
-    if (cl->empty() || *end != '\0') {
-      *err = fmt::format("bad Content-Length '{}'", *cl);
+    const auto n = StrictNumber(*cl, 10);
+    if (!n) {
+      *err = fmt::format("bad Content-Length '{}'", Quote(*cl));
       return Parse::kError;
     }
-    if (body.size() < n) {
+    if (body.size() < *n) {
       if (!eof) return Parse::kIncomplete;
-      *err = fmt::format("body truncated: {} of {} bytes", body.size(), n);
+      *err = fmt::format("body truncated: {} of {} bytes", body.size(), *n);
       return Parse::kError;
     }
-    r.body = std::string(body.substr(0, n));
+    r.body = std::string(body.substr(0, *n));
   } else {
     if (!eof) return Parse::kIncomplete;  // delimited by connection close
     r.body = std::string(body);
@@ -331,7 +350,14 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
       }
       if (!AliveLocked()) break;
       const bool head = reqs[s.idx].method == "HEAD";
-      if (eof || HttpResponseComplete(s.raw, head)) {
+      if (s.raw.size() > reqs[s.idx].max_response_bytes) {
+        finish(s, Fail(SshErrorKind::kRemoteError, Code::kIoError,
+                       fmt::format("HTTP {} {} to port {}: the response is larger than {} bytes",
+                                   reqs[s.idx].method, reqs[s.idx].path, reqs[s.idx].remote_port,
+                                   reqs[s.idx].max_response_bytes)),
+               true);
+        progressed = true;
+      } else if (eof || HttpResponseComplete(s.raw, head)) {
         auto parsed = ParseHttpResponse(s.raw, head);
         finish(s, parsed.ok() ? std::move(parsed)
                               : Result<HttpResponse>(Fail(SshErrorKind::kRemoteError,

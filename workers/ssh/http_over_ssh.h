@@ -18,6 +18,10 @@ namespace npuprof::ssh {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
+// A response (status line, headers and body as received) larger than this is
+// refused (docs/RELIABILITY.md, "Caps"): vLLM's answers are kilobytes.
+inline constexpr size_t kHttpResponseCap = size_t{16} << 20;
+
 struct HttpRequest {
   std::string remote_host = "127.0.0.1";  // as seen from the target machine
   int remote_port = 0;
@@ -26,6 +30,7 @@ struct HttpRequest {
   HttpHeaders headers;  // Host, Connection and Content-Length are added
   std::string body;
   std::chrono::milliseconds timeout{10000};  // whole request: open, send, read
+  size_t max_response_bytes = kHttpResponseCap;
 };
 
 struct HttpResponse {

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include "workers/ssh/output_cap.h"
 #include "workers/ssh/ssh_internal.h"
 
 namespace npuprof::ssh {
@@ -28,14 +29,30 @@ const char* SshErrorKindName(SshErrorKind k) {
     case SshErrorKind::kConnectionLost: return "connection_lost";
     case SshErrorKind::kRemoteError: return "remote_error";
     case SshErrorKind::kInvalidInput: return "invalid_input";
+    case SshErrorKind::kSubsystemRefused: return "subsystem_refused";
+    case SshErrorKind::kToolMissing: return "tool_missing";
   }
   return "none";
+}
+
+bool IsPermanent(SshErrorKind k) {
+  switch (k) {
+    case SshErrorKind::kAuthFailed:
+    case SshErrorKind::kHostKeyUnknown:
+    case SshErrorKind::kHostKeyMismatch:
+    case SshErrorKind::kSubsystemRefused:
+    case SshErrorKind::kToolMissing:
+    case SshErrorKind::kInvalidInput:
+      return true;
+    default:
+      return false;
+  }
 }
 
 SshErrorKind ErrorKindOf(const Status& s) {
   if (s.ok()) return SshErrorKind::kNone;
   const std::string& m = s.message();
-  for (int i = 1; i <= static_cast<int>(SshErrorKind::kInvalidInput); ++i) {
+  for (int i = 1; i <= static_cast<int>(SshErrorKind::kToolMissing); ++i) {
     auto k = static_cast<SshErrorKind>(i);
     std::string prefix = std::string(SshErrorKindName(k)) + ": ";
     if (m.rfind(prefix, 0) == 0) return k;
@@ -127,6 +144,7 @@ void SshSession::DisconnectLocked() {
   }
   shell_ = nullptr;  // ssh_free below frees the channel with the session
   shell_pid_ = 0;
+  sftp_refused_ = false;  // asked again on the next connection
   if (session_ != nullptr) {
     if (ssh_is_connected(session_) != 0) ssh_disconnect(session_);
     ssh_free(session_);
@@ -298,28 +316,29 @@ Result<ssh_channel_struct*> SshSession::OpenExecChannelLocked(const std::string&
 
 Result<ExecResult> SshSession::Exec(const std::string& command,
                                     std::chrono::milliseconds timeout,
-                                    std::string_view stdin_data) {
+                                    std::string_view stdin_data, size_t output_cap) {
   std::lock_guard<std::mutex> lock(mu_);
   OpScope op(this);
-  return ExecLocked(command, timeout, stdin_data);
+  return ExecLocked(command, timeout, stdin_data, output_cap);
 }
 
 Result<ExecResult> SshSession::ExecLocked(const std::string& command,
                                           std::chrono::milliseconds timeout,
-                                          std::string_view stdin_data) {
+                                          std::string_view stdin_data, size_t output_cap) {
   if (command.find('\0') != std::string::npos) {
     return Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
                 "command contains a NUL byte; build it with BuildCommand from clean argv");
   }
   if (stdin_data.empty() && target_.command_shell && !shell_unsupported_) {
-    if (auto r = ExecInShellLocked(command, timeout)) return std::move(*r);
+    if (auto r = ExecInShellLocked(command, timeout, output_cap)) return std::move(*r);
   }
-  return ExecOnChannelLocked(command, timeout, stdin_data);
+  return ExecOnChannelLocked(command, timeout, stdin_data, output_cap);
 }
 
 Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
                                                    std::chrono::milliseconds timeout,
-                                                   std::string_view stdin_data) {
+                                                   std::string_view stdin_data,
+                                                   size_t output_cap) {
   const auto start = internal::Clock::now();
   const auto deadline = start + timeout;
   auto opened = OpenExecChannelLocked(command);
@@ -331,6 +350,7 @@ Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
   internal::ChannelGuard guard(ch);
 
   ExecResult out;
+  OutputCap out_cap(output_cap), err_cap(output_cap);
   // CommandLostLocked frees the session's channels too: Release() first.
   auto lost = [&](const std::string& what) {
     guard.Release(/*close=*/false);
@@ -352,7 +372,9 @@ Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
     for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
       int n = ssh_channel_read_nonblocking(ch, buf, sizeof(buf), is_stderr);
       if (n > 0) {
-        (is_stderr ? out.stderr_data : out.stdout_data).append(buf, static_cast<size_t>(n));
+        std::string& acc = is_stderr ? out.stderr_data : out.stdout_data;
+        acc.append(buf, static_cast<size_t>(n));
+        (is_stderr ? err_cap : out_cap).Trim(acc);
         Note(internal::Stat::kPayloadIn, n);
         got = true;
       } else if (n == SSH_ERROR && !eof) {
@@ -376,6 +398,8 @@ Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
     if (!got) internal::SessionPump(session_).Pump(deadline - now);
   }
   if (!out.timed_out) out.exit_status = ssh_channel_get_exit_status(ch);
+  out.stdout_omitted = out_cap.Finish(out.stdout_data);
+  out.stderr_omitted = err_cap.Finish(out.stderr_data);
   out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       internal::Clock::now() - start);
   if (out.timed_out) last_kind_ = SshErrorKind::kTimeout;

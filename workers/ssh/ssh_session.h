@@ -1,10 +1,15 @@
 // SshSession: one libssh session per target, connected lazily, reused for every
-// command (channels), file access (one SFTP subsystem) and HTTP (direct-tcpip
-// channels). Thread-safe: every public method takes the session mutex, so one
-// libssh session is never used from two threads at once.
+// command (channels), file access (one SFTP subsystem, or the command channel
+// when the target's sshd refuses SFTP: file_over_exec_protocol.h) and HTTP
+// (direct-tcpip channels). Thread-safe: every public method takes the session
+// mutex, so one libssh session is never used from two threads at once.
 //
 // Failures carry an error kind (see SshErrorKind) both in last_error_kind()
 // and as the prefix "<kind>: " of the Status message (ErrorKindOf parses it).
+// IsPermanent says which kinds no retry can fix.
+//
+// Bytes from the target are bytes: command output, file contents and names
+// are returned exactly as sent (never assumed UTF-8), within the caps below.
 #pragma once
 
 #include <atomic>
@@ -61,31 +66,47 @@ enum class SshErrorKind {
   kTimeout,           // operation deadline                       -> kTimeout
   kChannelFailed,     // channel/exec/forward/sftp open refused   -> kUnavailable/kIoError
   kConnectionLost,    // died mid-command; caller decides retry   -> kUnavailable
-  kRemoteError,       // SFTP status from the server (no such file, ...)
+  kRemoteError,       // the file operation failed on the target (no such file, ...)
   kInvalidInput,      // rejected before anything was sent
+  kSubsystemRefused,  // sshd refused the sftp subsystem                -> kUnavailable
+  kToolMissing,       // a tool a file operation needs is not on PATH  -> kFailedPrecondition
 };
 const char* SshErrorKindName(SshErrorKind k);
 // Parses the "<kind>: " prefix of a Status produced by this library.
 SshErrorKind ErrorKindOf(const Status& s);
+// Kinds that the same call will meet again however often it is retried:
+// auth refused, host key unknown or changed, subsystem refused, a missing
+// tool, invalid input. (kRemoteError is the caller's call: a missing file
+// may appear later.)
+bool IsPermanent(SshErrorKind k);
+
+// Caps on remote data (docs/RELIABILITY.md, "Caps").
+// Exec keeps at most this many bytes of each of stdout and stderr: beyond it,
+// the first and the last half with a marker between (OmittedMarker).
+inline constexpr size_t kExecOutputCap = size_t{64} << 20;
+// ReadFile returns at most this many bytes unless the caller asks for more.
+inline constexpr uint64_t kReadFileDefaultMax = uint64_t{64} << 20;
 
 struct ExecResult {
   int exit_status = -1;  // -1 if killed by a signal, timed out or unknown
-  std::string stdout_data;
+  std::string stdout_data;  // exact bytes, or head + marker + tail past the cap
   std::string stderr_data;
+  uint64_t stdout_omitted = 0;  // bytes left out of stdout_data by the cap (0: exact)
+  uint64_t stderr_omitted = 0;
   bool timed_out = false;
   std::chrono::milliseconds duration{0};
 };
 
 struct DirEntry {
-  std::string name;
-  uint64_t size = 0;
-  bool is_dir = false;
+  std::string name;    // any bytes but NUL and '/'
+  uint64_t size = 0;   // of the entry itself (a symlink's own size)
+  bool is_dir = false; // a directory, not a symlink to one
 };
 
 struct FileStat {
   uint64_t size = 0;
   bool is_dir = false;
-  uint32_t mode = 0;   // permission bits incl. type bits as reported by SFTP
+  uint32_t mode = 0;   // permission bits incl. type bits (st_mode)
   int64_t mtime = 0;   // seconds since epoch
 };
 
@@ -116,18 +137,32 @@ class SshSession {
   // kUnavailable, kind connection_lost.
   // stdin_data (a new channel always): written then EOF is sent (meant for
   // small payloads: it is written before the deadline applies). Output is
-  // buffered in memory whole.
+  // buffered in memory up to output_cap bytes per stream (min 4096): past
+  // it, the first and last halves with a marker between, and
+  // stdout_omitted / stderr_omitted say how much was left out.
   Result<ExecResult> Exec(const std::string& command, std::chrono::milliseconds timeout,
-                          std::string_view stdin_data = {});
+                          std::string_view stdin_data = {}, size_t output_cap = kExecOutputCap);
 
-  // SFTP (one subsystem per connection, reopened after reconnect). All are
-  // idempotent and retried once on a dropped connection.
+  // Files. One SFTP subsystem per connection (reopened after reconnect). A
+  // connection whose sshd refuses the subsystem is noticed on its first file
+  // operation, and every file operation on it then runs over the command
+  // channel instead (file_over_exec_protocol.h: same results, same errors, a few
+  // coreutils on the target). All are idempotent and retried once on a
+  // dropped connection. Missing paths are kRemoteError + kNotFound.
+  // At most max_bytes from offset (fewer at end of file).
   Result<std::string> ReadFile(const std::string& path, uint64_t offset = 0,
-                               uint64_t max_bytes = std::numeric_limits<uint64_t>::max());
-  Result<std::vector<DirEntry>> ListDir(const std::string& path);  // no "." / ".."
+                               uint64_t max_bytes = kReadFileDefaultMax);
+  Result<std::vector<DirEntry>> ListDir(const std::string& path);  // no "." / "..", by name
   Result<FileStat> Stat(const std::string& path);                  // follows symlinks
-  // Create/truncate and write, then chmod to `mode` (not atomic).
+  // Atomic: data goes to a new temp file in the same directory (created
+  // exclusively, never through a symlink, private until complete), which
+  // gets `mode` and is then renamed over `path`. A symlink at `path` is
+  // replaced, never followed; a directory at `path` is an error. A dropped
+  // connection may leave a temp file `.<name>.npuprof-<random>.tmp` behind.
   Status WriteFile(const std::string& path, std::string_view data, uint32_t mode = 0644);
+  // True once this connection's sshd refused SFTP (file operations use the
+  // command channel until the next connection).
+  bool files_over_exec();
 
   // HTTP to a service port on the target through a direct-tcpip channel.
   Result<HttpResponse> Http(const HttpRequest& req);
@@ -163,22 +198,50 @@ class SshSession {
   // connection was found dead.
   Result<ssh_channel_struct*> OpenExecChannelLocked(const std::string& command);
   Result<ExecResult> ExecLocked(const std::string& command, std::chrono::milliseconds timeout,
-                                std::string_view stdin_data);
+                                std::string_view stdin_data, size_t output_cap);
   Result<ExecResult> ExecOnChannelLocked(const std::string& command,
                                          std::chrono::milliseconds timeout,
-                                         std::string_view stdin_data);
+                                         std::string_view stdin_data, size_t output_cap);
   // Command shell (command_shell.cc). ExecInShellLocked returns nullopt when
   // the command shell cannot be used (the caller then opens a channel).
   std::optional<Result<ExecResult>> ExecInShellLocked(const std::string& command,
-                                                      std::chrono::milliseconds timeout);
+                                                      std::chrono::milliseconds timeout,
+                                                      size_t output_cap);
   Status EnsureShellLocked(std::chrono::steady_clock::time_point deadline);
   void CloseShellLocked();
   void KillShellCommandLocked();
   std::string NewNonce();
+  // The connection's SFTP session; kSubsystemRefused (and sftp_refused_ set)
+  // when sshd refuses it.
   Result<sftp_session_struct*> SftpLocked();
+  // After sftp_new failed on a live connection: true when sshd refuses the
+  // subsystem itself (asked on a channel of its own).
+  bool SubsystemRefusedLocked();
   Status SftpError(const std::string& op, const std::string& path);
-  template <typename Fn>
-  auto WithSftpRetry(Fn fn) -> decltype(fn());
+  template <typename SftpFn, typename ExecFn>
+  auto FileOpLocked(SftpFn via_sftp, ExecFn via_exec) -> decltype(via_exec());
+  // SFTP and command-channel halves of the file operations (sftp_ops.cc,
+  // file_over_exec.cc). The *OverExec ones run a script from
+  // file_over_exec_protocol.h on the command channel.
+  Result<std::string> SftpReadLocked(sftp_session_struct* sftp, const std::string& path,
+                                     uint64_t offset, uint64_t max_bytes);
+  Result<std::vector<DirEntry>> SftpListLocked(sftp_session_struct* sftp, const std::string& path);
+  Result<FileStat> SftpStatLocked(sftp_session_struct* sftp, const std::string& path);
+  Status SftpWriteLocked(sftp_session_struct* sftp, const std::string& path, std::string_view data,
+                         uint32_t mode);
+  Result<std::string> ReadOverExecLocked(const std::string& path, uint64_t offset, uint64_t max_bytes);
+  Result<std::vector<DirEntry>> ListOverExecLocked(const std::string& path);
+  Result<FileStat> StatOverExecLocked(const std::string& path);
+  Status WriteOverExecLocked(const std::string& path, std::string_view data, uint32_t mode);
+  // Renames `tmp` over `path` with `mv -f -T` on the command channel (SFTP v3
+  // cannot rename over an existing file).
+  Status RenameOverExecLocked(const std::string& tmp, const std::string& path);
+  // Runs a file-operation script (argv from file_over_exec_protocol.h); a
+  // script that exits non-zero or times out is an error naming `op` and
+  // `path` with the kind the SFTP path would report.
+  Result<ExecResult> RunFileScriptLocked(const char* op, const std::string& path,
+                                         const std::vector<std::string>& argv,
+                                         std::string_view stdin_data, size_t output_cap);
   Result<ssh_channel_struct*> OpenForwardLocked(const HttpRequest& req);
   // Measurement (ssh_stats.h): adds the TCP bytes of the connection since the
   // last look to the counters.
@@ -193,6 +256,7 @@ class SshSession {
   ssh_channel_struct* shell_ = nullptr;  // the command shell's channel (freed with the session)
   int64_t shell_pid_ = 0;                // its driver's pid on the target
   bool shell_unsupported_ = false;       // the login shell could not run the driver: use channels
+  bool sftp_refused_ = false;            // this connection's sshd refused SFTP: files over exec
   uint64_t nonce_state_[2] = {0, 0};
   SshErrorKind last_kind_ = SshErrorKind::kNone;
   std::optional<std::string> fingerprint_;

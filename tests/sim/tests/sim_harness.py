@@ -173,7 +173,8 @@ class SimTestCase(unittest.TestCase):
 
     def truth(self):
         d = self.target["truth_dir"]
-        files = sorted(os.listdir(d))
+        # Only finished files: a rewrite in flight is a "<name>.json.tmp.*" beside them.
+        files = sorted(f for f in os.listdir(d) if f.endswith(".json"))
         self.assertTrue(files, "no truth file")
         with open(os.path.join(d, files[-1])) as f:
             return json.load(f)

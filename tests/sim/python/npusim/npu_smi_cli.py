@@ -22,6 +22,12 @@ Options:
 """
 
 
+# Fault `invalid_utf8`: what a GBK locale or a broken driver prints. The GBK
+# bytes of "\u6d4b\u8bd5" are not UTF-8; names carry them surrogate-escaped.
+GBK_NAME_SUFFIX = b"\xb2\xe2\xca\xd4".decode("utf-8", "surrogateescape")
+DCMI_ERROR = b"dcmi error \377\376\n"
+
+
 def device_usage(root, cfg):
     """-> (used_mb per device index, process rows)."""
     devs = cfg["devices"]
@@ -69,6 +75,9 @@ def render_info(root, cfg):
             ch["hbm"] = [u, d["total_mb"]]
         chips.append(ch)
     procs.sort(key=lambda p: (p["device"], p["pid"]))
+    if cfg.get("faults", {}).get("invalid_utf8") is not None:
+        for p in procs:
+            p["name"] = p["name"][:11] + GBK_NAME_SUFFIX
     return render(kind, cfg.get("npu_smi_version", layout["version"]), chips, procs,
                   process_table=cfg.get("process_table", True))
 
@@ -81,6 +90,14 @@ def main(argv):
         sys.stderr.write("npu-smi: %s\n" % e)
         return 1
     if argv == ["info"]:
+        bad = cfg.get("faults", {}).get("invalid_utf8")
+        if bad is not None:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(render_info(root, cfg).encode("utf-8", "surrogateescape"))
+            sys.stdout.buffer.flush()
+            sys.stderr.buffer.write(DCMI_ERROR)
+            sys.stderr.buffer.flush()
+            return 0 if bad is True else int(bad)
         sys.stdout.write(render_info(root, cfg))
         return 0
     if argv in (["-v"], ["--version"]):

@@ -26,6 +26,8 @@ FAULTS = {
     "msprof_flush_crash": "msprof app mode dies (SIGKILL) half-way through its flush: no end_info, no CSVs",
     "msprof_missing": "msprof is not on PATH (same as --msprof-missing)",
     "npu_smi_missing": "npu-smi is not on PATH (same as --npu-smi-missing)",
+    "invalid_utf8": "true|exit code: npu-smi prints bytes that are not UTF-8 (GBK process names on stdout, "
+                    "'dcmi error \\377\\376' on stderr), then exits 0 (true) or with that code",
 }
 
 

@@ -1,0 +1,48 @@
+// `npuprof trace RUN [-o FILE]`: the run's event log as a Chrome Trace Event
+// file for Perfetto UI (ui.perfetto.dev -> Open trace file) or
+// chrome://tracing: states, task attempts per worker, timers and key events,
+// and the HBM counters of the run's devices when the run has a series
+// (cli/run_hbm_series.h). Built by views/chrome_trace.h from the events the
+// server serves; nothing is recomputed.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/run_hbm_series.h"
+#include "views/chrome_trace.h"
+
+namespace npuprof::cli {
+
+void AddTraceCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "trace", "Write a run's timeline as a Chrome Trace Event file (Perfetto UI, chrome://tracing)");
+  auto addr = std::make_shared<ServerAddress>();
+  auto run = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  AddServerOptions(cmd, addr.get());
+  cmd->add_option("RUN", *run, "Run id")->required();
+  cmd->add_option("-o,--output", *out, "Write the trace to FILE (default: stdout)");
+  cmd->callback([addr, run, out] {
+    Client client(*addr);
+    auto evs = client.CallJson("events", json{{"run_id", *run}}, std::chrono::seconds(60));
+    if (!evs.ok()) return Fail(2, evs.status().message());
+    const views::HbmSeriesSet hbm = RunHbmSeries(client, *run, json::object());
+    auto trace = views::BuildChromeTrace(*evs, hbm.series);
+    if (!trace.ok()) return Fail(2, fmt::format("run {}: {}", *run, trace.status().message()));
+    const std::string text = trace->dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    if (out->empty()) {
+      std::cout << text;
+      return;
+    }
+    if (Status st = WriteFileAtomic(*out, text); !st.ok()) return Fail(2, st.message());
+    PrintJson(json{{"run_id", *run},
+                   {"file", *out},
+                   {"trace_events", (*trace)["traceEvents"].size()},
+                   {"hbm_series", hbm.series.size()},
+                   {"open_with", "https://ui.perfetto.dev (Open trace file) or chrome://tracing"}});
+  });
+}
+
+}  // namespace npuprof::cli

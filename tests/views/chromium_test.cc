@@ -1,0 +1,129 @@
+// The HTML reports in a real headless Chromium, from their file:// URL:
+// a screenshot that is not blank, no console message, no request for
+// anything but the file itself, and the report's numbers in the rendered DOM.
+// Pages built from saved real runs (tests/data/views). The memory report's
+// screenshot is kept in the build tree (views/screenshots/) for the README.
+// Skipped, saying so, only when no chromium is installed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "tests/views/chromium_rig.h"
+#include "tests/views/view_fixtures.h"
+#include "views/charts.h"
+#include "views/html_memory_report.h"
+#include "views/html_torch_report.h"
+
+namespace npuprof::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class ChromiumViews : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (FindChromium().empty())
+      GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it; NPUPROF_CHROMIUM names another)";
+    char tmpl[] = "/tmp/npuprof-views-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  std::string Write(const std::string& name, const std::string& html) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << html;
+    return path;
+  }
+
+  // Renders and checks what every page must satisfy.
+  BrowserRender Check(const std::string& path, const std::string& tag, int height = 1800) {
+    auto r = RenderInChromium(path, dir_ + "/chromium-" + tag, 1280, height);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return {};
+    for (const auto& line : r->console) ADD_FAILURE() << "console: " << line;
+    for (const auto& url : r->page_requests) ADD_FAILURE() << "the page requested " << url;
+    EXPECT_EQ(r->png.width, 1280);
+    EXPECT_GT(r->png.height, 0);
+    EXPECT_GT(r->png.non_background_fraction, 0.02) << "blank screenshot";
+    EXPECT_GT(r->png.distinct_colours, 16u);
+    EXPECT_NE(r->dom.find("</main>"), std::string::npos) << r->dom.substr(0, 500);
+    return *r;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(ChromiumViews, MemoryReportWithHbmCurves) {
+  const json m = TestJson("views/memory_profile.manifest.json");
+  const json events = TestJson("views/memory_profile.events.json");
+  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "msprof_csvs/npu_mem.csv", "");
+  auto html = views::RenderMemoryReportHtml(m, set, "en");
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  // Tall enough to show device 0's table and its HBM curve.
+  BrowserRender r = Check(Write("memory.html", *html), "memory", 2250);
+  for (const auto& d : m["report"]["devices"])
+    for (const auto& c : d["components"]) {
+      if (!c["value_mb"].is_number()) continue;
+      EXPECT_NE(r.dom.find(views::FormatMbValue(c["value_mb"].get<double>())), std::string::npos) << c.dump();
+    }
+  // The charts are in the DOM as SVG.
+  EXPECT_NE(r.dom.find("<polyline"), std::string::npos);
+  // Keep the screenshot where the README can take it from.
+  const fs::path keep = fs::path(NPUPROF_BINARY_DIR) / "views" / "screenshots";
+  std::error_code ec;
+  fs::create_directories(keep, ec);
+  fs::copy_file(r.screenshot, keep / "memory_report.png", fs::copy_options::overwrite_existing, ec);
+  EXPECT_FALSE(ec) << ec.message();
+}
+
+TEST_F(ChromiumViews, MemoryReportInChinese) {
+  const json m = TestJson("views/memory_profile.manifest.json");
+  auto html = views::RenderMemoryReportHtml(m, {}, "zh");
+  ASSERT_TRUE(html.ok());
+  BrowserRender r = Check(Write("memory-zh.html", *html), "memory-zh");
+  EXPECT_NE(r.dom.find("交叉验证"), std::string::npos);
+  EXPECT_NE(r.dom.find(views::FormatMbValue(
+                m["report"]["devices"][0]["cross_validation"]["npu_smi_used_mb"].get<double>())),
+            std::string::npos);
+}
+
+TEST_F(ChromiumViews, TorchProfileReport) {
+  const json m = TestJson("views/torch_profile.manifest.json");
+  auto html = views::RenderTorchProfileHtml(m, "en");
+  ASSERT_TRUE(html.ok());
+  BrowserRender r = Check(Write("torch.html", *html), "torch");
+  std::vector<double> ms;
+  for (const auto& b : m["benchmark_results"]) ms.push_back(b["latency_ms"].get<double>());
+  EXPECT_NE(r.dom.find(fmt::format("{:.1f} ms", *views::NearestRankPercentile(ms, 50))), std::string::npos);
+  for (const auto& d : m["remote_profile_dirs"]) EXPECT_NE(r.dom.find(d["path"].get<std::string>()), std::string::npos);
+}
+
+// The rig itself must notice what it is there to catch.
+TEST_F(ChromiumViews, RigCatchesRequestsConsoleErrorsAndBlankPages) {
+  auto leaky = RenderInChromium(
+      Write("leaky.html", "<!DOCTYPE html><html><body><p>x</p><img src=\"http://127.0.0.1:9/x.png\"></body></html>"),
+      dir_ + "/chromium-leaky");
+  ASSERT_TRUE(leaky.ok()) << leaky.status().message();
+  ASSERT_EQ(leaky->page_requests.size(), 1u);
+  EXPECT_EQ(leaky->page_requests[0], "http://127.0.0.1:9/x.png");
+  auto blocked = RenderInChromium(
+      Write("blocked.html",
+            "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
+            "</head><body><img src=\"http://127.0.0.1:9/y.png\"></body></html>"),
+      dir_ + "/chromium-blocked");
+  ASSERT_TRUE(blocked.ok());
+  EXPECT_TRUE(blocked->page_requests.empty());
+  EXPECT_FALSE(blocked->console.empty()) << "a CSP violation is logged to the console";
+  EXPECT_LT(blocked->png.non_background_fraction, 0.001) << "an empty page is blank";
+}
+
+}  // namespace
+}  // namespace npuprof::testing

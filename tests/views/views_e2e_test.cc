@@ -1,0 +1,146 @@
+// Views end to end: real memory-profile and torch-profile runs through
+// `npuprof` (server, local workers, loopback sshd, simulated target), then
+// `npuprof report RUN --format html -o FILE` and `npuprof trace RUN -o FILE`:
+// the files are written, the trace passes the strict validator, the pages
+// are self-contained, carry the numbers of `report --format json`, and
+// render in a real headless Chromium without console messages or requests.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tests/support/npuprof_harness.h"
+#include "tests/views/chromium_rig.h"
+#include "tests/views/trace_validator.h"
+#include "tests/views/view_fixtures.h"
+#include "views/charts.h"
+
+namespace npuprof::testing {
+namespace {
+
+using nlohmann::json;
+
+class ViewsE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status st = h_.Start({"--export-delay", "0.5"}, 2);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    model_ = h_.MakeModel({"--kind", "dense", "--layers", "4"});
+    ASSERT_FALSE(model_.empty());
+  }
+  void TearDown() override { h_.Stop(); }
+
+  // `trace RUN -o FILE`: written, valid; returns the check.
+  TraceCheck Trace(const std::string& run, const std::string& file) {
+    CliResult r = h_.Cli({"trace", run, "-o", file});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.json().value("file", ""), file) << r.out;
+    TraceCheck c = ValidateChromeTrace(ReadFileBytes(file));
+    for (const auto& p : c.problems) ADD_FAILURE() << file << ": " << p;
+    EXPECT_GT(c.phase_counts["X"], 5) << file;
+    return c;
+  }
+
+  std::string Html(const std::string& run, const std::string& file, const std::string& lang) {
+    CliResult r = h_.Cli({"report", run, "--format", "html", "--lang", lang, "-o", file});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.json().value("format", ""), "html") << r.out;
+    const std::string html = ReadFileBytes(file);
+    EXPECT_TRUE(html.starts_with("<!DOCTYPE html>")) << file;
+    EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
+    for (const char* bad : {"<script", "src=", "href=", "url("}) EXPECT_EQ(html.find(bad), std::string::npos) << bad;
+    return html;
+  }
+
+  // Renders in Chromium when installed: no console message, no request, not blank.
+  void Browser(const std::string& file, const std::vector<std::string>& must_show) {
+    if (FindChromium().empty()) {
+      std::cerr << "chromium is not installed: the browser part of this test is skipped" << std::endl;
+      return;
+    }
+    auto r = RenderInChromium(file, h_.Dir() + "/chromium-" + std::filesystem::path(file).stem().string());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    for (const auto& line : r->console) ADD_FAILURE() << "console: " << line;
+    for (const auto& url : r->page_requests) ADD_FAILURE() << "the page requested " << url;
+    EXPECT_GT(r->png.non_background_fraction, 0.02);
+    for (const auto& s : must_show) EXPECT_NE(r->dom.find(s), std::string::npos) << s;
+  }
+
+  NpuprofHarness h_;
+  std::string model_;
+};
+
+TEST_F(ViewsE2E, MemoryAndTorchProfileRunsAsHtmlAndTraces) {
+  // memory-profile
+  CliResult mem = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2",
+                          "--flush-seconds", "1", "--wait"},
+                         200);
+  ASSERT_EQ(mem.exit_code, 0) << mem.out << mem.err;
+  const std::string mrun = mem.json().value("run_id", "");
+  ASSERT_FALSE(mrun.empty());
+  const json report = h_.Cli({"report", mrun, "--format", "json"}).json();
+  ASSERT_TRUE(report.is_object() && report["devices"].is_array()) << report.dump();
+  std::vector<std::string> numbers;
+  for (const auto& d : report["devices"]) {
+    for (const auto& c : d["components"])
+      if (c["value_mb"].is_number()) numbers.push_back(views::FormatMbValue(c["value_mb"].get<double>()));
+    numbers.push_back(views::FormatMbValue(d["cross_validation"]["npu_smi_used_mb"].get<double>()));
+  }
+  ASSERT_FALSE(numbers.empty());
+  const std::string mem_html_file = h_.Dir() + "/out/memory.html";
+  const std::string mem_html = Html(mrun, mem_html_file, "en");
+  for (const auto& n : numbers) EXPECT_NE(mem_html.find(n), std::string::npos) << n;
+  EXPECT_NE(mem_html.find(mrun), std::string::npos);
+  TraceCheck mt = Trace(mrun, h_.Dir() + "/out/memory.trace.json");
+  EXPECT_EQ(mt.process_names[1], "run " + mrun + " (memory-profile)");
+  // The same trace on stdout.
+  CliResult stdout_trace = h_.Cli({"trace", mrun});
+  ASSERT_EQ(stdout_trace.exit_code, 0);
+  EXPECT_TRUE(ValidateChromeTrace(stdout_trace.out).ok());
+  // zh (the default) to stdout.
+  CliResult zh = h_.Cli({"report", mrun, "--format", "html"});
+  ASSERT_EQ(zh.exit_code, 0) << zh.err;
+  EXPECT_NE(zh.out.find("HBM 显存拆分报告"), std::string::npos);
+
+  // torch-profile
+  CliResult tp = h_.Cli({"submit", "torch-profile", "--machine", "sim1", "--model", model_, "--served-model-name",
+                         "qwen", "--tp", "2", "--tag", "views", "--mode", "enforce_eager", "--request-kind", "text",
+                         "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--benchmark-total-requests", "4",
+                         "--benchmark-concurrency", "2", "--flush-seconds", "0", "--health-timeout", "60",
+                         "--profile-control-timeout", "30", "--request-timeout", "30", "--wait"},
+                        170);
+  ASSERT_EQ(tp.exit_code, 0) << tp.out << tp.err;
+  const json tm = tp.json();
+  const std::string trun = tm.value("run_id", "");
+  ASSERT_FALSE(trun.empty());
+  const std::string torch_html_file = h_.Dir() + "/out/torch.html";
+  const std::string torch_html = Html(trun, torch_html_file, "en");
+  std::vector<std::string> torch_shows;
+  for (const auto& d : tm["remote_profile_dirs"]) torch_shows.push_back(d["path"].get<std::string>());
+  torch_shows.push_back(fmt::format("{} / {}", tm["workload_status"]["bench_ok"].dump(),
+                                    tm["workload_status"]["bench_total"].dump()));
+  for (const auto& s : torch_shows) EXPECT_NE(torch_html.find(s), std::string::npos) << s;
+  TraceCheck tt = Trace(trun, h_.Dir() + "/out/torch.trace.json");
+  std::set<std::string> instants;
+  for (const auto& e : tt.events)
+    if (e["ph"] == "i") instants.insert(e["name"].get<std::string>());
+  EXPECT_TRUE(instants.count("start_profile") && instants.count("stop_profile"));
+
+  // A kind without an HTML report is a clear usage error.
+  CliResult probe = h_.Cli({"submit", "probe", "--machine", "sim1", "--wait"});
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  CliResult no_html = h_.Cli({"report", probe.json().value("run_id", ""), "--format", "html"});
+  EXPECT_EQ(no_html.exit_code, 2);
+  EXPECT_NE(no_html.err.find("has no HTML report"), std::string::npos) << no_html.err;
+
+  Browser(mem_html_file, numbers);
+  Browser(torch_html_file, torch_shows);
+}
+
+}  // namespace
+}  // namespace npuprof::testing
