@@ -192,7 +192,7 @@ void BrokerMetrics::TurnEnded(const DeviceScheduler& leases, const WorkerRegistr
   tasks_pending_.Only().Set(static_cast<double>(tasks_pending));
 }
 
-std::string BrokerMetrics::Render(const ScrapeReadings& r) {
+std::string BrokerMetrics::Render(const metrics::ScrapeReadings& r) {
   std::lock_guard<std::mutex> lock(mu_);
   auto set = [](metrics::MetricFamily& f, const std::optional<double>& v) {
     if (v) f.Only().Set(*v);

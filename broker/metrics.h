@@ -61,7 +61,7 @@ class BrokerMetrics {
 
   // ---- HTTP thread
   // The exposition (text format 0.0.4) with the scrape-time figures set first.
-  std::string Render(const ScrapeReadings& readings);
+  std::string Render(const metrics::ScrapeReadings& readings);
 
  private:
   // The kind of run's task task_id ("" when unknown).
