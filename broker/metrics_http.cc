@@ -51,6 +51,19 @@ std::string AddressText(const sockaddr_storage& a) {
 
 }  // namespace
 
+bool IsLoopback(const sockaddr* a) {
+  if (a->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(a);
+    return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (a->sa_family == AF_INET6) {
+    const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
 Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(const ListenAddress& where, Render render,
                                                                     Options options) {
   addrinfo hints{};
@@ -61,6 +74,17 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(const Listen
   const std::string port = std::to_string(where.port);
   if (int rc = getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found); rc != 0)
     return Status::Invalid(fmt::format("metrics: cannot resolve '{}': {}", where.host, gai_strerror(rc)));
+  if (!options.allow_non_loopback) {
+    for (addrinfo* ai = found; ai; ai = ai->ai_next) {
+      if (IsLoopback(ai->ai_addr)) continue;
+      freeaddrinfo(found);
+      return Status::Invalid(fmt::format(
+          "metrics: '{}' is not a loopback address and the metrics endpoint is unauthenticated; bind it to "
+          "127.0.0.1 or [::1] (and let Prometheus reach it locally or through a tunnel), or pass "
+          "--metrics-allow-remote to serve it beyond this machine",
+          where.host));
+    }
+  }
   int fd = -1;
   std::string last_error = "no address";
   for (addrinfo* ai = found; ai; ai = ai->ai_next) {

@@ -5,8 +5,10 @@
 // object's mutex.
 //
 // Contracts:
-//  * Unauthenticated and read-only: it binds exactly where it is told
-//    (loopback unless an operator chooses otherwise).
+//  * Unauthenticated and read-only, so loopback only by default: Start
+//    refuses a host that resolves to any address outside 127.0.0.0/8 and
+//    ::1 (0.0.0.0, ::, a routable address, a name that resolves to one)
+//    unless Options::allow_non_loopback is set (`--metrics-allow-remote`).
 //  * One thread, non-blocking sockets, poll(): at most max_clients
 //    connections at once (more wait in the listen backlog); each gets
 //    client_timeout from its accept to send its request head and read the
@@ -25,10 +27,15 @@
 #include <string>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include "broker/metrics_http_request.h"
 #include "common/status.h"
 
 namespace npuprof::metrics {
+
+// 127.0.0.0/8, ::1, or an IPv4-mapped ::ffff:127.x.y.z.
+bool IsLoopback(const sockaddr* a);
 
 class MetricsHttpServer {
  public:
@@ -36,6 +43,8 @@ class MetricsHttpServer {
     size_t max_head_bytes = 8192;
     std::chrono::milliseconds client_timeout{5000};
     size_t max_clients = 16;
+    // Bind an address beyond loopback (the operator asked for it explicitly).
+    bool allow_non_loopback = false;
   };
   using Render = std::function<std::string()>;
 

@@ -70,6 +70,7 @@ void AddServerCommand(CLI::App& app) {
     int worker_capacity = 8;
     bool no_sync = false;
     std::string metrics_listen;
+    bool metrics_allow_remote = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--data-dir", o->data_dir, "Where the store and the socket live (env NPUPROF_DATA_DIR)");
@@ -82,7 +83,9 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_flag("--no-sync", o->no_sync, "Do not fsync commits (benchmarks only: loses durability)");
   cmd->add_option("--metrics-listen", o->metrics_listen,
                   "Serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 (unauthenticated, "
-                  "read-only; default off; env NPUPROF_METRICS_LISTEN)");
+                  "read-only; default off; loopback only unless --metrics-allow-remote; env NPUPROF_METRICS_LISTEN)");
+  cmd->add_flag("--metrics-allow-remote", o->metrics_allow_remote,
+                "Let --metrics-listen bind an address beyond loopback (anyone who reaches it reads the metrics)");
   cmd->callback([o] {
     broker::BrokerOptions bo;
     bo.data_dir = ResolveDataDir(o->data_dir);
@@ -104,20 +107,24 @@ void AddServerCommand(CLI::App& app) {
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGPIPE, SIG_IGN);
-    auto broker = broker::Broker::Open(bo);
-    if (!broker.ok()) return Fail(2, broker.status().ToString());
     std::unique_ptr<metrics::MetricsHttpServer> metrics_http;
+    // Started (or refused: a non-loopback address without --metrics-allow-remote) before the
+    // broker opens the store, so a refused address leaves nothing behind.
     if (metrics_at) {
+      metrics::MetricsHttpServer::Options http_options;
+      http_options.allow_non_loopback = o->metrics_allow_remote;
       auto started = metrics::MetricsHttpServer::Start(*metrics_at, [&broker_metrics, store = bo.data_dir + "/store"] {
         metrics::ScrapeReadings r;
         r.process = metrics::ReadProcessReadings();
         if (auto bytes = metrics::DirectoryBytes(store)) r.store_size_bytes = static_cast<double>(*bytes);
         return broker_metrics.Render(r);
-      });
+      }, http_options);
       if (!started.ok()) return Fail(2, started.status().message());
       metrics_http = std::move(started).value();
       spdlog::info("metrics at http://{}/metrics", metrics_http->address());
     }
+    auto broker = broker::Broker::Open(bo);
+    if (!broker.ok()) return Fail(2, broker.status().ToString());
     {
       std::ofstream(bo.data_dir + "/server.pid") << getpid() << "\n";
     }

@@ -169,13 +169,19 @@ TEST(MetricsE2E, CountersMoveAsRunsFinishAndPromtoolAcceptsEveryScrape) {
                        "the counters were checked, the exposition was not linted";
 }
 
-TEST(MetricsE2E, BadListenAddressIsAUsageError) {
+TEST(MetricsE2E, BadOrNonLoopbackListenAddressIsAUsageError) {
   std::string dir = (std::filesystem::temp_directory_path() / "npuprof_metrics_usage_XXXXXX").string();
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   NpuprofHarness h;
   CliResult r = h.CliRaw({"server", "--data-dir", dir, "--no-local-workers", "--metrics-listen", "9464"}, 30);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("expected HOST:PORT"), std::string::npos) << r.err;
+  // Unauthenticated, so beyond loopback only when asked for explicitly: refused before the store is opened.
+  r = h.CliRaw({"server", "--data-dir", dir, "--no-local-workers", "--metrics-listen", "0.0.0.0:0"}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not a loopback address"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--metrics-allow-remote"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/store")) << "a refused metrics address opened the store";
   std::filesystem::remove_all(dir);
 }
 

@@ -265,5 +265,49 @@ TEST(MetricsHttpServer, ABusyPortIsAClearError) {
   EXPECT_FALSE(unresolvable.ok());
 }
 
+TEST(MetricsHttpServer, LoopbackAddressesAreRecognised) {
+  const auto v4 = [](const char* text) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    EXPECT_EQ(inet_pton(AF_INET, text, &a.sin_addr), 1) << text;
+    return IsLoopback(reinterpret_cast<const sockaddr*>(&a));
+  };
+  const auto v6 = [](const char* text) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    EXPECT_EQ(inet_pton(AF_INET6, text, &a.sin6_addr), 1) << text;
+    return IsLoopback(reinterpret_cast<const sockaddr*>(&a));
+  };
+  EXPECT_TRUE(v4("127.0.0.1"));
+  EXPECT_TRUE(v4("127.255.3.4"));
+  EXPECT_FALSE(v4("0.0.0.0"));
+  EXPECT_FALSE(v4("10.0.0.1"));
+  EXPECT_FALSE(v4("128.0.0.1"));
+  EXPECT_TRUE(v6("::1"));
+  EXPECT_TRUE(v6("::ffff:127.0.0.1"));
+  EXPECT_FALSE(v6("::"));
+  EXPECT_FALSE(v6("::ffff:10.0.0.1"));
+  EXPECT_FALSE(v6("fe80::1"));
+}
+
+TEST(MetricsHttpServer, ANonLoopbackAddressIsRefusedUnlessAllowed) {
+  for (const char* host : {"0.0.0.0", "::"}) {
+    auto refused = MetricsHttpServer::Start(ListenAddress{host, 0}, [] { return std::string(); });
+    ASSERT_FALSE(refused.ok()) << host;
+    EXPECT_NE(refused.status().message().find("not a loopback address"), std::string::npos)
+        << refused.status().ToString();
+    EXPECT_NE(refused.status().message().find("--metrics-allow-remote"), std::string::npos);
+  }
+  // Explicitly allowed: it binds the wildcard (and answers on loopback through it).
+  MetricsHttpServer::Options o;
+  o.allow_non_loopback = true;
+  auto allowed = MetricsHttpServer::Start(ListenAddress{"0.0.0.0", 0}, [] { return std::string("x 1\n"); }, o);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_EQ((*allowed)->address().rfind("0.0.0.0:", 0), 0u) << (*allowed)->address();
+  // A name that resolves to loopback only is loopback.
+  auto local = MetricsHttpServer::Start(ListenAddress{"localhost", 0}, [] { return std::string(); });
+  EXPECT_TRUE(local.ok()) << local.status().ToString();
+}
+
 }  // namespace
 }  // namespace npuprof::metrics
