@@ -114,7 +114,9 @@ TEST(MetricsE2E, CountersMoveAsRunsFinishAndPromtoolAcceptsEveryScrape) {
   EXPECT_GT(Get(s, "npuprof_store_size_bytes"), 0);
   EXPECT_EQ(Get(s, "npuprof_client_requests_total{verb=\"machine.add\",result=\"ok\"}"), 1);  // sim1
   const std::string first = Scrape(port);
-  if (have_promtool) EXPECT_EQ(Promtool(first, h.Dir()), "") << first;
+  if (have_promtool) {
+    EXPECT_EQ(Promtool(first, h.Dir()), "") << first;
+  }
 
   std::vector<std::string> run_ids;
   for (int i = 1; i <= 3; ++i) {
@@ -164,9 +166,12 @@ TEST(MetricsE2E, CountersMoveAsRunsFinishAndPromtoolAcceptsEveryScrape) {
   EXPECT_EQ(Get(s, "npuprof_events_committed_total"), static_cast<double>(events));
   EXPECT_GT(Get(s, "npuprof_store_commit_duration_seconds_count"), 0);
   EXPECT_GT(Get(s, "npuprof_broker_loop_turns_total"), 0);
-  if (have_promtool) EXPECT_EQ(Promtool(last, h.Dir()), "") << last;
-  else GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/setup.sh installs it): "
-                       "the counters were checked, the exposition was not linted";
+  if (have_promtool) {
+    EXPECT_EQ(Promtool(last, h.Dir()), "") << last;
+  } else {
+    GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/setup.sh installs it): "
+                    "the counters were checked, the exposition was not linted";
+  }
 }
 
 TEST(MetricsE2E, BadOrNonLoopbackListenAddressIsAUsageError) {

@@ -69,7 +69,9 @@ TEST(MetricsHttpRequest, RandomBytesGetADecisionNeverACrash) {
       else s.push_back(static_cast<char>(rng()));
     }
     const auto p = ParseRequestHead(s, 64);
-    if (p.state == State::kComplete) EXPECT_EQ(p.head.path.find('?'), std::string::npos);
+    if (p.state == State::kComplete) {
+      EXPECT_EQ(p.head.path.find('?'), std::string::npos);
+    }
   }
 }
 
@@ -89,7 +91,9 @@ TEST(MetricsHttpRequest, ListenAddresses) {
                           "ho st:1"}) {
     auto r = ParseListenAddress(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_NE(r.status().message().find("HOST:PORT"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("HOST:PORT"), std::string::npos);
+    }
   }
 }
 
