@@ -37,6 +37,10 @@
 //     (the ping is handled in the first loop turn, after Recover()).
 // Logging is set to warn (the server logs one info line per task; not
 // measured here).
+// NPUPROF_BENCH_METRICS=1: the broker keeps its Prometheus metrics
+// (BrokerMetrics, as `npuprof server --metrics-listen` does) and a thread
+// renders them, with the scrape-time readings, every 100 ms — far more often
+// than Prometheus scrapes — so the figures include the hooks and the mutex.
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -65,6 +69,7 @@
 #include "bench/fanout_kind.h"
 #include "bench/raw_client.h"
 #include "broker/broker.h"
+#include "broker/metrics.h"
 #include "common/server_keys.h"
 #include "common/socket_security.h"
 #include "npuprof.pb.h"
@@ -149,6 +154,10 @@ class BenchBroker {
     o.data_dir = dir_;
     o.sync = sync;
     o.kinds = kinds;
+    if (const char* m = std::getenv("NPUPROF_BENCH_METRICS"); m && std::string(m) == "1") {
+      metrics_ = std::make_unique<broker::BrokerMetrics>();
+      o.metrics = metrics_.get();
+    }
     if (transport != Transport::kIpc) {  // a tcp listener (which turns CURVE on for every endpoint)
       tcp_ = "tcp://127.0.0.1:" + std::to_string(FreePort());
       o.endpoints.push_back(tcp_);
@@ -168,9 +177,25 @@ class BenchBroker {
       Status s = broker_->Run(stop_);
       if (!s.ok()) Die("broker run: " + s.ToString());
     });
+    if (metrics_)
+      scraper_ = std::thread([this] {
+        while (!stop_) {
+          metrics::ScrapeReadings r;
+          r.process = metrics::ReadProcessReadings();
+          if (auto bytes = metrics::DirectoryBytes(dir_ + "/store")) r.store_size_bytes = static_cast<double>(*bytes);
+          benchmark::DoNotOptimize(metrics_->Render(r));
+          std::unique_lock<std::mutex> lock(scrape_mu_);
+          scrape_cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_.load(); });
+        }
+      });
   }
   ~BenchBroker() {
-    stop_ = true;
+    {
+      std::lock_guard<std::mutex> lock(scrape_mu_);
+      stop_ = true;
+    }
+    scrape_cv_.notify_all();
+    if (scraper_.joinable()) scraper_.join();
     if (thread_.joinable()) thread_.join();
     broker_.reset();
     if (owns_dir_) {
@@ -186,9 +211,12 @@ class BenchBroker {
   bool owns_dir_;
   std::string dir_, tcp_, endpoint_;
   std::optional<CurveClientKeys> keys_;
+  std::unique_ptr<broker::BrokerMetrics> metrics_;  // outlives broker_ (declared before it)
   std::unique_ptr<broker::Broker> broker_;
   std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::thread thread_, scraper_;
+  std::mutex scrape_mu_;
+  std::condition_variable scrape_cv_;
 };
 
 // ---------------------------------------------------------------- client

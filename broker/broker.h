@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <list>
 #include <map>
@@ -29,6 +30,8 @@
 
 namespace npuprof::broker {
 
+class BrokerMetrics;  // broker/metrics.h
+
 struct FaultOptions {
   // Abort the process right after the commit that makes the store's last
   // global position >= this (0 = off). For crash tests.
@@ -51,6 +54,9 @@ struct BrokerOptions {
   // Who may connect (listener_security.h): CURVE + ZAP once an endpoint is
   // not the data dir's ipc socket; kNone only for benchmarks.
   ListenerSecurity security = ListenerSecurity::kCurveBeyondIpc;
+  // Updated at the loop's hook points when set (broker/metrics.h); must
+  // outlive the broker. nullptr = no metrics.
+  BrokerMetrics* metrics = nullptr;
 };
 
 class Broker {
@@ -81,6 +87,8 @@ class Broker {
     uint32_t attempt = 0;
     int64_t lease_deadline_ms = 0;
     int64_t lease_ms = 0;
+    std::string kind;  // task kind and dispatch time: the task duration metric
+    std::chrono::steady_clock::time_point dispatched_at;
   };
   // Decisions of one loop turn, committed together in one synced batch.
   struct Turn {

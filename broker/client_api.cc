@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/metrics.h"
 #include "broker/request_fields.h"
 #include "common/socket_security.h"
 #include "common/time_util.h"
@@ -65,17 +66,20 @@ void Broker::ReplyNow(const std::string& identity, const proto::ClientResponse& 
 void Broker::HandleClient(const std::string& identity, const std::string& body) {
   proto::ClientRequest req;
   if (!req.ParseFromString(body)) {
+    if (opts_.metrics) opts_.metrics->ClientMalformed();
     ReplyNow(identity, Err(2, "malformed request: not a ClientRequest message (its verb and arguments must be "
                               "UTF-8 text)"));
     return;
   }
   json args = req.args_json().empty() ? json::object() : json::parse(req.args_json(), nullptr, false);
   if (args.is_discarded() || !args.is_object()) {
+    if (opts_.metrics) opts_.metrics->ClientAnswered(req.verb(), false);
     ReplyNow(identity, Err(2, "request arguments are not a JSON object"));
     return;
   }
   const std::string& verb = req.verb();
   if (Status st = CheckRequestFields(verb, args); !st.ok()) {
+    if (opts_.metrics) opts_.metrics->ClientAnswered(verb, false);
     ReplyNow(identity, Err(2, st.message()));
     return;
   }
@@ -92,6 +96,7 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
                            ToValidUtf8(TruncateUtf8(verb, 64)), e.what()));
     deferred.clear();
   }
+  if (opts_.metrics) opts_.metrics->ClientAnswered(verb, r.ok());
   if (deferred.empty()) ReplyNow(identity, r);
   else turn_.replies.push_back({deferred, Reply{identity, r}});
 }

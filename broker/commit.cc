@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/metrics.h"
 #include "common/time_util.h"
 #include "statemachine/event_types.h"
 
@@ -163,7 +164,9 @@ void Broker::Commit() {
   if (!reqs.empty()) {
     std::vector<std::vector<proto::Event>> stored;
     // The staged events are ours: the store moves them into stored.
+    const auto commit_started = std::chrono::steady_clock::now();
     std::vector<Status> statuses = store_->AppendGroup(std::move(reqs), &stored);
+    if (opts_.metrics) opts_.metrics->CommitTimed(std::chrono::steady_clock::now() - commit_started);
     // reqs[i] was built from the i-th run of turn.staged (whose keys are
     // intact): walk it again instead of keeping a copy of every run id.
     auto staged = turn.staged.cbegin();
@@ -212,6 +215,7 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
   for (size_t i = 0; i < stored.size(); ++i) {
     const proto::Event& e = stored[i];
     const std::string& t = e.type();
+    if (opts_.metrics) opts_.metrics->EventCommitted(e, *s);
     if (t == sm::kDevicesRequested) leases_.Wait(run_id, s->lease, e.global_pos());
     else if (t == sm::kDevicesLeased) leases_.Hold(run_id, s->lease.machine, s->lease.granted);
     else if (t == sm::kDevicesReleased || t == sm::kDevicesUnavailable || t == ev::kRunFinished) leases_.Drop(run_id);

@@ -50,6 +50,11 @@ class DeviceScheduler {
   json WaitingFor(const std::string& run_id) const;
   size_t waiting() const { return wait_index_.size(); }
   size_t holders() const { return held_by_run_.size(); }
+  // f(machine, runs waiting, devices held) for every machine seen so far (metrics).
+  template <typename F>
+  void ForEachMachine(F&& f) const {
+    for (const auto& [name, m] : machines_) f(name, m.queue.size(), m.holder.size());
+  }
 
  private:
   struct Waiter {

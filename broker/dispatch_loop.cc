@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/metrics.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
 #include "proto/wire.h"
@@ -78,6 +79,7 @@ Status Broker::Run(const std::atomic<bool>& stop) {
     if (ScheduleLeases()) Commit();  // grants follow the releases they depend on
     Dispatch();
     SendHeartbeats(after);
+    if (opts_.metrics) opts_.metrics->TurnEnded(leases_, workers_, in_flight_.size(), pending_.size());
   }
   return Status::Ok();
 }
@@ -196,6 +198,8 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
       return;
     }
     if (held_here && it->second.attempt == r.attempt()) {
+      if (opts_.metrics)
+        opts_.metrics->TaskAnswered(it->second.kind, std::chrono::steady_clock::now() - it->second.dispatched_at);
       in_flight_.erase(it);
       w->tasks.erase(r.task_id());
     } else if (!held_here) {
@@ -365,7 +369,8 @@ void Broker::Dispatch() {
     task->set_payload_json(t->payload.dump());
     task->set_lease_ms(t->policy.lease_ms);
     SendToWorker(w->identity, msg);
-    in_flight_[t->task_id] = InFlight{it->run_id, w->identity, t->attempt, now + t->policy.lease_ms, t->policy.lease_ms};
+    in_flight_[t->task_id] = InFlight{it->run_id, w->identity, t->attempt, now + t->policy.lease_ms, t->policy.lease_ms,
+                                      t->kind, std::chrono::steady_clock::now()};
     w->tasks.insert(t->task_id);
     spdlog::debug("dispatched {} attempt {} to {}", t->task_id, t->attempt, w->worker_id);
     it = pending_.erase(it);

@@ -10,13 +10,17 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/metrics.h"
+#include "broker/metrics_http.h"
 #include "cli/commands.h"
 #include "proto/wire.h"
 
@@ -65,6 +69,8 @@ void AddServerCommand(CLI::App& app) {
     int local_workers = 2;
     int worker_capacity = 8;
     bool no_sync = false;
+    std::string metrics_listen;
+    bool metrics_allow_remote = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--data-dir", o->data_dir, "Where the store and the socket live (env NPUPROF_DATA_DIR)");
@@ -75,6 +81,11 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--local-workers", o->local_workers, "Local worker processes")->check(CLI::Range(0, 64));
   cmd->add_option("--worker-capacity", o->worker_capacity, "Tasks per local worker")->check(CLI::Range(1, 256));
   cmd->add_flag("--no-sync", o->no_sync, "Do not fsync commits (benchmarks only: loses durability)");
+  cmd->add_option("--metrics-listen", o->metrics_listen,
+                  "Serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 (unauthenticated, "
+                  "read-only; default off; loopback only unless --metrics-allow-remote; env NPUPROF_METRICS_LISTEN)");
+  cmd->add_flag("--metrics-allow-remote", o->metrics_allow_remote,
+                "Let --metrics-listen bind an address beyond loopback (anyone who reaches it reads the metrics)");
   cmd->callback([o] {
     broker::BrokerOptions bo;
     bo.data_dir = ResolveDataDir(o->data_dir);
@@ -82,9 +93,36 @@ void AddServerCommand(CLI::App& app) {
     bo.sync = !o->no_sync;
     if (const char* k = std::getenv("NPUPROF_FAULT_CRASH_AFTER_GLOBAL_POS")) bo.faults.crash_after_global_pos = std::strtoull(k, nullptr, 10);
     if (const char* k = std::getenv("NPUPROF_FAULT_CRASH_BEFORE_DISPATCH")) bo.faults.crash_before_dispatch_kind = k;
+    std::string metrics_listen = o->metrics_listen;
+    if (const char* m = std::getenv("NPUPROF_METRICS_LISTEN"); m && metrics_listen.empty()) metrics_listen = m;
+    std::optional<metrics::ListenAddress> metrics_at;
+    if (!metrics_listen.empty()) {
+      auto parsed = metrics::ParseListenAddress(metrics_listen);
+      if (!parsed.ok()) return Fail(2, parsed.status().message());
+      metrics_at = *parsed;
+    }
+    // Declared before the broker, which points to it, and the responder, which renders it.
+    broker::BrokerMetrics broker_metrics;
+    if (metrics_at) bo.metrics = &broker_metrics;
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGPIPE, SIG_IGN);
+    std::unique_ptr<metrics::MetricsHttpServer> metrics_http;
+    // Started (or refused: a non-loopback address without --metrics-allow-remote) before the
+    // broker opens the store, so a refused address leaves nothing behind.
+    if (metrics_at) {
+      metrics::MetricsHttpServer::Options http_options;
+      http_options.allow_non_loopback = o->metrics_allow_remote;
+      auto started = metrics::MetricsHttpServer::Start(*metrics_at, [&broker_metrics, store = bo.data_dir + "/store"] {
+        metrics::ScrapeReadings r;
+        r.process = metrics::ReadProcessReadings();
+        if (auto bytes = metrics::DirectoryBytes(store)) r.store_size_bytes = static_cast<double>(*bytes);
+        return broker_metrics.Render(r);
+      }, http_options);
+      if (!started.ok()) return Fail(2, started.status().message());
+      metrics_http = std::move(started).value();
+      spdlog::info("metrics at http://{}/metrics", metrics_http->address());
+    }
     auto broker = broker::Broker::Open(bo);
     if (!broker.ok()) return Fail(2, broker.status().ToString());
     {

@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes
   chromium  # tests/views: the HTML reports rendered in a real headless browser
   file dpkg-dev systemd  # scripts/package.sh: CPack's shlibdeps runs file and dpkg-shlibdeps; systemd-analyze checks the unit
+  prometheus  # promtool: the metrics tests lint /metrics with `promtool check metrics`
 )
 
 missing=()
