@@ -123,7 +123,13 @@ class Broker {
   // the events staged for it in this turn (after a rejected input consumed
   // the state); drops it when there is nothing to rebuild from.
   void RebuildCachedRun(const std::string& run_id);
-  void StageMachineEvent(const std::string& type, const sm::json& payload);
+  void StageMachineEvent(const std::string& type, const sm::json& payload, const std::string& cause = "client");
+  // Quarantine bookkeeping (device_scheduler.h): a committed machines-stream
+  // event into leases_; a committed run event that quarantines or clears.
+  void ApplyQuarantineEvent(const proto::Event& e);
+  bool MachineAddStaged(const std::string& name) const;  // a MachineAdded of `name` in this turn
+  void AfterLeaseEvent(const std::string& run_id, const proto::Event& e, const sm::RunState& s);
+  void AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& checks, int64_t now);
   void Commit();
   // follow_ups: Turn::follow_ups of the run, in stored's order.
   void AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored,
@@ -174,6 +180,15 @@ class Broker {
   std::map<std::string, InFlight> in_flight_;  // task id -> holder
   TimerQueue timers_;
   DeviceScheduler leases_;  // from committed lease events (device_scheduler.h)
+  // Waiting runs asked to probe quarantined devices: one probe at a time per
+  // run, then a back-off (2 s doubling to 60 s) before the next (memory only:
+  // after a restart the first probe comes at once).
+  struct QuarantineCheck {
+    bool in_flight = false;
+    int64_t next_ms = 0;
+    int64_t delay_ms = 2000;
+  };
+  std::map<std::string, QuarantineCheck> quarantine_checks_;
   std::map<std::string, std::set<std::string>> watchers_;  // watched run -> runs waiting for its end
   Turn turn_;
   int64_t next_heartbeat_ms_ = 0;

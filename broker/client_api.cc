@@ -246,7 +246,12 @@ proto::ClientResponse Broker::Runs(const json& args) {
     if (!r.terminal())
       if (json w = leases_.WaitingFor(r.run_id()); !w.is_null()) out.back()["waiting_for"] = w;
   }
-  return Ok({{"runs", out}});
+  json body = {{"runs", out}};
+  if (json q = leases_.Quarantined(); !q.empty()) {
+    for (auto& e : q) e["since"] = IsoTimeMs(e.value("since_ms", int64_t{0}));
+    body["quarantined"] = q;
+  }
+  return Ok(body);
 }
 
 proto::ClientResponse Broker::InputToLiveRun(const std::string& run_id, const sm::Input& in, const json& ack,
@@ -270,6 +275,17 @@ proto::ClientResponse Broker::Cancel(const json& args, std::string* deferred_run
   return InputToLiveRun(run_id, in, {{"run_id", run_id}, {"cancel_requested", true}}, deferred_run);
 }
 
+bool Broker::MachineAddStaged(const std::string& name) const {
+  auto it = turn_.staged.find(sm::kMachinesStream);
+  if (it == turn_.staged.end()) return false;
+  for (const proto::Event& e : it->second) {
+    if (e.type() != sm::kMachineAdded) continue;
+    json p = json::parse(e.payload_json(), nullptr, false);
+    if (p.is_object() && p.value("name", "") == name) return true;
+  }
+  return false;
+}
+
 proto::ClientResponse Broker::MachineVerb(const std::string& verb, const json& args, std::string* deferred_run) {
   if (verb == "machine.list") return Ok({{"machines", machines_.List()}});
   const std::string name = args.value("name", "");
@@ -282,7 +298,7 @@ proto::ClientResponse Broker::MachineVerb(const std::string& verb, const json& a
     json rec = args;
     Status st = sm::MachineInventory::ValidateAdd(rec);
     if (!st.ok()) return Err(2, st.message());
-    if (machines_.Find(name) || turn_.staged.count(sm::kMachinesStream))
+    if (machines_.Find(name) || MachineAddStaged(name))
       return Err(2, fmt::format("machine '{}' exists; remove it first with `npuprof machine remove {}`", name, name));
     StageMachineEvent(sm::kMachineAdded, rec);
     *deferred_run = sm::kMachinesStream;
@@ -328,7 +344,10 @@ proto::ClientResponse Broker::Verify(const json& args) {
   std::vector<std::string> ids;
   const std::string only = args.value("run_id", "");
   if (!only.empty()) {
-    if (!LoadRun(only)) return Err(2, fmt::format("no run '{}'", only));
+    if (!LoadRun(only)) {  // unknown, or stored but unreadable (then verify says why)
+      auto stored = store_->HasEvents(only);
+      if (!stored.ok() || !*stored) return Err(2, fmt::format("no run '{}'", only));
+    }
     ids.push_back(only);
   } else {
     for (const auto& row : store_->ListRuns()) ids.push_back(row.run_id());

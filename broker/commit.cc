@@ -43,8 +43,16 @@ sm::RunState* Broker::LoadRun(const std::string& run_id) {
   if (it != runs_.end()) return &it->second;
   auto events = store_->ReadRun(run_id);
   if (!events.ok() || events->empty()) return nullptr;
-  auto [pos, _] = runs_.emplace(run_id, sm::Fold(kinds_, *events));
-  return &pos->second;
+  // A stored event the fold cannot read is corruption: the run is not served
+  // (`npuprof verify RUN` names the event), and nothing else stops.
+  try {
+    auto [pos, _] = runs_.emplace(run_id, sm::Fold(kinds_, *events));
+    return &pos->second;
+  } catch (const std::exception& e) {
+    spdlog::error("run {}: its stored events cannot be folded (corruption: {}); `npuprof verify {}` names the event",
+                  run_id, e.what(), run_id);
+    return nullptr;
+  }
 }
 
 void Broker::RebuildCachedRun(const std::string& run_id) {
@@ -104,7 +112,9 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
   *s = std::move(decided->state);
   auto& staged = turn_.staged[run_id];
   auto& follow_ups = turn_.follow_ups[run_id];
+  std::vector<json> quarantines;
   for (auto& ne : decided->events) {
+    if (ne.type == sm::kDevicesReleased && ne.payload.contains("quarantine")) quarantines.push_back(ne.payload);
     follow_ups.push_back(FollowUpFields(ne.type, ne.payload));
     proto::Event e;
     e.set_run_id(run_id);
@@ -114,10 +124,17 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
     e.set_cause(std::move(ne.cause));
     staged.push_back(std::move(e));
   }
+  // In the same group commit as the release: the devices are never free in
+  // between, and the quarantine outlives the run (recovery reads the stream).
+  for (const json& q : quarantines)
+    StageMachineEvent(sm::kDevicesQuarantined,
+                      json{{"machine", q.value("machine", "")}, {"devices", q.value("devices", json::array())},
+                           {"run_id", run_id}, {"why", q.value("quarantine", "")}},
+                      "run " + run_id);
   return Status::Ok();
 }
 
-void Broker::StageMachineEvent(const std::string& type, const json& payload) {
+void Broker::StageMachineEvent(const std::string& type, const json& payload, const std::string& cause) {
   const std::string run_id = sm::kMachinesStream;
   auto& staged = turn_.staged[run_id];
   turn_.expected_seq.try_emplace(run_id, machines_.last_seq());
@@ -125,8 +142,8 @@ void Broker::StageMachineEvent(const std::string& type, const json& payload) {
   e.set_run_id(run_id);
   e.set_type(type);
   e.set_time_ms(NowMs());
-  e.set_payload_json(payload.dump());
-  e.set_cause("client");
+  e.set_payload_json(payload.dump(-1, ' ', false, json::error_handler_t::replace));
+  e.set_cause(cause);
   staged.push_back(std::move(e));
 }
 
@@ -202,7 +219,10 @@ void Broker::Commit() {
 void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored,
                          const std::vector<json>& follow_ups) {
   if (run_id == sm::kMachinesStream) {
-    for (const auto& e : stored) machines_.ApplyStored(e);
+    for (const auto& e : stored) {
+      machines_.ApplyStored(e);
+      ApplyQuarantineEvent(e);
+    }
     return;
   }
   sm::RunState* s = LoadRun(run_id);
@@ -219,6 +239,7 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
     if (t == sm::kDevicesRequested) leases_.Wait(run_id, s->lease, e.global_pos());
     else if (t == sm::kDevicesLeased) leases_.Hold(run_id, s->lease.machine, s->lease.granted);
     else if (t == sm::kDevicesReleased || t == sm::kDevicesUnavailable || t == ev::kRunFinished) leases_.Drop(run_id);
+    AfterLeaseEvent(run_id, e, *s);
     if (!HasFollowUp(t)) continue;
     // The fields kept when DecideAndStage staged the event: one per staged
     // event of the run, in the order the store appended them.

@@ -90,18 +90,56 @@ void DeviceScheduler::Sync(const sm::RunState& s) {
   else if (s.lease.phase == "waiting") Wait(s.run_id, s.lease, s.lease.request_pos);
 }
 
-void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>* refusals) {
+void DeviceScheduler::Quarantine(const std::string& machine, const json& devices, const std::string& run_id,
+                                 const std::string& why, int64_t since_ms) {
+  Machine& m = machines_[machine];
+  for (int d : Ids(devices)) m.quarantined[d] = {run_id, why, since_ms};
+}
+
+void DeviceScheduler::Clear(const std::string& machine, const json& devices) {
+  auto it = machines_.find(machine);
+  if (it == machines_.end()) return;
+  for (int d : Ids(devices)) it->second.quarantined.erase(d);
+}
+
+nlohmann::json DeviceScheduler::QuarantinedAmong(const std::string& machine, const json& devices) const {
+  json out = json::array();
+  auto it = machines_.find(machine);
+  if (it == machines_.end()) return out;
+  for (int d : Ids(devices))
+    if (it->second.quarantined.count(d)) out.push_back(d);
+  return out;
+}
+
+nlohmann::json DeviceScheduler::Quarantined() const {
+  json out = json::array();
+  for (const auto& [name, m] : machines_)
+    for (const auto& [d, q] : m.quarantined)
+      out.push_back({{"machine", name}, {"device", d}, {"run_id", q.run_id}, {"why", q.why}, {"since_ms", q.since_ms}});
+  return out;
+}
+
+void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>* refusals, std::vector<Check>* checks) {
   for (auto& [name, m] : machines_) {
     std::set<int> blocked;  // wanted by an earlier waiter that could not start
     std::vector<uint64_t> done;
+    auto quarantine_why = [&](int d) {
+      const QuarantineEntry& q = m.quarantined.at(d);
+      return fmt::format("quarantined: run {}'s service may still be running there ({}); granted again once a probe "
+                         "shows it idle",
+                         q.run_id, q.why);
+    };
     for (auto& [order, w] : m.queue) {
       std::vector<int> pick;
       if (!w.any) {
         std::map<std::string, std::vector<int>> by_holder;  // "held by run X" / "wanted by an earlier queued run"
+        json suspect = json::array();
         for (int d : w.devices) {
           if (auto h = m.holder.find(d); h != m.holder.end()) by_holder["held by run " + h->second].push_back(d);
+          else if (m.quarantined.count(d)) by_holder[quarantine_why(d)].push_back(d), suspect.push_back(d);
           else if (blocked.count(d)) by_holder["wanted by an earlier queued run"].push_back(d);
         }
+        if (checks && !suspect.empty()) checks->push_back({w.run_id, suspect});
         std::vector<std::string> why;
         for (const auto& [who, devs] : by_holder)
           why.push_back(fmt::format("{} {} {}", devs.size() == 1 ? "device" : "devices", fmt::join(devs, ","), who));
@@ -121,16 +159,23 @@ void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>*
           done.push_back(order);
           continue;
         }
-        std::vector<int> held_by;
-        for (int d : w.candidates)
-          if (!m.holder.count(d) && !blocked.count(d)) pick.push_back(d);
+        json suspect = json::array();
+        for (int d : w.candidates) {
+          if (m.quarantined.count(d)) suspect.push_back(d);
+          else if (!m.holder.count(d) && !blocked.count(d)) pick.push_back(d);
+        }
         if (static_cast<int>(pick.size()) < w.count) {
           std::set<std::string> holders;
           for (int d : w.candidates)
             if (auto h = m.holder.find(d); h != m.holder.end()) holders.insert(h->second);
           w.why = fmt::format("needs {} of devices [{}]; {} available now (held by: {})", w.count,
                               fmt::join(w.candidates, ","), pick.size(),
-                              holders.empty() ? std::string("earlier queued runs") : fmt::format("{}", fmt::join(holders, ", ")));
+                              holders.empty() ? std::string(suspect.empty() ? "earlier queued runs" : "no run")
+                                              : fmt::format("{}", fmt::join(holders, ", ")));
+          if (!suspect.empty()) {
+            w.why += fmt::format("; devices {} {}", suspect.dump(), quarantine_why(suspect[0].get<int>()));
+            if (checks) checks->push_back({w.run_id, suspect});
+          }
           blocked.insert(w.candidates.begin(), w.candidates.end());
           continue;
         }

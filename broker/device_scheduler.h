@@ -10,6 +10,12 @@
 // "Any N free" candidates: the devices the run's probe saw free, plus those it
 // saw busy that npuprof runs have leased on that machine (they come back when
 // those runs end). Fewer candidates than N: refused at once with the reason.
+//
+// Quarantine: a device a run released while its service may still be running
+// (DevicesReleased with `quarantine`, recorded on the machines stream as
+// DevicesQuarantined) is granted to nobody until a probe shows it idle
+// (DevicesCleared). A waiter that needs a quarantined device waits, says so,
+// and is listed in Schedule's `checks` so the broker has it probe them.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +41,11 @@ class DeviceScheduler {
     std::string run_id;
     std::string error;
   };
+  // A waiter held back by quarantined devices: they are worth a probe.
+  struct Check {
+    std::string run_id;
+    json devices;  // quarantined ids the waiter needs
+  };
 
   // Committed facts.
   void Hold(const std::string& run_id, const std::string& machine, const json& devices);
@@ -43,8 +54,17 @@ class DeviceScheduler {
   // Rebuilds the entry of one run from its folded state (after a failed commit, recovery).
   void Sync(const sm::RunState& s);
 
+  // Committed quarantine facts (machines stream).
+  void Quarantine(const std::string& machine, const json& devices, const std::string& run_id, const std::string& why,
+                  int64_t since_ms);
+  void Clear(const std::string& machine, const json& devices);
+  // The quarantined ones among `devices` on `machine`.
+  json QuarantinedAmong(const std::string& machine, const json& devices) const;
+  // Every quarantined device: [{machine, device, run_id, why, since_ms}].
+  json Quarantined() const;
+
   // Grants are marked held at once (confirmed later by their DevicesLeased).
-  void Schedule(std::vector<Grant>* grants, std::vector<Refusal>* refusals);
+  void Schedule(std::vector<Grant>* grants, std::vector<Refusal>* refusals, std::vector<Check>* checks = nullptr);
 
   // Why a waiting run is still waiting (null when it is not waiting).
   json WaitingFor(const std::string& run_id) const;
@@ -66,8 +86,14 @@ class DeviceScheduler {
     std::vector<int> foreign;     // for any: busy with processes npuprof did not start
     std::string why = "not scheduled yet";
   };
+  struct QuarantineEntry {
+    std::string run_id;  // whose service may still run there
+    std::string why;
+    int64_t since_ms = 0;
+  };
   struct Machine {
     std::map<int, std::string> holder;  // device -> run
+    std::map<int, QuarantineEntry> quarantined;
     std::set<int> known;                // ever leased here (npuprof's own)
     std::map<uint64_t, Waiter> queue;   // order -> waiter
   };

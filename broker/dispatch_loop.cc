@@ -86,7 +86,10 @@ Status Broker::Run(const std::atomic<bool>& stop) {
 
 void Broker::Recover() {
   if (auto evs = store_->ReadRun(sm::kMachinesStream); evs.ok())
-    for (const auto& e : *evs) machines_.ApplyStored(e);
+    for (const auto& e : *evs) {
+      machines_.ApplyStored(e);
+      ApplyQuarantineEvent(e);
+    }
   store::RunFilter f;
   f.terminal = false;
   const auto rows = store_->ListRuns(f);
@@ -306,8 +309,10 @@ void Broker::FireTimers(int64_t now) {
 bool Broker::ScheduleLeases() {
   std::vector<DeviceScheduler::Grant> grants;
   std::vector<DeviceScheduler::Refusal> refusals;
-  leases_.Schedule(&grants, &refusals);
+  std::vector<DeviceScheduler::Check> checks;
+  leases_.Schedule(&grants, &refusals, &checks);
   const int64_t now = NowMs();
+  AskForQuarantineChecks(checks, now);
   for (const auto& g : grants) {
     sm::Input in;
     in.type = sm::Input::Type::kLeaseGranted;
@@ -328,7 +333,7 @@ bool Broker::ScheduleLeases() {
     in.error = r.error;
     (void)DecideAndStage(r.run_id, in);
   }
-  return !grants.empty() || !refusals.empty();
+  return !grants.empty() || !refusals.empty() || !checks.empty();
 }
 
 // Walks the pending tasks in order while some worker has a free slot. Once no

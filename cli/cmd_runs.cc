@@ -55,6 +55,11 @@ void AddRunCommands(CLI::App& app) {
                                    w.value("reason", ""));
         }
       }
+      // Devices no run is granted until a probe shows them idle.
+      for (const auto& q : r->value("quarantined", json::array()))
+        std::cout << fmt::format("quarantined: device {} on {} since {}: run {}: {}\n", q.value("device", -1),
+                                 q.value("machine", ""), q.value("since", ""), q.value("run_id", ""),
+                                 q.value("why", ""));
     });
   }
   for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{

@@ -86,7 +86,109 @@ void OnLeaseRefused(Decision& d, const std::string& error) {
 void ReleaseDevices(Decision& d, const std::string& reason) {
   const LeaseInfo& l = d.state().lease;
   if (l.phase != "held") return;
-  d.Emit(kDevicesReleased, json{{"machine", l.machine}, {"devices", l.granted}, {"reason", reason}});
+  json p = {{"machine", l.machine}, {"devices", l.granted}, {"reason", reason}};
+  if (std::string why = ServiceMayStillRun(d.state()); !why.empty()) p["quarantine"] = why;
+  d.Emit(kDevicesReleased, std::move(p));
+}
+
+namespace {
+
+// The latest task of a kind (by task number: ids are "<run>.t<n>").
+const TaskInfo* Latest(const RunState& s, const char* kind) {
+  const TaskInfo* best = nullptr;
+  uint64_t best_no = 0;
+  for (const auto& [id, t] : s.tasks) {
+    if (t.kind != kind) continue;
+    const auto dot = id.rfind(".t");
+    uint64_t no = 0;
+    if (dot != std::string::npos)
+      for (char c : id.substr(dot + 2)) no = c >= '0' && c <= '9' ? no * 10 + static_cast<uint64_t>(c - '0') : no;
+    if (!best || no >= best_no) best = &t, best_no = no;
+  }
+  return best;
+}
+
+const json& Sub(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+bool True(const json& j, const char* key) {
+  const json& v = Sub(j, key);
+  return v.is_boolean() && v.get<bool>();
+}
+
+}  // namespace
+
+std::string ServiceMayStillRun(const RunState& s) {
+  const TaskInfo* launch = Latest(s, "service.launch");
+  if (!launch) return "";
+  if (launch->status == "failed") {
+    const json& partial = Sub(launch->result, "result");
+    if (partial.is_object() && partial.contains("started") && partial["started"] == false) return "";
+  }
+  const TaskInfo* stop = Latest(s, "service.stop");
+  if (!stop) return "its service was launched and no stop was recorded";
+  if (stop->status == "succeeded") {
+    const json& r = Sub(stop->result, "result");
+    if (True(r, "stopped") || True(r, "already_gone") || True(r, "never_started")) return "";
+    return "its last service.stop did not confirm the service stopped";
+  }
+  if (stop->status == "failed")
+    return fmt::format("its service.stop failed: {}: {}", Sub(stop->result, "error_kind").is_string()
+                                                              ? Sub(stop->result, "error_kind").get<std::string>()
+                                                              : std::string(),
+                       Sub(stop->result, "error").is_string() ? Sub(stop->result, "error").get<std::string>()
+                                                              : std::string());
+  return "its service.stop did not finish (" + stop->status + ")";
+}
+
+void CheckQuarantinedDevices(Decision& d, const json& devices) {
+  const RunState& s = d.state();
+  if (s.terminal || s.lease.phase != "waiting" || !devices.is_array() || devices.empty()) return;
+  for (const auto& [id, t] : s.tasks)
+    if (IsQuarantineProbe(t) && (t.in_flight() || t.status == "retry_wait")) return;  // one at a time
+  json payload = {{"machine", s.spec.value("machine_record", json::object())},
+                  {"busy_threshold_mb", s.spec.value("busy_threshold_mb", int64_t{4096})},
+                  {"purpose", kQuarantineProbePurpose},
+                  {"devices", devices}};
+  d.ScheduleTask(kProbeTask, std::move(payload), TaskPolicy::WithLease(60000, 1));
+}
+
+bool IsQuarantineProbe(const TaskInfo& task) {
+  return task.kind == kProbeTask && task.payload.value("purpose", "") == kQuarantineProbePurpose;
+}
+
+void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const json& result) {
+  const json checked = task.payload.value("devices", json::array());
+  std::set<int64_t> free;
+  for (const auto& f : result.value("free_devices", json::array()))
+    if (f.is_number_integer()) free.insert(f.get<int64_t>());
+  json idle = json::array(), busy = json::array();
+  for (const auto& dev : checked) {
+    if (!dev.is_number_integer()) continue;
+    if (free.count(dev.get<int64_t>())) {
+      idle.push_back(dev);
+      continue;
+    }
+    std::string reason = "not listed free by npu-smi";
+    for (const auto& b : result.value("busy_devices", json::array()))
+      if (b.is_object() && b.value("logical_id", json()) == dev) reason = b.value("reason", reason);
+    busy.push_back({{"device", dev}, {"reason", reason}});
+  }
+  d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine}, {"devices", checked}, {"idle", idle},
+                               {"busy", busy}, {"task_id", task.task_id}});
+}
+
+void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const json& failure) {
+  d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine},
+                               {"devices", task.payload.value("devices", json::array())},
+                               {"idle", json::array()},
+                               {"busy", json::array()},
+                               {"task_id", task.task_id},
+                               {"error", failure.value("error_kind", "") + ": " + failure.value("error", "")}});
 }
 
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
@@ -108,6 +210,8 @@ bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
     l.phase = "released";
   } else if (type == kDevicesUnavailable) {
     l.phase = "refused";
+  } else if (type == kDevicesChecked) {
+    // A record for the broker (quarantine); the run's lease is unchanged.
   } else {
     return false;
   }

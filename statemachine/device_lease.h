@@ -8,6 +8,11 @@
 //   broker grants      -> DevicesLeased{machine, devices}, then the kind's OnStart
 //   broker refuses     -> DevicesUnavailable{error}, run failed
 //   run ends or the kind gives the devices back -> DevicesReleased
+//     (with `quarantine`: why when the run's service may still be running:
+//      launched, and no service.stop confirmed it gone)
+//   broker: a waiting run wants a quarantined device -> probe task (purpose
+//     quarantine_check, one npu-smi) -> DevicesChecked{machine, devices,
+//     idle, busy | error}; the broker lifts the quarantine of the idle ones
 //
 // Which run gets which devices is the broker's decision (broker/
 // device_scheduler.h, FIFO per machine); this file is the pure part: the
@@ -28,8 +33,11 @@ inline constexpr const char* kDevicesRequested = "DevicesRequested";
 inline constexpr const char* kDevicesLeased = "DevicesLeased";
 inline constexpr const char* kDevicesReleased = "DevicesReleased";
 inline constexpr const char* kDevicesUnavailable = "DevicesUnavailable";
+inline constexpr const char* kDevicesChecked = "DevicesChecked";
 // Purpose marker in the payload of the probe task a lease runs first.
 inline constexpr const char* kLeaseProbePurpose = "device_lease";
+// Purpose marker of the probe a waiting run makes of quarantined devices.
+inline constexpr const char* kQuarantineProbePurpose = "quarantine_check";
 
 // What a run needs: `count` NPUs on `machine`; `devices` names them, or is
 // null when any free ones will do (a probe finds them first).
@@ -57,8 +65,22 @@ void OnLeaseProbeFailed(Decision& d, const json& failure);
 Status CheckLeaseGrant(const RunState& s, const json& devices);
 void OnLeaseGranted(const RunKind& kind, Decision& d, const json& devices);
 void OnLeaseRefused(Decision& d, const std::string& error);
-// Gives the devices back if the run holds them (Finish does this too).
+// Gives the devices back if the run holds them (Finish does this too). When
+// the run's service may still be running the release carries `quarantine`
+// (the broker then grants those devices to nobody until a probe shows them
+// idle).
 void ReleaseDevices(Decision& d, const std::string& reason);
+// Why the run's service may still be running on its devices ("" when it
+// cannot be): a service.launch that may have started a process, and no later
+// service.stop that confirmed it stopped, gone or never started.
+std::string ServiceMayStillRun(const RunState& s);
+
+// The broker asks a waiting run to probe quarantined devices (Input
+// kCheckDevices): one npu-smi probe task, unless one is already out.
+void CheckQuarantinedDevices(Decision& d, const json& devices);
+bool IsQuarantineProbe(const TaskInfo& task);
+void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const json& result);
+void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const json& failure);
 
 // Fold of the lease events (called by the engine's Apply).
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& payload);

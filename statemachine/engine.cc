@@ -195,6 +195,7 @@ std::string CauseOf(const Input& in) {
     case Input::Type::kSignal: return fmt::format("signal:{}", in.signal);
     case Input::Type::kLeaseGranted: return "lease:granted";
     case Input::Type::kLeaseRefused: return "lease:refused";
+    case Input::Type::kCheckDevices: return "lease:check_quarantined";
   }
   return "unknown";
 }
@@ -224,6 +225,7 @@ void OnFailure(const RunKind& kind, Decision& d, const TaskInfo& task, json fail
   }
   const TaskInfo* after = d.state().FindTask(task.task_id);
   if (IsLeaseProbe(task)) return OnLeaseProbeFailed(d, failure);
+  if (IsQuarantineProbe(task)) return OnQuarantineProbeFailed(d, task, failure);
   kind.OnTaskFailed(d, after ? *after : task, failure);
 }
 
@@ -289,6 +291,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
         d.Emit(ev::kTaskSucceeded, p);
         const TaskInfo* after = d.state().FindTask(in.task_id);
         if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(d, in.result);
+        else if (IsQuarantineProbe(*after)) OnQuarantineProbeSucceeded(d, *after, in.result);
         else kind->OnTaskSucceeded(d, *after, in.result);
       } else {
         json f = {{"task_id", in.task_id},   {"attempt", in.attempt}, {"error", in.error},
@@ -353,6 +356,10 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
     case Input::Type::kLeaseGranted: {
       if (Status st = CheckLeaseGrant(state, in.devices); !st.ok()) return st;
       OnLeaseGranted(*kind, d, in.devices);
+      break;
+    }
+    case Input::Type::kCheckDevices: {
+      CheckQuarantinedDevices(d, in.devices);
       break;
     }
     case Input::Type::kLeaseRefused: {

@@ -18,7 +18,8 @@
 namespace npuprof::sm {
 
 struct Input {
-  enum class Type { kSubmit, kTaskResult, kTimerFired, kCancel, kWorkerLost, kRecover, kSignal, kLeaseGranted, kLeaseRefused };
+  enum class Type { kSubmit, kTaskResult, kTimerFired, kCancel, kWorkerLost, kRecover, kSignal, kLeaseGranted, kLeaseRefused,
+                    kCheckDevices };
   Type type = Type::kSubmit;
   int64_t now_ms = 0;
   // kSubmit
@@ -40,7 +41,8 @@ struct Input {
   std::string by;
   // kSignal (payload in result)
   std::string signal;
-  // kLeaseGranted: the device ids (array); kLeaseRefused: why (in error)
+  // kLeaseGranted: the device ids (array); kLeaseRefused: why (in error);
+  // kCheckDevices: the quarantined device ids the run waits for (array)
   json devices;
 };
 

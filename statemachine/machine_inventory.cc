@@ -23,10 +23,10 @@ void MachineInventory::Apply(const std::string& type, const json& p) {
 }
 
 void MachineInventory::ApplyStored(const proto::Event& ev) {
+  last_seq_ = ev.seq();  // even for a payload that does not decode: the next append follows it
   json p = json::parse(ev.payload_json(), nullptr, false);
-  if (p.is_discarded()) return;
+  if (p.is_discarded() || !p.is_object()) return;
   Apply(ev.type(), p);
-  last_seq_ = ev.seq();
 }
 
 std::optional<json> MachineInventory::Find(const std::string& name) const {

@@ -17,6 +17,11 @@ inline constexpr const char* kMachinesStream = "_machines";
 inline constexpr const char* kMachineAdded = "MachineAdded";
 inline constexpr const char* kMachineRemoved = "MachineRemoved";
 inline constexpr const char* kMachineHostKeyAccepted = "MachineHostKeyAccepted";
+// Device quarantine (broker/device_scheduler.h): {machine, devices, run_id,
+// why} when a run released devices its service may still occupy;
+// {machine, devices, run_id, task_id} when that run's probe showed them idle.
+inline constexpr const char* kDevicesQuarantined = "DevicesQuarantined";
+inline constexpr const char* kDevicesCleared = "DevicesCleared";
 
 class MachineInventory {
  public:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "statemachine/device_lease.h"
+#include "statemachine/event_fields.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::sm {
@@ -69,7 +70,8 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
     const proto::Event& e = events[i];
     if (std::string err = CheckChain(events, i, hash); !err.empty()) return fail(i, err);
     json p = json::parse(e.payload_json(), nullptr, false);
-    if (p.is_discarded()) return fail(i, "payload is not JSON");
+    if (p.is_discarded()) return fail(i, "corruption: the payload is not JSON");
+    if (Status st = CheckEventFields(e.type(), p); !st.ok()) return fail(i, "corruption: " + st.message());
     if (i == 0) {
       if (e.type() != ev::kRunSubmitted) return fail(i, "a run must start with RunSubmitted");
       kind = kinds.Find(p.value("kind", ""));
@@ -89,7 +91,11 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
     if (std::string err = LeaseStepError(r.state, e.type()); !err.empty()) return fail(i, err);
     if (e.type() == ev::kRunFinished && !kind->transitions().IsTerminal(r.state.state))
       return fail(i, fmt::format("RunFinished while in non-terminal state '{}'", r.state.state));
-    ApplyStored(kinds, r.state, e);
+    try {
+      ApplyStored(kinds, r.state, e);
+    } catch (const std::exception& ex) {
+      return fail(i, fmt::format("corruption: the {} fold cannot read this event: {}", kind->name(), ex.what()));
+    }
     r.events++;
   }
   return r;

@@ -127,5 +127,58 @@ TEST(DeviceScheduler, SyncRebuildsFromRunState) {
   EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"w"}));
 }
 
+TEST(DeviceScheduler, QuarantinedDevicesAreGrantedToNobodyUntilCleared) {
+  DeviceScheduler s;
+  s.Quarantine("m1", {0, 1}, "old", "its service.stop failed: unreachable: no route", 5000);
+  s.Wait("a", Explicit({0, 1}), 1);
+  s.Wait("b", Explicit({2}), 2);  // disjoint: not held back
+  std::vector<DeviceScheduler::Grant> g;
+  std::vector<DeviceScheduler::Refusal> r;
+  std::vector<DeviceScheduler::Check> c;
+  s.Schedule(&g, &r, &c);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].run_id, "b");
+  EXPECT_TRUE(r.empty());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].run_id, "a");
+  EXPECT_EQ(c[0].devices, json({0, 1}));
+  const json why = s.WaitingFor("a");
+  EXPECT_NE(why.value("reason", "").find("quarantined: run old's service may still be running"), std::string::npos)
+      << why.dump();
+  const json q = s.Quarantined();
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].value("run_id", ""), "old");
+  EXPECT_EQ(q[0].value("since_ms", 0), 5000);
+  EXPECT_EQ(s.QuarantinedAmong("m1", {1, 2}), json({1}));
+  EXPECT_EQ(s.QuarantinedAmong("m2", {1}), json::array());
+  s.Clear("m1", {0});
+  EXPECT_TRUE(GrantedRuns(s).empty()) << "device 1 is still quarantined";
+  s.Clear("m1", {1});
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(s.Quarantined().empty());
+}
+
+TEST(DeviceScheduler, AnyRequestSkipsQuarantinedCandidatesAndAsksForACheckWhenShort) {
+  DeviceScheduler s;
+  s.Hold("h", "m1", {0, 1});
+  s.Drop("h");  // 0,1 known (npuprof's own), now released
+  s.Quarantine("m1", {0}, "old", "stop failed", 1);
+  // The probe saw 0 busy (the orphaned service), 1..3 free.
+  s.Wait("a", Any(3, {1, 2, 3}, {0}), 1);
+  s.Wait("b", Any(4, {1, 2, 3}, {0}), 2);
+  std::vector<DeviceScheduler::Grant> g;
+  std::vector<DeviceScheduler::Refusal> r;
+  std::vector<DeviceScheduler::Check> c;
+  s.Schedule(&g, &r, &c);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].run_id, "a");
+  EXPECT_EQ(g[0].devices, json({1, 2, 3})) << "the quarantined device is never picked";
+  EXPECT_TRUE(r.empty()) << "b can get 4 once 0 is cleared: it waits";
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].run_id, "b");
+  EXPECT_EQ(c[0].devices, json({0}));
+  EXPECT_NE(s.WaitingFor("b").value("reason", "").find("quarantined"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace npuprof::broker

@@ -2,6 +2,7 @@
 // event; `npuprof import` rebuilds a run elsewhere from `events --json`.
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "store/event_store.h"
@@ -48,6 +49,46 @@ TEST(VerifyCli, CleanStoreVerifiesAndEditedEventIsDetected) {
   ASSERT_TRUE(j.is_object()) << bad.out;
   EXPECT_FALSE(j["ok"].get<bool>());
   EXPECT_NE(j["runs"][0]["error"].get<std::string>().find("event #5"), std::string::npos) << j.dump();
+}
+
+// A stored event whose fields the fold cannot read (a string where the
+// attempt number belongs, with a valid hash, as a buggy writer or an edited
+// store would leave it): the server still starts and serves, and `verify`
+// reports Corruption naming the event and the field.
+TEST(VerifyCli, AStoredEventThatDoesNotDecodeIsCorruptionAndTheServerGoesOn) {
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start().ok());
+  const std::string run = ProbeRun(h);
+  ASSERT_FALSE(run.empty());
+  h.KillServer(SIGTERM);
+  size_t index = 0;
+  {
+    auto store = store::EventStore::Open(h.DataDir() + "/store");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto evs = (*store)->ReadRun(run);
+    ASSERT_TRUE(evs.ok());
+    for (; index < evs->size() && (*evs)[index].type() != "TaskScheduled"; ++index) {
+    }
+    ASSERT_LT(index, evs->size());
+    proto::Event e = (*evs)[index];
+    auto p = nlohmann::json::parse(e.payload_json());
+    p["attempt"] = "one";
+    e.set_payload_json(p.dump());
+    e.set_hash(store::EventHash(e));
+    ASSERT_TRUE((*store)->RawOverwriteEventForTest(e).ok());
+  }
+  ASSERT_TRUE(h.RestartServer().ok());
+  CliResult bad = h.Cli({"verify", run});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  const auto j = bad.json();
+  ASSERT_TRUE(j.is_object()) << bad.out;
+  const std::string err = j["runs"][0].value("error", "");
+  EXPECT_NE(err.find(fmt::format("event #{}", index + 1)), std::string::npos) << err;
+  EXPECT_NE(err.find("corruption: TaskScheduled payload field 'attempt' is string"), std::string::npos) << err;
+  // The server is alive and serves other runs.
+  const std::string other = ProbeRun(h);
+  EXPECT_FALSE(other.empty());
+  EXPECT_EQ(h.Cli({"verify", other}).exit_code, 0);
 }
 
 TEST(ImportCli, EventsExportRebuildsTheRunElsewhere) {

@@ -1,0 +1,220 @@
+// Quarantine in the pure engine: a release carries `quarantine` exactly when
+// the run's service may still be running; a waiting run asked to check
+// quarantined devices probes them once and records what it saw.
+#include <gtest/gtest.h>
+
+#include "statemachine/device_lease.h"
+#include "statemachine/engine.h"
+#include "statemachine/event_types.h"
+#include "statemachine/probe_machine.h"
+#include "statemachine/replay_verifier.h"
+
+namespace npuprof::sm {
+namespace {
+
+json ServeSpec(json devices) {
+  return json{{"machine", "m1"},
+              {"machine_record", {{"name", "m1"}, {"host", "h"}, {"user", "u"}, {"runtime_base", "/rt/"}}},
+              {"model", "/models/qwen"},
+              {"tp", 2},
+              {"devices", std::move(devices)}};
+}
+
+struct QRun {
+  RunState s;
+  std::vector<proto::Event> log;
+  int64_t now = 1000;
+  QRun() { s.run_id = "r1"; }
+  Status Feed(Input in) {
+    in.now_ms = now += 10;
+    auto evs = Decide(DefaultKinds(), s, in);
+    if (!evs.ok()) return evs.status();
+    for (const auto& e : *evs) {
+      Apply(DefaultKinds(), s, e.type, e.payload, s.last_seq + 1, in.now_ms);
+      proto::Event pe;
+      pe.set_run_id(s.run_id);
+      pe.set_seq(s.last_seq);
+      pe.set_type(e.type);
+      pe.set_time_ms(in.now_ms);
+      pe.set_payload_json(e.payload.dump());
+      pe.set_prev_hash(log.empty() ? "" : log.back().hash());
+      pe.set_hash(std::to_string(pe.seq()));
+      log.push_back(pe);
+    }
+    return Status::Ok();
+  }
+  // Answers every task in flight of `kind` (attempt as scheduled).
+  void Answer(const std::string& kind, bool ok, json result, const std::string& error_kind = "",
+              bool retryable = false) {
+    for (const auto& [id, t] : std::map<std::string, TaskInfo>(s.tasks)) {
+      if (!t.in_flight() || t.kind != kind) continue;
+      Input in;
+      in.type = Input::Type::kTaskResult;
+      in.task_id = id;
+      in.attempt = t.attempt;
+      in.ok = ok;
+      in.retryable = retryable;
+      in.error_kind = error_kind;
+      in.error = ok ? "" : "it went wrong";
+      in.result = result;
+      ASSERT_TRUE(Feed(in).ok());
+    }
+  }
+  const proto::Event* Find(const std::string& type) const {
+    for (const auto& e : log)
+      if (e.type() == type) return &e;
+    return nullptr;
+  }
+  json PayloadOf(const std::string& type) const {
+    const proto::Event* e = Find(type);
+    return e ? json::parse(e->payload_json()) : json();
+  }
+};
+
+// A serve run granted devices 0,1 and launched (pid 4242, ready).
+void Launched(QRun& r) {
+  Input sub;
+  sub.type = Input::Type::kSubmit;
+  sub.kind = "serve";
+  sub.spec = ServeSpec({0, 1});
+  ASSERT_TRUE(r.Feed(sub).ok());
+  Input grant;
+  grant.type = Input::Type::kLeaseGranted;
+  grant.devices = {0, 1};
+  ASSERT_TRUE(r.Feed(grant).ok());
+  r.Answer("service.launch", true, {{"pid", 4242}, {"started", true}, {"port", 8000}});
+  r.Answer("service.wait_ready", true, {{"ready", true}});
+}
+
+void Cancel(QRun& r) {
+  Input c;
+  c.type = Input::Type::kCancel;
+  ASSERT_TRUE(r.Feed(c).ok());
+}
+
+TEST(DeviceQuarantine, AStopThatFailedQuarantinesTheReleasedDevices) {
+  QRun r;
+  Launched(r);
+  Cancel(r);
+  // Every stop attempt fails (target unreachable); the run ends without knowing.
+  for (int i = 0; i < 10 && !r.s.terminal; ++i) {
+    r.Answer("service.stop", false, nullptr, "unreachable", /*retryable=*/false);
+    for (const auto& [id, t] : std::map<std::string, TimerInfo>(r.s.timers)) {
+      if (!t.armed) continue;
+      Input f;
+      f.type = Input::Type::kTimerFired;
+      f.timer_id = id;
+      ASSERT_TRUE(r.Feed(f).ok());
+    }
+  }
+  ASSERT_TRUE(r.s.terminal) << r.s.state;
+  const json rel = r.PayloadOf(kDevicesReleased);
+  ASSERT_TRUE(rel.is_object());
+  EXPECT_EQ(rel["devices"], json({0, 1}));
+  ASSERT_TRUE(rel.contains("quarantine")) << rel.dump();
+  EXPECT_NE(rel["quarantine"].get<std::string>().find("service.stop failed: unreachable"), std::string::npos)
+      << rel.dump();
+  EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, [](const proto::Event& e) { return std::to_string(e.seq()); }).ok);
+}
+
+TEST(DeviceQuarantine, AConfirmedStopReleasesWithoutQuarantine) {
+  QRun r;
+  Launched(r);
+  Cancel(r);
+  r.Answer("service.stop", true, {{"stopped", true}, {"already_gone", false}});
+  ASSERT_TRUE(r.s.terminal) << r.s.state;
+  const json rel = r.PayloadOf(kDevicesReleased);
+  ASSERT_TRUE(rel.is_object());
+  EXPECT_FALSE(rel.contains("quarantine")) << rel.dump();
+}
+
+TEST(DeviceQuarantine, ServiceMayStillRunReadsTheLaunchAndTheLastStop) {
+  RunState s;
+  EXPECT_EQ(ServiceMayStillRun(s), "") << "no launch: nothing can run";
+  TaskInfo launch;
+  launch.task_id = "r.t1";
+  launch.kind = "service.launch";
+  launch.status = "failed";
+  launch.result = {{"result", {{"started", false}}}};
+  s.tasks["r.t1"] = launch;
+  EXPECT_EQ(ServiceMayStillRun(s), "") << "a launch that never started anything";
+  s.tasks["r.t1"].result = {{"error_kind", "timeout"}};
+  EXPECT_NE(ServiceMayStillRun(s), "") << "a launch that may have started, never stopped";
+  TaskInfo stop;
+  stop.task_id = "r.t2";
+  stop.kind = "service.stop";
+  stop.status = "succeeded";
+  stop.result = {{"result", {{"stopped", false}}}};
+  s.tasks["r.t2"] = stop;
+  EXPECT_NE(ServiceMayStillRun(s), "");
+  TaskInfo later = stop;
+  later.task_id = "r.t10";  // numbered after t2 (not "r.t10" < "r.t2" as text)
+  later.result = {{"result", {{"stopped", true}}}};
+  s.tasks["r.t10"] = later;
+  EXPECT_EQ(ServiceMayStillRun(s), "");
+}
+
+TEST(DeviceQuarantine, AWaitingRunProbesQuarantinedDevicesOnceAndRecordsWhatItSaw) {
+  QRun r;
+  Input sub;
+  sub.type = Input::Type::kSubmit;
+  sub.kind = "serve";
+  sub.spec = ServeSpec({0, 1});
+  ASSERT_TRUE(r.Feed(sub).ok());
+  ASSERT_EQ(r.s.lease.phase, "waiting");
+  Input check;
+  check.type = Input::Type::kCheckDevices;
+  check.devices = {0, 1};
+  ASSERT_TRUE(r.Feed(check).ok());
+  ASSERT_TRUE(r.Feed(check).ok());  // a second ask while the probe is out adds nothing
+  int probes = 0;
+  for (const auto& [id, t] : r.s.tasks) probes += IsQuarantineProbe(t) && t.in_flight();
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(r.s.lease.phase, "waiting") << "the check does not touch the lease";
+  r.Answer(kProbeTask, true,
+           {{"free_devices", {1, 2}},
+            {"busy_devices", {{{"logical_id", 0}, {"reason", "process listed on NPU 0 chip 0 (pid 4242)"}}}}});
+  const json seen = r.PayloadOf(kDevicesChecked);
+  ASSERT_TRUE(seen.is_object());
+  EXPECT_EQ(seen["idle"], json({1}));
+  ASSERT_EQ(seen["busy"].size(), 1u);
+  EXPECT_EQ(seen["busy"][0]["device"], 0);
+  EXPECT_NE(seen["busy"][0]["reason"].get<std::string>().find("pid 4242"), std::string::npos);
+  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_FALSE(r.s.terminal);
+  EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, [](const proto::Event& e) { return std::to_string(e.seq()); }).ok);
+}
+
+TEST(DeviceQuarantine, AFailedProbeIsRecordedAndTheRunKeepsWaiting) {
+  QRun r;
+  Input sub;
+  sub.type = Input::Type::kSubmit;
+  sub.kind = "serve";
+  sub.spec = ServeSpec({0, 1});
+  ASSERT_TRUE(r.Feed(sub).ok());
+  Input check;
+  check.type = Input::Type::kCheckDevices;
+  check.devices = {0};
+  ASSERT_TRUE(r.Feed(check).ok());
+  r.Answer(kProbeTask, false, nullptr, "npu_smi_failed");
+  const json seen = r.PayloadOf(kDevicesChecked);
+  ASSERT_TRUE(seen.is_object());
+  EXPECT_TRUE(seen["idle"].empty());
+  EXPECT_NE(seen.value("error", "").find("npu_smi_failed"), std::string::npos);
+  EXPECT_FALSE(r.s.terminal);
+  EXPECT_EQ(r.s.lease.phase, "waiting");
+}
+
+TEST(DeviceQuarantine, ACheckForARunThatIsNotWaitingDoesNothing) {
+  QRun r;
+  Launched(r);
+  Input check;
+  check.type = Input::Type::kCheckDevices;
+  check.devices = {0};
+  const size_t before = r.log.size();
+  ASSERT_TRUE(r.Feed(check).ok());
+  EXPECT_EQ(r.log.size(), before);
+}
+
+}  // namespace
+}  // namespace npuprof::sm
