@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/demo_story.h"
 #include "statemachine/engine.h"
 #include "tests/support/npuprof_harness.h"
 
@@ -33,14 +36,31 @@ struct Demo {
   json summary = json::object();
   bool ok = true;
 
-  testing::CliResult Step(const std::string& title, const std::vector<std::string>& args, int timeout_s = 300) {
-    std::cerr << "\n== " << title << "\n$ npuprof";
+  int steps = 0;
+
+  // Runs one `npuprof` verb: the title, the command and a few lines of what
+  // it found go to the terminal; its whole output to a file in steps/.
+  testing::CliResult Step(const std::string& title, StoryView view, const std::vector<std::string>& args,
+                          int timeout_s = 300) {
+    ++steps;
+    std::cerr << fmt::format("\n== {}. {}\n$ npuprof", steps, title);
     for (const auto& a : args) std::cerr << ' ' << a;
     std::cerr << std::endl;
     testing::CliResult r = h.Cli(args, timeout_s);
-    std::cerr << r.out;
-    if (!r.err.empty()) std::cerr << r.err;
-    std::cerr << "(exit " << r.exit_code << ")" << std::endl;
+    const std::string file = fmt::format("{}/steps/{:02}-{}.txt", h.Dir(), steps, args.empty() ? "npuprof" : args[0]);
+    std::error_code ec;
+    std::filesystem::create_directories(h.Dir() + "/steps", ec);
+    std::ofstream(file) << "$ npuprof" << [&] {
+      std::string cmd;
+      for (const auto& a : args) cmd += ' ' + a;
+      return cmd;
+    }() << "\n(exit " << r.exit_code << ")\n\n-- stdout\n" << r.out << "\n-- stderr\n" << r.err;
+    for (const auto& line : StoryLines(view, r.out)) std::cerr << "  " << line << '\n';
+    if (r.exit_code != 0) {
+      std::cerr << fmt::format("  exit {}; the end of its stderr:\n", r.exit_code);
+      for (const auto& line : StoryLines(StoryView::kText, r.err, 12)) std::cerr << "  | " << line << '\n';
+    }
+    std::cerr << "  (all of it: " << file << ")" << std::endl;
     return r;
   }
 
@@ -65,18 +85,18 @@ void RunDemo(bool clean) {
   d.summary["data_dir"] = d.h.DataDir();
   d.summary["target"] = d.h.SimRoot();
 
-  d.Step("The machine inventory (kept as events)", {"machine", "list"});
-  auto check = d.Step("Check the machine: host key, uname, Ascend tools", {"machine", "check", "sim1"});
+  d.Step("The machine inventory (kept as events)", StoryView::kMachines, {"machine", "list"});
+  auto check = d.Step("Check the machine: host key, uname, Ascend tools", StoryView::kCheck, {"machine", "check", "sim1"});
   d.Expect(check, 0, "machine check");
 
-  auto probe = d.Step("Probe the NPUs (npu-smi info, kept as evidence)", {"submit", "probe", "--machine", "sim1", "--wait"});
+  auto probe = d.Step("Probe the NPUs (npu-smi info, kept as evidence)", StoryView::kProbe, {"submit", "probe", "--machine", "sim1", "--wait"});
   d.Expect(probe, 0, "probe");
   d.summary["probe_run"] = probe.json().value("run_id", "");
 
   const auto& kinds = sm::DefaultKinds();
   if (kinds.Find("serve")) {
     const std::string model = d.h.MakeModel({"--kind", "dense"});
-    auto serve = d.Step("Start a vLLM service on two free NPUs (serve run kind)",
+    auto serve = d.Step("Start a vLLM service on two free NPUs (serve run kind)", StoryView::kService,
                         {"submit", "serve", "--machine", "sim1", "--model", model, "--served-model-name", "demo",
                          "--tp", "2", "--wait"});
     d.Expect(serve, 0, "serve");
@@ -90,15 +110,15 @@ void RunDemo(bool clean) {
         devices += (devices.empty() ? "" : ",") + dev.dump();
     std::string queued;
     if (!run.empty() && !devices.empty()) {
-      auto second = d.Step("Submit a second service on the same NPUs (" + devices + "): it queues for the lease",
+      auto second = d.Step("Submit a second service on the same NPUs (" + devices + "): it queues for the lease", StoryView::kSubmitted,
                            {"submit", "serve", "--machine", "sim1", "--model", model, "--served-model-name", "demo2",
                             "--tp", "2", "--devices", devices});
       d.Expect(second, 0, "second serve");
       queued = second.json().value("run_id", "");
-      d.Step("Runs: the queued one says what it waits for", {"runs"});
+      d.Step("Runs: the queued one says what it waits for", StoryView::kText, {"runs"});
     }
     if (!run.empty()) {
-      auto stop = d.Step("Stop the first service (its NPUs are released)", {"stop", run, "--wait"});
+      auto stop = d.Step("Stop the first service (its NPUs are released)", StoryView::kStopped, {"stop", run, "--wait"});
       d.Expect(stop, 0, "stop");
     }
     if (!queued.empty()) {
@@ -107,20 +127,20 @@ void RunDemo(bool clean) {
         if (!s.is_object() || s.value("state", "") == "ready" || s.value("status", "running") != "running") break;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      auto show = d.Step("The queued service got the NPUs and is ready", {"show", queued});
+      auto show = d.Step("The queued service got the NPUs and is ready", StoryView::kService, {"show", queued});
       d.Expect(show, 0, "show queued");
       if (show.json().value("state", "") != "ready") {
         std::cerr << "demo: the queued service did not become ready" << std::endl;
         d.ok = false;
       }
-      auto stop2 = d.Step("Stop it too", {"stop", queued, "--wait"});
+      auto stop2 = d.Step("Stop it too", StoryView::kStopped, {"stop", queued, "--wait"});
       d.Expect(stop2, 0, "stop queued");
       d.summary["queued_serve_run"] = queued;
     }
   }
   if (kinds.Find("torch-profile")) {
     const std::string model = d.h.MakeModel({"--kind", "dense"});
-    auto tp = d.Step("Torch-profiler collection: profile window, workload wave, analyse() per rank, gates",
+    auto tp = d.Step("Torch-profiler collection: profile window, workload wave, analyse() per rank, gates", StoryView::kTorch,
                      {"submit", "torch-profile", "--machine", "sim1", "--model", model, "--served-model-name", "demo",
                       "--tp", "2", "--tag", "demo", "--mode", "enforce_eager", "--request-kind", "text",
                       "--benchmark-output-tokens", "16", "--benchmark-total-requests", "6",
@@ -130,12 +150,12 @@ void RunDemo(bool clean) {
     const std::string run = tp.json().value("session_id", tp.json().value("run_id", ""));
     if (!run.empty()) {
       const std::string out = d.h.Dir() + "/exports/torch-profile";
-      auto ex = d.Step("Export the manifest for the downstream analysis tool", {"export", run, out});
+      auto ex = d.Step("Export the manifest for the downstream analysis tool", StoryView::kFiles, {"export", run, out});
       d.Expect(ex, 0, "export torch-profile");
       d.summary["torch_profile_run"] = run;
       d.summary["torch_profile_manifest"] = out + "/manifest.json";
       const std::string html = out + "/report.html";
-      auto rep = d.Step("The torch-profile report as one self-contained HTML page (open it in a browser)",
+      auto rep = d.Step("The torch-profile report as one self-contained HTML page (open it in a browser)", StoryView::kFiles,
                         {"report", run, "--format", "html", "--lang", "en", "-o", html});
       d.Expect(rep, 0, "report --format html (torch-profile)");
       d.summary["torch_profile_report_html"] = html;
@@ -143,7 +163,7 @@ void RunDemo(bool clean) {
   }
   if (kinds.Find("memory-profile")) {
     const std::string model = d.h.MakeModel({"--kind", "dense"});
-    auto mem = d.Step("HBM memory profiling under msprof: baseline, after ready, after inference, export, attribution",
+    auto mem = d.Step("HBM memory profiling under msprof: baseline, after ready, after inference, export, attribution", StoryView::kMemory,
                       {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "2",
                        "--flush-seconds", "1", "--wait"},
                       600);
@@ -151,34 +171,47 @@ void RunDemo(bool clean) {
     std::string run = mem.json().value("run_id", "");
     if (run.empty()) run = mem.json().value("session_id", "");
     if (!run.empty()) {
-      auto text = d.Step("The per-device HBM report (text)", {"report", run, "--format", "text", "--lang", "en"});
+      auto text = d.Step("The per-device HBM report (text)", StoryView::kReportText, {"report", run, "--format", "text", "--lang", "en"});
       d.Expect(text, 0, "report");
       const std::string out = d.h.Dir() + "/exports/memory-profile";
-      auto ex = d.Step("Export the run directory (manifest, npu-smi snapshots, logs, msprof CSVs, report)",
+      auto ex = d.Step("Export the run directory (manifest, npu-smi snapshots, logs, msprof CSVs, report)", StoryView::kFiles,
                        {"export", run, out});
       d.Expect(ex, 0, "export memory-profile");
       d.summary["memory_profile_run"] = run;
       d.summary["memory_profile_export"] = out;
       d.summary["memory_profile_report_json"] = out + "/report.json";
       const std::string html = out + "/report.html";
-      auto rep = d.Step("The HBM report as one self-contained HTML page: per-device bars, components, evidence",
+      auto rep = d.Step("The HBM report as one self-contained HTML page: per-device bars, components, evidence", StoryView::kFiles,
                         {"report", run, "--format", "html", "--lang", "en", "-o", html});
       d.Expect(rep, 0, "report --format html (memory-profile)");
       d.summary["memory_profile_report_html"] = html;
       const std::string trace = out + "/trace.json";
-      auto tr = d.Step("The run as a Chrome trace (open it at https://ui.perfetto.dev or chrome://tracing)",
+      auto tr = d.Step("The run as a Chrome trace (open it at https://ui.perfetto.dev or chrome://tracing)", StoryView::kFiles,
                        {"trace", run, "-o", trace});
       d.Expect(tr, 0, "trace");
       d.summary["memory_profile_trace"] = trace;
     }
   }
-  d.Step("All runs", {"runs"});
-  auto verify = d.Step("Replay every run from its events and check the hash chain", {"verify"});
+  d.Step("All runs", StoryView::kText, {"runs"});
+  auto verify = d.Step("Replay every run from its events and check the hash chain", StoryView::kVerify, {"verify"});
   d.Expect(verify, 0, "verify");
+  d.summary["steps_dir"] = d.h.Dir() + "/steps";
   d.summary["ok"] = d.ok;
+  std::cerr << fmt::format("\n== {}\n", d.ok ? "Done: every step did what it should" : "Done, with the problems above");
+  if (!clean) {
+    std::cerr << "Open next:\n";
+    for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
+             {"memory_profile_report_html", "the HBM report (a browser)"},
+             {"torch_profile_report_html", "the torch-profile report (a browser)"},
+             {"memory_profile_trace", "the memory-profile run's timeline (https://ui.perfetto.dev)"},
+             {"torch_profile_manifest", "the manifest for the downstream analysis tool"},
+             {"steps_dir", "the full output of every step"}})
+      if (d.summary.contains(key)) std::cerr << fmt::format("  {}:\n    {}\n", what, d.summary[key].get<std::string>());
+  }
+  std::cerr << "The JSON summary below is the demo's stdout.\n" << std::flush;
   PrintJson(d.summary);
   d.h.Stop();
-  std::cerr << (clean ? "" : fmt::format("\nkept: {} (store, exports, reports)\n", d.h.Dir()));
+  std::cerr << (clean ? "" : fmt::format("\nkept: {} (store, exports, reports, steps)\n", d.h.Dir()));
   ExitCode() = d.ok ? 0 : 1;
 }
 

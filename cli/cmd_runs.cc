@@ -90,14 +90,39 @@ void AddRunCommands(CLI::App& app) {
     });
   }
   {
-    auto* cmd = app.add_subcommand("watch", "Follow a run's transitions until it ends");
+    auto* cmd = app.add_subcommand("watch", "Follow a run's transitions until it ends (or reaches --until STATE)");
     auto addr = std::make_shared<ServerAddress>();
     auto run = std::make_shared<std::string>();
+    auto until = std::make_shared<std::string>();
+    auto quiet = std::make_shared<bool>(false);
     AddServerOptions(cmd, addr.get());
     cmd->add_option("RUN", *run, "Run id")->required();
-    cmd->callback([addr, run] {
+    cmd->add_option("--until", *until,
+                    "Return once the run has reached this state (exit 0), or ended without reaching it (exit 1)");
+    cmd->add_flag("-q,--quiet", *quiet, "No progress lines; print only the run id");
+    cmd->callback([addr, run, until, quiet] {
       Client client(*addr);
-      WaitForRun(client, *run, false);
+      if (until->empty()) return WaitForRun(client, *run, false, *quiet);
+      bool reached = false;
+      const bool followed = FollowRunEvents(
+          client, *run,
+          [&](const json& batch) {
+            for (const auto& e : batch) {
+              const std::string type = e.value("type", "");
+              if (type == "StateChanged" && e["payload"].value("to", "") == *until) reached = true;
+              if (reached || type == "RunFinished") return true;
+            }
+            return false;
+          },
+          *quiet);
+      if (!followed) return;
+      auto show = client.CallJson("show", json{{"run_id", *run}});
+      if (!show.ok()) return Fail(2, show.status().message());
+      if (*quiet) std::cout << *run << std::endl;
+      else PrintJson(*show);
+      if (!reached)
+        return Fail(1, fmt::format("run {} ended ({}) without reaching state '{}'", *run, show->value("status", ""),
+                                   *until));
     });
   }
   {

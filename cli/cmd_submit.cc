@@ -15,6 +15,8 @@ CLI::App* AddSubmitKind(CLI::App* submit, const std::string& name, const std::st
   cmd->add_option("--tag", c->tag, "Free label [A-Za-z0-9._-]");
   cmd->add_option("--run-id", c->run_id, "Choose the run id; submitting it again returns the existing run");
   cmd->add_flag("--wait", c->wait, "Follow the run to its end; print its final JSON");
+  cmd->add_flag("-q,--quiet", c->quiet,
+                "Print only the run id (with --wait: no progress; exit 0 when the run ended ok, 1 otherwise)");
   return cmd;
 }
 
@@ -30,11 +32,12 @@ void SubmitAndMaybeWait(const SubmitCommon& c, const std::string& kind, json spe
   json body = json::parse(r->body_json());
   const std::string run_id = body.value("run_id", "");
   if (!c.wait) {
-    PrintJson(body);
+    if (c.quiet) std::cout << run_id << std::endl;
+    else PrintJson(body);
     return;
   }
-  std::cerr << "npuprof: run " << run_id << " submitted" << std::endl;
-  WaitForRun(client, run_id, manifest);
+  if (!c.quiet) std::cerr << "npuprof: run " << run_id << " submitted" << std::endl;
+  WaitForRun(client, run_id, manifest, c.quiet);
 }
 
 void AddSubmitProbe(CLI::App* submit) {

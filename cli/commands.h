@@ -23,10 +23,13 @@ void Fail(int code, const std::string& msg);
 // Streams a run's new events to stderr (polling; waits up to 2 min for a
 // server that is not answering) until stop(new events) returns true. False
 // after a transport error (already reported with Fail).
-bool FollowRunEvents(Client& client, const std::string& run_id, const std::function<bool(const json&)>& stop);
+// quiet: no progress lines on stderr.
+bool FollowRunEvents(Client& client, const std::string& run_id, const std::function<bool(const json&)>& stop,
+                     bool quiet = false);
 // Follows a run to its end, streaming new events to stderr; prints the final
 // summary (or manifest when manifest=true) on stdout; sets the exit code.
-void WaitForRun(Client& client, const std::string& run_id, bool manifest);
+// quiet: prints only the run id (the exit code still says how it ended).
+void WaitForRun(Client& client, const std::string& run_id, bool manifest, bool quiet = false);
 
 void AddServerCommand(CLI::App& app);
 void AddWorkerCommand(CLI::App& app);

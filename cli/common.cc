@@ -57,7 +57,8 @@ void PrintProgress(const json& e) {
 
 }  // namespace
 
-bool FollowRunEvents(Client& client, const std::string& run_id, const std::function<bool(const json&)>& stop) {
+bool FollowRunEvents(Client& client, const std::string& run_id, const std::function<bool(const json&)>& stop,
+                     bool quiet) {
   uint64_t next_seq = 1;
   int64_t unreachable_since = 0;
   while (true) {
@@ -69,7 +70,7 @@ bool FollowRunEvents(Client& client, const std::string& run_id, const std::funct
       }
       if (unreachable_since == 0) {
         unreachable_since = NowMs();
-        std::cerr << "npuprof: server not answering; waiting for it to come back" << std::endl;
+        if (!quiet) std::cerr << "npuprof: server not answering; waiting for it to come back" << std::endl;
       }
       if (NowMs() - unreachable_since > 120000) {
         Fail(2, evs.status().message());
@@ -81,7 +82,7 @@ bool FollowRunEvents(Client& client, const std::string& run_id, const std::funct
     unreachable_since = 0;
     const json batch = (*evs)["events"];
     for (const auto& e : batch) {
-      PrintProgress(e);
+      if (!quiet) PrintProgress(e);
       next_seq = e.value("seq", next_seq) + 1;
     }
     if (stop(batch)) return true;
@@ -89,16 +90,20 @@ bool FollowRunEvents(Client& client, const std::string& run_id, const std::funct
   }
 }
 
-void WaitForRun(Client& client, const std::string& run_id, bool manifest) {
-  const bool followed = FollowRunEvents(client, run_id, [](const json& batch) {
-    for (const auto& e : batch)
-      if (e.value("type", "") == "RunFinished") return true;
-    return false;
-  });
+void WaitForRun(Client& client, const std::string& run_id, bool manifest, bool quiet) {
+  const bool followed = FollowRunEvents(
+      client, run_id,
+      [](const json& batch) {
+        for (const auto& e : batch)
+          if (e.value("type", "") == "RunFinished") return true;
+        return false;
+      },
+      quiet);
   if (!followed) return;
   auto out = client.CallJson(manifest ? "manifest" : "show", json{{"run_id", run_id}});
   if (!out.ok()) return Fail(2, out.status().message());
-  PrintJson(*out);
+  if (quiet) std::cout << run_id << std::endl;
+  else PrintJson(*out);
   ExitCode() = out->value("status", "") == "ok" ? 0 : 1;
 }
 

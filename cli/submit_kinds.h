@@ -14,6 +14,7 @@ struct SubmitCommon {
   std::string tag;
   std::string run_id;
   bool wait = false;
+  bool quiet = false;  // stdout: the run id alone (scripts, agents)
 };
 
 // Adds the subcommand with --machine (required unless machine_required=false),

@@ -24,7 +24,11 @@ struct ServeOpts {
 };
 
 // Follows the run until its service is ready or the run has ended.
-void WaitForReady(Client& client, const std::string& run_id) {
+void WaitForReady(Client& client, const std::string& run_id, bool quiet) {
+  auto print = [&](const json& show) {
+    if (quiet) std::cout << run_id << std::endl;
+    else PrintJson(show);
+  };
   FollowRunEvents(client, run_id, [&](const json& batch) {
     if (batch.empty()) return false;
     auto show = client.CallJson("show", json{{"run_id", run_id}});
@@ -33,18 +37,18 @@ void WaitForReady(Client& client, const std::string& run_id) {
       return true;
     }
     if (show->value("state", "") == "ready") {
-      PrintJson(*show);
+      print(*show);
       ExitCode() = 0;
       return true;
     }
     if (show->value("status", "running") != "running") {
-      PrintJson(*show);
+      print(*show);
       Fail(1, fmt::format("serve run {} ended before the service was ready: {} {}", run_id, show->value("status", ""),
                           (*show)["error"].is_string() ? (*show)["error"].get<std::string>() : ""));
       return true;
     }
     return false;
-  });
+  }, quiet);
 }
 
 }  // namespace
@@ -106,8 +110,9 @@ void AddSubmitServe(CLI::App* submit) {
     auto r = client.CallJson("submit", args);
     if (!r.ok()) return Fail(2, r.status().message());
     const std::string run_id = r->value("run_id", "");
-    std::cerr << "npuprof: serve run " << run_id << " submitted; waiting for the service to be ready" << std::endl;
-    WaitForReady(client, run_id);
+    if (!c->quiet)
+      std::cerr << "npuprof: serve run " << run_id << " submitted; waiting for the service to be ready" << std::endl;
+    WaitForReady(client, run_id, c->quiet);
   });
 }
 

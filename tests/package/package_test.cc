@@ -16,6 +16,8 @@
 //    keys in /var/lib/npuprof are kept, owned by root, and handed back by the
 //    next install). Skipped, saying why, when not root or when npuprof is on
 //    the machine already: the test only ever removes what it installed.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -148,6 +150,22 @@ void RunDemoFrom(const std::string& binary, const std::string& sim_dir) {
   const auto trace = nlohmann::json::parse(ReadWhole(summary.value("memory_profile_trace", "/nonexistent")),
                                            nullptr, false);
   EXPECT_TRUE(trace.is_object() && trace.contains("traceEvents")) << summary.value("memory_profile_trace", "");
+  // The terminal tells the story in a few screens; the whole output of every
+  // step is in steps/.
+  const size_t lines = static_cast<size_t>(std::count(r.err.begin(), r.err.end(), '\n'));
+  EXPECT_LE(lines, 320u) << "the demo's terminal output grew to " << lines << " lines";
+  for (const char* key_line : {"== 1. The machine inventory", "busy: process listed on NPU 3",
+                               "waiting for 2 device(s) on sim1", "workload gate: ok", "analysis gate: ok",
+                               "Model weights", "KV cache reserve", "verified:", "Open next:"})
+    EXPECT_NE(r.err.find(key_line), std::string::npos) << "missing: " << key_line << "\n" << err_tail;
+  EXPECT_EQ(r.err.find("\"armed_timers\""), std::string::npos) << "raw JSON on the terminal";
+  size_t step_files = 0;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(summary.value("steps_dir", "/nonexistent"), ec)) {
+    (void)f;
+    ++step_files;
+  }
+  EXPECT_GE(step_files, 15u) << "one file per step in " << summary.value("steps_dir", "");
 }
 
 class Package : public ::testing::Test {

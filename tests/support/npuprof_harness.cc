@@ -148,6 +148,8 @@ void SignalAndReap(pid_t pid, int sig) {
 
 }  // namespace
 
+CliResult RunCommand(const std::vector<std::string>& argv, int timeout_s) { return RunCaptured(argv, timeout_s); }
+
 NpuprofHarness::~NpuprofHarness() {
   Stop();
   const char* keep = std::getenv("NPUPROF_KEEP_TEST_DIR");

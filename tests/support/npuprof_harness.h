@@ -34,6 +34,10 @@ struct CliResult {
   nlohmann::json json() const;
 };
 
+// Runs argv (this process's environment) and captures its output; killed
+// after timeout_s (timed_out set).
+CliResult RunCommand(const std::vector<std::string>& argv, int timeout_s);
+
 // Path of the npuprof binary: $NPUPROF_BIN, else the one in the build tree.
 std::string NpuprofBinary();
 // The simulator: $NPUPROF_SIM_DIR, else the one installed with the running

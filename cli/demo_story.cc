@@ -1,0 +1,247 @@
+#include "cli/demo_story.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/utf8.h"
+
+namespace npuprof::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string S(const json& j, const char* key, const std::string& dflt = "") {
+  if (!j.is_object()) return dflt;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return dflt;
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+int64_t I(const json& j, const char* key, int64_t dflt = 0) {
+  if (!j.is_object()) return dflt;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<int64_t>() : dflt;
+}
+
+const json& O(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::string Base(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string Mb(double mb) { return fmt::format("{:.1f} GiB", mb / 1024.0); }
+
+std::string RunLine(const json& j) {
+  // A manifest has no state, only the status.
+  std::string line = j.contains("state") ? fmt::format("run {}: {} ({})", S(j, "run_id"), S(j, "state"), S(j, "status", "?"))
+                                         : fmt::format("run {}: {}", S(j, "run_id"), S(j, "status", "?"));
+  if (std::string err = S(j, "error"); !err.empty()) line += ": " + err;
+  return line;
+}
+
+std::vector<std::string> Machines(const json& j) {
+  std::vector<std::string> out;
+  for (const auto& m : O(j, "machines"))
+    out.push_back(fmt::format("{}: {}@{}:{} (runtime base {})", S(m, "name"), S(m, "user"), S(m, "host"),
+                              S(m, "port", "22"), S(m, "runtime_base")));
+  if (out.empty()) out.push_back("no machines");
+  return out;
+}
+
+std::vector<std::string> Check(const json& j) {
+  const json& c = O(j, "check");
+  std::vector<std::string> out = {RunLine(j)};
+  out.push_back("endpoint " + S(c, "endpoint") + ", host key " + S(c, "host_key_fingerprint"));
+  out.push_back("uname: " + S(c, "uname"));
+  std::string tools;
+  const json& found = O(c, "tools");
+  if (found.is_object())
+    for (auto it = found.begin(); it != found.end(); ++it)
+      tools += fmt::format("{}{} ({})", tools.empty() ? "" : ", ", it.key(),
+                           it.value().is_string() ? it.value().get<std::string>() : std::string("missing"));
+  out.push_back("tools: " + (tools.empty() ? std::string("none found") : tools));
+  return out;
+}
+
+std::vector<std::string> Probe(const json& j) {
+  const json& p = O(j, "probe");
+  std::vector<std::string> out = {RunLine(j)};
+  std::map<int64_t, std::string> busy;
+  for (const auto& b : O(p, "busy_devices")) busy[I(b, "logical_id", -1)] = S(b, "reason");
+  out.push_back(fmt::format("{:>3}  {:>3} {:>4}  {:<6} {:>18}  {:<6}  {}", "dev", "npu", "chip", "name", "HBM used / total",
+                            "health", "state"));
+  int64_t i = 0;
+  for (const auto& d : O(p, "devices")) {
+    auto it = busy.find(i);
+    out.push_back(fmt::format("{:>3}  {:>3} {:>4}  {:<6} {:>8} / {:<8}  {:<6}  {}", i, I(d, "npu"), I(d, "chip"),
+                              S(d, "name"), Mb(static_cast<double>(I(d, "hbm_used_mb"))),
+                              Mb(static_cast<double>(I(d, "hbm_total_mb"))), S(d, "health"),
+                              it == busy.end() ? "free" : "busy: " + it->second));
+    ++i;
+  }
+  out.push_back(fmt::format("{} device(s): free {}; busy above {} MB or with a process: {}", I(p, "device_count"),
+                            O(p, "free_devices").dump(), I(p, "busy_threshold_mb"), busy.size()));
+  return out;
+}
+
+std::vector<std::string> Service(const json& j, bool stopped) {
+  std::vector<std::string> out = {RunLine(j)};
+  const json& svc = O(j, "service");
+  if (svc.is_object()) {
+    out.push_back(fmt::format("service {}: devices {}, pid {}, 127.0.0.1:{}, served model '{}'", S(svc, "status"),
+                              O(svc, "devices").dump(), S(svc, "pid"), S(svc, "port"), S(svc, "served_model_name")));
+    if (const json& r = O(svc, "ready"); r.is_object() && !stopped)
+      out.push_back(fmt::format("ready after {} ms ({} health rounds)", I(r, "ready_after_ms"), I(r, "rounds")));
+  }
+  if (const json& l = O(j, "devices_lease"); l.is_object())
+    out.push_back(fmt::format("NPU lease: {} {} on {}", S(l, "phase"), O(l, "devices").dump(), S(l, "machine")));
+  return out;
+}
+
+std::vector<std::string> Torch(const json& j) {
+  std::vector<std::string> out = {RunLine(j)};
+  const json& w = O(j, "workload_status");
+  if (w.is_object())
+    out.push_back(fmt::format("workload gate: {} — {}/{} benchmark requests ok (needs {:.0f}%), follow-up {}",
+                              S(w, "status"), I(w, "bench_ok"), I(w, "bench_total"),
+                              100.0 * (O(w, "bench_threshold").is_number() ? O(w, "bench_threshold").get<double>() : 0),
+                              S(w, "followup_ok") == "true" ? "ok" : "failed"));
+  out.push_back(fmt::format("analysis gate: {} ({} of {} expected ranks found)", S(j, "analysis_status"),
+                            I(j, "rank_count"), I(j, "expected_ranks")));
+  for (const auto& r : O(j, "remote_profile_dirs")) {
+    const json& o = O(r, "outputs");
+    const json& tv = O(o, "trace_view_json");
+    const json& kd = O(o, "kernel_details_csv");
+    out.push_back(fmt::format("  {}: analyse exit {}, {}; trace_view.json {} events ({:.1f} MB), kernel_details.csv "
+                              "{}",
+                              Base(S(r, "path")), S(O(r, "analyse"), "exit_code", "?"), S(r, "analysis_status"),
+                              I(tv, "event_count"), static_cast<double>(I(tv, "size")) / 1e6,
+                              S(kd, "exists") == "true" ? fmt::format("{} rows", I(kd, "data_rows_checked"))
+                                                        : std::string("absent")));
+  }
+  for (const auto& e : O(j, "step_errors")) out.push_back("  step error: " + (e.is_string() ? e.get<std::string>() : e.dump()));
+  return out;
+}
+
+std::vector<std::string> Memory(const json& j) {
+  std::vector<std::string> out = {RunLine(j)};
+  out.push_back(fmt::format("mode {}, tp {}, msprof {}, devices {}", S(j, "mode"), S(j, "tp"), S(j, "msprof_status"),
+                            O(j, "devices").dump()));
+  out.push_back(fmt::format("{:>6}  {:>12}  {:>12}  {:>15}", "device", "baseline", "after ready", "after inference"));
+  for (const auto& d : O(j, "devices")) {
+    const std::string key = d.is_string() ? d.get<std::string>() : d.dump();
+    auto used = [&](const char* phase) {
+      const json& v = O(O(O(j, phase), key.c_str()), "used_mb");
+      return v.is_number() ? Mb(v.get<double>()) : std::string("-");
+    };
+    out.push_back(fmt::format("{:>6}  {:>12}  {:>12}  {:>15}", key, used("baseline_hbm"), used("after_ready_hbm"),
+                              used("after_infer_hbm")));
+  }
+  return out;
+}
+
+std::vector<std::string> ReportText(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& l : Lines(text)) {
+    const auto first = l.find_first_not_of(' ');
+    if (first != std::string::npos && first >= 8 && (l.compare(first, 2, "<-") == 0 || l.compare(first, 1, "~") == 0))
+      continue;  // evidence lines: in the full report and the HTML page
+    out.push_back(l);
+  }
+  return out;
+}
+
+std::vector<std::string> Files(const json& j) {
+  std::vector<std::string> out;
+  if (j.contains("dir")) {
+    const size_t n = O(j, "files").size();
+    out.push_back(fmt::format("wrote {} file{} to {}", n, n == 1 ? "" : "s", S(j, "dir")));
+  } else if (j.contains("file")) {
+    std::string line = "wrote " + S(j, "file");
+    if (j.contains("trace_events"))
+      line += fmt::format(" ({} trace events, {} HBM series)", I(j, "trace_events"), I(j, "hbm_series"));
+    out.push_back(line);
+    if (j.contains("open_with")) out.push_back("open it with " + S(j, "open_with"));
+  } else {
+    out.push_back(j.dump());
+  }
+  return out;
+}
+
+std::vector<std::string> Verify(const json& j) {
+  std::vector<std::string> out;
+  int64_t events = 0, bad = 0;
+  for (const auto& r : O(j, "runs")) {
+    events += I(r, "events");
+    if (S(r, "ok") != "true") {
+      ++bad;
+      out.push_back(fmt::format("  {}: {}", S(r, "run_id"), S(r, "error")));
+    }
+  }
+  const json& la = O(j, "lease_audit");
+  out.insert(out.begin(), fmt::format("{}: {} streams, {} events replayed; {} with a problem; lease audit {} ({} lease events)",
+                                      S(j, "ok") == "true" ? "verified" : "NOT verified", O(j, "runs").size(), events,
+                                      bad, S(la, "ok") == "true" ? "ok" : "FAILED: " + S(la, "error"),
+                                      I(la, "lease_events")));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> StoryLines(StoryView view, const std::string& out, size_t max_lines) {
+  std::vector<std::string> lines;
+  const std::string text = ToValidUtf8(out);
+  if (view == StoryView::kText) {
+    lines = Lines(text);
+  } else if (view == StoryView::kReportText) {
+    lines = ReportText(text);
+  } else {
+    const json j = json::parse(text, nullptr, false);
+    if (!j.is_object()) {
+      lines = Lines(text);
+    } else {
+      switch (view) {
+        case StoryView::kMachines: lines = Machines(j); break;
+        case StoryView::kCheck: lines = Check(j); break;
+        case StoryView::kProbe: lines = Probe(j); break;
+        case StoryView::kService: lines = Service(j, false); break;
+        case StoryView::kSubmitted:
+          lines = {fmt::format("run {} submitted{}", S(j, "run_id"),
+                               j.contains("state") ? " (" + S(j, "state") + ")" : std::string())};
+          break;
+        case StoryView::kStopped: lines = Service(j, true); break;
+        case StoryView::kTorch: lines = Torch(j); break;
+        case StoryView::kMemory: lines = Memory(j); break;
+        case StoryView::kFiles: lines = Files(j); break;
+        case StoryView::kVerify: lines = Verify(j); break;
+        default: lines = Lines(text); break;
+      }
+    }
+  }
+  if (lines.size() > max_lines) {
+    const size_t left = lines.size() - (max_lines - 1);
+    lines.resize(max_lines - 1);
+    lines.push_back(fmt::format("… ({} more lines in the step's file)", left));
+  }
+  return lines;
+}
+
+}  // namespace npuprof::cli

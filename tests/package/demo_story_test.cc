@@ -1,0 +1,94 @@
+// What the demo prints per step (cli/demo_story.h), on outputs shaped like
+// the verbs' real ones.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/demo_story.h"
+
+namespace npuprof::cli {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST(DemoStory, ProbeIsADeviceTableWithTheBusyReason) {
+  json probe = {{"run_id", "r1"}, {"state", "completed"}, {"status", "ok"},
+                {"probe", {{"device_count", 2}, {"busy_threshold_mb", 4096}, {"free_devices", {0}},
+                           {"busy_devices", {{{"logical_id", 1}, {"reason", "process listed on NPU 1 chip 0 (pid 7)"}}}},
+                           {"devices", {{{"npu", 0}, {"chip", 0}, {"name", "910B3"}, {"hbm_used_mb", 2862},
+                                         {"hbm_total_mb", 65536}, {"health", "OK"}},
+                                        {{"npu", 1}, {"chip", 0}, {"name", "910B3"}, {"hbm_used_mb", 32862},
+                                         {"hbm_total_mb", 65536}, {"health", "OK"}}}}}}};
+  const std::string out = Joined(StoryLines(StoryView::kProbe, probe.dump(2)));
+  EXPECT_NE(out.find("run r1: completed (ok)"), std::string::npos) << out;
+  EXPECT_NE(out.find("2.8 GiB / 64.0 GiB"), std::string::npos) << out;
+  EXPECT_NE(out.find("busy: process listed on NPU 1 chip 0 (pid 7)"), std::string::npos) << out;
+  EXPECT_NE(out.find("free [0]"), std::string::npos) << out;
+}
+
+TEST(DemoStory, TorchShowsBothGatesAndEveryRank) {
+  json tp = {{"run_id", "r2"}, {"state", "completed"}, {"status", "ok"}, {"analysis_status", "ok"},
+             {"rank_count", 2}, {"expected_ranks", 2},
+             {"workload_status", {{"status", "ok"}, {"bench_ok", 6}, {"bench_total", 6}, {"bench_threshold", 0.8},
+                                  {"followup_ok", true}}},
+             {"remote_profile_dirs",
+              {{{"path", "/x/vm_1_ascend_pt"}, {"analysis_status", "ok"}, {"analyse", {{"exit_code", 0}}},
+                {"outputs", {{"trace_view_json", {{"event_count", 5287}, {"size", 1187626}}},
+                             {"kernel_details_csv", {{"exists", true}, {"data_rows_checked", 1047}}}}}}}}};
+  const std::string out = Joined(StoryLines(StoryView::kTorch, tp.dump()));
+  EXPECT_NE(out.find("workload gate: ok — 6/6 benchmark requests ok (needs 80%), follow-up ok"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("analysis gate: ok (2 of 2 expected ranks found)"), std::string::npos) << out;
+  EXPECT_NE(out.find("vm_1_ascend_pt: analyse exit 0, ok; trace_view.json 5287 events (1.2 MB), kernel_details.csv 1047 rows"),
+            std::string::npos)
+      << out;
+}
+
+TEST(DemoStory, ReportTextDropsTheEvidenceLinesOnly) {
+  const std::string report =
+      "[Device 0] Total HBM: 64.00 GiB\n"
+      "Model weights                      |       7262.9 |      7.093 |   12.9% | vLLM log\n"
+      "                                     <- vllm_serve.log:10 [c0f79a6af5ad] \"Loading model weights took 7.0927 GB\"\n"
+      "                                     ~ safetensors headers (exact bytes) 7262.9 MB (+0.00%)\n"
+      "                                     1632000 tokens\n"
+      "  npu-smi used:          56,202.0 MB\n";
+  const auto lines = StoryLines(StoryView::kReportText, report);
+  const std::string out = Joined(lines);
+  EXPECT_EQ(lines.size(), 4u) << out;
+  EXPECT_EQ(out.find("<-"), std::string::npos) << out;
+  EXPECT_NE(out.find("1632000 tokens"), std::string::npos);
+  EXPECT_NE(out.find("npu-smi used"), std::string::npos);
+}
+
+TEST(DemoStory, VerifySaysTheVerdictAndNamesWhatFailed) {
+  json ok = {{"ok", true}, {"lease_audit", {{"ok", true}, {"lease_events", 8}, {"error", nullptr}}},
+             {"runs", {{{"run_id", "a"}, {"ok", true}, {"events", 7}}, {{"run_id", "b"}, {"ok", true}, {"events", 3}}}}};
+  EXPECT_EQ(StoryLines(StoryView::kVerify, ok.dump())[0],
+            "verified: 2 streams, 10 events replayed; 0 with a problem; lease audit ok (8 lease events)");
+  json bad = ok;
+  bad["ok"] = false;
+  bad["runs"][1] = {{"run_id", "b"}, {"ok", false}, {"events", 2}, {"error", "event #3: hash does not match"}};
+  const std::string out = Joined(StoryLines(StoryView::kVerify, bad.dump()));
+  EXPECT_NE(out.find("NOT verified"), std::string::npos) << out;
+  EXPECT_NE(out.find("b: event #3: hash does not match"), std::string::npos) << out;
+}
+
+TEST(DemoStory, AnythingElseIsShownAsItsFirstLinesAndBounded) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "line " + std::to_string(i) + "\n";
+  const auto lines = StoryLines(StoryView::kProbe, text, 10);
+  ASSERT_EQ(lines.size(), 10u);
+  EXPECT_EQ(lines[0], "line 0");
+  EXPECT_EQ(lines[9], "… (91 more lines in the step's file)");
+  EXPECT_FALSE(StoryLines(StoryView::kService, std::string("\xff\xfe not json", 13)).empty());
+  EXPECT_FALSE(StoryLines(StoryView::kMemory, "{}").empty());
+}
+
+}  // namespace
+}  // namespace npuprof::cli
