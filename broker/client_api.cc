@@ -434,8 +434,8 @@ proto::ClientResponse Broker::Import(const json& args) {
       if (e.contains(f) && !e[f].is_string())
         return Err(2, fmt::format("import: events[{}].{} must be a string, not {}", i, f, JsonTypeWords(e[f])));
     for (const char* f : {"seq", "time_ms"})
-      if (e.contains(f) && !(e[f].is_number_unsigned() || (e[f].is_number_integer() && e[f].get<int64_t>() >= 0)))
-        return Err(2, fmt::format("import: events[{}].{} must be a whole number >= 0, not {}", i, f,
+      if (e.contains(f) && !HasShape(e[f], JsonShape::kUnsigned))
+        return Err(2, fmt::format("import: events[{}].{} must be {}, not {}", i, f, ShapeWords(JsonShape::kUnsigned),
                                   JsonTypeWords(e[f])));
     proto::Event ev;
     ev.set_run_id(run_id);

@@ -15,13 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_shape.h"
 #include "common/status.h"
 
 namespace npuprof::broker {
 
 Status CheckRequestFields(std::string_view verb, const nlohmann::json& args);
 
-// The JSON type of v in words ("a string", "a number", ...), for error texts.
-const char* JsonTypeWords(const nlohmann::json& v);
+// The JSON type of v in words, for error texts (common/json_shape.h).
+using npuprof::JsonTypeWords;
 
 }  // namespace npuprof::broker

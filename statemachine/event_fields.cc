@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/json_shape.h"
+
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
 
@@ -14,31 +16,11 @@ namespace {
 
 using json = nlohmann::json;
 
-enum class Want { kText, kUnsigned, kInteger, kObject, kArray, kBool };
-
-const char* Word(Want w) {
-  switch (w) {
-    case Want::kText: return "a string";
-    case Want::kUnsigned: return "a whole number >= 0";
-    case Want::kInteger: return "a whole number";
-    case Want::kObject: return "an object";
-    case Want::kArray: return "an array";
-    case Want::kBool: return "true or false";
-  }
-  return "?";
-}
-
-bool Has(const json& v, Want w) {
-  switch (w) {
-    case Want::kText: return v.is_string();
-    case Want::kUnsigned: return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
-    case Want::kInteger: return v.is_number_integer();
-    case Want::kObject: return v.is_object();
-    case Want::kArray: return v.is_array();
-    case Want::kBool: return v.is_boolean();
-  }
-  return false;
-}
+using Want = JsonShape;
+namespace shape {
+constexpr Want kText = JsonShape::kString, kUnsigned = JsonShape::kUnsigned, kInteger = JsonShape::kInteger,
+               kObject = JsonShape::kObject, kArray = JsonShape::kArray, kBool = JsonShape::kBool;
+}  // namespace shape
 
 struct Field {
   const char* name;
@@ -50,29 +32,29 @@ struct Field {
 const std::map<std::string, std::vector<Field>>& Table() {
   static const std::map<std::string, std::vector<Field>> kTable = [] {
     std::map<std::string, std::vector<Field>> t;
-    t[ev::kRunSubmitted] = {{"kind", Want::kText, true}, {"spec", Want::kObject, false},
-                            {"machine", Want::kText, false}, {"tag", Want::kText, false}};
-    t[ev::kStateChanged] = {{"from", Want::kText, false}, {"to", Want::kText, true}};
-    t[ev::kTaskScheduled] = {{"task_id", Want::kText, true}, {"kind", Want::kText, true},
-                             {"attempt", Want::kUnsigned, false}, {"payload", Want::kObject, false},
-                             {"policy", Want::kObject, false}};
+    t[ev::kRunSubmitted] = {{"kind", shape::kText, true}, {"spec", shape::kObject, false},
+                            {"machine", shape::kText, false}, {"tag", shape::kText, false}};
+    t[ev::kStateChanged] = {{"from", shape::kText, false}, {"to", shape::kText, true}};
+    t[ev::kTaskScheduled] = {{"task_id", shape::kText, true}, {"kind", shape::kText, true},
+                             {"attempt", shape::kUnsigned, false}, {"payload", shape::kObject, false},
+                             {"policy", shape::kObject, false}};
     for (const char* type : {ev::kTaskSucceeded, ev::kTaskAbandoned, ev::kTaskResultIgnored})
-      t[type] = {{"task_id", Want::kText, true}};
-    t[ev::kTaskFailed] = {{"task_id", Want::kText, true}, {"final", Want::kBool, false}};
-    t[ev::kTaskRedispatched] = {{"task_id", Want::kText, true}, {"attempt", Want::kUnsigned, false},
-                                {"reason", Want::kText, false}};
-    t[ev::kTaskRetryScheduled] = {{"task_id", Want::kText, true}, {"timer_id", Want::kText, true},
-                                  {"deadline_ms", Want::kInteger, true}};
-    t[ev::kTimerScheduled] = {{"timer_id", Want::kText, true}, {"purpose", Want::kText, false},
-                              {"deadline_ms", Want::kInteger, true}, {"payload", Want::kObject, false}};
-    t[ev::kTimerFired] = {{"timer_id", Want::kText, true}};
-    t[ev::kTimerCancelled] = {{"timer_id", Want::kText, true}};
-    t[ev::kWatchRequested] = {{"run_id", Want::kText, true}};
-    t[ev::kRunFinished] = {{"status", Want::kText, true}, {"error", Want::kText, false}};
-    t[ev::kSignalReceived] = {{"name", Want::kText, true}};
-    t[kDevicesRequested] = {{"machine", Want::kText, false}, {"count", Want::kInteger, false}};
-    t[kDevicesLeased] = {{"machine", Want::kText, false}, {"devices", Want::kArray, false}};
-    t[kDevicesReleased] = {{"machine", Want::kText, false}, {"devices", Want::kArray, false}};
+      t[type] = {{"task_id", shape::kText, true}};
+    t[ev::kTaskFailed] = {{"task_id", shape::kText, true}, {"final", shape::kBool, false}};
+    t[ev::kTaskRedispatched] = {{"task_id", shape::kText, true}, {"attempt", shape::kUnsigned, false},
+                                {"reason", shape::kText, false}};
+    t[ev::kTaskRetryScheduled] = {{"task_id", shape::kText, true}, {"timer_id", shape::kText, true},
+                                  {"deadline_ms", shape::kInteger, true}};
+    t[ev::kTimerScheduled] = {{"timer_id", shape::kText, true}, {"purpose", shape::kText, false},
+                              {"deadline_ms", shape::kInteger, true}, {"payload", shape::kObject, false}};
+    t[ev::kTimerFired] = {{"timer_id", shape::kText, true}};
+    t[ev::kTimerCancelled] = {{"timer_id", shape::kText, true}};
+    t[ev::kWatchRequested] = {{"run_id", shape::kText, true}};
+    t[ev::kRunFinished] = {{"status", shape::kText, true}, {"error", shape::kText, false}};
+    t[ev::kSignalReceived] = {{"name", shape::kText, true}};
+    t[kDevicesRequested] = {{"machine", shape::kText, false}, {"count", shape::kInteger, false}};
+    t[kDevicesLeased] = {{"machine", shape::kText, false}, {"devices", shape::kArray, false}};
+    t[kDevicesReleased] = {{"machine", shape::kText, false}, {"devices", shape::kArray, false}};
     return t;
   }();
   return kTable;
@@ -88,12 +70,12 @@ Status CheckEventFields(const std::string& type, const json& payload) {
   for (const Field& f : row->second) {
     auto it = payload.find(f.name);
     if (it == payload.end()) {
-      if (f.required) return Status::Corruption(fmt::format("{} payload has no '{}' ({})", type, f.name, Word(f.want)));
+      if (f.required) return Status::Corruption(fmt::format("{} payload has no '{}' ({})", type, f.name, ShapeWords(f.want)));
       continue;
     }
-    if (!Has(*it, f.want))
+    if (!HasShape(*it, f.want))
       return Status::Corruption(fmt::format("{} payload field '{}' is {} where {} is needed", type, f.name,
-                                            it->type_name(), Word(f.want)));
+                                            it->type_name(), ShapeWords(f.want)));
   }
   return Status::Ok();
 }
