@@ -207,7 +207,12 @@ proto::ClientResponse Broker::Show(const json& args, bool manifest) {
   if (!s || run_id == sm::kMachinesStream) return Err(2, fmt::format("no run '{}'", run_id));
   const sm::RunKind* kind = kinds_.Find(s->kind);
   if (!kind) return Err(2, fmt::format("run '{}' has unknown kind '{}'", run_id, s->kind));
-  return Ok(manifest ? kind->Manifest(*s) : kind->Summary(*s));
+  if (manifest) return Ok(kind->Manifest(*s));
+  json summary = kind->Summary(*s);
+  // Live, not part of the projection: what a queued run waits for.
+  if (!s->terminal && summary.is_object())
+    if (json w = leases_.WaitingFor(run_id); !w.is_null()) summary["waiting_for"] = w;
+  return Ok(summary);
 }
 
 proto::ClientResponse Broker::Events(const json& args) {

@@ -1,10 +1,15 @@
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/progress_line.h"
 #include "common/time_util.h"
 
 namespace npuprof::cli {
@@ -55,12 +60,49 @@ void PrintProgress(const json& e) {
   std::cerr << line << std::endl;
 }
 
+// Columns of the terminal on stderr (100 when unknown).
+size_t TerminalWidth() {
+  winsize w{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 10) return w.ws_col;
+  return 100;
+}
+
+// On a terminal: one line, rewritten in place (progress_line.h).
+class LiveLine {
+ public:
+  LiveLine(Client& client, const std::string& run_id) : client_(client) { p_.run_id = run_id; }
+  void Event(const json& e) { ApplyProgressEvent(p_, e); }
+  void Draw() {
+    const int64_t now = NowMs();
+    if (p_.state == "queued" && !p_.finished && now - last_show_ms_ >= 1000) {
+      last_show_ms_ = now;
+      if (auto s = client_.CallJson("show", json{{"run_id", p_.run_id}}); s.ok())
+        ApplyWaitingFor(p_, s->value("waiting_for", json(nullptr)));
+    }
+    std::cerr << "\r\033[K" << ProgressLine(p_, now, TerminalWidth() - 4) << std::flush;
+    drawn_ = true;
+  }
+  void End() {
+    if (drawn_) std::cerr << std::endl;
+    drawn_ = false;
+  }
+  ~LiveLine() { End(); }
+
+ private:
+  Client& client_;
+  RunProgress p_;
+  int64_t last_show_ms_ = 0;
+  bool drawn_ = false;
+};
+
 }  // namespace
 
 bool FollowRunEvents(Client& client, const std::string& run_id, const std::function<bool(const json&)>& stop,
                      bool quiet) {
   uint64_t next_seq = 1;
   int64_t unreachable_since = 0;
+  std::optional<LiveLine> live;
+  if (!quiet && isatty(STDERR_FILENO)) live.emplace(client, run_id);
   while (true) {
     auto evs = client.CallJson("events", json{{"run_id", run_id}, {"from_seq", next_seq}});
     if (!evs.ok()) {
@@ -70,6 +112,7 @@ bool FollowRunEvents(Client& client, const std::string& run_id, const std::funct
       }
       if (unreachable_since == 0) {
         unreachable_since = NowMs();
+        if (live) live->End();
         if (!quiet) std::cerr << "npuprof: server not answering; waiting for it to come back" << std::endl;
       }
       if (NowMs() - unreachable_since > 120000) {
@@ -82,9 +125,11 @@ bool FollowRunEvents(Client& client, const std::string& run_id, const std::funct
     unreachable_since = 0;
     const json batch = (*evs)["events"];
     for (const auto& e : batch) {
-      if (!quiet) PrintProgress(e);
+      if (live) live->Event(e);
+      else if (!quiet) PrintProgress(e);
       next_seq = e.value("seq", next_seq) + 1;
     }
+    if (live) live->Draw();
     if (stop(batch)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }
