@@ -28,6 +28,18 @@ sm::LeaseInfo Any(int count, json free, json busy = json::array()) {
   return l;
 }
 
+// One Schedule call with everything it reports.
+struct Scheduled {
+  std::vector<DeviceScheduler::Grant> g;
+  std::vector<DeviceScheduler::Refusal> r;
+  std::vector<DeviceScheduler::Check> c;
+};
+Scheduled ScheduleAll(DeviceScheduler& s) {
+  Scheduled out;
+  s.Schedule(&out.g, &out.r, &out.c);
+  return out;
+}
+
 std::vector<std::string> GrantedRuns(DeviceScheduler& s) {
   std::vector<DeviceScheduler::Grant> g;
   std::vector<DeviceScheduler::Refusal> r;
@@ -132,10 +144,7 @@ TEST(DeviceScheduler, QuarantinedDevicesAreGrantedToNobodyUntilCleared) {
   s.Quarantine("m1", {0, 1}, "old", "its service.stop failed: unreachable: no route", 5000);
   s.Wait("a", Explicit({0, 1}), 1);
   s.Wait("b", Explicit({2}), 2);  // disjoint: not held back
-  std::vector<DeviceScheduler::Grant> g;
-  std::vector<DeviceScheduler::Refusal> r;
-  std::vector<DeviceScheduler::Check> c;
-  s.Schedule(&g, &r, &c);
+  auto [g, r, c] = ScheduleAll(s);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "b");
   EXPECT_TRUE(r.empty());
@@ -166,10 +175,7 @@ TEST(DeviceScheduler, AnyRequestSkipsQuarantinedCandidatesAndAsksForACheckWhenSh
   // The probe saw 0 busy (the orphaned service), 1..3 free.
   s.Wait("a", Any(3, {1, 2, 3}, {0}), 1);
   s.Wait("b", Any(4, {1, 2, 3}, {0}), 2);
-  std::vector<DeviceScheduler::Grant> g;
-  std::vector<DeviceScheduler::Refusal> r;
-  std::vector<DeviceScheduler::Check> c;
-  s.Schedule(&g, &r, &c);
+  auto [g, r, c] = ScheduleAll(s);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "a");
   EXPECT_EQ(g[0].devices, json({1, 2, 3})) << "the quarantined device is never picked";

@@ -7,63 +7,14 @@
 #include "statemachine/event_types.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/service_spec.h"
+#include "tests/statemachine/lease_run.h"
 
 namespace npuprof::sm {
 namespace {
 
-json ServeSpec(json devices) {
-  return json{{"machine", "m1"},
-              {"machine_record", {{"name", "m1"}, {"host", "h"}, {"user", "u"}, {"runtime_base", "/rt/"}}},
-              {"model", "/models/qwen"},
-              {"tp", 2},
-              {"devices", std::move(devices)}};
-}
-
-struct LeaseRun {
-  RunState s;
-  std::vector<proto::Event> log;
-  int64_t now = 1000;
-  explicit LeaseRun(std::string id = "r1") { s.run_id = std::move(id); }
-
-  Result<std::vector<NewEvent>> Feed(Input in) {
-    in.now_ms = now += 10;
-    auto evs = Decide(DefaultKinds(), s, in);
-    if (!evs.ok()) return evs;
-    for (const auto& e : *evs) {
-      Apply(DefaultKinds(), s, e.type, e.payload, s.last_seq + 1, in.now_ms);
-      proto::Event pe;
-      pe.set_run_id(s.run_id);
-      pe.set_seq(s.last_seq);
-      pe.set_type(e.type);
-      pe.set_time_ms(in.now_ms);
-      pe.set_payload_json(e.payload.dump());
-      pe.set_prev_hash(log.empty() ? "" : log.back().hash());
-      pe.set_hash(std::to_string(pe.seq()));  // any stable content-independent hash for these tests
-      log.push_back(pe);
-    }
-    return evs;
-  }
-  void Submit(json spec, const std::string& kind = "serve") {
-    Input in;
-    in.type = Input::Type::kSubmit;
-    in.kind = kind;
-    in.spec = std::move(spec);
-    ASSERT_TRUE(Feed(in).ok());
-  }
-  Result<std::vector<NewEvent>> Grant(json devices) {
-    Input in;
-    in.type = Input::Type::kLeaseGranted;
-    in.devices = std::move(devices);
-    return Feed(in);
-  }
-  std::vector<std::string> Types() const {
-    std::vector<std::string> t;
-    for (const auto& e : log) t.push_back(e.type());
-    return t;
-  }
-};
-
-std::string StableHash(const proto::Event& e) { return std::to_string(e.seq()); }
+using lease_test::LeaseRun;
+using lease_test::ServeSpec;
+using lease_test::StableHash;
 
 TEST(DeviceLease, ExplicitDevicesWaitQueuedWithNoTaskUntilGranted) {
   LeaseRun r;

@@ -8,92 +8,45 @@
 #include "statemachine/event_types.h"
 #include "statemachine/probe_machine.h"
 #include "statemachine/replay_verifier.h"
+#include "tests/statemachine/lease_run.h"
 
 namespace npuprof::sm {
 namespace {
 
-json ServeSpec(json devices) {
-  return json{{"machine", "m1"},
-              {"machine_record", {{"name", "m1"}, {"host", "h"}, {"user", "u"}, {"runtime_base", "/rt/"}}},
-              {"model", "/models/qwen"},
-              {"tp", 2},
-              {"devices", std::move(devices)}};
+using lease_test::LeaseRun;
+using lease_test::ServeSpec;
+using lease_test::StableHash;
+
+// A serve run on devices 0,1, waiting for its lease.
+void Waiting(LeaseRun& r) {
+  r.Submit(ServeSpec({0, 1}));
+  ASSERT_EQ(r.s.lease.phase, "waiting");
 }
 
-struct QRun {
-  RunState s;
-  std::vector<proto::Event> log;
-  int64_t now = 1000;
-  QRun() { s.run_id = "r1"; }
-  Status Feed(Input in) {
-    in.now_ms = now += 10;
-    auto evs = Decide(DefaultKinds(), s, in);
-    if (!evs.ok()) return evs.status();
-    for (const auto& e : *evs) {
-      Apply(DefaultKinds(), s, e.type, e.payload, s.last_seq + 1, in.now_ms);
-      proto::Event pe;
-      pe.set_run_id(s.run_id);
-      pe.set_seq(s.last_seq);
-      pe.set_type(e.type);
-      pe.set_time_ms(in.now_ms);
-      pe.set_payload_json(e.payload.dump());
-      pe.set_prev_hash(log.empty() ? "" : log.back().hash());
-      pe.set_hash(std::to_string(pe.seq()));
-      log.push_back(pe);
-    }
-    return Status::Ok();
-  }
-  // Answers every task in flight of `kind` (attempt as scheduled).
-  void Answer(const std::string& kind, bool ok, json result, const std::string& error_kind = "",
-              bool retryable = false) {
-    for (const auto& [id, t] : std::map<std::string, TaskInfo>(s.tasks)) {
-      if (!t.in_flight() || t.kind != kind) continue;
-      Input in;
-      in.type = Input::Type::kTaskResult;
-      in.task_id = id;
-      in.attempt = t.attempt;
-      in.ok = ok;
-      in.retryable = retryable;
-      in.error_kind = error_kind;
-      in.error = ok ? "" : "it went wrong";
-      in.result = result;
-      ASSERT_TRUE(Feed(in).ok());
-    }
-  }
-  const proto::Event* Find(const std::string& type) const {
-    for (const auto& e : log)
-      if (e.type() == type) return &e;
-    return nullptr;
-  }
-  json PayloadOf(const std::string& type) const {
-    const proto::Event* e = Find(type);
-    return e ? json::parse(e->payload_json()) : json();
-  }
-};
+Status Check(LeaseRun& r, json devices) {
+  Input check;
+  check.type = Input::Type::kCheckDevices;
+  check.devices = std::move(devices);
+  auto fed = r.Feed(check);
+  return fed.ok() ? Status::Ok() : fed.status();
+}
 
 // A serve run granted devices 0,1 and launched (pid 4242, ready).
-void Launched(QRun& r) {
-  Input sub;
-  sub.type = Input::Type::kSubmit;
-  sub.kind = "serve";
-  sub.spec = ServeSpec({0, 1});
-  ASSERT_TRUE(r.Feed(sub).ok());
-  Input grant;
-  grant.type = Input::Type::kLeaseGranted;
-  grant.devices = {0, 1};
-  ASSERT_TRUE(r.Feed(grant).ok());
+void Launched(LeaseRun& r) {
+  Waiting(r);
+  ASSERT_TRUE(r.Grant({0, 1}).ok());
   r.Answer("service.launch", true, {{"pid", 4242}, {"started", true}, {"port", 8000}});
   r.Answer("service.wait_ready", true, {{"ready", true}});
 }
 
-void Cancel(QRun& r) {
+void Cancel(LeaseRun& r) {
   Input c;
   c.type = Input::Type::kCancel;
   ASSERT_TRUE(r.Feed(c).ok());
 }
 
 TEST(DeviceQuarantine, AStopThatFailedQuarantinesTheReleasedDevices) {
-  QRun r;
+  LeaseRun r;
   Launched(r);
   Cancel(r);
   // Every stop attempt fails (target unreachable); the run ends without knowing.
@@ -114,11 +67,11 @@ TEST(DeviceQuarantine, AStopThatFailedQuarantinesTheReleasedDevices) {
   ASSERT_TRUE(rel.contains("quarantine")) << rel.dump();
   EXPECT_NE(rel["quarantine"].get<std::string>().find("service.stop failed: unreachable"), std::string::npos)
       << rel.dump();
-  EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, [](const proto::Event& e) { return std::to_string(e.seq()); }).ok);
+  EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, StableHash).ok);
 }
 
 TEST(DeviceQuarantine, AConfirmedStopReleasesWithoutQuarantine) {
-  QRun r;
+  LeaseRun r;
   Launched(r);
   Cancel(r);
   r.Answer("service.stop", true, {{"stopped", true}, {"already_gone", false}});
@@ -155,18 +108,10 @@ TEST(DeviceQuarantine, ServiceMayStillRunReadsTheLaunchAndTheLastStop) {
 }
 
 TEST(DeviceQuarantine, AWaitingRunProbesQuarantinedDevicesOnceAndRecordsWhatItSaw) {
-  QRun r;
-  Input sub;
-  sub.type = Input::Type::kSubmit;
-  sub.kind = "serve";
-  sub.spec = ServeSpec({0, 1});
-  ASSERT_TRUE(r.Feed(sub).ok());
-  ASSERT_EQ(r.s.lease.phase, "waiting");
-  Input check;
-  check.type = Input::Type::kCheckDevices;
-  check.devices = {0, 1};
-  ASSERT_TRUE(r.Feed(check).ok());
-  ASSERT_TRUE(r.Feed(check).ok());  // a second ask while the probe is out adds nothing
+  LeaseRun r;
+  Waiting(r);
+  ASSERT_TRUE(Check(r, {0, 1}).ok());
+  ASSERT_TRUE(Check(r, {0, 1}).ok());  // a second ask while the probe is out adds nothing
   int probes = 0;
   for (const auto& [id, t] : r.s.tasks) probes += IsQuarantineProbe(t) && t.in_flight();
   EXPECT_EQ(probes, 1);
@@ -182,20 +127,13 @@ TEST(DeviceQuarantine, AWaitingRunProbesQuarantinedDevicesOnceAndRecordsWhatItSa
   EXPECT_NE(seen["busy"][0]["reason"].get<std::string>().find("pid 4242"), std::string::npos);
   EXPECT_EQ(r.s.lease.phase, "waiting");
   EXPECT_FALSE(r.s.terminal);
-  EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, [](const proto::Event& e) { return std::to_string(e.seq()); }).ok);
+  EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, StableHash).ok);
 }
 
 TEST(DeviceQuarantine, AFailedProbeIsRecordedAndTheRunKeepsWaiting) {
-  QRun r;
-  Input sub;
-  sub.type = Input::Type::kSubmit;
-  sub.kind = "serve";
-  sub.spec = ServeSpec({0, 1});
-  ASSERT_TRUE(r.Feed(sub).ok());
-  Input check;
-  check.type = Input::Type::kCheckDevices;
-  check.devices = {0};
-  ASSERT_TRUE(r.Feed(check).ok());
+  LeaseRun r;
+  Waiting(r);
+  ASSERT_TRUE(Check(r, {0}).ok());
   r.Answer(kProbeTask, false, nullptr, "npu_smi_failed");
   const json seen = r.PayloadOf(kDevicesChecked);
   ASSERT_TRUE(seen.is_object());
@@ -206,13 +144,10 @@ TEST(DeviceQuarantine, AFailedProbeIsRecordedAndTheRunKeepsWaiting) {
 }
 
 TEST(DeviceQuarantine, ACheckForARunThatIsNotWaitingDoesNothing) {
-  QRun r;
+  LeaseRun r;
   Launched(r);
-  Input check;
-  check.type = Input::Type::kCheckDevices;
-  check.devices = {0};
   const size_t before = r.log.size();
-  ASSERT_TRUE(r.Feed(check).ok());
+  ASSERT_TRUE(Check(r, {0}).ok());
   EXPECT_EQ(r.log.size(), before);
 }
 
