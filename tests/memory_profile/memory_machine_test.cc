@@ -262,12 +262,12 @@ TEST(MemoryMachine, NeverReadyCollectsLogsThenStops) {
   EXPECT_NE(d.s().error.find("never_ready"), std::string::npos);
 }
 
-TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
-  Driver d("mp4");
-  d.Submit(StandaloneSpec());
+// A standalone run up to the flush step: every step before it succeeds.
+void RunToFlushing(Driver& d, const json& spec) {
+  d.Submit(spec);
   d.Succeed({{"wrap_script", "/w"}});
   d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/mp4/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/" + d.s().run_id + "/service-1"}, {"pid", 5}, {"port", 18001}});
   d.Succeed(json::object());
   d.Succeed({{"hbm", Hbm(50000)}});
   d.Succeed({{"summary", json::object()}});
@@ -275,6 +275,12 @@ TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
   d.Succeed({{"hbm", Hbm(50100)}});
   d.Succeed({{"stopped", true}});
   d.Succeed({{"weights", nullptr}});
+  EXPECT_EQ(d.s().state, "flushing");
+}
+
+TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
+  Driver d("mp4");
+  RunToFlushing(d, StandaloneSpec());
   ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
   d.Succeed({{"signal", "timeout"}, {"flush_timed_out", true}, {"waited_ms", 300000}});
   ASSERT_EQ(d.PendingKind(), kMemExportTask);  // a flush timeout goes on with what exists
@@ -292,18 +298,7 @@ TEST(MemoryMachine, FlushSecondsIsAMinimumThenTheWaitAndAFailedWaitGoesOn) {
   Driver d("mp9");
   json spec = StandaloneSpec();
   spec["flush_s"] = 2;
-  d.Submit(spec);
-  d.Succeed({{"wrap_script", "/w"}});
-  d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/mp9/service-1"}, {"pid", 5}, {"port", 18001}});
-  d.Succeed(json::object());
-  d.Succeed({{"hbm", Hbm(50000)}});
-  d.Succeed({{"summary", json::object()}});
-  d.Succeed({{"ok", true}});
-  d.Succeed({{"hbm", Hbm(50100)}});
-  d.Succeed({{"stopped", true}});
-  d.Succeed({{"weights", nullptr}});
-  EXPECT_EQ(d.s().state, "flushing");
+  RunToFlushing(d, spec);
   EXPECT_EQ(d.Pending(), nullptr);  // the minimum first
   ASSERT_TRUE(d.FireTimer("flush"));
   ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
