@@ -353,7 +353,7 @@ TEST(TorchProfileFlow, CleanRunCompletesWithEveryManifestField) {
   EXPECT_EQ(m["status"], "ok");
 }
 
-// Up to the flush state with the given spec changes; returns false on a step error.
+// Drives a run up to the flush state with the given spec changes (an object).
 void RunToFlush(Flow& f, const json& changes) {
   json spec = BaseSpec();
   spec.update(changes);
@@ -411,7 +411,7 @@ TEST(TorchProfileFlow, FlushTimeoutGoesOnAndIsRecorded) {
 
 TEST(TorchProfileFlow, FailedFlushWaitStillStopsAndAnalyses) {
   Flow f;
-  RunToFlush(f, {});
+  RunToFlush(f, json::object());
   ASSERT_EQ(f.Result(kTpWaitFlushTask, json::object(), "", false, "remote_error"), "");
   ASSERT_EQ(f.state().state, "stopping_service");
   EXPECT_EQ(f.state().data["flush"]["signal"], "wait_failed");
@@ -422,7 +422,7 @@ TEST(TorchProfileFlow, FailedFlushWaitStillStopsAndAnalyses) {
 
 TEST(TorchProfileFlow, CancelDuringFlushWaitStopsService) {
   Flow f;
-  RunToFlush(f, {});
+  RunToFlush(f, json::object());
   ASSERT_NE(f.Pending(kTpWaitFlushTask), nullptr);
   ASSERT_EQ(f.Cancel(), "");
   EXPECT_EQ(f.Pending(kTpWaitFlushTask), nullptr);
