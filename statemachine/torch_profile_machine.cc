@@ -278,11 +278,14 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kTpWaitFlushTask) {
     if (s.state != "flush") return;
-    return AfterFlush(d, json{{"signal", result.value("signal", "")},
-                              {"flush_timed_out", result.value("flush_timed_out", false)},
-                              {"waited_ms", result.value("waited_ms", 0)},
-                              {"polls", result.value("polls", 0)},
-                              {"dirs", result.value("dirs", json::array())}});
+    json record = json{{"signal", result.value("signal", "")},
+                       {"flush_timed_out", result.value("flush_timed_out", false)},
+                       {"waited_ms", result.value("waited_ms", 0)},
+                       {"polls", result.value("polls", 0)},
+                       {"dirs", result.value("dirs", json::array())}};
+    for (const char* f : {"expected_ranks", "dirs_seen", "ranks_finalised", "root_exists"})
+      if (result.contains(f)) record[f] = result[f];
+    return AfterFlush(d, std::move(record));
   }
   if (task.kind == kServiceStopTask) {
     if (result.value("never_started", false))
