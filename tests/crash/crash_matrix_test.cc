@@ -79,6 +79,8 @@ const std::set<std::string>& DroppedKeys() {
       "waited_s",
       // both flush waits: how long they polled and how often (a re-dispatched
       // wait after a restart starts polling again until the same deadline).
+      // ("size" above also covers the byte totals of the rank dirs the
+      // torch-profile flush wait saw: pids and paths inside.)
       "waited_ms", "polls"};
   return keys;
 }

@@ -62,7 +62,7 @@ TEST(TorchFlushSignals, FinalisedOnlyWithProfilerInfoAndSteadySizes) {
   const json dirs = TorchFlushDirsJson(p2);
   ASSERT_EQ(dirs.size(), 2u);
   EXPECT_EQ(dirs[0]["profiler_info"], true);
-  EXPECT_GT(dirs[1]["bytes"].get<int64_t>(), 5);
+  EXPECT_GT(dirs[1]["size"].get<int64_t>(), 5);
 
   Write(root + "/host_1_a_ascend_pt/PROF_1/device_0/data/late", "more");  // still landing
   TorchFlushPoll p3 = PollTorch(root);

@@ -118,7 +118,7 @@ std::optional<std::string> TorchFlushSignal(const TorchFlushPoll& prev, const To
 json TorchFlushDirsJson(const TorchFlushPoll& p) {
   json a = json::array();
   for (const auto& d : p.dirs)
-    a.push_back(json{{"name", d.name}, {"profiler_info", d.profiler_info > 0}, {"files", d.files}, {"bytes", d.bytes}});
+    a.push_back(json{{"name", d.name}, {"profiler_info", d.profiler_info > 0}, {"files", d.files}, {"size", d.bytes}});
   return a;
 }
 
