@@ -79,6 +79,13 @@ class MemoryE2E : public ::testing::Test {
     }
     return s;
   }
+  // How the msprof flush wait ended, for the log (figures, not assertions).
+  static void LogFlush(const json& m) {
+    const json f = m.value("msprof_flush", json::object());
+    std::cerr << "[flush] " << ::testing::UnitTest::GetInstance()->current_test_info()->name() << ": signal "
+              << f.value("signal", "") << ", waited_ms " << f.value("waited_ms", -1) << ", polls "
+              << f.value("polls", -1) << std::endl;
+  }
   // The truth record of the instance that served on `port`.
   json TruthForPort(int port) {
     for (const auto& t : h_.SimTruthFiles())
@@ -119,6 +126,7 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   runs_.push_back(run);
   EXPECT_EQ(m["status"], "ok");
   // No fixed window: msprof had exited with every PROF dir complete (end_info).
+  LogFlush(m);
   EXPECT_EQ(m["msprof_flush"]["signal"], "end_info") << m["msprof_flush"].dump();
   EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], false);
   EXPECT_EQ(m["msprof_flush"]["min_wait_s"], 0);
@@ -381,6 +389,7 @@ TEST_F(MemoryE2E, SlowMsprofFlushEndsOnItsEndInfo) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json m = r.json();
   EXPECT_EQ(m["status"], "ok");
+  LogFlush(m);
   EXPECT_EQ(m["msprof_flush"]["signal"], "end_info") << m["msprof_flush"].dump();
   EXPECT_EQ(m["msprof_flush"]["msprof_alive"], false);
   EXPECT_GE(m["msprof_flush"]["complete_lines"].get<int>(), 2);  // one per PROF dir with device data
@@ -400,6 +409,7 @@ TEST_F(MemoryE2E, MsprofFlushNeverCompletesIsRecordedAndTheExportJudges) {
   Track(r);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json m = r.json();
+  LogFlush(m);
   EXPECT_EQ(m["msprof_flush"]["signal"], "msprof_exited_incomplete") << m["msprof_flush"].dump();
   EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], false);
   EXPECT_EQ(m["msprof_flush"]["complete_lines"], 0);

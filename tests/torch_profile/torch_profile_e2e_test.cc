@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "tests/support/npuprof_harness.h"
@@ -68,6 +69,14 @@ class TorchProfileE2E : public ::testing::Test {
     EXPECT_TRUE(stop.value("stopped", false) || stop.value("already_gone", false)) << stop.dump();
   }
 
+  // How the flush wait ended, for the log (figures, not assertions).
+  static void LogFlush(const json& m) {
+    const json f = m.value("flush", json::object());
+    std::cerr << "[flush] " << ::testing::UnitTest::GetInstance()->current_test_info()->name() << ": signal "
+              << f.value("signal", "") << ", waited_ms " << f.value("waited_ms", -1) << ", polls "
+              << f.value("polls", -1) << std::endl;
+  }
+
   static std::vector<std::string> SortedStatuses(const json& m) {
     std::vector<std::string> v;
     for (const auto& d : m.value("remote_profile_dirs", json::array())) v.push_back(d.value("analysis_status", ""));
@@ -101,6 +110,7 @@ TEST_F(TorchProfileE2E, CleanTextRunTp2ThenExportAndAnalyseRoot) {
   EXPECT_EQ(m["stop_profile"]["status"], 200);
   EXPECT_TRUE(m["remote_profile_root"].is_string());
   // Finalise at once: the flush wait ends on the profiler_info signal, no fixed window.
+  LogFlush(m);
   EXPECT_EQ(m["flush"]["signal"], "profiler_info") << m["flush"].dump();
   EXPECT_EQ(m["flush"]["flush_timed_out"], false);
   EXPECT_EQ(m["flush"]["min_wait_s"], 0);
@@ -206,6 +216,7 @@ TEST_F(TorchProfileE2E, LateFinaliseIsWaitedFor) {
   StartTarget({"--finalise-delay", "0.3,2"});
   json m = Collect("late", {}, 0);
   EXPECT_EQ(m["status"], "ok") << m.dump(2);
+  LogFlush(m);
   EXPECT_EQ(m["flush"]["signal"], "profiler_info") << m["flush"].dump();
   EXPECT_EQ(m["flush"]["flush_timed_out"], false);
   EXPECT_EQ(m["flush"]["ranks_finalised"], 2);
@@ -229,6 +240,7 @@ TEST_F(TorchProfileE2E, FinaliseNeverComesTimesOutAndTheGateJudges) {
   StartTarget({"--fault", "finalise_hang=1"});
   json m = Collect("hang", {"--flush-timeout", "2"}, 1);
   EXPECT_EQ(m["status"], "failed") << m.dump(2);
+  LogFlush(m);
   EXPECT_EQ(m["flush"]["signal"], "timeout") << m["flush"].dump();
   EXPECT_EQ(m["flush"]["flush_timed_out"], true);
   EXPECT_EQ(m["flush"]["ranks_finalised"], 1);
