@@ -24,7 +24,7 @@ struct MemOpts {
   std::string attach, baseline_from;
   int tp = 1, dp = 1, port = 0, max_model_len = 2048, max_tokens = 128, mem_freq = 50;
   double gmu = 0.85;
-  int64_t health_timeout = 300, export_timeout = 1800, flush_s = 5;
+  int64_t health_timeout = 300, export_timeout = 1800, flush_s = 0, flush_timeout = 300;
   bool expert_parallel = false, eager = false, install_wrapper = false;
   std::vector<std::string> extra;
 };
@@ -106,7 +106,11 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
       ->check(CLI::Range(1, 100));
   cmd->add_option("--health-timeout", o->health_timeout, "Seconds to wait for readiness (default 300)");
   cmd->add_option("--export-timeout", o->export_timeout, "Seconds to wait for msprof --export (default 1800)");
-  cmd->add_option("--flush-seconds", o->flush_s, "Wait after the stop so msprof flushes (default 5)");
+  cmd->add_option("--flush-timeout", o->flush_timeout,
+                  "Seconds to wait after the stop for msprof to exit with complete PROF dirs (default 300); "
+                  "on timeout the run goes on with what exists");
+  cmd->add_option("--flush-seconds", o->flush_s,
+                  "Minimum wait after the stop before polling for msprof's flush (default 0)");
   cmd->add_option("--attach", o->attach, "Profile the service of this serve run (attach mode)");
   cmd->add_option("--baseline-from", o->baseline_from,
                   "Baseline npu-smi: a saved npu-smi file, a run directory, or a run id");
@@ -124,6 +128,7 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
     spec["msprof_mem_freq"] = o->mem_freq;
     spec["export_timeout_s"] = o->export_timeout;
     spec["flush_s"] = o->flush_s;
+    spec["flush_timeout_s"] = o->flush_timeout;
     if (!o->prompt.empty()) spec["prompt"] = o->prompt;
     if (!o->image_url.empty()) spec["image_url"] = o->image_url;
     if (o->install_wrapper) {

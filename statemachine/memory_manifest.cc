@@ -79,6 +79,8 @@ json BuildMemoryManifest(const RunState& s, const json& summary, const json& rep
   }
   m["msprof_csvs"] = csvs;
   m["msprof_status"] = report.value("msprof", json::object()).value("status", "");
+  // How the wait for msprof's flush ended (signal, waited_ms, flush_timed_out).
+  m["msprof_flush"] = d.value("flushed", json(nullptr));
   m["msprof_export"] = d.value("export", json(nullptr));
   m["model_config"] = d.contains("model_config") ? d["model_config"].value("content", json(nullptr)) : json(nullptr);
   m["weight_manifest"] = d.contains("weights") ? json("weight_manifest.json") : json(nullptr);

@@ -35,7 +35,7 @@ bool Failed(const RunState& s, const std::string& step) {
 }
 bool Done(const RunState& s, const std::string& step) { return s.data.contains(step) || Failed(s, step); }
 
-// A step is in flight (task pending or retrying) or the flush timer is armed.
+// A step is in flight (task pending or retrying) or the flush minimum timer is armed.
 bool Busy(const RunState& s) {
   for (const auto& [id, t] : s.tasks)
     if (t.status == "pending" || t.status == "retry_wait") return true;
@@ -190,7 +190,21 @@ void Schedule(Decision& d, const std::string& step) {
                    Policy(3, 300000));
   } else if (step == "flushed") {
     MoveTo(d, "flushing");
-    d.ScheduleTimer("flush", s.spec.value("flush_s", 5) * int64_t{1000});
+    // flush_s is a minimum before the wait polls (0 = none); the wait itself
+    // ends on msprof's own completion signals, or at its deadline.
+    const int64_t min_s = s.spec.value("flush_s", 0);
+    if (min_s > 0 && !s.data.contains("flush_min")) {
+      d.ScheduleTimer("flush", min_s * 1000);
+      return;
+    }
+    const int64_t timeout_s = s.spec.value("flush_timeout_s", 300);
+    const std::string rt = Str(svc, "runtime_dir", "");
+    d.ScheduleTask(kMemWaitFlushTask,
+                   json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}, {"runtime_dir", rt},
+                        {"pid", svc.value("pid", json(nullptr))},
+                        {"stdout_log", svc.value("stdout_log", json(rt + "/stdout.log"))},
+                        {"timeout_s", timeout_s}, {"deadline_ms", d.now_ms() + timeout_s * 1000}},
+                   Policy(3, 60000));
   } else if (step == "export") {
     MoveTo(d, "exporting");
     const int64_t timeout_s = s.spec.value("export_timeout_s", 1800);
@@ -352,6 +366,10 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     if (result.contains("theory") && result["theory"].is_object()) Record(d, "theory", result["theory"]);
     Record(d, "model_config", json{{"content", result.value("config", json(nullptr))},
                                    {"blob", BlobOf(task, "config.json")}, {"file", "model_config.json"}});
+  } else if (task.kind == kMemWaitFlushTask) {
+    json r = result;
+    r["min_wait_s"] = d.state().spec.value("flush_s", 0);
+    Record(d, "flushed", r);
   } else if (task.kind == kMemExportTask) {
     for (const auto& [id, t] : d.state().timers)
       if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
@@ -399,7 +417,7 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
 
 void MemoryProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
   if (timer.purpose == "flush") {
-    Record(d, "flushed", json{{"flush_s", d.state().spec.value("flush_s", 5)}});
+    Record(d, "flush_min", json{{"flush_s", d.state().spec.value("flush_s", 0)}});  // next: the wait task
   } else if (timer.purpose == "export_timeout") {
     if (d.state().data.contains("export")) return;
     for (const auto& [id, t] : d.state().tasks)
@@ -466,6 +484,7 @@ json MemoryProfileMachine::Summary(const RunState& s) const {
   if (s.data.contains("preflight")) j["wrap_script"] = s.data["preflight"].value("wrap_script", "");
   if (s.data.contains("step_failures")) j["step_failures"] = s.data["step_failures"];
   if (s.data.contains("baseline")) j["baseline"] = s.data["baseline"];
+  if (s.data.contains("flushed")) j["flush"] = s.data["flushed"];
   if (Mode(s) != "install_wrapper") {
     const json report = BuildMemoryReport(MemoryEvidenceFromState(s));
     json devs = json::array();

@@ -34,6 +34,7 @@ inline constexpr const char* kMemInferTask = "memory.infer";
 inline constexpr const char* kMemExportTask = "memory.export";
 inline constexpr const char* kMemCollectTask = "memory.collect_csvs";
 inline constexpr const char* kMemWeightsTask = "memory.weights";
+inline constexpr const char* kMemWaitFlushTask = "memory.wait_flush";
 
 // Kind events: {"field","value"} -> data[field] = value;
 // {"step","error_kind","error"} -> data.step_failures[step];

@@ -92,7 +92,10 @@ Status CheckLiveFields(json& spec) {
   }
   if (Status s = CheckIntRange(spec, "msprof_mem_freq", 50, 1, 100); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "export_timeout_s", 1800, 1, 86400); !s.ok()) return s;
-  if (Status s = CheckIntRange(spec, "flush_s", 5, 0, 600); !s.ok()) return s;
+  // flush_s: an optional minimum before the flush wait polls (default 0);
+  // flush_timeout_s: how long the wait for msprof's flush may take.
+  if (Status s = CheckIntRange(spec, "flush_s", 0, 0, 600); !s.ok()) return s;
+  if (Status s = CheckIntRange(spec, "flush_timeout_s", 300, 1, 86400); !s.ok()) return s;
   return CheckIntRange(spec, "attach_ready_timeout_s", 60, 1, 3600);
 }
 

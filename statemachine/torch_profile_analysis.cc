@@ -1,5 +1,6 @@
 #include "statemachine/torch_profile_analysis.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -33,6 +34,24 @@ json MissingRank(const std::string& dir, const std::string& error) {
                 {"trace_view_json", {{"path", dir + "/ASCEND_PROFILER_OUTPUT/trace_view.json"}, {"exists", false}}}}},
               {"analysis_status", "missing_kernel_details"},
               {"error", error}};
+}
+
+// Names of the *_ascend_pt dirs the flush wait saw without profiler_info when
+// it timed out (torch_npu never finalised them); empty otherwise.
+std::vector<std::string> UnfinalisedDirs(const RunState& s) {
+  std::vector<std::string> out;
+  const json flush = s.data.value("flush", json(nullptr));
+  if (!flush.is_object() || !flush.value("flush_timed_out", false)) return out;
+  for (const auto& d : flush.value("dirs", json::array()))
+    if (d.is_object() && !d.value("profiler_info", true)) out.push_back(d.value("name", ""));
+  return out;
+}
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
 }  // namespace
@@ -90,6 +109,7 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
   const json listed = TaskResultData(list);
   if (listed.is_object()) out["rank_count"] = listed.value("dirs", json::array()).size();
   std::vector<std::string> statuses;
+  const std::vector<std::string> unfinalised = UnfinalisedDirs(s);
   for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask)) {
     const std::string dir = t->payload.value("dir", "");
     json rec;
@@ -105,6 +125,12 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
       rec = MissingRank(dir, "");
       rec["analysis_status"] = "pending";
       rec.erase("error");
+    }
+    // A rank torch_npu never finalised holds only part of its data: at best partial.
+    if (std::find(unfinalised.begin(), unfinalised.end(), BaseName(dir)) != unfinalised.end()) {
+      rec["finalised"] = false;
+      if (rec.value("analysis_status", "") == "ok") rec["analysis_status"] = "partial";
+      rec["note"] = "torch_npu never finalised this rank (no profiler_info*.json when the flush wait timed out)";
     }
     statuses.push_back(rec.value("analysis_status", "missing_kernel_details"));
     out["remote_profile_dirs"].push_back(std::move(rec));

@@ -24,7 +24,9 @@ bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_
 bool AnalysisDone(const RunState& s);
 
 // Projection of the analysis part: {remote_profile_root, remote_profile_dirs,
-// rank_count, analysis_status (null until done)}.
+// rank_count, analysis_status (null until done)}. A rank the flush wait saw
+// unfinalised when it timed out (data.flush) is at best "partial" and says so
+// (finalised: false, note).
 json AnalysisProjection(const RunState& s, int expected_ranks);
 
 }  // namespace npuprof::sm

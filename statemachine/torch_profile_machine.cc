@@ -134,15 +134,40 @@ void ScheduleRequests(Decision& d, const std::string& role) {
                  Policy(2, 60000));
 }
 
+std::string ProfileRoot(const RunState& s) {
+  return ServiceOf(s).value("runtime_dir", "") + "/" + s.spec["torch_profiler_dir"].get<std::string>();
+}
+
+// Polls until torch_npu has finalised every rank (the task's deadline is
+// fixed here, so a re-dispatched wait keeps the same end).
+void ScheduleFlushWait(Decision& d) {
+  const RunState& s = d.state();
+  const int64_t timeout_s = s.spec["flush_timeout"].get<int64_t>();
+  d.ScheduleTask(kTpWaitFlushTask,
+                 json{{"machine", Machine(d)},
+                      {"profile_root", ProfileRoot(s)},
+                      {"expected_ranks", ExpectedRanks(s.spec)},
+                      {"timeout_s", timeout_s},
+                      {"deadline_ms", d.now_ms() + timeout_s * 1000}},
+                 Policy(3, 60000));
+}
+
+// The flush wait has ended (by a signal, its timeout or a failed task): the
+// outcome is recorded and the service is stopped; the gates judge the outputs.
+void AfterFlush(Decision& d, json record) {
+  record["min_wait_s"] = d.state().spec["flush_seconds"];
+  d.Emit(kTpFlushWaited, std::move(record));
+  d.Transition("stopping_service");
+  ScheduleStop(d, false);
+}
+
 // The service is down (or could not be stopped): analyse, or end the cleanup.
 void AfterStop(Decision& d) {
   const RunState& s = d.state();
   if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
   if (s.data.value("cleanup", false)) return d.Finish("failed", RunError(s));
   d.Transition("analysing");
-  const json svc = ServiceOf(s);
-  const std::string root = svc.value("runtime_dir", "") + "/" + s.spec["torch_profiler_dir"].get<std::string>();
-  ScheduleProfileListing(d, root, s.spec["analyse_timeout_s"].get<int64_t>());
+  ScheduleProfileListing(d, ProfileRoot(s), s.spec["analyse_timeout_s"].get<int64_t>());
 }
 
 void FinishAnalysis(Decision& d) {
@@ -244,8 +269,23 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
       return BeginCleanup(d, "stop_profile failed");
     }
     d.Transition("flush");
-    d.ScheduleTimer("flush", s.spec["flush_seconds"].get<int64_t>() * 1000);
-    return;
+    const int64_t min_s = s.spec["flush_seconds"].get<int64_t>();
+    if (min_s > 0) {
+      d.ScheduleTimer("flush", min_s * 1000);
+      return;
+    }
+    return ScheduleFlushWait(d);
+  }
+  if (task.kind == kTpWaitFlushTask) {
+    if (s.state != "flush") return;
+    json record = json{{"signal", result.value("signal", "")},
+                       {"flush_timed_out", result.value("flush_timed_out", false)},
+                       {"waited_ms", result.value("waited_ms", 0)},
+                       {"polls", result.value("polls", 0)},
+                       {"dirs", result.value("dirs", json::array())}};
+    for (const char* f : {"expected_ranks", "dirs_seen", "ranks_finalised", "root_exists"})
+      if (result.contains(f)) record[f] = result[f];
+    return AfterFlush(d, std::move(record));
   }
   if (task.kind == kServiceStopTask) {
     if (result.value("never_started", false))
@@ -276,6 +316,13 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
     StepFailed(d, "stop_service", failure.value("error_kind", ""), failure.value("error", ""));
     return AfterStop(d);
   }
+  if (task.kind == kTpWaitFlushTask) {
+    if (s.state != "flush") return;
+    return AfterFlush(d, json{{"signal", "wait_failed"},
+                              {"flush_timed_out", false},
+                              {"error_kind", failure.value("error_kind", "")},
+                              {"error", failure.value("error", "")}});
+  }
   if (task.kind == kTpAnalyseRankTask || task.kind == kTpListDirsTask) {
     StepFailed(d, task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse", failure.value("error_kind", ""),
                failure.value("error", ""));
@@ -298,8 +345,7 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
 
 void TorchProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
   if (timer.purpose != "flush" || d.state().state != "flush") return;
-  d.Transition("stopping_service");
-  ScheduleStop(d, false);
+  ScheduleFlushWait(d);  // the minimum has passed: now wait for the signal
 }
 
 void TorchProfileMachine::OnCancel(Decision& d) const {
@@ -327,6 +373,8 @@ void TorchProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, c
     s.data["workload_status"] = p.value("workload_status", json::object());
   } else if (type == kTpAnalysisGated) {
     s.data["analysis_status"] = p.value("analysis_status", json(nullptr));
+  } else if (type == kTpFlushWaited) {
+    s.data["flush"] = p;
   } else if (type == kTpCleanupStarted) {
     s.data["cleanup"] = true;
     s.data["cleanup_reason"] = p.value("reason", "");
@@ -343,6 +391,7 @@ json TorchProfileMachine::Summary(const RunState& s) const {
                                  : json(nullptr);
   j["workload_status"] = s.data.value("workload_status", json(nullptr));
   j["analysis_status"] = s.data.value("analysis_status", json(nullptr));
+  j["flush"] = s.data.value("flush", json(nullptr));
   j["step_errors"] = s.data.value("errors", json::array());
   return j;
 }

@@ -1,6 +1,7 @@
 // The `torch-profile` run kind (docs/BEHAVIOUR.md#tp-steps): launch a profiled vLLM
-// service, bracket a workload with /start_profile and /stop_profile, flush,
-// stop the service, analyse every *_ascend_pt and apply the two gates.
+// service, bracket a workload with /start_profile and /stop_profile, wait
+// until torch_npu has finalised every rank (torch_profile.wait_flush, after
+// an optional minimum timer of flush_seconds), stop the service, analyse every *_ascend_pt and apply the two gates.
 //
 //   queued -> [preparing_image ->] launching -> ready -> profiling -> workload
 //     -> stopping_profile -> flush -> stopping_service -> analysing
@@ -18,6 +19,9 @@ inline constexpr const char* kTpStepFailed = "TorchProfileStepFailed";   // {ste
 inline constexpr const char* kTpWorkloadGated = "WorkloadGated";         // {workload_status}
 inline constexpr const char* kTpCleanupStarted = "CleanupStarted";       // {reason}
 inline constexpr const char* kTpAnalysisGated = "AnalysisGated";         // {analysis_status, rank_count, expected_ranks}
+// {signal, flush_timed_out, waited_ms, min_wait_s, ...}: how the wait for the
+// profiler's flush after /stop_profile ended (data.flush).
+inline constexpr const char* kTpFlushWaited = "TorchProfileFlushWaited";
 
 class TorchProfileMachine : public RunKind {
  public:

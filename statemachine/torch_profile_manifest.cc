@@ -83,6 +83,10 @@ json TorchProfileManifest(const RunState& s) {
                              ? followup["results"][0]
                              : followup;
   m["workload_status"] = s.data.value("workload_status", json(nullptr));
+  // How the wait for torch_npu's finalise ended (signal, waited_ms, flush_timed_out).
+  m["flush"] = s.data.value("flush", json(nullptr));
+  m["flush_seconds"] = SpecField(s, "flush_seconds");
+  m["flush_timeout"] = SpecField(s, "flush_timeout");
   m["stop_result"] = StepRecord(LastTask(s, kServiceStopTask));
 
   const json a = AnalysisProjection(s, ExpectedRanks(s.spec));

@@ -153,7 +153,10 @@ Status ValidateTorchProfileSpec(json& spec) {
   } else if (!Present(spec, "image_path")) {
     spec["image_path"] = nullptr;
   }
-  if (Status s = CheckIntRange(spec, "flush_seconds", 5, 0, 600); !s.ok()) return s;
+  // flush_seconds: an optional minimum before the flush wait polls (default 0);
+  // flush_timeout: how long the wait for torch_npu's finalise may take.
+  if (Status s = CheckIntRange(spec, "flush_seconds", 0, 0, 600); !s.ok()) return s;
+  if (Status s = CheckIntRange(spec, "flush_timeout", 300, 1, 86400); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "analyse_timeout_s", 1800, 1, 86400); !s.ok()) return s;
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
   // Service fields shared with the other service kinds: devices, port, env,

@@ -26,5 +26,14 @@ inline constexpr const char* kTpListDirsTask = "torch_profile.list_profile_dirs"
 // exit-code marker named after the task id; a re-dispatched attempt waits
 // for the running one instead of starting it again.
 inline constexpr const char* kTpAnalyseRankTask = "torch_profile.analyse_rank";
+// {profile_root, expected_ranks, timeout_s, deadline_ms (absolute)} ->
+// {signal: profiler_info|no_profile_dirs|timeout, flush_timed_out, waited_ms,
+//  polls, expected_ranks, dirs: [{name, profiler_info, files, size}]}.
+// Polls the root in one remote command per poll (back-off) until every
+// *_ascend_pt under it holds a profiler_info*.json and its file count and
+// sizes did not change between two polls (torch_npu finalised every rank),
+// or until deadline_ms; a timeout is a success (the gates judge what exists).
+// Read-only: a re-dispatched attempt polls again until the same deadline.
+inline constexpr const char* kTpWaitFlushTask = "torch_profile.wait_flush";
 
 }  // namespace npuprof::sm

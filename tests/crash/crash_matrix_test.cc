@@ -76,7 +76,12 @@ const std::set<std::string>& DroppedKeys() {
       "line", "row", "timestamp",
       // memory-profile: seconds the export task polled (0 when a re-dispatched
       // attempt finds the export already finished).
-      "waited_s"};
+      "waited_s",
+      // both flush waits: how long they polled and how often (a re-dispatched
+      // wait after a restart starts polling again until the same deadline).
+      // ("size" above also covers the byte totals of the rank dirs the
+      // torch-profile flush wait saw: pids and paths inside.)
+      "waited_ms", "polls"};
   return keys;
 }
 

@@ -79,6 +79,13 @@ class MemoryE2E : public ::testing::Test {
     }
     return s;
   }
+  // How the msprof flush wait ended, for the log (figures, not assertions).
+  static void LogFlush(const json& m) {
+    const json f = m.value("msprof_flush", json::object());
+    std::cerr << "[flush] " << ::testing::UnitTest::GetInstance()->current_test_info()->name() << ": signal "
+              << f.value("signal", "") << ", waited_ms " << f.value("waited_ms", -1) << ", polls "
+              << f.value("polls", -1) << std::endl;
+  }
   // The truth record of the instance that served on `port`.
   json TruthForPort(int port) {
     for (const auto& t : h_.SimTruthFiles())
@@ -110,7 +117,7 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   StartHarness();
   const int port = FreePort();
   CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
-                        std::to_string(port), "--flush-seconds", "1", "--wait"},
+                        std::to_string(port), "--wait"},
                        200);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json m = r.json();
@@ -118,6 +125,12 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   const std::string run = m.value("run_id", "");
   runs_.push_back(run);
   EXPECT_EQ(m["status"], "ok");
+  // No fixed window: msprof had exited with every PROF dir complete (end_info).
+  LogFlush(m);
+  EXPECT_EQ(m["msprof_flush"]["signal"], "end_info") << m["msprof_flush"].dump();
+  EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], false);
+  EXPECT_EQ(m["msprof_flush"]["min_wait_s"], 0);
+  EXPECT_GE(m["msprof_flush"]["prof_dirs"].size(), 3u);  // the API server's and one per rank
   const json truth = TruthForPort(port);
   ExpectMatchesTruth(m["report"], truth);
   EXPECT_EQ(m["report"]["msprof"]["available"], true);
@@ -363,6 +376,50 @@ TEST_F(MemoryE2E, ExportTimeoutReportsWhatExists) {
   EXPECT_TRUE(h_.LiveServicePids().empty());
 }
 
+
+// A slow msprof flush (2 s after the service exits): msprof is a process of
+// the service's group, so the stop already waits for it; the flush wait then
+// finds every end_info and the completion lines, and the report is whole.
+TEST_F(MemoryE2E, SlowMsprofFlushEndsOnItsEndInfo) {
+  StartHarness({"--msprof-flush-delay", "2"});
+  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(FreePort()), "--wait"},
+                       200);
+  Track(r);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json m = r.json();
+  EXPECT_EQ(m["status"], "ok");
+  LogFlush(m);
+  EXPECT_EQ(m["msprof_flush"]["signal"], "end_info") << m["msprof_flush"].dump();
+  EXPECT_EQ(m["msprof_flush"]["msprof_alive"], false);
+  EXPECT_GE(m["msprof_flush"]["complete_lines"].get<int>(), 2);  // one per PROF dir with device data
+  for (const auto& p : m["msprof_flush"]["prof_dirs"]) EXPECT_EQ(p["complete"], true) << p.dump();
+  EXPECT_EQ(m["report"]["msprof"]["available"], true);
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+}
+
+// msprof dies half-way through its flush: its end_info never comes. The wait
+// sees msprof gone with incomplete PROF dirs and ends at once (nothing more
+// can come), records it, and the export works from the raw data.
+TEST_F(MemoryE2E, MsprofFlushNeverCompletesIsRecordedAndTheExportJudges) {
+  StartHarness({"--fault", "msprof_flush_crash"});
+  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(FreePort()), "--flush-timeout", "60", "--wait"},
+                       200);
+  Track(r);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json m = r.json();
+  LogFlush(m);
+  EXPECT_EQ(m["msprof_flush"]["signal"], "msprof_exited_incomplete") << m["msprof_flush"].dump();
+  EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], false);
+  EXPECT_EQ(m["msprof_flush"]["complete_lines"], 0);
+  bool incomplete = false;
+  for (const auto& p : m["msprof_flush"]["prof_dirs"]) incomplete = incomplete || p["complete"] == false;
+  EXPECT_TRUE(incomplete);
+  EXPECT_EQ(m["msprof_export"]["status"], "ok");  // --export=on of the raw data still works
+  EXPECT_EQ(m["report"]["msprof"]["available"], true);
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+}
 
 TEST_F(MemoryE2E, MoeTp4Dp2ExpertParallelMatchesGroundTruth) {
   StartHarness();

@@ -121,6 +121,11 @@ TEST(MemoryMachine, SpecDefaultsFollowTheWorkflow) {
   EXPECT_EQ(spec["max_tokens"], 128);
   EXPECT_EQ(spec["msprof_mem_freq"], 50);
   EXPECT_EQ(spec["export_timeout_s"], 1800);
+  EXPECT_EQ(spec["flush_s"], 0);             // no fixed window: the flush wait observes msprof
+  EXPECT_EQ(spec["flush_timeout_s"], 300);
+  json bad_timeout = StandaloneSpec();
+  bad_timeout["flush_timeout_s"] = 0;
+  EXPECT_NE(k->ValidateSpec(bad_timeout).message().find("flush_timeout_s"), std::string::npos);
   json bad = StandaloneSpec();
   bad["speculative_config"] = "{not json";
   EXPECT_FALSE(k->ValidateSpec(bad).ok());
@@ -166,8 +171,13 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
   d.Succeed({{"weights", {{"per_device_bytes", 7615691776.0}, {"total_bytes", 15230974976.0}}}},
             {{"weight_manifest.json", "sha-w"}});
   EXPECT_EQ(d.s().state, "flushing");
-  EXPECT_EQ(d.Pending(), nullptr);
-  ASSERT_TRUE(d.FireTimer("flush"));
+  ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
+  EXPECT_FALSE(d.FireTimer("flush"));  // flush_s 0: no minimum window
+  EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/mp1/service-1/msprof_data");
+  EXPECT_EQ(d.Pending()->payload["pid"], 4242);
+  EXPECT_EQ(d.Pending()->payload["stdout_log"], "/tmp/rt/mp1/service-1/stdout.log");
+  EXPECT_EQ(d.Pending()->payload["timeout_s"], 300);
+  d.Succeed({{"signal", "end_info"}, {"flush_timed_out", false}, {"waited_ms", 40}});
   ASSERT_EQ(d.PendingKind(), kMemExportTask);
   EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/mp1/service-1/msprof_data");
   d.Succeed({{"status", "ok"}, {"exit_code", 0}});
@@ -252,12 +262,12 @@ TEST(MemoryMachine, NeverReadyCollectsLogsThenStops) {
   EXPECT_NE(d.s().error.find("never_ready"), std::string::npos);
 }
 
-TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
-  Driver d("mp4");
-  d.Submit(StandaloneSpec());
+// A standalone run up to the flush step: every step before it succeeds.
+void RunToFlushing(Driver& d, const json& spec) {
+  d.Submit(spec);
   d.Succeed({{"wrap_script", "/w"}});
   d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/mp4/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/" + d.s().run_id + "/service-1"}, {"pid", 5}, {"port", 18001}});
   d.Succeed(json::object());
   d.Succeed({{"hbm", Hbm(50000)}});
   d.Succeed({{"summary", json::object()}});
@@ -265,14 +275,36 @@ TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
   d.Succeed({{"hbm", Hbm(50100)}});
   d.Succeed({{"stopped", true}});
   d.Succeed({{"weights", nullptr}});
-  ASSERT_TRUE(d.FireTimer("flush"));
-  ASSERT_EQ(d.PendingKind(), kMemExportTask);
+  EXPECT_EQ(d.s().state, "flushing");
+}
+
+TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
+  Driver d("mp4");
+  RunToFlushing(d, StandaloneSpec());
+  ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
+  d.Succeed({{"signal", "timeout"}, {"flush_timed_out", true}, {"waited_ms", 300000}});
+  ASSERT_EQ(d.PendingKind(), kMemExportTask);  // a flush timeout goes on with what exists
   ASSERT_TRUE(d.FireTimer("export_timeout"));
   EXPECT_EQ(d.PendingKind(), kMemCollectTask);
   d.Succeed({{"module_mem", json::array()}, {"npu_mem", json::array()}});
   EXPECT_EQ(d.s().status, "ok");
   const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
   EXPECT_EQ(m["report"]["msprof"]["status"], "export_timeout");
+  EXPECT_EQ(m["msprof_flush"]["signal"], "timeout");
+  EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], true);
+}
+
+TEST(MemoryMachine, FlushSecondsIsAMinimumThenTheWaitAndAFailedWaitGoesOn) {
+  Driver d("mp9");
+  json spec = StandaloneSpec();
+  spec["flush_s"] = 2;
+  RunToFlushing(d, spec);
+  EXPECT_EQ(d.Pending(), nullptr);  // the minimum first
+  ASSERT_TRUE(d.FireTimer("flush"));
+  ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
+  d.Fail("remote_error", "the target went away");
+  ASSERT_EQ(d.PendingKind(), kMemExportTask);  // not a critical step: the export judges what exists
+  EXPECT_TRUE(d.s().data["step_failures"].contains("flushed"));
 }
 
 TEST(MemoryMachine, CancelAfterLaunchStopsTheService) {
@@ -317,7 +349,9 @@ TEST(MemoryMachine, AttachLiveThenContinuesWhenTheServeRunEnds) {
   EXPECT_EQ(d.s().state, "awaiting_service_stop");
   for (const auto& [id, t] : d.s().tasks) EXPECT_NE(t.kind, kServiceStopTask);  // never stops it
   d.Signal("watched_run_finished", {{"run_id", "s1"}, {"status", "ok"}, {"state", "completed"}});
-  ASSERT_TRUE(d.FireTimer("flush"));
+  ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
+  EXPECT_EQ(d.Pending()->payload["pid"], 99);  // the attached service's group
+  d.Succeed({{"signal", "end_info"}, {"flush_timed_out", false}, {"waited_ms", 30}});
   ASSERT_EQ(d.PendingKind(), kMemExportTask);
   EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/s1/service-1/msprof_data");
   d.Succeed({{"status", "ok"}});

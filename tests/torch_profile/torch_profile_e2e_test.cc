@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "tests/support/npuprof_harness.h"
@@ -68,6 +69,14 @@ class TorchProfileE2E : public ::testing::Test {
     EXPECT_TRUE(stop.value("stopped", false) || stop.value("already_gone", false)) << stop.dump();
   }
 
+  // How the flush wait ended, for the log (figures, not assertions).
+  static void LogFlush(const json& m) {
+    const json f = m.value("flush", json::object());
+    std::cerr << "[flush] " << ::testing::UnitTest::GetInstance()->current_test_info()->name() << ": signal "
+              << f.value("signal", "") << ", waited_ms " << f.value("waited_ms", -1) << ", polls "
+              << f.value("polls", -1) << std::endl;
+  }
+
   static std::vector<std::string> SortedStatuses(const json& m) {
     std::vector<std::string> v;
     for (const auto& d : m.value("remote_profile_dirs", json::array())) v.push_back(d.value("analysis_status", ""));
@@ -100,6 +109,12 @@ TEST_F(TorchProfileE2E, CleanTextRunTp2ThenExportAndAnalyseRoot) {
   EXPECT_EQ(m["start_profile"]["status"], 200);
   EXPECT_EQ(m["stop_profile"]["status"], 200);
   EXPECT_TRUE(m["remote_profile_root"].is_string());
+  // Finalise at once: the flush wait ends on the profiler_info signal, no fixed window.
+  LogFlush(m);
+  EXPECT_EQ(m["flush"]["signal"], "profiler_info") << m["flush"].dump();
+  EXPECT_EQ(m["flush"]["flush_timed_out"], false);
+  EXPECT_EQ(m["flush"]["min_wait_s"], 0);
+  EXPECT_TRUE(m["flush"]["waited_ms"].is_number_integer());
   EXPECT_TRUE(m["error"].is_null());
   EXPECT_TRUE(m.contains("completed_at"));
   ExpectServiceGone(m);
@@ -191,6 +206,56 @@ TEST_F(TorchProfileE2E, RankWithoutProfileDir) {
   EXPECT_EQ(m["analysis_status"], "rank_count_mismatch");
   EXPECT_EQ(m["rank_count"], 1);
   EXPECT_EQ(m["workload_status"]["status"], "ok");
+  ExpectServiceGone(m);
+}
+
+// torch_npu finalises late (rank 1 after 2 s, its data landing in chunks):
+// the wait polls until both ranks wrote profiler_info and stopped growing,
+// so the service is stopped only then and every rank is analysed whole.
+TEST_F(TorchProfileE2E, LateFinaliseIsWaitedFor) {
+  StartTarget({"--finalise-delay", "0.3,2"});
+  json m = Collect("late", {}, 0);
+  EXPECT_EQ(m["status"], "ok") << m.dump(2);
+  LogFlush(m);
+  EXPECT_EQ(m["flush"]["signal"], "profiler_info") << m["flush"].dump();
+  EXPECT_EQ(m["flush"]["flush_timed_out"], false);
+  EXPECT_EQ(m["flush"]["ranks_finalised"], 2);
+  EXPECT_EQ(m["analysis_status"], "ok");
+  EXPECT_EQ(SortedStatuses(m), (std::vector<std::string>{"ok", "ok"}));
+  // The simulator's truth: both ranks finalised, none abandoned by the stop.
+  int finalised = 0;
+  for (const auto& t : h_.SimTruthFiles())
+    for (const auto& sess : t.value("profile_sessions", json::array()))
+      for (const auto& r : sess.value("ranks", json::array())) {
+        EXPECT_FALSE(r.value("abandoned", true)) << r.dump();
+        finalised += r["finalised_at"].is_number() ? 1 : 0;
+      }
+  EXPECT_EQ(finalised, 2);
+  ExpectServiceGone(m);
+}
+
+// Rank 1 never finalises: the wait ends at --flush-timeout, the run goes on,
+// records the timeout, and the analysis gate marks that rank partial.
+TEST_F(TorchProfileE2E, FinaliseNeverComesTimesOutAndTheGateJudges) {
+  StartTarget({"--fault", "finalise_hang=1"});
+  json m = Collect("hang", {"--flush-timeout", "2"}, 1);
+  EXPECT_EQ(m["status"], "failed") << m.dump(2);
+  LogFlush(m);
+  EXPECT_EQ(m["flush"]["signal"], "timeout") << m["flush"].dump();
+  EXPECT_EQ(m["flush"]["flush_timed_out"], true);
+  EXPECT_EQ(m["flush"]["ranks_finalised"], 1);
+  EXPECT_EQ(m["flush_timeout"], 2);
+  EXPECT_EQ(m["analysis_status"], "partial");
+  EXPECT_EQ(m["workload_status"]["status"], "ok");
+  int unfinalised = 0;
+  for (const auto& d : m["remote_profile_dirs"])
+    if (d.contains("finalised")) {
+      ++unfinalised;
+      EXPECT_EQ(d["analysis_status"], "partial") << d.dump();
+    }
+  EXPECT_EQ(unfinalised, 1);
+  const std::string err = m["error"];
+  EXPECT_NE(err.find("analysis gate: partial"), std::string::npos) << err;
   ExpectServiceGone(m);
 }
 

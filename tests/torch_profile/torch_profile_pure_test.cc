@@ -53,7 +53,8 @@ TEST(TorchProfileSpec, DefaultsFilled) {
   EXPECT_EQ(spec["torch_profiler_dir"], "vllm_profile");
   EXPECT_EQ(spec["torch_profiler_with_stack"], false);
   EXPECT_EQ(spec["image_height"], 480);
-  EXPECT_EQ(spec["flush_seconds"], 5);
+  EXPECT_EQ(spec["flush_seconds"], 0);
+  EXPECT_EQ(spec["flush_timeout"], 300);
   EXPECT_EQ(ExpectedRanks(spec), 2);
 }
 
@@ -306,8 +307,17 @@ void RunToAnalysing(Flow& f, json bench = json::array({{{"ok", true}}, {{"ok", t
   ASSERT_EQ(f.state().state, "stopping_profile");
   ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "stop_profile"), "");
   ASSERT_EQ(f.state().state, "flush");
-  ASSERT_EQ(f.FireTimer("flush"), "");
+  EXPECT_EQ(f.FireTimer("flush"), "no timer flush");  // flush_seconds 0: no minimum window
+  const TaskInfo* wait = f.Pending(kTpWaitFlushTask);
+  ASSERT_NE(wait, nullptr);
+  EXPECT_EQ(wait->payload["profile_root"], "/rt/svc-1/vllm_profile");
+  EXPECT_EQ(wait->payload["expected_ranks"], 2);
+  EXPECT_EQ(wait->payload["timeout_s"], 300);
+  EXPECT_GT(wait->payload["deadline_ms"].get<int64_t>(), int64_t{1700000000000} + 300000);  // now + 300 s
+  ASSERT_EQ(f.Result(kTpWaitFlushTask, {{"signal", "profiler_info"}, {"flush_timed_out", false}, {"waited_ms", 120}}), "");
   ASSERT_EQ(f.state().state, "stopping_service");
+  EXPECT_EQ(f.state().data["flush"]["signal"], "profiler_info");
+  EXPECT_EQ(f.state().data["flush"]["waited_ms"], 120);
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
   ASSERT_EQ(f.state().state, "analysing");
   EXPECT_EQ(f.Pending(kTpListDirsTask)->payload["profile_root"], "/rt/svc-1/vllm_profile");
@@ -341,6 +351,84 @@ TEST(TorchProfileFlow, CleanRunCompletesWithEveryManifestField) {
   EXPECT_EQ(m["stop_result"]["stopped"], true);
   EXPECT_TRUE(m["error"].is_null());
   EXPECT_EQ(m["status"], "ok");
+}
+
+// Drives a run up to the flush state with the given spec changes (an object).
+void RunToFlush(Flow& f, const json& changes) {
+  json spec = BaseSpec();
+  spec.update(changes);
+  ASSERT_EQ(f.Submit(spec), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  ASSERT_EQ(f.Result(kServiceWaitReadyTask, {{"ready_after_ms", 10}}), "");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "start_profile"), "");
+  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", json::array({{{"ok", true}}})}}, "wave"), "");
+  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", json::array({{{"ok", true}, {"index", 1}}})}}, "followup"), "");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "stop_profile"), "");
+  ASSERT_EQ(f.state().state, "flush");
+}
+
+TEST(TorchProfileFlow, FlushSecondsIsAMinimumBeforeTheWait) {
+  Flow f;
+  RunToFlush(f, {{"flush_seconds", 2}, {"flush_timeout", 9}});
+  EXPECT_EQ(f.Pending(kTpWaitFlushTask), nullptr);  // the minimum first
+  ASSERT_EQ(f.FireTimer("flush"), "");
+  ASSERT_EQ(f.state().state, "flush");
+  const TaskInfo* wait = f.Pending(kTpWaitFlushTask);
+  ASSERT_NE(wait, nullptr);
+  EXPECT_EQ(wait->payload["timeout_s"], 9);
+  ASSERT_EQ(f.Result(kTpWaitFlushTask, {{"signal", "profiler_info"}, {"flush_timed_out", false}, {"waited_ms", 5}}), "");
+  EXPECT_EQ(f.state().state, "stopping_service");
+  EXPECT_EQ(f.state().data["flush"]["min_wait_s"], 2);
+}
+
+TEST(TorchProfileFlow, FlushTimeoutGoesOnAndIsRecorded) {
+  Flow f;
+  RunToFlush(f, {{"flush_timeout", 3}});
+  const json dirs = json::array({{{"name", "a_ascend_pt"}, {"profiler_info", true}},
+                                  {{"name", "b_ascend_pt"}, {"profiler_info", false}}});
+  ASSERT_EQ(f.Result(kTpWaitFlushTask,
+                     {{"signal", "timeout"}, {"flush_timed_out", true}, {"waited_ms", 3010}, {"dirs", dirs}}),
+            "");
+  ASSERT_EQ(f.state().state, "stopping_service");
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  ASSERT_EQ(f.state().state, "analysing");
+  EXPECT_TRUE(f.state().data.value("errors", json::array()).empty());  // the gates judge, not the wait
+  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt", "/p/b_ascend_pt"}}}), "");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/b_ascend_pt")), "");
+  ASSERT_TRUE(f.state().terminal);
+  const json m = f.Manifest();
+  EXPECT_EQ(m["flush"]["signal"], "timeout");
+  EXPECT_EQ(m["flush"]["flush_timed_out"], true);
+  EXPECT_EQ(m["flush_timeout"], 3);
+  // The rank torch_npu never finalised is partial even though analyse() wrote its outputs.
+  EXPECT_EQ(m["analysis_status"], "partial");
+  EXPECT_EQ(m["remote_profile_dirs"][0]["analysis_status"], "ok");
+  EXPECT_EQ(m["remote_profile_dirs"][1]["analysis_status"], "partial");
+  EXPECT_EQ(m["remote_profile_dirs"][1]["finalised"], false);
+  EXPECT_EQ(f.state().status, "failed");
+}
+
+TEST(TorchProfileFlow, FailedFlushWaitStillStopsAndAnalyses) {
+  Flow f;
+  RunToFlush(f, json::object());
+  ASSERT_EQ(f.Result(kTpWaitFlushTask, json::object(), "", false, "remote_error"), "");
+  ASSERT_EQ(f.state().state, "stopping_service");
+  EXPECT_EQ(f.state().data["flush"]["signal"], "wait_failed");
+  EXPECT_EQ(f.state().data["flush"]["error_kind"], "remote_error");
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  EXPECT_EQ(f.state().state, "analysing");
+}
+
+TEST(TorchProfileFlow, CancelDuringFlushWaitStopsService) {
+  Flow f;
+  RunToFlush(f, json::object());
+  ASSERT_NE(f.Pending(kTpWaitFlushTask), nullptr);
+  ASSERT_EQ(f.Cancel(), "");
+  EXPECT_EQ(f.Pending(kTpWaitFlushTask), nullptr);
+  ASSERT_EQ(f.state().state, "stopping_service");
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  EXPECT_EQ(f.state().status, "cancelled");
 }
 
 TEST(TorchProfileFlow, BelowThresholdStillAnalysesThenFails) {

@@ -74,7 +74,9 @@ void ReplaceAll(std::string& s, const std::string& from, const std::string& to) 
 //            launch, reattached, log_tail (times, pids)} (which attempt ran
 //            it); per rank outputs.*.{size, data_rows_checked, event_count}
 //            (trace volume: a re-dispatched wave re-sends its requests into
-//            the profile window, and timestamps differ).
+//            the profile window, and timestamps differ); flush.{waited_ms,
+//            polls} and flush.dirs[].size (how long the flush wait polled;
+//            the rank dirs' volume, as above).
 //  replaced: the run id inside strings -> <RUN>; the service's runtime dir ->
 //            <RUNTIME>; the harness temp dir -> <TMP>; each rank dir name
 //            (<host>_<rank pid>_<timestamp>_ascend_pt) -> <RANK i>_ascend_pt;
@@ -119,6 +121,10 @@ json Normalise(json m, const std::string& tmp_dir) {
     }
   }
   if (m["stop_result"].is_object()) m["stop_result"].erase("pid");
+  if (m["flush"].is_object()) {
+    for (const char* k : {"waited_ms", "polls"}) m["flush"].erase(k);
+    for (auto& d : m["flush"]["dirs"]) d.erase("size");
+  }
   std::vector<std::pair<std::string, std::string>> rank_names;
   int i = 0;
   for (auto& d : m["remote_profile_dirs"]) {

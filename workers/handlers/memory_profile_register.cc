@@ -13,6 +13,7 @@ void RegisterMemoryProfileHandlers(WorkerRuntime& runtime) {
   runtime.Register(sm::kMemExportTask, MemExport);
   runtime.Register(sm::kMemCollectTask, MemCollectCsvs);
   runtime.Register(sm::kMemWeightsTask, MemWeights);
+  runtime.Register(sm::kMemWaitFlushTask, MemWaitFlush);
 }
 
 }  // namespace npuprof::workers

@@ -203,6 +203,8 @@ std::vector<std::string> GroupStatusArgv(int64_t pid, const std::string& marker,
   return {"sh", "-c", WithOurs(kGroup), "npuprof-status", "status", std::to_string(pid), marker, runtime_dir};
 }
 
+std::string GroupStatusScript() { return WithOurs(kGroup); }
+
 std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid, const std::string& marker,
                                          const std::string& runtime_dir) {
   return {"sh", "-c", WithOurs(kGroup), "npuprof-signal", signal, std::to_string(pgid), marker, runtime_dir};

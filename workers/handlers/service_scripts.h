@@ -67,6 +67,11 @@ std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir, const 
 // by pid alone, as it was then.
 std::vector<std::string> GroupStatusArgv(int64_t pid, const std::string& marker, const std::string& runtime_dir);
 
+// The script GroupStatusArgv runs, to end a larger one-command check with
+// it: it reads $1=status $2=pgid $3=marker $4=runtime_dir (set them with
+// `set --` first) and prints the line ParseGroupStatus reads.
+std::string GroupStatusScript();
+
 // Same check, then signal (INT, TERM, KILL) to the process group pgid only
 // when it holds a process with the marker: prints the status before the
 // signal with signalled=yes|no.

@@ -11,5 +11,6 @@ TaskOutcome TorchProfileControl(const proto::Task& task, TaskContext& ctx);
 TaskOutcome TorchProfileRequests(const proto::Task& task, TaskContext& ctx);
 TaskOutcome TorchProfileListDirs(const proto::Task& task, TaskContext& ctx);
 TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx);
+TaskOutcome TorchProfileWaitFlush(const proto::Task& task, TaskContext& ctx);
 
 }  // namespace npuprof::workers

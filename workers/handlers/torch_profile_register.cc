@@ -10,6 +10,7 @@ void RegisterTorchProfileHandlers(WorkerRuntime& runtime) {
   runtime.Register(sm::kTpRequestsTask, TorchProfileRequests);
   runtime.Register(sm::kTpListDirsTask, TorchProfileListDirs);
   runtime.Register(sm::kTpAnalyseRankTask, TorchProfileAnalyseRank);
+  runtime.Register(sm::kTpWaitFlushTask, TorchProfileWaitFlush);
 }
 
 }  // namespace npuprof::workers

@@ -20,6 +20,13 @@
 //   markers <msprof_dir>.export.{pid,rc,log}; a re-dispatched attempt finds
 //   the markers and waits instead of starting again.
 //   -> {status: ok|failed|no_msprof_data, exit_code, adopted, waited_s}; blob msprof_export.log.
+// memory.wait_flush  {msprof_dir, runtime_dir, pid (pgid or null), stdout_log, timeout_s, deadline_ms}
+//   after the stop: polls (one command per poll, workers/handlers/flush_signals.h)
+//   until no process of the service's group is left and every PROF_* dir
+//   has its end_info markers (or msprof logged its completion), or until
+//   deadline_ms. -> {signal: end_info|completion_line|no_msprof_data|
+//   msprof_exited_incomplete|timeout, flush_timed_out, waited_ms, polls,
+//   prof_dirs, complete_lines, msprof_alive, msprof_dir}. Read-only.
 // memory.collect_csvs {msprof_dir}
 //   ONE command streams every *.csv > 100 bytes (and lists device_<N> dirs);
 //   PROF -> device map; npu_module_mem / npu_mem parsed (newest export only).
@@ -48,6 +55,7 @@ TaskOutcome MemInfer(const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemExport(const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemWeights(const proto::Task& task, TaskContext& ctx);
+TaskOutcome MemWaitFlush(const proto::Task& task, TaskContext& ctx);
 
 // The msprof wrap script (receives the _serve.sh path and the runtime dir;
 // execs msprof around `bash _serve.sh` with output <runtime>/msprof_data).
