@@ -144,7 +144,7 @@ void RunDemo(bool clean) {
                      {"submit", "torch-profile", "--machine", "sim1", "--model", model, "--served-model-name", "demo",
                       "--tp", "2", "--tag", "demo", "--mode", "enforce_eager", "--request-kind", "text",
                       "--benchmark-output-tokens", "16", "--benchmark-total-requests", "6",
-                      "--benchmark-concurrency", "3", "--prompt-tokens", "200", "--flush-seconds", "1", "--wait"},
+                      "--benchmark-concurrency", "3", "--prompt-tokens", "200", "--wait"},
                      600);
     d.Expect(tp, 0, "torch-profile");
     const std::string run = tp.json().value("session_id", tp.json().value("run_id", ""));
@@ -165,7 +165,7 @@ void RunDemo(bool clean) {
     const std::string model = d.h.MakeModel({"--kind", "dense"});
     auto mem = d.Step("HBM memory profiling under msprof: baseline, after ready, after inference, export, attribution", StoryView::kMemory,
                       {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "2",
-                       "--flush-seconds", "1", "--wait"},
+                       "--wait"},
                       600);
     d.Expect(mem, 0, "memory-profile");
     std::string run = mem.json().value("run_id", "");
