@@ -28,7 +28,7 @@ void AddTraceCommand(CLI::App& app) {
     Client client(*addr);
     auto evs = client.CallJson("events", json{{"run_id", *run}}, std::chrono::seconds(60));
     if (!evs.ok()) return Fail(2, evs.status().message());
-    const views::HbmSeriesSet hbm = RunHbmSeries(client, *run, json::object());
+    const views::HbmSeriesSet hbm = RunHbmSeries(client, *evs);
     auto trace = views::BuildChromeTrace(*evs, hbm.series);
     if (!trace.ok()) return Fail(2, fmt::format("run {}: {}", *run, trace.status().message()));
     const std::string text = trace->dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

@@ -101,6 +101,25 @@ class MemoryE2E : public ::testing::Test {
     }
   }
 
+  // The activation peak came from the msprof series (cut on the target's
+  // clock) and equals the truth; the npu-smi delta beside it shows the
+  // activation only when the allocator kept it.
+  void ExpectSeriesActivation(const json& dev, const json& truth, bool released) {
+    const std::string id = std::to_string(dev["device_id"].get<int>());
+    const json act = Component(dev, "activation_peak");
+    ASSERT_TRUE(act.is_object());
+    EXPECT_EQ(act["source"], "series") << act.dump();
+    ASSERT_TRUE(act["value_mb"].is_number()) << act.dump();
+    EXPECT_NEAR(act["value_mb"].get<double>(),
+                truth["per_device"][id]["components_mb"]["activation_peak"].get<double>(), 1.0);
+    EXPECT_EQ(act["evidence"][0]["clock"], "target") << act.dump();
+    ASSERT_TRUE(act.contains("corroboration")) << act.dump();
+    EXPECT_EQ(act["corroboration"][0]["source"], "npu_smi_delta");
+    EXPECT_NEAR(act["corroboration"][0]["value_mb"].get<double>(),
+                released ? 0.0 : act["value_mb"].get<double>(), 1.0);
+    EXPECT_EQ(dev["hbm_used_phase"], "inference_peak");
+  }
+
   NpuprofHarness h_;
   std::string model_;
   std::vector<std::string> runs_;
@@ -125,6 +144,8 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
     EXPECT_EQ(dev["msprof_scope"], "device");
     EXPECT_EQ(Component(dev, "weights")["source"], "vllm_log");
     EXPECT_EQ(Component(dev, "residual")["status"], "unattributed");
+    // Retained activation: the series peak is the measurement, the snapshot delta agrees.
+    ExpectSeriesActivation(dev, truth, /*released=*/false);
   }
   // safetensors per-device bytes = the true sharded bytes.
   EXPECT_NEAR(m["report"]["weights_breakdown"]["per_device_gib"].get<double>(),
@@ -180,6 +201,28 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   CliResult is = h_.CliRaw({"inspect", "safetensors", model_, "--tp", "2"});
   ASSERT_EQ(is.exit_code, 0) << is.err;
   EXPECT_EQ(is.json()["per_device_bytes"].get<double>(), truth["weights"]["per_device_bytes"].get<double>());
+}
+
+// Released activation: the allocator gives the request's memory back before
+// the after-inference snapshot, so npu-smi sees 0 MB; msprof's series saw the
+// peak while the request ran, and the report takes it (and the residual at
+// that peak) per device.
+TEST_F(MemoryE2E, ReleasedActivationIsMeasuredOnTheSeries) {
+  StartHarness({"--activation", "released"});
+  const int port = FreePort();
+  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(port), "--flush-seconds", "1", "--wait"},
+                       200);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json m = r.json();
+  ASSERT_TRUE(m.is_object()) << r.out;
+  runs_.push_back(m.value("run_id", ""));
+  EXPECT_EQ(m["status"], "ok");
+  const json truth = TruthForPort(port);
+  ASSERT_TRUE(truth.is_object());
+  EXPECT_EQ(truth["activation_mode"], "released");
+  ExpectMatchesTruth(m["report"], truth);
+  for (const auto& dev : m["report"]["devices"]) ExpectSeriesActivation(dev, truth, /*released=*/true);
 }
 
 // Shared host: two standalone profiles at once on disjoint NPUs of one target,
