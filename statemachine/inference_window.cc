@@ -24,17 +24,28 @@ std::optional<InferenceWindow> Window(std::optional<double> start, std::optional
 std::optional<ChosenWindow> ChooseInferenceWindow(const json& rec) {
   if (!rec.is_object()) return std::nullopt;
   const json& target = rec.contains("target_clock") ? rec["target_clock"] : json();
-  if (auto w = Window(Number(target, "before_ns"), Number(target, "after_ns"), 1e-3))
-    return ChosenWindow{*w, "target", kTargetMarginUs};
   const json& server = rec.contains("server_window_ms") ? rec["server_window_ms"] : json();
-  if (auto w = Window(Number(server, "start_ms"), Number(server, "end_ms"), 1e3))
-    return ChosenWindow{*w, "server", kServerMarginUs};
+  const auto server_w = Window(Number(server, "start_ms"), Number(server, "end_ms"), 1e3);
+  const auto ready_ms = Number(server, "ready_ms");
+  if (auto w = Window(Number(target, "before_ns"), Number(target, "after_ns"), 1e-3)) {
+    ChosenWindow c{*w, "target", kTargetMarginUs, std::nullopt};
+    if (server_w && ready_ms)
+      c.ready_us = *ready_ms * 1e3 + ((w->start_us + w->end_us) - (server_w->start_us + server_w->end_us)) / 2.0;
+    return c;
+  }
+  if (server_w) {
+    ChosenWindow c{*server_w, "server", kServerMarginUs, std::nullopt};
+    if (ready_ms) c.ready_us = *ready_ms * 1e3;
+    return c;
+  }
   return std::nullopt;
 }
 
 json ChosenWindowToJson(const ChosenWindow& w) {
-  return {{"start_us", w.window.start_us}, {"end_us", w.window.end_us}, {"clock", w.clock},
-          {"margin_us", w.margin_us}};
+  json j = {{"start_us", w.window.start_us}, {"end_us", w.window.end_us}, {"clock", w.clock},
+            {"margin_us", w.margin_us}};
+  if (w.ready_us) j["ready_us"] = *w.ready_us;
+  return j;
 }
 
 std::optional<ChosenWindow> ChosenWindowFromJson(const json& j) {
@@ -43,12 +54,13 @@ std::optional<ChosenWindow> ChosenWindowFromJson(const json& j) {
     return std::nullopt;
   const std::string clock = j["clock"].get<std::string>();
   if (clock != "target" && clock != "server") return std::nullopt;
-  return ChosenWindow{{*start, *end}, clock, *margin};
+  return ChosenWindow{{*start, *end}, clock, *margin, Number(j, "ready_us")};
 }
 
 ActivationPeakOptions PeakOptionsFor(const ChosenWindow& w) {
   ActivationPeakOptions o;
   o.margin_us = w.margin_us;
+  o.base_not_before_us = w.ready_us;
   return o;
 }
 

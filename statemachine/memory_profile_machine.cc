@@ -332,7 +332,9 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   } else if (task.kind == kServiceLaunchTask) {
     Record(d, "service", ServiceRecordFromLaunch(task.payload, result));
   } else if (task.kind == kServiceWaitReadyTask) {
-    Record(d, "ready", result);
+    json r = result;
+    r["server_answered_ms"] = d.now_ms();  // the ready instant the activation's idle level is taken after
+    Record(d, "ready", r);
   } else if (task.kind == kMemLogsTask) {
     Record(d, "vllm_log", json{{"summary", result.value("summary", json::object())}, {"bytes", result.value("bytes", 0)},
                                {"blob", BlobOf(task, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
@@ -340,7 +342,8 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     json r = result;
     r["blob"] = BlobOf(task, "inference_response.json");
     if (task.payload.contains("server_scheduled_ms") && task.payload["server_scheduled_ms"].is_number_integer())
-      r["server_window_ms"] = {{"start_ms", task.payload["server_scheduled_ms"]}, {"end_ms", d.now_ms()}};
+      r["server_window_ms"] = {{"start_ms", task.payload["server_scheduled_ms"]}, {"end_ms", d.now_ms()},
+                               {"ready_ms", Field(Field(d.state().data, "ready"), "server_answered_ms")}};
     Record(d, "inference", r);
   } else if (task.kind == kServiceStopTask) {
     Record(d, "stopped", result);

@@ -65,10 +65,14 @@ const TaskTimes* LastSucceeded(const std::map<std::string, TaskTimes>& tasks, co
   return best;
 }
 
-// The memory.infer record as the kind folds it: result + server window.
-json InferenceRecord(const TaskTimes& infer) {
+// The memory.infer record as the kind folds it: result + server window
+// (with the ready instant: when the last service.wait_ready answered).
+json InferenceRecord(const std::map<std::string, TaskTimes>& tasks, const TaskTimes& infer) {
   json rec = infer.result.is_object() ? infer.result : json::object();
-  if (infer.scheduled_ms >= 0) rec["server_window_ms"] = {{"start_ms", infer.scheduled_ms}, {"end_ms", infer.answered_ms}};
+  if (infer.scheduled_ms < 0) return rec;
+  rec["server_window_ms"] = {{"start_ms", infer.scheduled_ms}, {"end_ms", infer.answered_ms}};
+  if (const TaskTimes* ready = LastSucceeded(tasks, "service.wait_ready"))
+    rec["server_window_ms"]["ready_ms"] = ready->answered_ms;
   return rec;
 }
 
@@ -94,7 +98,7 @@ std::optional<sm::ChosenWindow> InferenceWindowOfRun(const json& events_doc) {
   if (const TaskTimes* collect = LastSucceeded(tasks, "memory.collect_csvs"))
     if (auto w = sm::ChosenWindowFromJson(Field(collect->payload, "inference_window"))) return w;
   if (const TaskTimes* infer = LastSucceeded(tasks, "memory.infer"))
-    return sm::ChooseInferenceWindow(InferenceRecord(*infer));
+    return sm::ChooseInferenceWindow(InferenceRecord(tasks, *infer));
   return std::nullopt;
 }
 
@@ -102,7 +106,7 @@ double TargetClockOffsetUs(const json& events_doc) {
   const auto tasks = Tasks(events_doc);
   const TaskTimes* infer = LastSucceeded(tasks, "memory.infer");
   if (!infer || infer->scheduled_ms < 0) return 0;
-  const auto w = sm::ChooseInferenceWindow(InferenceRecord(*infer));
+  const auto w = sm::ChooseInferenceWindow(InferenceRecord(tasks, *infer));
   if (!w || w->clock != "target") return 0;
   const double target_mid = (w->window.start_us + w->window.end_us) / 2.0;
   const double server_mid = (infer->scheduled_ms + infer->answered_ms) * 1000.0 / 2.0;

@@ -61,7 +61,7 @@ json Log(std::optional<double> offset_ms, bool collect_window = true) {
       Scheduled("t4", "memory.infer", kT0Ms), Succeeded("t4", kT0Ms + 300, infer_result),
       Scheduled("t5", "service.stop", kT0Ms + 1000), Succeeded("t5", kT0Ms + 1500)});
   json record = infer_result;
-  record["server_window_ms"] = {{"start_ms", kT0Ms}, {"end_ms", kT0Ms + 300}};
+  record["server_window_ms"] = {{"start_ms", kT0Ms}, {"end_ms", kT0Ms + 300}, {"ready_ms", kT0Ms - 2000}};
   json collect_payload = json::object();
   if (collect_window)
     if (auto w = sm::ChooseInferenceWindow(record)) collect_payload["inference_window"] = sm::ChosenWindowToJson(*w);
@@ -97,11 +97,20 @@ TEST(InferenceWindow, TargetClockPreferredServerClockWithWiderMargin) {
   EXPECT_DOUBLE_EQ(w->window.start_us, 5e6);
   EXPECT_DOUBLE_EQ(w->window.end_us, 5.1e6);
   EXPECT_DOUBLE_EQ(w->margin_us, sm::kTargetMarginUs);
+  EXPECT_FALSE(w->ready_us);
+  // The ready instant is moved onto the target's clock by the midpoints' offset.
+  rec["server_window_ms"]["ready_ms"] = 400;
+  w = sm::ChooseInferenceWindow(rec);
+  ASSERT_TRUE(w->ready_us);
+  EXPECT_DOUBLE_EQ(*w->ready_us, 4e5 + (5.05e6 - 1.15e6));
+  EXPECT_EQ(sm::PeakOptionsFor(*w).base_not_before_us, w->ready_us);
+  EXPECT_DOUBLE_EQ(sm::PeakOptionsFor(*w).margin_us, sm::kTargetMarginUs);
   // Round trip through the collect payload's form.
   auto back = sm::ChosenWindowFromJson(sm::ChosenWindowToJson(*w));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->clock, "target");
   EXPECT_DOUBLE_EQ(back->window.end_us, 5.1e6);
+  EXPECT_EQ(back->ready_us, w->ready_us);
 }
 
 TEST(InferenceWindow, InvertedOrMissingReadingsAreNoWindow) {
