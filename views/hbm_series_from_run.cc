@@ -4,19 +4,13 @@
 
 #include "parsers/msprof_csv_parser.h"
 #include "statemachine/activation_peak.h"
+#include "views/html_page.h"
 
 namespace npuprof::views {
 
 using nlohmann::json;
 
 namespace {
-
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
 
 // Per task id: kind, payload, result, blobs and the times it was scheduled
 // and answered (ms on the server's clock; -1 = not in the log).

@@ -101,6 +101,19 @@ class MemoryE2E : public ::testing::Test {
     }
   }
 
+  // A standalone tp=2 memory-profile of the dense model on `port`, waited
+  // for; its `show` JSON (null, with a test failure, when the CLI failed).
+  json SubmitTp2AndWait(int port) {
+    CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                          std::to_string(port), "--flush-seconds", "1", "--wait"},
+                         200);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    json m = r.json();
+    EXPECT_TRUE(m.is_object()) << r.out;
+    if (!m.is_object()) return nullptr;
+    runs_.push_back(m.value("run_id", ""));
+    return m;
+  }
   // The activation peak came from the msprof series (cut on the target's
   // clock) and equals the truth; the npu-smi delta beside it shows the
   // activation only when the allocator kept it.
@@ -128,14 +141,9 @@ class MemoryE2E : public ::testing::Test {
 TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   StartHarness();
   const int port = FreePort();
-  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
-                        std::to_string(port), "--flush-seconds", "1", "--wait"},
-                       200);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  json m = r.json();
-  ASSERT_TRUE(m.is_object()) << r.out;
+  json m = SubmitTp2AndWait(port);
+  ASSERT_TRUE(m.is_object());
   const std::string run = m.value("run_id", "");
-  runs_.push_back(run);
   EXPECT_EQ(m["status"], "ok");
   const json truth = TruthForPort(port);
   ExpectMatchesTruth(m["report"], truth);
@@ -210,13 +218,8 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
 TEST_F(MemoryE2E, ReleasedActivationIsMeasuredOnTheSeries) {
   StartHarness({"--activation", "released"});
   const int port = FreePort();
-  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
-                        std::to_string(port), "--flush-seconds", "1", "--wait"},
-                       200);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  json m = r.json();
-  ASSERT_TRUE(m.is_object()) << r.out;
-  runs_.push_back(m.value("run_id", ""));
+  json m = SubmitTp2AndWait(port);
+  ASSERT_TRUE(m.is_object());
   EXPECT_EQ(m["status"], "ok");
   const json truth = TruthForPort(port);
   ASSERT_TRUE(truth.is_object());
