@@ -76,7 +76,12 @@ const std::set<std::string>& DroppedKeys() {
       "line", "row", "timestamp",
       // memory-profile: seconds the export task polled (0 when a re-dispatched
       // attempt finds the export already finished).
-      "waited_s"};
+      "waited_s",
+      // memory-profile: the inference request's times on both clocks and the
+      // series rows and window the activation peak was cut at (the peak and
+      // level figures themselves are compared).
+      "server_window_ms", "server_answered_ms", "target_clock", "window", "window_rows", "base_rows", "ready_us",
+      "t_us"};
   return keys;
 }
 
