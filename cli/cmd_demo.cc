@@ -181,7 +181,7 @@ void RunDemo(bool clean) {
       d.summary["memory_profile_export"] = out;
       d.summary["memory_profile_report_json"] = out + "/report.json";
       const std::string html = out + "/report.html";
-      auto rep = d.Step("The HBM report as one self-contained HTML page: per-device bars, components, evidence", StoryView::kFiles,
+      auto rep = d.Step("The HBM report as one self-contained HTML page: per-device bars, HBM over time, evidence", StoryView::kFiles,
                         {"report", run, "--format", "html", "--lang", "en", "-o", html});
       d.Expect(rep, 0, "report --format html (memory-profile)");
       d.summary["memory_profile_report_html"] = html;

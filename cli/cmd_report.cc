@@ -24,8 +24,11 @@ namespace {
 Result<std::string> RenderHtml(Client& client, const std::string& run, const json& manifest, const std::string& lang) {
   const std::string kind = manifest.value("kind", "");
   if (kind == "torch-profile" || kind == "analyse-root") return views::RenderTorchProfileHtml(manifest, lang);
-  if (manifest.contains("report") && manifest["report"].is_object())
-    return views::RenderMemoryReportHtml(manifest, RunHbmSeries(client, run, manifest), lang);
+  if (manifest.contains("report") && manifest["report"].is_object()) {
+    auto evs = client.CallJson("events", json{{"run_id", run}}, std::chrono::seconds(60));
+    if (!evs.ok()) return evs.status();
+    return views::RenderMemoryReportHtml(manifest, RunHbmSeries(client, *evs), lang);
+  }
   return Status::Invalid(fmt::format("run {} ({}) has no HTML report; memory-profile, torch-profile and "
                                      "analyse-root runs have one",
                                      run, kind.empty() ? "unknown kind" : kind));

@@ -12,6 +12,7 @@
 #include "cli/output_file.h"
 #include "cli/run_hbm_series.h"
 #include "views/chrome_trace.h"
+#include "views/hbm_series_from_run.h"
 
 namespace npuprof::cli {
 
@@ -28,7 +29,11 @@ void AddTraceCommand(CLI::App& app) {
     Client client(*addr);
     auto evs = client.CallJson("events", json{{"run_id", *run}}, std::chrono::seconds(60));
     if (!evs.ok()) return Fail(2, evs.status().message());
-    const views::HbmSeriesSet hbm = RunHbmSeries(client, *run, json::object());
+    views::HbmSeriesSet hbm = RunHbmSeries(client, *evs);
+    // The trace is on the server's clock, msprof's series on the target's.
+    const double offset_us = views::TargetClockOffsetUs(*evs);
+    for (auto& s : hbm.series)
+      for (auto& p : s.samples) p.t_us -= offset_us;
     auto trace = views::BuildChromeTrace(*evs, hbm.series);
     if (!trace.ok()) return Fail(2, fmt::format("run {}: {}", *run, trace.status().message()));
     const std::string text = trace->dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

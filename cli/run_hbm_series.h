@@ -1,15 +1,13 @@
 // The HBM series, phases and activation peaks of a run for the views
 // (`npuprof trace`, `npuprof report --format html`): the one adapter from a
-// run's stored data to views::HbmSeriesSet.
-//
-// Today it returns an empty set for every run: the memory-profile kind keeps
-// only the maximum of each npu_mem series in its events, and the inference
-// window is on the server's clock, not the target's. Once the kind records
-// its series (the npu_mem CSV blobs, parsed) and the window on the target
-// clock as typed results, this fills `series` (parsers/msprof_csv_parser:
-// the "Device" event per device), `phases` (baseline, launch, ready,
-// inference, stop) and `peaks` (statemachine/activation_peak) — the views
-// need no change.
+// run's stored data to views::HbmSeriesSet. It reads the run's event log,
+// fetches the npu_mem CSVs that log names (the "Device" series of each
+// device the memory-profile kind measured its activation peak on; at most
+// views::kMaxNpuMemCsvs, each at most views::kMaxNpuMemCsvBytes) and hands
+// both to views/hbm_series_from_run.h, which does the rest without I/O.
+// A run of another kind, or one without msprof data, gives an empty set; a
+// CSV the server cannot give is left out (the page then says that device has
+// no series).
 #pragma once
 
 #include <string>
@@ -19,6 +17,7 @@
 
 namespace npuprof::cli {
 
-views::HbmSeriesSet RunHbmSeries(Client& client, const std::string& run_id, const json& manifest);
+// events_doc: what the server's "events" verb answered for the run.
+views::HbmSeriesSet RunHbmSeries(Client& client, const json& events_doc);
 
 }  // namespace npuprof::cli

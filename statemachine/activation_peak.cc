@@ -56,7 +56,9 @@ ActivationPeak ActivationPeakFromSeries(std::vector<SeriesSample> samples, const
     out.window_samples.push_back(samples[i]);
   }
   for (size_t i = 0; i < samples.size() && samples[i].t_us < out.window_start_us; ++i)
-    if (samples[i].t_us >= out.window_start_us - o.lookback_us) out.base_samples.push_back(samples[i]);
+    if (samples[i].t_us >= out.window_start_us - o.lookback_us &&
+        (!o.base_not_before_us || samples[i].t_us >= *o.base_not_before_us))
+      out.base_samples.push_back(samples[i]);
   if (out.base_samples.size() > o.base_samples)
     out.base_samples.erase(out.base_samples.begin(),
                            out.base_samples.end() - static_cast<std::ptrdiff_t>(o.base_samples));
@@ -98,9 +100,12 @@ ActivationPeak ActivationPeakFromSeries(std::vector<SeriesSample> samples, const
                               o.min_gap_us));
   if (out.base_samples.empty())
     return Refuse(out, "no_samples_before_window",
-                  fmt::format("no npu_mem sample in the {:.0f} us before the inference window (from {:.0f} us): "
+                  fmt::format("no npu_mem sample in the {:.0f} us before the inference window (from {:.0f} us){}: "
                               "the idle level is unknown",
-                              o.lookback_us, out.window_start_us));
+                              o.lookback_us, out.window_start_us,
+                              o.base_not_before_us
+                                  ? fmt::format(" after the service was ready ({:.0f} us)", *o.base_not_before_us)
+                                  : ""));
   std::vector<double> base;
   for (const auto& s : out.base_samples) base.push_back(s.mb);
   out.base_mb = Median(base);

@@ -9,7 +9,9 @@
 //             the series' clock), widened by `margin_us` on both sides;
 //   peak    = the highest sample inside the widened window;
 //   level   = the median of the last `base_samples` samples taken within
-//             `lookback_us` before the widened window ("just before it");
+//             `lookback_us` before the widened window ("just before it"),
+//             and not before `base_not_before_us` when set (the service's
+//             ready instant: earlier samples are start-up levels);
 //   value   = max(0, peak - level).
 //
 // The value is refused (ok=false, `reason` a stable key, `message` the
@@ -49,6 +51,7 @@ struct ActivationPeakOptions {
   size_t base_samples = 10;
   double max_gap_factor = 5;
   double min_gap_us = 100'000;
+  std::optional<double> base_not_before_us;
 };
 
 struct ActivationPeak {

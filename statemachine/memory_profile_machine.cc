@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "statemachine/event_types.h"
+#include "statemachine/inference_window.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/memory_manifest.h"
 #include "statemachine/memory_profile_spec.h"
@@ -171,7 +172,8 @@ void Schedule(Decision& d, const std::string& step) {
                    json{{"step", step}, {"machine", machine}, {"port", svc.value("port", json(nullptr))},
                         {"served_model_name", svc.value("served_model_name", svc.value("model", ""))},
                         {"prompt", s.spec.value("prompt", "")}, {"image_url", s.spec.value("image_url", json(nullptr))},
-                        {"max_tokens", s.spec.value("max_tokens", 128)}, {"timeout_s", 600}},
+                        {"max_tokens", s.spec.value("max_tokens", 128)}, {"timeout_s", 600},
+                        {"server_scheduled_ms", d.now_ms()}},
                    Policy(1, 700000));
   } else if (step == "stopped") {
     MoveTo(d, "stopping");
@@ -215,8 +217,11 @@ void Schedule(Decision& d, const std::string& step) {
     d.ScheduleTimer("export_timeout", timeout_s * 1000);
   } else if (step == "msprof") {
     MoveTo(d, "collecting_csvs");
-    d.ScheduleTask(kMemCollectTask, json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}},
-                   Policy(3, 300000));
+    json p = {{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}};
+    // The window the handler cuts each device's npu_mem series at (the
+    // activation peak); absent when the inference gave none.
+    if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) p["inference_window"] = ChosenWindowToJson(*w);
+    d.ScheduleTask(kMemCollectTask, p, Policy(3, 300000));
   }
 }
 
@@ -341,13 +346,18 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   } else if (task.kind == kServiceLaunchTask) {
     Record(d, "service", ServiceRecordFromLaunch(task.payload, result));
   } else if (task.kind == kServiceWaitReadyTask) {
-    Record(d, "ready", result);
+    json r = result;
+    r["server_answered_ms"] = d.now_ms();  // the ready instant the activation's idle level is taken after
+    Record(d, "ready", r);
   } else if (task.kind == kMemLogsTask) {
     Record(d, "vllm_log", json{{"summary", result.value("summary", json::object())}, {"bytes", result.value("bytes", 0)},
                                {"blob", BlobOf(task, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
   } else if (task.kind == kMemInferTask) {
     json r = result;
     r["blob"] = BlobOf(task, "inference_response.json");
+    if (task.payload.contains("server_scheduled_ms") && task.payload["server_scheduled_ms"].is_number_integer())
+      r["server_window_ms"] = {{"start_ms", task.payload["server_scheduled_ms"]}, {"end_ms", d.now_ms()},
+                               {"ready_ms", Field(Field(d.state().data, "ready"), "server_answered_ms")}};
     Record(d, "inference", r);
   } else if (task.kind == kServiceStopTask) {
     Record(d, "stopped", result);
@@ -377,7 +387,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   } else if (task.kind == kMemCollectTask) {
     json m = result;
     const json& blobs = Field(task.result, "blobs");
-    for (const char* part : {"module_mem", "npu_mem"}) {
+    for (const char* part : {"module_mem", "npu_mem", "activation_peaks"}) {
       if (!m.contains(part) || !m[part].is_array()) continue;
       for (auto& r : m[part])
         r["blob"] = blobs.is_object() ? blobs.value("msprof_csvs/" + r.value("file", ""), "") : "";

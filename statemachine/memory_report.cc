@@ -157,6 +157,33 @@ std::optional<json> MsprofAppPeak(const json& msprof, int dev) {
   return best;
 }
 
+// The activation peak the collect step measured on this device's npu_mem
+// "Device" series (msprof.activation_peaks), if any.
+std::optional<json> SeriesPeak(const json& msprof, int dev) {
+  const json& rows = Obj(msprof, "activation_peaks");
+  if (!rows.is_array()) return std::nullopt;
+  for (const auto& r : rows)
+    if (r.is_object() && r.contains("device_id") && r["device_id"].is_number_integer() &&
+        r["device_id"].get<int>() == dev)
+      return r;
+  return std::nullopt;
+}
+
+json SeriesEvidence(const json& p) {
+  const json& peak = Obj(p, "peak");
+  return {{"blob", p.value("blob", "")},
+          {"file", "msprof_csvs/" + p.value("file", "")},
+          {"event", p.value("event", "Device")},
+          {"row", Obj(peak, "row").is_number() ? peak["row"] : json(0)},
+          {"peak_mb", Opt(Num(p, "peak_mb"))},
+          {"base_mb", Opt(Num(p, "base_mb"))},
+          {"base_rows", p.value("base_rows", json::array())},
+          {"window_rows", p.value("window_rows", json::array())},
+          {"window", p.value("window", json(nullptr))},
+          {"clock", p.value("clock", json(nullptr))},
+          {"value_mb", Opt(Num(p, "value_mb"))}};
+}
+
 // ---- labels -------------------------------------------------------------
 
 struct Label {
@@ -219,8 +246,17 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
   std::optional<double> total = HbmField(infer, key, "total_mb");
   if (!total) total = HbmField(ready, key, "total_mb");
   if (!total) total = HbmField(baseline, key, "total_mb");
-  const std::optional<double> used = used_infer ? used_infer : used_ready;
+  const std::optional<double> smi_used = used_infer ? used_infer : used_ready;
+  std::optional<double> used = smi_used;
   const char* used_phase = used_infer ? "after_infer" : (used_ready ? "after_ready" : "none");
+  // The series' peak, when msprof measured one: the HBM the components add
+  // up to is then the level at that peak (after ready + the peak).
+  const std::optional<json> series = SeriesPeak(msprof, dev);
+  const bool series_ok = series && series->value("ok", false) && Num(*series, "value_mb") && used_ready;
+  if (series_ok) {
+    used = *used_ready + *Num(*series, "value_mb");
+    used_phase = "inference_peak";
+  }
 
   std::vector<Component> comps;
 
@@ -374,12 +410,32 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
   // Activation peak.
   {
     Component c = Make("activation_peak", have_msprof);
-    if (used_ready && used_infer) {
-      c.value = std::max(0.0, *used_infer - *used_ready);
+    std::optional<double> smi_delta;
+    if (used_ready && used_infer) smi_delta = std::max(0.0, *used_infer - *used_ready);
+    if (series_ok) {
+      c.value = *Num(*series, "value_mb");
+      c.source = "series";
+      c.evidence.push_back(SeriesEvidence(*series));
+      c.note = fmt::format("max of the npu_mem Device series inside the inference window ({} clock, widened) minus "
+                           "the level just before it",
+                           series->value("clock", "?"));
+      if (smi_delta)
+        c.corroboration.push_back({{"source", "npu_smi_delta"}, {"value_mb", R3(*smi_delta)},
+                                   {"diff_mb", R3(*smi_delta - *c.value)},
+                                   {"diff_pct", DiffPct(*smi_delta, *c.value)},
+                                   {"evidence", json::array({SnapshotEvidence(ready, key, "after_ready_npu_smi.txt"),
+                                                             SnapshotEvidence(infer, key, "after_infer_npu_smi.txt")})},
+                                   {"note", "max(0, after_infer - after_ready); 0 when the allocator gave the "
+                                            "activation back before the snapshot"}});
+    } else if (smi_delta) {
+      c.value = smi_delta;
       c.source = "npu_smi_delta";
       c.evidence.push_back(SnapshotEvidence(ready, key, "after_ready_npu_smi.txt"));
       c.evidence.push_back(SnapshotEvidence(infer, key, "after_infer_npu_smi.txt"));
       c.note = "max(0, after_infer - after_ready)";
+      if (series)
+        c.note += fmt::format("; the npu_mem series gave none ({}: {})", series->value("reason", ""),
+                              series->value("message", ""));
     } else {
       c.source = "unavailable";
       c.status = "unavailable";
@@ -398,10 +454,17 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
       c.value = *used - sum;
       c.source = "residual";
       c.status = have_msprof ? "unattributed" : "unattributed_msprof_missing";
-      c.evidence.push_back(SnapshotEvidence(used_infer ? infer : ready, key,
-                                            used_infer ? "after_infer_npu_smi.txt" : "after_ready_npu_smi.txt"));
-      c.note = have_msprof ? "npu-smi used minus every component above"
-                           : "msprof data missing: not split further; collect with msprof for a full breakdown";
+      if (series_ok) {
+        c.evidence.push_back(SnapshotEvidence(ready, key, "after_ready_npu_smi.txt"));
+        c.evidence.push_back(SeriesEvidence(*series));
+      } else {
+        c.evidence.push_back(SnapshotEvidence(used_infer ? infer : ready, key,
+                                              used_infer ? "after_infer_npu_smi.txt" : "after_ready_npu_smi.txt"));
+      }
+      c.note = series_ok ? "HBM at the inference peak (npu-smi after ready + the series' activation peak) minus "
+                           "every component above"
+               : have_msprof ? "npu-smi used minus every component above"
+                             : "msprof data missing: not split further; collect with msprof for a full breakdown";
     } else {
       c.source = "unavailable";
       c.status = "unavailable";
@@ -414,7 +477,8 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
   for (const auto& c : comps) comp_json.push_back(ComponentJson(c, used));
 
   // Cross-validation.
-  json xv = {{"npu_smi_used_mb", Opt(used)}, {"component_sum_mb", R3(sum)}};
+  json xv = {{"npu_smi_used_mb", Opt(smi_used)}, {"component_sum_mb", R3(sum)}};
+  if (series_ok) xv["inference_peak_used_mb"] = Opt(used);
   const std::optional<double> resid = comps.back().value;
   xv["unattributed_mb"] = Opt(resid);
   xv["unattributed_pct"] = (resid && used && *used > 0) ? json(R3(*resid / *used * 100.0)) : json(nullptr);

@@ -15,7 +15,9 @@
 //                   {"file","blob","prof_dir","component","device_id"|null,
 //                    "max_mb","row","raw","timestamp","scope"}],
 //                   "npu_mem": [{"file","blob","device_id"|null,"event",
-//                    "max_hbm_mb","row"}]}
+//                    "max_hbm_mb","row"}],
+//                   "activation_peaks": [{"device_id","file","blob","clock",
+//                    ActivationPeakToJson fields}]}  (statemachine/activation_peak.h)
 //   "weights":     {"per_device_bytes","total_bytes","categories":[...],
 //                   "blob","file","tp","dp","ep","expert_parallel"}
 //   "theory":      {"per_device_bytes", ...}
@@ -24,9 +26,15 @@
 // vLLM log > safetensors per-device > unavailable, others as corroboration;
 // KV cache and graph capture from the vLLM log; HCCL / RUNTIME / SLOG = max
 // of that msprof component; other msprof components summed when > 0.5 MB;
-// activation peak = max(0, after_infer - after_ready); residual =
-// after_infer - sum of every other available component (labelled "msprof
-// data missing" without msprof, never split). Nothing is estimated.
+// activation peak = the device's msprof series peak (source "series":
+// highest npu_mem Device sample inside the inference window minus the level
+// just before it) when the collect step measured one, the npu-smi delta
+// max(0, after_infer - after_ready) beside it as corroboration; else that
+// delta (source "npu_smi_delta"); residual = the HBM the components add up
+// to — after_ready + the series peak ("hbm_used_phase": "inference_peak") or
+// the npu-smi after_infer snapshot — minus every other available component
+// (labelled "msprof data missing" without msprof, never split). Nothing is
+// estimated.
 #pragma once
 
 #include <optional>

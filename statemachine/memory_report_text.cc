@@ -49,6 +49,7 @@ std::string SourceLabel(const std::string& key, bool zh) {
       {"safetensors", {"safetensors 文件头精确计算", "safetensors headers (exact bytes)"}},
       {"msprof_npu_module_mem", {"msprof npu_module_mem", "msprof npu_module_mem"}},
       {"npu_smi_delta", {"npu-smi delta", "npu-smi delta"}},
+      {"series", {"msprof npu_mem 时间序列", "msprof npu_mem series"}},
       {"residual", {"残差", "residual"}},
       {"config_theory", {"config.json 理论值 (仅参考)", "config.json theory (reference only)"}},
       {"unavailable", {"不可用", "unavailable"}},

@@ -81,7 +81,12 @@ const std::set<std::string>& DroppedKeys() {
       // wait after a restart starts polling again until the same deadline).
       // ("size" above also covers the byte totals of the rank dirs the
       // torch-profile flush wait saw: pids and paths inside.)
-      "waited_ms", "polls"};
+      "waited_ms", "polls",
+      // memory-profile: the inference request's times on both clocks and the
+      // series rows and window the activation peak was cut at (the peak and
+      // level figures themselves are compared).
+      "server_window_ms", "server_answered_ms", "target_clock", "window", "window_rows", "base_rows", "ready_us",
+      "t_us"};
   return keys;
 }
 

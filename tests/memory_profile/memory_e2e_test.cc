@@ -108,6 +108,38 @@ class MemoryE2E : public ::testing::Test {
     }
   }
 
+  // A standalone tp=2 memory-profile of the dense model on `port`, waited
+  // for; its `show` JSON (null, with a test failure, when the CLI failed).
+  json SubmitTp2AndWait(int port) {
+    CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                          std::to_string(port), "--wait"},
+                         200);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    json m = r.json();
+    EXPECT_TRUE(m.is_object()) << r.out;
+    if (!m.is_object()) return nullptr;
+    runs_.push_back(m.value("run_id", ""));
+    return m;
+  }
+  // The activation peak came from the msprof series (cut on the target's
+  // clock) and equals the truth; the npu-smi delta beside it shows the
+  // activation only when the allocator kept it.
+  void ExpectSeriesActivation(const json& dev, const json& truth, bool released) {
+    const std::string id = std::to_string(dev["device_id"].get<int>());
+    const json act = Component(dev, "activation_peak");
+    ASSERT_TRUE(act.is_object());
+    EXPECT_EQ(act["source"], "series") << act.dump();
+    ASSERT_TRUE(act["value_mb"].is_number()) << act.dump();
+    EXPECT_NEAR(act["value_mb"].get<double>(),
+                truth["per_device"][id]["components_mb"]["activation_peak"].get<double>(), 1.0);
+    EXPECT_EQ(act["evidence"][0]["clock"], "target") << act.dump();
+    ASSERT_TRUE(act.contains("corroboration")) << act.dump();
+    EXPECT_EQ(act["corroboration"][0]["source"], "npu_smi_delta");
+    EXPECT_NEAR(act["corroboration"][0]["value_mb"].get<double>(),
+                released ? 0.0 : act["value_mb"].get<double>(), 1.0);
+    EXPECT_EQ(dev["hbm_used_phase"], "inference_peak");
+  }
+
   NpuprofHarness h_;
   std::string model_;
   std::vector<std::string> runs_;
@@ -116,14 +148,9 @@ class MemoryE2E : public ::testing::Test {
 TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   StartHarness();
   const int port = FreePort();
-  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
-                        std::to_string(port), "--wait"},
-                       200);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  json m = r.json();
-  ASSERT_TRUE(m.is_object()) << r.out;
+  json m = SubmitTp2AndWait(port);
+  ASSERT_TRUE(m.is_object());
   const std::string run = m.value("run_id", "");
-  runs_.push_back(run);
   EXPECT_EQ(m["status"], "ok");
   // No fixed window: msprof had exited with every PROF dir complete (end_info).
   LogFlush(m);
@@ -138,6 +165,8 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
     EXPECT_EQ(dev["msprof_scope"], "device");
     EXPECT_EQ(Component(dev, "weights")["source"], "vllm_log");
     EXPECT_EQ(Component(dev, "residual")["status"], "unattributed");
+    // Retained activation: the series peak is the measurement, the snapshot delta agrees.
+    ExpectSeriesActivation(dev, truth, /*released=*/false);
   }
   // safetensors per-device bytes = the true sharded bytes.
   EXPECT_NEAR(m["report"]["weights_breakdown"]["per_device_gib"].get<double>(),
@@ -193,6 +222,23 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   CliResult is = h_.CliRaw({"inspect", "safetensors", model_, "--tp", "2"});
   ASSERT_EQ(is.exit_code, 0) << is.err;
   EXPECT_EQ(is.json()["per_device_bytes"].get<double>(), truth["weights"]["per_device_bytes"].get<double>());
+}
+
+// Released activation: the allocator gives the request's memory back before
+// the after-inference snapshot, so npu-smi sees 0 MB; msprof's series saw the
+// peak while the request ran, and the report takes it (and the residual at
+// that peak) per device.
+TEST_F(MemoryE2E, ReleasedActivationIsMeasuredOnTheSeries) {
+  StartHarness({"--activation", "released"});
+  const int port = FreePort();
+  json m = SubmitTp2AndWait(port);
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "ok");
+  const json truth = TruthForPort(port);
+  ASSERT_TRUE(truth.is_object());
+  EXPECT_EQ(truth["activation_mode"], "released");
+  ExpectMatchesTruth(m["report"], truth);
+  for (const auto& dev : m["report"]["devices"]) ExpectSeriesActivation(dev, truth, /*released=*/true);
 }
 
 // Shared host: two standalone profiles at once on disjoint NPUs of one target,

@@ -161,7 +161,12 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
   EXPECT_EQ(d.PendingKind(), kMemLogsTask);
   d.Succeed({{"summary", {{"weights_gib", 7.0}, {"kv_cache_available_gib", 46.0}}}}, {{"vllm_serve.log", "sha-l"}});
   EXPECT_EQ(d.PendingKind(), kMemInferTask);
-  d.Succeed({{"ok", true}, {"http_status", 200}});
+  const int64_t infer_scheduled = d.Pending()->payload["server_scheduled_ms"].get<int64_t>();
+  d.Succeed({{"ok", true}, {"http_status", 200},
+             {"target_clock", {{"before_ns", int64_t{1'700'000'000'000'000'000}},
+                               {"after_ns", int64_t{1'700'000'000'300'000'000}}}}});
+  EXPECT_EQ(d.s().data["inference"]["server_window_ms"]["start_ms"], infer_scheduled);
+  EXPECT_GT(d.s().data["inference"]["server_window_ms"]["end_ms"].get<int64_t>(), infer_scheduled);
   EXPECT_EQ(d.Pending()->payload["phase"], "after_infer");
   d.Succeed({{"hbm", Hbm(59479)}}, {{"after_infer_npu_smi.txt", "sha-i"}});
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
@@ -182,11 +187,18 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
   EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/mp1/service-1/msprof_data");
   d.Succeed({{"status", "ok"}, {"exit_code", 0}});
   EXPECT_EQ(d.PendingKind(), kMemCollectTask);
+  // The collect step cuts the series at the request's window on the target's clock.
+  const json window = d.Pending()->payload["inference_window"];
+  EXPECT_EQ(window["clock"], "target");
+  EXPECT_DOUBLE_EQ(window["start_us"].get<double>(), 1.7e15);
+  EXPECT_DOUBLE_EQ(window["end_us"].get<double>(), 1.7e15 + 3e5);
   d.Succeed({{"module_mem", json::array({{{"file", "npu_module_mem_1.csv"}, {"component", "HCCL"}, {"device_id", 0},
                                           {"max_mb", 597.65625}, {"row", 2}}})},
              {"npu_mem", json::array()},
+             {"activation_peaks", json::array({{{"device_id", 0}, {"file", "npu_mem_1.csv"}, {"ok", true},
+                                                {"value_mb", 180.0}, {"peak", {{"row", 9}}}}})},
              {"__prof_device_map__", {{"npu_module_mem_1.csv", {0}}}}},
-            {{"msprof_csvs/npu_module_mem_1.csv", "sha-c"}});
+            {{"msprof_csvs/npu_module_mem_1.csv", "sha-c"}, {"msprof_csvs/npu_mem_1.csv", "sha-n"}});
   EXPECT_TRUE(d.s().terminal);
   EXPECT_EQ(d.s().status, "ok");
 
@@ -200,6 +212,11 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
   EXPECT_EQ(m["files"]["msprof_csvs/npu_module_mem_1.csv"], "sha-c");
   EXPECT_EQ(m["report"]["devices"][0]["components"][4]["key"], "hccl");
   EXPECT_EQ(m["report"]["devices"][0]["components"][4]["evidence"][0]["blob"], "sha-c");
+  // The series peak is the report's activation, its CSV blob the evidence.
+  EXPECT_EQ(m["report"]["devices"][0]["components"][8]["key"], "activation_peak");
+  EXPECT_EQ(m["report"]["devices"][0]["components"][8]["source"], "series");
+  EXPECT_EQ(m["report"]["devices"][0]["components"][8]["evidence"][0]["blob"], "sha-n");
+  EXPECT_EQ(m["report"]["devices"][1]["components"][8]["source"], "npu_smi_delta");
   EXPECT_EQ(m["tp"], 2);
 }
 

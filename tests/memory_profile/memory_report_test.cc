@@ -149,6 +149,78 @@ TEST(MemoryReport, ActivationNeverNegative) {
   EXPECT_EQ(V(r, 0, "activation_peak"), 0);
 }
 
+// The collect step's series peak for both devices (statemachine/activation_peak.h's JSON form).
+json SeriesPeaks(bool ok, double value) {
+  json rows = json::array();
+  for (int d : {0, 1}) {
+    json p = {{"device_id", d}, {"file", "npu_mem_1.csv"}, {"blob", "s" + std::to_string(d)}, {"event", "Device"},
+              {"clock", "target"}, {"ok", ok}, {"reason", ok ? "" : "gap"},
+              {"message", ok ? "" : "the series has a gap of 900000 us"},
+              {"value_mb", ok ? json(value) : json(nullptr)}, {"peak_mb", 60000.0 + value},
+              {"base_mb", ok ? json(60000.0) : json(nullptr)},
+              {"peak", {{"t_us", 1.7e15}, {"mb", 60000.0 + value}, {"row", 41}}}, {"base_rows", {30, 31}},
+              {"window", {{"start_us", 1.7e15 - 2e5}, {"end_us", 1.7e15 + 5e5}}}, {"window_rows", {35, 50}}};
+    rows.push_back(p);
+  }
+  return rows;
+}
+
+TEST(MemoryReport, SeriesPeakIsTheActivationWhenTheAllocatorReleasedIt) {
+  // Released: npu-smi after inference shows the after-ready level again (delta 0);
+  // the series saw 180 MB. The residual is taken at the inference peak.
+  json ev = Evidence(true);
+  ev["after_infer"] = ev["after_ready"];
+  ev["after_infer"]["blob"] = "i0";
+  ev["msprof"]["activation_peaks"] = SeriesPeaks(true, 180);
+  const json r = BuildMemoryReport(ev);
+  for (int d : {0, 1}) {
+    const json& act = Comp(r, d, "activation_peak");
+    EXPECT_NEAR(act["value_mb"].get<double>(), 180, 1e-9);
+    EXPECT_EQ(act["source"], "series");
+    EXPECT_EQ(act["evidence"][0]["file"], "msprof_csvs/npu_mem_1.csv");
+    EXPECT_EQ(act["evidence"][0]["row"], 41);
+    EXPECT_EQ(act["evidence"][0]["blob"], "s" + std::to_string(d));
+    ASSERT_EQ(act["corroboration"].size(), 1u);
+    EXPECT_EQ(act["corroboration"][0]["source"], "npu_smi_delta");
+    EXPECT_EQ(act["corroboration"][0]["value_mb"], 0);
+    EXPECT_NEAR(V(r, d, "residual"), 37.25, 1e-2);
+    EXPECT_EQ(r["devices"][d]["hbm_used_phase"], "inference_peak");
+    double sum = 0;
+    for (const auto& c : r["devices"][d]["components"]) sum += c["value_mb"].get<double>();
+    EXPECT_NEAR(sum, r["devices"][d]["hbm_used_mb"].get<double>(), 1e-2);
+    const json& xv = r["devices"][d]["cross_validation"];
+    EXPECT_NEAR(xv["inference_peak_used_mb"].get<double>(), xv["npu_smi_used_mb"].get<double>() + 180, 1e-2);
+  }
+  const std::string text = RenderMemoryReportText(r, "en");
+  EXPECT_NE(text.find("msprof npu_mem series"), std::string::npos);
+  EXPECT_NE(text.find("inference_peak"), std::string::npos);
+}
+
+TEST(MemoryReport, SeriesPeakAndSnapshotAgreeWhenRetained) {
+  json ev = Evidence(true);
+  ev["msprof"]["activation_peaks"] = SeriesPeaks(true, 180);
+  const json r = BuildMemoryReport(ev);
+  EXPECT_EQ(Comp(r, 0, "activation_peak")["source"], "series");
+  EXPECT_NEAR(Comp(r, 0, "activation_peak")["corroboration"][0]["value_mb"].get<double>(), 180, 1e-3);
+  EXPECT_NEAR(V(r, 0, "residual"), 37.25, 1e-2);
+  // The same figures as the snapshot-only report.
+  EXPECT_NEAR(r["devices"][0]["hbm_used_mb"].get<double>(),
+              BuildMemoryReport(Evidence(true))["devices"][0]["hbm_used_mb"].get<double>(), 1e-2);
+}
+
+TEST(MemoryReport, RefusedSeriesFallsBackToTheSnapshotDeltaAndSaysWhy) {
+  json ev = Evidence(true);
+  ev["msprof"]["activation_peaks"] = SeriesPeaks(false, 0);
+  const json r = BuildMemoryReport(ev);
+  const json& act = Comp(r, 0, "activation_peak");
+  EXPECT_EQ(act["source"], "npu_smi_delta");
+  EXPECT_NEAR(act["value_mb"].get<double>(), 180, 1e-3);
+  EXPECT_NE(act["note"].get<std::string>().find("gap"), std::string::npos) << act["note"];
+  EXPECT_EQ(r["devices"][0]["hbm_used_phase"], "after_infer");
+  // Without msprof the snapshot delta is the measurement, as before.
+  EXPECT_EQ(Comp(BuildMemoryReport(Evidence(false)), 0, "activation_peak")["source"], "npu_smi_delta");
+}
+
 TEST(MemoryReport, WeightsFallBackToSafetensorsThenUnavailable) {
   json ev = Evidence(true);
   ev["vllm_log"]["summary"].erase("weights_gib");

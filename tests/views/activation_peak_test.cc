@@ -164,5 +164,31 @@ TEST(ActivationPeak, OptionsWidenTheMarginAndLevel) {
   EXPECT_EQ(p.window_samples.size(), 15u);  // 10.02 .. 10.30 s at 50 Hz
 }
 
+TEST(ActivationPeak, LevelIsTakenAfterTheServiceWasReady) {
+  // Start-up level (graphs still capturing, 19500 MB) until 9.9 s, ready
+  // (20000 MB) from then: 0.11 s of ready samples before the request. Without
+  // the ready bound the level's median is mostly start-up samples.
+  auto series = Series(20000, 21536, 20000);
+  for (auto& s : series)
+    if (s.t_us < kT0 + 9.9 * kSec) s.mb = 19500;
+  auto loose = ActivationPeakFromSeries(series, kRequest);
+  ASSERT_TRUE(loose.ok) << loose.message;
+  EXPECT_DOUBLE_EQ(loose.base_mb, 19500);
+  ActivationPeakOptions o;
+  o.margin_us = 0;
+  o.base_not_before_us = kT0 + 9.9 * kSec;
+  auto p = ActivationPeakFromSeries(series, kRequest, o);
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_DOUBLE_EQ(p.base_mb, 20000);
+  EXPECT_DOUBLE_EQ(p.value_mb, 1536);
+  for (const auto& b : p.base_samples) EXPECT_GE(b.t_us, kT0 + 9.9 * kSec);
+  // Ready only once the request started: no idle level to measure from.
+  o.base_not_before_us = kT0 + 10.05 * kSec;
+  auto none = ActivationPeakFromSeries(series, kRequest, o);
+  EXPECT_FALSE(none.ok);
+  EXPECT_EQ(none.reason, "no_samples_before_window");
+  EXPECT_NE(none.message.find("after the service was ready"), std::string::npos) << none.message;
+}
+
 }  // namespace
 }  // namespace npuprof::sm

@@ -42,7 +42,7 @@ size_t CountType(const json& events_doc, const std::string& type) {
 TEST(ChromeTrace, RealMemoryProfileRunWithItsHbmSeries) {
   const json events = TestJson("views/memory_profile.events.json");
   ASSERT_TRUE(events.is_object());
-  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "msprof_csvs/npu_mem.csv", "abc");
+  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "npu_mem.csv", "abc");
   ASSERT_FALSE(set.series.empty());
   TraceCheck c = BuildAndValidate(events, set.series);
   // The run, its states: one span per state the run was in.

@@ -64,7 +64,7 @@ class ChromiumViews : public ::testing::Test {
 TEST_F(ChromiumViews, MemoryReportWithHbmCurves) {
   const json m = TestJson("views/memory_profile.manifest.json");
   const json events = TestJson("views/memory_profile.events.json");
-  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "msprof_csvs/npu_mem.csv", "");
+  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "npu_mem.csv", "");
   auto html = views::RenderMemoryReportHtml(m, set, "en");
   ASSERT_TRUE(html.ok()) << html.status().message();
   // Tall enough to show device 0's table and its HBM curve.

@@ -105,7 +105,7 @@ TEST(MemoryHtml, ReportJsonAndEnglish) {
 TEST(MemoryHtml, HbmCurveWithPhasesAndTheActivationPeak) {
   const json m = TestJson("views/memory_profile.manifest.json");
   const json events = TestJson("views/memory_profile.events.json");
-  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "msprof_csvs/npu_mem.csv",
+  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "npu_mem.csv",
                                     "0123456789abcdef");
   ASSERT_EQ(set.series.size(), m["report"]["devices"].size());
   ASSERT_EQ(set.peaks.size(), set.series.size());

@@ -1,16 +1,14 @@
 // Test data for the views (tests/data/views, saved from real runs over the
-// simulated target; see its README) and the inputs built from it: the HBM
-// series of a memory-profile run from its npu_mem CSV, its phases and
-// inference window from its event log, the activation peak per device — what
-// the CLI's adapter (cli/run_hbm_series.h) will do with a run's stored data.
+// simulated target; see its README) and the inputs built from it with the
+// product's adapter (views/hbm_series_from_run.h): the HBM series of a
+// memory-profile run from its npu_mem CSV, its phases and the activation peak
+// per device.
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "statemachine/activation_peak.h"
 #include "views/hbm_series.h"
 
 namespace npuprof::testing {
@@ -22,18 +20,9 @@ std::string ReadTestData(const std::string& rel);
 // tests/data/<rel> parsed (null when missing or not JSON).
 nlohmann::json TestJson(const std::string& rel);
 
-// The inference request of a memory-profile run: its memory.infer task from
-// TaskScheduled to TaskSucceeded, in µs; nullopt when the log has none.
-std::optional<sm::InferenceWindow> InferenceWindowFromEvents(const nlohmann::json& events_doc);
-
-// The phases of a memory-profile run from its event log, in µs: baseline
-// (the baseline npu-smi snapshot), launch (service.launch scheduled), ready
-// (service.wait_ready answered), inference (the memory.infer span), stop
-// (service.stop scheduled to answered).
-std::vector<views::PhaseMarker> PhasesFromEvents(const nlohmann::json& events_doc);
-
-// The "Device" series of every device in an npu_mem CSV, the run's phases,
-// and each device's activation peak inside the inference window.
+// What the CLI's adapter (cli/run_hbm_series.h) gives the views for a saved
+// run: views::HbmSeriesSetFromRun on its event log and one npu_mem CSV
+// (`file` its local name under msprof_csvs/, `blob` its sha256).
 views::HbmSeriesSet SeriesSetFromRun(const nlohmann::json& events_doc, const std::string& npu_mem_csv,
                                      const std::string& file, const std::string& blob);
 

@@ -96,8 +96,30 @@ TEST_F(ViewsE2E, MemoryAndTorchProfileRunsAsHtmlAndTraces) {
   const std::string mem_html = Html(mrun, mem_html_file, "en");
   for (const auto& n : numbers) EXPECT_NE(mem_html.find(n), std::string::npos) << n;
   EXPECT_NE(mem_html.find(mrun), std::string::npos);
+  // Each device's HBM curve from its stored npu_mem series, with the phases
+  // and the activation peak the report took from the same series.
+  EXPECT_EQ(mem_html.find("No msprof npu_mem series"), std::string::npos);
+  size_t curves = 0;
+  for (size_t p = mem_html.find("<polyline"); p != std::string::npos; p = mem_html.find("<polyline", p + 1)) ++curves;
+  EXPECT_EQ(curves, report["devices"].size());
+  for (const char* phase : {">baseline</text>", ">launch</text>", ">ready</text>", ">inference</text>", ">stop</text>"})
+    EXPECT_NE(mem_html.find(phase), std::string::npos) << phase;
+  for (const auto& d : report["devices"])
+    for (const auto& c : d["components"])
+      if (c["key"] == "activation_peak") {
+        EXPECT_EQ(c["source"], "series") << c.dump();
+        EXPECT_NE(mem_html.find("activation peak (series) +" + views::FormatMbValue(c["value_mb"].get<double>()) +
+                                " MB"),
+                  std::string::npos)
+            << c.dump();
+      }
   TraceCheck mt = Trace(mrun, h_.Dir() + "/out/memory.trace.json");
   EXPECT_EQ(mt.process_names[1], "run " + mrun + " (memory-profile)");
+  // One HBM counter track per device.
+  EXPECT_EQ(mt.counter_names.size(), report["devices"].size());
+  EXPECT_GT(mt.phase_counts["C"], 10);
+  EXPECT_EQ(h_.Cli({"trace", mrun, "-o", h_.Dir() + "/out/again.json"}).json().value("hbm_series", size_t{0}),
+            report["devices"].size());
   // The same trace on stdout.
   CliResult stdout_trace = h_.Cli({"trace", mrun});
   ASSERT_EQ(stdout_trace.exit_code, 0);

@@ -1,11 +1,15 @@
 // memory.collect_csvs: every exported *.csv larger than 100 bytes in ONE
-// command (a length-prefixed stream), PROF -> device mapping, and the
-// component maxima / APP peaks of the newest npu_module_mem / npu_mem export.
+// command (a length-prefixed stream), PROF -> device mapping, the
+// component maxima / APP peaks of the newest npu_module_mem / npu_mem export,
+// and per device the activation peak of its npu_mem "Device" series inside
+// the payload's "inference_window" (statemachine/inference_window.h).
 #include <fmt/format.h>
 
 #include "parsers/file_stream.h"
 #include "parsers/msprof_csv_parser.h"
 #include "parsers/prof_device_map.h"
+#include "statemachine/activation_peak.h"
+#include "statemachine/inference_window.h"
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
 
@@ -32,6 +36,36 @@ json ComponentRow(const ProfCsvEntry& e, const ModuleMemComponent& m) {
           {"timestamp", m.max_timestamp_raw},
           {"rows", m.rows},
           {"scope", mapped ? "device" : "process"}};
+}
+
+// One row per device that has a "Device" series: the peak measured on the
+// series of the file DeviceSeriesFiles picks for it.
+json ActivationPeaks(const json& npu_mem_rows, const std::map<std::string, NpuMemTable>& tables,
+                     const std::map<std::string, std::vector<int>>& file_devices, const json& window_json) {
+  const std::optional<sm::ChosenWindow> window = sm::ChosenWindowFromJson(window_json);
+  json out = json::array();
+  for (const auto& [dev, file] : sm::DeviceSeriesFiles(npu_mem_rows)) {
+    auto t = tables.find(file);
+    if (t == tables.end()) continue;
+    auto fd = file_devices.find(file);
+    std::vector<sm::SeriesSample> samples;
+    for (const auto& sr : t->second.series) {
+      std::optional<int> id = sr.device_id;
+      if (!id && fd != file_devices.end() && fd->second.size() == 1) id = fd->second[0];
+      if (sr.event != "Device" || id != dev) continue;
+      for (const auto& p : sr.samples) samples.push_back({p.timestamp_us, p.hbm_mb, p.data_row});
+    }
+    const sm::ActivationPeak peak = sm::ActivationPeakFromSeries(
+        std::move(samples), window ? std::optional<sm::InferenceWindow>(window->window) : std::nullopt,
+        window ? sm::PeakOptionsFor(*window) : sm::ActivationPeakOptions{});
+    json row = sm::ActivationPeakToJson(peak);
+    row["device_id"] = dev;
+    row["file"] = file;
+    row["event"] = "Device";
+    row["clock"] = window ? json(window->clock) : json(nullptr);
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 }  // namespace
@@ -64,6 +98,8 @@ TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
 
   TaskOutcome out;
   json module_mem = json::array(), npu_mem = json::array(), parse_errors = json::array();
+  std::map<std::string, NpuMemTable> npu_mem_tables;  // newest export, by local name
+  std::map<std::string, std::vector<int>> file_devices;
   for (const auto& e : map.csvs) {
     auto it = by_path.find(e.path);
     if (it == by_path.end()) continue;
@@ -91,6 +127,8 @@ TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
                            {"device_id", dev ? json(*dev) : json(nullptr)}, {"max_hbm_mb", sr.max_hbm_mb},
                            {"row", sr.max_data_row}, {"raw", sr.max_raw_hbm_kb}, {"samples", sr.samples.size()}});
       }
+      file_devices[e.local_name] = e.device_ids;
+      npu_mem_tables.emplace(e.local_name, std::move(*t));
     }
   }
   json full = ProfDeviceMapJson(map);
@@ -101,6 +139,8 @@ TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
                 {"prof_dirs", full["prof_dirs"]},
                 {"module_mem", module_mem},
                 {"npu_mem", npu_mem},
+                {"activation_peaks", ActivationPeaks(npu_mem, npu_mem_tables, file_devices,
+                                                     c->payload.value("inference_window", json(nullptr)))},
                 {"parse_errors", parse_errors}};
   return out;
 }

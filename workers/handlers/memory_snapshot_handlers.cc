@@ -1,5 +1,7 @@
 // memory.npu_smi, memory.logs, memory.infer: the live phases of a memory
 // profile (read-only on the target, except the one inference request).
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include "parsers/npu_smi_parser.h"
@@ -73,6 +75,26 @@ TaskOutcome MemLogs(const proto::Task& task, TaskContext& tc) {
   return out;
 }
 
+namespace {
+
+// The target's clock in ns since the epoch (`date +%s%N`), or why not: a
+// `date` without %N (busybox prints it literally) or any other output is no
+// reading. Bytes from the target are checked, never trusted.
+Result<int64_t> ReadTargetClockNs(ssh::SshSession& session) {
+  auto run = RunRemote(session, {"date", "+%s%N"}, std::chrono::seconds(30));
+  if (!run.ok()) return run.status();
+  std::string out = run->stdout_data.substr(0, 64);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+  int64_t ns = 0;
+  const auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), ns);
+  if (run->exit_status != 0 || out.size() < 16 || ec != std::errc() || end != out.data() + out.size() || ns <= 0)
+    return Status::Invalid(fmt::format("`date +%s%N` on the target gave no nanosecond clock (exit {}, output '{}')",
+                                       run->exit_status, out.substr(0, 40)));
+  return ns;
+}
+
+}  // namespace
+
 TaskOutcome MemInfer(const proto::Task& task, TaskContext& tc) {
   TaskOutcome fail;
   auto c = mem::Open(task, tc, &fail);
@@ -104,7 +126,12 @@ TaskOutcome MemInfer(const proto::Task& task, TaskContext& tc) {
     body = {{"model", model}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
   }
   req.body = body.dump();
+  // The target's clock around the request: the series it is cut from
+  // (msprof npu_mem) is stamped on that clock, not the server's.
+  auto before = ReadTargetClockNs(*c->session);
   auto resp = c->session->Http(req);
+  Result<int64_t> after = Status::Invalid("the clock was not read after the request");
+  if (before.ok() && resp.ok()) after = ReadTargetClockNs(*c->session);
   if (!resp.ok()) {
     TaskOutcome o = OutcomeFromSsh(resp.status(), c->target);
     o.error_kind = "inference_failed";
@@ -118,6 +145,10 @@ TaskOutcome MemInfer(const proto::Task& task, TaskContext& tc) {
   out.blobs.emplace_back("inference_response.json", resp->body);
   out.result = {{"endpoint", req.path}, {"http_status", resp->status}, {"ok", ok},
                 {"latency_ms", resp->latency_ms}, {"usage", usage}, {"max_tokens", max_tokens}};
+  if (before.ok() && after.ok())
+    out.result["target_clock"] = {{"before_ns", *before}, {"after_ns", *after}};
+  else
+    out.result["target_clock_error"] = (before.ok() ? after.status() : before.status()).message();
   if (!ok) {
     out.error_kind = "inference_failed";
     out.error = fmt::format("POST {} answered {}: {}", req.path, resp->status, resp->body.substr(0, 500));

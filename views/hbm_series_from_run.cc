@@ -1,0 +1,159 @@
+#include "views/hbm_series_from_run.h"
+
+#include <map>
+
+#include "parsers/msprof_csv_parser.h"
+#include "statemachine/activation_peak.h"
+#include "views/html_page.h"
+
+namespace npuprof::views {
+
+using nlohmann::json;
+
+namespace {
+
+// Per task id: kind, payload, result, blobs and the times it was scheduled
+// and answered (ms on the server's clock; -1 = not in the log).
+struct TaskTimes {
+  std::string kind;
+  json payload;
+  json result;
+  json blobs;
+  double scheduled_ms = -1;
+  double answered_ms = -1;
+  uint64_t order = 0;  // position of its TaskScheduled in the log
+};
+
+std::map<std::string, TaskTimes> Tasks(const json& events_doc) {
+  std::map<std::string, TaskTimes> out;
+  const json& events = events_doc.is_array() ? events_doc : Field(events_doc, "events");
+  if (!events.is_array()) return out;
+  uint64_t n = 0;
+  for (const auto& e : events) {
+    if (!e.is_object()) continue;
+    const json& type = Field(e, "type");
+    const json& p = Field(e, "payload");
+    const json& id = Field(p, "task_id");
+    const json& t = Field(e, "time_ms");
+    if (!type.is_string() || !id.is_string() || !t.is_number()) continue;
+    TaskTimes& task = out[id.get<std::string>()];
+    if (type == "TaskScheduled") {
+      task.kind = Field(p, "kind").is_string() ? p["kind"].get<std::string>() : "";
+      task.payload = Field(p, "payload");
+      task.scheduled_ms = t.get<double>();
+      task.order = ++n;
+    } else if (type == "TaskSucceeded") {
+      task.result = Field(p, "result");
+      task.blobs = Field(p, "blobs");
+      task.answered_ms = t.get<double>();
+    }
+  }
+  return out;
+}
+
+// The last task of `kind` that succeeded.
+const TaskTimes* LastSucceeded(const std::map<std::string, TaskTimes>& tasks, const std::string& kind) {
+  const TaskTimes* best = nullptr;
+  for (const auto& [id, t] : tasks)
+    if (t.kind == kind && t.answered_ms >= 0 && (!best || t.order > best->order)) best = &t;
+  return best;
+}
+
+// The memory.infer record as the kind folds it: result + server window
+// (with the ready instant: when the last service.wait_ready answered).
+json InferenceRecord(const std::map<std::string, TaskTimes>& tasks, const TaskTimes& infer) {
+  json rec = infer.result.is_object() ? infer.result : json::object();
+  if (infer.scheduled_ms < 0) return rec;
+  rec["server_window_ms"] = {{"start_ms", infer.scheduled_ms}, {"end_ms", infer.answered_ms}};
+  if (const TaskTimes* ready = LastSucceeded(tasks, "service.wait_ready"))
+    rec["server_window_ms"]["ready_ms"] = ready->answered_ms;
+  return rec;
+}
+
+}  // namespace
+
+std::vector<NpuMemCsv> NpuMemCsvsOfRun(const json& events_doc) {
+  std::vector<NpuMemCsv> out;
+  const auto tasks = Tasks(events_doc);
+  const TaskTimes* collect = LastSucceeded(tasks, "memory.collect_csvs");
+  if (!collect) return out;
+  const json& rows = Field(collect->result, "npu_mem");
+  for (const auto& [dev, file] : sm::DeviceSeriesFiles(rows)) {
+    if (out.size() >= kMaxNpuMemCsvs) break;
+    const json& sha = Field(collect->blobs, ("msprof_csvs/" + file).c_str());
+    if (!sha.is_string()) continue;
+    out.push_back({file, sha.get<std::string>(), dev, ""});
+  }
+  return out;
+}
+
+std::optional<sm::ChosenWindow> InferenceWindowOfRun(const json& events_doc) {
+  const auto tasks = Tasks(events_doc);
+  if (const TaskTimes* collect = LastSucceeded(tasks, "memory.collect_csvs"))
+    if (auto w = sm::ChosenWindowFromJson(Field(collect->payload, "inference_window"))) return w;
+  if (const TaskTimes* infer = LastSucceeded(tasks, "memory.infer"))
+    return sm::ChooseInferenceWindow(InferenceRecord(tasks, *infer));
+  return std::nullopt;
+}
+
+double TargetClockOffsetUs(const json& events_doc) {
+  const auto tasks = Tasks(events_doc);
+  const TaskTimes* infer = LastSucceeded(tasks, "memory.infer");
+  if (!infer || infer->scheduled_ms < 0) return 0;
+  const auto w = sm::ChooseInferenceWindow(InferenceRecord(tasks, *infer));
+  if (!w || w->clock != "target") return 0;
+  const double target_mid = (w->window.start_us + w->window.end_us) / 2.0;
+  const double server_mid = (infer->scheduled_ms + infer->answered_ms) * 1000.0 / 2.0;
+  return target_mid - server_mid;
+}
+
+std::vector<PhaseMarker> PhasesOfRun(const json& events_doc) {
+  std::vector<PhaseMarker> out;
+  const double off = TargetClockOffsetUs(events_doc);
+  for (const auto& [id, t] : Tasks(events_doc)) {
+    const double s = t.scheduled_ms * 1000.0 + off, a = t.answered_ms * 1000.0 + off;
+    if (t.kind == "memory.npu_smi" && Field(t.payload, "phase") == "baseline" && t.answered_ms >= 0)
+      out.push_back({"baseline", a, std::nullopt});
+    else if (t.kind == "service.launch" && t.scheduled_ms >= 0)
+      out.push_back({"launch", s, std::nullopt});
+    else if (t.kind == "service.wait_ready" && t.answered_ms >= 0)
+      out.push_back({"ready", a, std::nullopt});
+    else if (t.kind == "service.stop" && t.scheduled_ms >= 0)
+      out.push_back({"stop", s, t.answered_ms >= 0 ? std::optional<double>(a) : std::nullopt});
+  }
+  if (auto w = InferenceWindowOfRun(events_doc)) out.push_back({"inference", w->window.start_us, w->window.end_us});
+  return out;
+}
+
+HbmSeriesSet HbmSeriesSetFromRun(const json& events_doc, const std::vector<NpuMemCsv>& csvs) {
+  HbmSeriesSet set;
+  set.phases = PhasesOfRun(events_doc);
+  const auto window = InferenceWindowOfRun(events_doc);
+  std::map<int, DeviceHbmSeries> best;
+  for (const auto& csv : csvs) {
+    if (csv.text.size() > kMaxNpuMemCsvBytes) continue;
+    auto table = ParseNpuMemCsv(csv.text);
+    if (!table.ok()) continue;
+    for (const auto& s : table->series) {
+      const std::optional<int> dev = s.device_id ? s.device_id : csv.device_id;
+      if (s.event != "Device" || !dev) continue;
+      auto it = best.find(*dev);
+      if (it != best.end() && it->second.samples.size() >= s.samples.size()) continue;
+      DeviceHbmSeries d{*dev, s.event, "msprof_csvs/" + csv.file, csv.blob, {}};
+      for (const auto& p : s.samples) d.samples.push_back({p.timestamp_us, p.hbm_mb, p.data_row});
+      best[*dev] = std::move(d);
+    }
+  }
+  for (auto& [dev, d] : best) {
+    std::vector<sm::SeriesSample> samples;
+    for (const auto& p : d.samples) samples.push_back({p.t_us, p.mb, p.row});
+    const sm::ActivationPeak peak = sm::ActivationPeakFromSeries(
+        std::move(samples), window ? std::optional<sm::InferenceWindow>(window->window) : std::nullopt,
+        window ? sm::PeakOptionsFor(*window) : sm::ActivationPeakOptions{});
+    if (peak.ok && peak.peak) set.peaks.push_back({dev, peak.peak->t_us, peak.peak_mb, peak.base_mb, peak.value_mb});
+    set.series.push_back(std::move(d));
+  }
+  return set;
+}
+
+}  // namespace npuprof::views
