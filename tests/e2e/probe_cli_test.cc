@@ -2,6 +2,8 @@
 // submit probe --wait against the simulated target over a real sshd.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "tests/support/npuprof_harness.h"
 
 namespace npuprof::testing {
@@ -92,6 +94,32 @@ TEST(ProbeCli, HostKeyMismatchIsRefused) {
   CliResult r = h.Cli({"submit", "probe", "--machine", "sim1", "--wait"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.json()["error"].get<std::string>().find("host_key_mismatch"), std::string::npos) << r.out;
+}
+
+
+// How --wait reports progress: on a terminal one line rewritten in place
+// (run, state, elapsed, step); without one, a line per event; with -q only
+// the run id on stdout. The terminal is a real pty (util-linux `script`).
+TEST(ProbeCli, WaitShowsOneLiveLineOnATerminalEventLinesOtherwiseAndQuietOnlyTheId) {
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start({"--devices", "2"}).ok());
+  CliResult quiet = h.Cli({"submit", "probe", "--machine", "sim1", "--wait", "-q"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_TRUE(std::regex_match(quiet.out, std::regex("r[0-9]+-[0-9a-f]+\n"))) << quiet.out;
+  EXPECT_EQ(quiet.err, "");
+
+  CliResult piped = h.Cli({"submit", "probe", "--machine", "sim1", "--wait"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.err.find("#1 RunSubmitted"), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.err.find("\x1b[K"), std::string::npos) << "no terminal codes into a pipe";
+
+  const std::string cmd = NpuprofBinary() + " submit probe --machine sim1 --wait --data-dir " + h.DataDir();
+  CliResult tty = RunCommand({"/usr/bin/script", "-qfec", cmd, "/dev/null"}, 120);
+  ASSERT_EQ(tty.exit_code, 0) << tty.out << tty.err;
+  EXPECT_NE(tty.out.find("\r\x1b[K"), std::string::npos) << tty.out;
+  EXPECT_TRUE(std::regex_search(tty.out, std::regex("r[0-9]+-[0-9a-f]+ ok [0-9]+:[0-9]{2}"))) << tty.out;
+  EXPECT_EQ(tty.out.find("#1 RunSubmitted"), std::string::npos) << "event lines on a terminal: " << tty.out;
+  EXPECT_NE(tty.out.find("\"status\": \"ok\""), std::string::npos) << "the final JSON still comes";
 }
 
 }  // namespace
