@@ -81,8 +81,11 @@ class TorchFinalise(SimTestCase):
         ranks, session = self._session()
         slow = ranks[1]["dir"]
         self.assertTrue(finalised(ranks[0]["dir"]))
+        # Look first, then read the clock: a look taken before the delay passed
+        # must not see the finalise (reading the clock first races the look).
+        seen = finalised(slow)
         if time.time() - session["stop_at"] < delay:
-            self.assertFalse(finalised(slow), "rank 1 finalised before its delay passed")
+            self.assertFalse(seen, "rank 1 finalised before its delay passed")
         wait_for(lambda: finalised(slow), timeout=30, what="rank 1's profiler_info")
         self.assertEqual(rank_of(slow), 1)
         # the data landed in slices over the delay, profiler_info last; nothing changes after it
@@ -148,9 +151,12 @@ class MsprofFlush(SimTestCase):
         stopped_at = self.truth()["stopped_at"]
         profs = self._profs_with_devices(out_dir)
         self.assertEqual(len(profs), 2)
+        # Look first, then read the clock (see test_slow_rank_grows_then_finalises_last).
+        exited = p.poll()
+        finished = any(msprof_raw.is_finished(x) for x in profs)
         if time.time() - stopped_at < flush:
-            self.assertIsNone(p.poll(), "msprof exited before its flush delay passed")
-            self.assertFalse(any(msprof_raw.is_finished(x) for x in profs), "end_info before the flush ended")
+            self.assertIsNone(exited, "msprof exited before its flush delay passed")
+            self.assertFalse(finished, "end_info before the flush ended")
         self.assertEqual(p.wait(30), 0)
         out, _ = self.logs(p)
         for prof in profs:
