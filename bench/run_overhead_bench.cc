@@ -24,7 +24,20 @@
 //   target_s  = ssh_s - shell_s: what the target itself took
 //   overhead  = server_s - target_s = orch_s + shell_s
 //
-// Usage: npuprof_bench_overhead [--runs N] [--kinds torch,memory] [--json FILE]
+// --delays reference instead runs each workflow the way the reference table
+// of docs/PERFORMANCE.md ("Against the one-shot scripts") was measured: the
+// simulator's start-up 1 s, msprof export 2 s, 10 ms per request, sourcing
+// set_env.sh 0.1 s; torch-profile with its default wave (10 requests at
+// concurrency 5, one follow-up), memory-profile standalone, tp 2. There the
+// target's own work is read from the simulator's timeline
+// (state/timeline.jsonl: start-up, requests, profiler control, finalise,
+// msprof flush and export, analyse, shutdown) as the union of its intervals
+// inside the run, and overhead = wall - that union.
+//
+// Each kind gets a fresh installation, so its first run is a cold server's
+// (`cold_hs`: the SSH connections that run opened).
+//
+// Usage: npuprof_bench_overhead [--runs N] [--kinds torch,memory] [--delays zero|reference] [--json FILE]
 // Not a Google Benchmark binary: each run takes seconds. Figures and their
 // meaning: docs/PERFORMANCE.md, "Per-run overhead".
 #include <unistd.h>
@@ -51,6 +64,9 @@ struct RunRow {
   SshFloor floor;
   RunSsh ssh;
   double ssh_s = 0;  // on the critical path (see the top of this file)
+  bool cold = false;  // the first run of a fresh installation
+  int64_t submitted_ms = -1, finished_ms = -1;
+  double timeline_s = 0;  // the simulator's timeline pieces inside the run, unioned
 };
 
 // Sum of the tasks' SSH time where overlapping tasks count once (the longest).
@@ -125,12 +141,15 @@ void FromEvents(const json& events, RunRow& row) {
   int cur = 0;
   for (const auto& [t, d] : edges) row.max_parallel = std::max(row.max_parallel, cur += d);
   if (submitted >= 0 && finished >= submitted) row.server_s = static_cast<double>(finished - submitted) / 1000.0;
+  row.submitted_ms = submitted;
+  row.finished_ms = finished;
 }
 
 struct Options {
   int runs = 3;
   std::vector<std::string> kinds = {"torch", "memory"};
   std::string json_out;
+  std::string delays = "zero";
 };
 
 Options Parse(int argc, char** argv) {
@@ -139,33 +158,137 @@ Options Parse(int argc, char** argv) {
   app.add_option("--runs", o.runs, "runs per kind")->check(CLI::Range(1, 1000000));
   app.add_option("--kinds", o.kinds, "run kinds, comma-separated")->delimiter(',')->check(CLI::IsMember({"torch", "memory"}));
   app.add_option("--json", o.json_out, "write the results as JSON to this file");
+  app.add_option("--delays", o.delays, "zero (default: every simulated delay 0) or reference (the reference table's)")
+      ->check(CLI::IsMember({"zero", "reference"}));
   ParseOrExit(app, argc, argv);
   return o;
 }
 
+// The reference table's target (see the top of this file).
+std::vector<std::string> ReferenceSimArgs() {
+  return {"--startup-delay", "1",   "--export-delay", "2",   "--token-delay", "0", "--env-delay", "0.1",
+          "--set", "delays.prefill=0.01", "--set", "delays.analyse=0", "--set", "delays.msprof_startup=0"};
+}
+
+// torch-profile with its default wave (10 requests at concurrency 5, one follow-up).
+std::vector<std::string> ReferenceTorchArgs(const std::string& model, const std::string& tag) {
+  return {"submit", "torch-profile", "--machine", "sim1", "--model", model, "--served-model-name", "qwen",
+          "--tp", "2", "--tag", tag, "--mode", "enforce_eager", "--request-kind", "text",
+          "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--health-timeout", "60", "--wait"};
+}
+
+// The union of the simulator's timeline pieces inside [from_ms, to_ms], in
+// seconds (pieces overlap: concurrent requests, ranks finalising at once).
+double TimelineUnionSeconds(const std::string& timeline_file, int64_t from_ms, int64_t to_ms) {
+  std::vector<std::pair<double, double>> pieces;
+  std::ifstream f(timeline_file);
+  std::string line;
+  const double from = static_cast<double>(from_ms) / 1000.0, to = static_cast<double>(to_ms) / 1000.0;
+  while (std::getline(f, line)) {
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("start") || !j.contains("end") || !j["start"].is_number() ||
+        !j["end"].is_number())
+      continue;
+    const double start = std::max(from, j["start"].get<double>()), end = std::min(to, j["end"].get<double>());
+    if (end > start) pieces.emplace_back(start, end);
+  }
+  std::sort(pieces.begin(), pieces.end());
+  double total = 0, cur_start = 0, cur_end = -1;
+  for (const auto& [start, end] : pieces) {
+    if (start > cur_end) {
+      if (cur_end > cur_start) total += cur_end - cur_start;
+      cur_start = start;
+      cur_end = end;
+    } else {
+      cur_end = std::max(cur_end, end);
+    }
+  }
+  if (cur_end > cur_start) total += cur_end - cur_start;
+  return total;
+}
+
+// The one-shot Python scripts on the same target (the reference column of
+// the issue that asked for this table): wall seconds and SSH connections.
+struct Reference {
+  double wall_s;
+  int connections;
+  double max_ratio;  // the target: npuprof's wall at most this times the reference
+};
+const std::map<std::string, Reference>& References() {
+  static const std::map<std::string, Reference> refs = {{"torch-profile", {24.5, 24, 0.15}},
+                                                        {"memory-profile", {29.7, 36, 0.2}}};
+  return refs;
+}
+
+// wall = RunFinished - RunSubmitted; target = the simulator's timeline
+// inside the run; overhead = wall - target; cold = the first run's SSH
+// connections; commands = remote commands (exec) and HTTP requests.
+json PrintReferenceTable(const std::map<std::string, std::vector<const RunRow*>>& by_kind) {
+  constexpr double kMaxOverheadS = 0.5;
+  json out = json::array();
+  std::printf("\nagainst the one-shot scripts (medians; overhead = wall - the target's own work from its timeline):\n");
+  std::printf("| workflow | scripts: wall, SSH connections | npuprof wall | target's work | overhead | wall / scripts "
+              "| SSH connections cold / warm | remote commands + HTTP |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto& [kind, rs] : by_kind) {
+    std::vector<double> wall, target, over, warm_hs, exec, http;
+    int64_t cold_hs = -1;
+    for (const RunRow* r : rs) {
+      wall.push_back(r->server_s);
+      target.push_back(r->timeline_s);
+      over.push_back(r->server_s - r->timeline_s);
+      exec.push_back(static_cast<double>(r->ssh.exec));
+      http.push_back(static_cast<double>(r->ssh.fwd));
+      if (r->cold) cold_hs = r->ssh.handshakes;
+      else warm_hs.push_back(static_cast<double>(r->ssh.handshakes));
+    }
+    const auto it = References().find(kind);
+    const Reference ref = it == References().end() ? Reference{0, 0, 0} : it->second;
+    const double ratio = ref.wall_s > 0 ? Median(wall) / ref.wall_s : 0;
+    const bool overhead_ok = Median(over) <= kMaxOverheadS, ratio_ok = ratio <= ref.max_ratio;
+    std::printf("| %s | %.1f s, %d | %.2f s | %.2f s | %.2f s (target <= %.1f: %s) | %.3f (target <= %.2f: %s) | %lld / %s "
+                "| %.0f + %.0f |\n",
+                kind.c_str(), ref.wall_s, ref.connections, Median(wall), Median(target), Median(over), kMaxOverheadS,
+                overhead_ok ? "met" : "NOT met", ratio, ref.max_ratio, ratio_ok ? "met" : "NOT met",
+                static_cast<long long>(cold_hs), warm_hs.empty() ? "-" : fmt::format("{:.0f}", Median(warm_hs)).c_str(),
+                Median(exec), Median(http));
+    out.push_back({{"kind", kind}, {"n", rs.size()}, {"wall_s", Median(wall)}, {"target_work_s", Median(target)},
+                   {"overhead_s", Median(over)}, {"ratio_to_scripts", ratio}, {"scripts_wall_s", ref.wall_s},
+                   {"cold_connections", cold_hs}, {"warm_connections", warm_hs.empty() ? json() : json(Median(warm_hs))},
+                   {"remote_commands", Median(exec)}, {"http_requests", Median(http)},
+                   {"overhead_target_met", overhead_ok}, {"ratio_target_met", ratio_ok}});
+  }
+  return out;
+}
+
 int Main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
+  const bool reference = opt.delays == "reference";
   const std::string load_before = LoadAvg();
-  testing::NpuprofHarness h;
-  if (Status s = h.Start(ZeroDelaySimArgs(), 2); !s.ok()) {
-    std::fprintf(stderr, "harness: %s\n", s.ToString().c_str());
-    return 1;
-  }
-  const std::string model = h.MakeModel({"--kind", "dense", "--layers", "4"});
-  if (model.empty()) {
-    std::fprintf(stderr, "make_model failed\n");
-    return 1;
-  }
-  std::fprintf(stderr, "# installation in %s\n", h.Dir().c_str());
-
   std::vector<RunRow> rows;
+  std::map<std::string, std::pair<int64_t, int64_t>> workers;
   int seq = 0;
   for (const auto& kind : opt.kinds) {
+    // A fresh installation per kind: its first run is a cold server's.
+    testing::NpuprofHarness h;
+    if (Status s = h.Start(reference ? ReferenceSimArgs() : ZeroDelaySimArgs(), 2); !s.ok()) {
+      std::fprintf(stderr, "harness: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    const std::string model = h.MakeModel({"--kind", "dense", "--layers", "4"});
+    if (model.empty()) {
+      std::fprintf(stderr, "make_model failed\n");
+      return 1;
+    }
+    std::fprintf(stderr, "# installation in %s\n", h.Dir().c_str());
+    const size_t first_row = rows.size();
     for (int i = 0; i < opt.runs; ++i) {
       RunRow row;
       row.kind = kind == "torch" ? "torch-profile" : "memory-profile";
-      const auto argv = kind == "torch" ? TorchArgs(model, fmt::format("bench{}", seq++))
+      row.cold = i == 0;
+      const std::string tag = fmt::format("bench{}", seq++);
+      const auto argv = kind == "torch" ? (reference ? ReferenceTorchArgs(model, tag) : TorchArgs(model, tag))
                                         : MemoryArgs(model, testing::FreeLoopbackPort());
+      // The floor's own connection is measured apart (its own session), before the run.
       row.floor = MeasureSshFloor(h, 5);
       const auto t0 = SteadyClock::now();
       testing::CliResult r = h.Cli(argv, 300);
@@ -178,20 +301,23 @@ int Main(int argc, char** argv) {
         return 1;
       }
       FromEvents(h.Cli({"events", row.run_id, "--json"}).json().value("events", json::array()), row);
+      row.timeline_s = TimelineUnionSeconds(h.SimRoot() + "/state/timeline.jsonl", row.submitted_ms, row.finished_ms);
       std::fprintf(stderr, "# %s %s: %s, %.2f s (ssh floor: exec %.1f ms, sftp %.2f ms)\n", row.kind.c_str(),
                    row.run_id.c_str(), row.status.c_str(), row.client_s, row.floor.exec_ms, row.floor.sftp_ms);
       rows.push_back(row);
     }
+    const auto lines = ReadTaskStats(h.Dir() + "/server.log");
+    for (size_t i = first_row; i < rows.size(); ++i) {
+      rows[i].ssh = SumRun(lines, rows[i].run_id);
+      rows[i].ssh_s = CriticalSshSeconds(rows[i]);
+    }
+    for (const auto& [pid, v] : WorkerHandshakes(lines)) workers[kind + " " + pid] = v;
+    h.Stop();
   }
-  const auto lines = ReadTaskStats(h.Dir() + "/server.log");
-  for (auto& row : rows) {
-    row.ssh = SumRun(lines, row.run_id);
-    row.ssh_s = CriticalSshSeconds(row);
-  }
-  const auto workers = WorkerHandshakes(lines);
   const std::string load_after = LoadAvg();
 
-  std::printf("per-run overhead, simulated delays 0; load %s -> %s\n", load_before.c_str(), load_after.c_str());
+  std::printf("per-run overhead, simulated delays %s; load %s -> %s\n", opt.delays.c_str(), load_before.c_str(),
+              load_after.c_str());
   std::printf("%-14s %-6s %8s %8s %5s %3s %7s %5s %4s %5s %3s %9s %9s %7s %7s %7s %8s %8s\n", "kind", "status",
               "client_s", "server_s", "tasks", "par", "ssh_s", "exec", "http", "sftp", "hs", "wire_out",
               "wire_in", "floor", "orch_s", "shell_s", "target_s", "overhead");
@@ -219,7 +345,8 @@ int Main(int argc, char** argv) {
                            {"sftp_sessions", row.ssh.sftp_sessions}, {"handshakes", row.ssh.handshakes},
                            {"payload_out", row.ssh.payload_out}, {"payload_in", row.ssh.payload_in},
                            {"wire_out", row.ssh.wire_out}, {"wire_in", row.ssh.wire_in}, {"orch_s", orch_s},
-                           {"shell_s", shell_s}, {"target_s", target_s}, {"overhead_s", row.server_s - target_s}});
+                           {"shell_s", shell_s}, {"target_s", target_s}, {"overhead_s", row.server_s - target_s},
+                           {"cold", row.cold}, {"timeline_s", row.timeline_s}});
   }
   std::printf("medians per kind:\n");
   out["medians"] = json::object();
@@ -259,10 +386,10 @@ int Main(int argc, char** argv) {
     out["workers"].push_back({{"pid", pid}, {"handshakes", v.first}, {"sessions", v.second}});
   }
   std::printf("\n");
+  if (reference) out["reference"] = PrintReferenceTable(by_kind);
   if (!opt.json_out.empty()) {
     std::ofstream(opt.json_out) << out.dump(2) << "\n";
   }
-  h.Stop();
   return 0;
 }
 

@@ -8,6 +8,9 @@
 #   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh overhead scale)
 #   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every Google Benchmark binary
 #   OVERHEAD_RUNS=3 scripts/bench.sh       # runs per kind (torch-profile, memory-profile) of the overhead bench
+#   BENCHES=overhead OVERHEAD_DELAYS=reference scripts/bench.sh
+#                                          # the overhead bench with the reference table's target delays
+#                                          # (docs/PERFORMANCE.md "Against the one-shot scripts")
 #   SCALE_RUNS=20,200 SCALE_TARGETS=20 scripts/bench.sh   # concurrent probe runs / simulated targets
 #
 # store, broker and ssh are Google Benchmark binaries; overhead and scale are
@@ -26,6 +29,7 @@ MIN_TIME="${MIN_TIME:-0.2}"
 read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh overhead scale}"
 FILTER="${FILTER:-}"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
+OVERHEAD_DELAYS="${OVERHEAD_DELAYS:-zero}"
 SCALE_RUNS="${SCALE_RUNS:-20,200}"
 SCALE_TARGETS="${SCALE_TARGETS:-20}"
 JOBS="${JOBS:-2}"
@@ -51,7 +55,7 @@ echo "machine: $(nproc) cores, $(uname -srm); load before: $(loadavg)" | tee "$O
 for b in "${BENCH_LIST[@]}"; do
   exe="$BUILD_DIR/bench/npuprof_bench_$b"
   case "$b" in
-    overhead) args=(--runs "$OVERHEAD_RUNS" --json "$OUT_DIR/$b.result.json") ;;
+    overhead) args=(--runs "$OVERHEAD_RUNS" --delays "$OVERHEAD_DELAYS" --json "$OUT_DIR/$b.result.json") ;;
     scale) args=(--runs "$SCALE_RUNS" --targets "$SCALE_TARGETS" --json "$OUT_DIR/$b.result.json") ;;
     *)
       args=(--benchmark_out="$OUT_DIR/$b.json" --benchmark_out_format=json)

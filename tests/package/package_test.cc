@@ -145,7 +145,9 @@ void RunDemoFrom(const std::string& binary, const std::string& sim_dir) {
   for (const char* key : {"memory_profile_report_html", "torch_profile_report_html"}) {
     const std::string html = ReadWhole(summary.value(key, std::string("/nonexistent")));
     EXPECT_NE(html.find("<html"), std::string::npos) << key << ": " << summary.value(key, "");
-    if (std::string(key) == "memory_profile_report_html") EXPECT_NE(html.find("<svg"), std::string::npos);
+    if (std::string(key) == "memory_profile_report_html") {
+      EXPECT_NE(html.find("<svg"), std::string::npos);
+    }
   }
   const auto trace = nlohmann::json::parse(ReadWhole(summary.value("memory_profile_trace", "/nonexistent")),
                                            nullptr, false);

@@ -76,7 +76,9 @@ class ServeE2E : public ::testing::Test {
     EXPECT_EQ(s.value("status", ""), "ok") << s.dump(2);
     EXPECT_EQ(s.value("state", ""), "completed");
     EXPECT_EQ(s["service"].value("status", ""), "stopped");
-    if (!others_may_start) EXPECT_TRUE(h_.LiveServicePids().empty());
+    if (!others_may_start) {
+      EXPECT_TRUE(h_.LiveServicePids().empty());
+    }
     EXPECT_FALSE(ProcessAlive(pid));
   }
 

@@ -130,7 +130,7 @@ TEST(HttpParse, StatusCodeIsExactlyThreeDigits) {
 }
 
 TEST(HttpParse, ErrorsQuoteRemoteBytesAsValidUtf8) {
-  for (const std::string raw : {std::string("HTTP/1.1 2\xff\xfe OK\r\n\r\n"), std::string("\xff\xfe garbage\r\n\r\n"),
+  for (const std::string& raw : {std::string("HTTP/1.1 2\xff\xfe OK\r\n\r\n"), std::string("\xff\xfe garbage\r\n\r\n"),
                                 std::string("HTTP/1.1 200 OK\r\nbad\xff\r\n\r\n"),
                                 std::string("HTTP/1.1 200 OK\r\nContent-Length: 1\xff\r\n\r\nx")}) {
     auto r = ParseHttpResponse(raw);

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "tests/support/sshd_fixture.h"
@@ -260,6 +262,42 @@ TEST_F(SshSessionTest, EnvScriptSourcedWithQuotedValues) {
   EXPECT_EQ(r->stdout_data, "it's \"sim\" $HOME|" + value + "|fake npu-smi info -t x y\n");
 }
 
+// The machine's env script is sourced once per connection by the command
+// shell, not once per command; a command on its own channel (stdin data, or
+// no command shell) still sources it itself.
+TEST_F(SshSessionTest, EnvScriptIsSourcedOncePerCommandShell) {
+  const std::string count = sshd_.dir() + "/env_sourced";
+  std::string env = npuprof::testing::WriteEnvScript(
+      sshd_.dir(), {"echo x >> " + ShellQuote(count), "export SIM_FROM_ENV=yes"});
+  auto sourced = [&] {
+    std::ifstream f(count);
+    return static_cast<int>(std::count(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>(), '\n'));
+  };
+  SshTarget t = sshd_.target();
+  t.env_script = env;
+  SshSession s(t);
+  for (int i = 0; i < 3; ++i) {
+    auto r = s.Exec(BuildRemoteScript(env, {}, {"sh", "-c", "printf %s \"$SIM_FROM_ENV\""}), 10s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data, "yes");
+  }
+  EXPECT_EQ(sourced(), 1) << "three commands through one command shell";
+  auto with_stdin = s.Exec(BuildRemoteScript(env, {}, {"sh", "-c", "cat >/dev/null; printf %s \"$SIM_FROM_ENV\""}),
+                           10s, "data");
+  ASSERT_TRUE(with_stdin.ok()) << with_stdin.status().ToString();
+  EXPECT_EQ(with_stdin->stdout_data, "yes");
+  EXPECT_EQ(sourced(), 2) << "its own channel sources it itself";
+  SshTarget no_shell = t;
+  no_shell.command_shell = false;
+  SshSession plain(no_shell);
+  for (int i = 0; i < 2; ++i) {
+    auto r = plain.Exec(BuildRemoteScript(env, {}, {"sh", "-c", "printf %s \"$SIM_FROM_ENV\""}), 10s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data, "yes");
+  }
+  EXPECT_EQ(sourced(), 4) << "no command shell: once per command";
+}
+
 TEST_F(SshSessionTest, PoolSharesOneSessionPerTarget) {
   SshPool pool;
   auto a = pool.Get(sshd_.target());
@@ -293,7 +331,8 @@ TEST_F(SshSessionTest, PoolLendsExclusiveSessionsAndTakesThemBack) {
     auto a = pool.Acquire(sshd_.target());
     auto b = pool.Acquire(sshd_.target());
     EXPECT_NE(a.get(), b.get()) << "two holders at once get two sessions";
-    EXPECT_NE(a.get(), pool.Get(sshd_.target()).get()) << "lent sessions are not the shared one";
+    EXPECT_NE(a.get(), pool.Get(sshd_.target()).get()) << "a lent session is nobody else's";
+    EXPECT_NE(b.get(), pool.Get(sshd_.target()).get()) << "a lent session is nobody else's";
     ASSERT_TRUE(a->Exec("true", 10s).ok());
     ASSERT_TRUE(b->Exec("true", 10s).ok());
     first = a.get();
@@ -308,6 +347,52 @@ TEST_F(SshSessionTest, PoolLendsExclusiveSessionsAndTakesThemBack) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(again->handshakes(), 1);
   }
+}
+
+// A cold worker: short calls on the shared session, then a long call, then
+// short calls again, one after the other, cost one connection in all.
+TEST_F(SshSessionTest, PoolLendsTheSharedSessionWhenNobodyHoldsIt) {
+  SshPool pool;
+  const SshSession* shared = nullptr;
+  {
+    auto s = pool.Get(sshd_.target());
+    ASSERT_TRUE(s->Exec("true", 10s).ok());
+    shared = s.get();
+  }
+  {
+    auto lent = pool.Acquire(sshd_.target());
+    EXPECT_EQ(lent.get(), shared) << "nobody held the shared session: it is lent, no new connection";
+    ASSERT_TRUE(lent->Exec("true", 10s).ok());
+  }
+  auto again = pool.Get(sshd_.target());
+  EXPECT_EQ(again.get(), shared);
+  ASSERT_TRUE(again->Exec("true", 10s).ok());
+  EXPECT_EQ(pool.total_handshakes(), 1);
+  EXPECT_EQ(pool.connections(), 1u);
+}
+
+// Two things at once still get two connections: a Get() holder keeps the
+// shared session from being lent, and a lent shared session makes Get() hand
+// out another one.
+TEST_F(SshSessionTest, PoolOpensASecondConnectionOnlyForConcurrentUse) {
+  SshPool pool;
+  auto held = pool.Get(sshd_.target());
+  {
+    auto lent = pool.Acquire(sshd_.target());
+    EXPECT_NE(lent.get(), held.get()) << "the shared session is in use: the long call gets its own";
+    ASSERT_TRUE(lent->Exec("true", 10s).ok());
+  }
+  ASSERT_TRUE(held->Exec("true", 10s).ok());
+  held.reset();
+  EXPECT_EQ(pool.connections(), 2u);
+  {
+    auto lent = pool.Acquire(sshd_.target());  // the shared one (first, nobody holds it)
+    auto other = pool.Get(sshd_.target());
+    EXPECT_NE(lent.get(), other.get()) << "while the shared session is lent, Get() hands out another";
+    ASSERT_TRUE(other->Exec("true", 10s).ok());
+    ASSERT_TRUE(lent->Exec("true", 10s).ok());
+  }
+  EXPECT_EQ(pool.total_handshakes(), 2) << "the second connection was reused, not a third opened";
 }
 
 // --- the command shell (workers/ssh/command_shell_protocol.h) ---

@@ -63,7 +63,7 @@ TaskOutcome MemExport(const proto::Task& task, TaskContext& tc) {
 
   const auto t0 = std::chrono::steady_clock::now();
   int polls = 0;
-  PollBackoff backoff(std::chrono::milliseconds(500));
+  PollBackoff backoff(std::chrono::milliseconds(250));  // one SFTP read per poll
   for (;;) {
     auto rc = s.ReadFile(dir + ".export.rc");
     if (rc.ok()) {

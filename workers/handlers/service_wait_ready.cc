@@ -94,7 +94,9 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
 
   std::string last = "not polled yet";
   int rounds = 0;
-  PollBackoff backoff(std::chrono::milliseconds(500));
+  // A poll is one group check and one HTTP request over the session (a few ms):
+  // a service that is ready is seen within 250 ms.
+  PollBackoff backoff(std::chrono::milliseconds(250));
   while (true) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
     auto st = QueryGroup(*c.session, pid, rt);

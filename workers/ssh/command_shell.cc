@@ -51,7 +51,7 @@ Status SshSession::EnsureShellLocked(internal::Clock::time_point deadline) {
   }
   CloseShellLocked();
   const std::string ready = NewNonce();
-  auto opened = OpenExecChannelLocked(CommandShellDriver(ready));  // connects if needed
+  auto opened = OpenExecChannelLocked(CommandShellDriver(ready, target_.env_script));  // connects if needed
   if (!opened.ok()) return opened.status();
   Note(internal::Stat::kShellChannels);
   ssh_channel ch = opened.value();

@@ -5,14 +5,23 @@
 
 #include <fmt/format.h>
 
+#include "workers/ssh/shell_quote.h"
+
 namespace npuprof::ssh {
 
-std::string CommandShellDriver(std::string_view ready_nonce) {
+std::string CommandShellDriver(std::string_view ready_nonce, std::string_view env_script) {
   // Variables are prefixed __np_ so that the commands' own names never clash.
-  // `set +eu`: an rc file's errexit/nounset must not end the driver when a
-  // command fails (each command's own options are whatever it sets).
+  // `set +eu`: an rc file's errexit/nounset (or the env script's) must not
+  // end the driver when a command fails (each command's own options are
+  // whatever it sets).
+  std::string env;
+  if (!env_script.empty()) {
+    const std::string q = ShellQuote(std::string(env_script));
+    env = fmt::format("if [ -f {0} ]; then . {0} >/dev/null 2>&1 </dev/null; __np_env={0}; fi\nset +eu\n", q);
+  }
   return fmt::format(
       "set +eu\n"
+      "{1}"
       "__np_rn={0}\n"
       "printf '\\n%s:%s\\n' \"$__np_rn\" \"$$\"\n"
       "while IFS=' ' read -r __np_l __np_n; do\n"
@@ -26,7 +35,7 @@ std::string CommandShellDriver(std::string_view ready_nonce) {
       "  printf '\\n%s:%s\\n' \"$__np_n\" \"$__np_r\"\n"
       "  printf '\\n%s\\n' \"$__np_n\" >&2\n"
       "done\n",
-      ready_nonce);
+      ready_nonce, env);
 }
 
 std::string CommandShellFrame(std::string_view command, std::string_view nonce) {

@@ -37,8 +37,13 @@
 namespace npuprof::ssh {
 
 // The driver script (POSIX sh), run as the exec command of the shell channel.
-// It first writes "\n<ready_nonce>:<its pid>\n" to stdout.
-std::string CommandShellDriver(std::string_view ready_nonce);
+// With an env_script (the machine's, e.g. the toolkit's set_env.sh) it first
+// sources that file once, if it exists (output discarded, stdin /dev/null),
+// and records it in __np_env: every command then runs in a subshell that
+// inherits that environment, and the prefix BuildRemoteScript writes skips
+// sourcing it again (shell_quote.h). Then it writes
+// "\n<ready_nonce>:<its pid>\n" to stdout.
+std::string CommandShellDriver(std::string_view ready_nonce, std::string_view env_script = {});
 
 // One frame carrying `command` (no NUL) under `nonce` ([0-9a-f]+).
 std::string CommandShellFrame(std::string_view command, std::string_view nonce);

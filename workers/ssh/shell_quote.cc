@@ -125,7 +125,9 @@ Result<std::string> BuildRemoteScriptChecked(
   std::string out;
   if (!env_script.empty()) {
     const std::string q = ShellQuote(env_script);
-    out += fmt::format("{{ [ -f {0} ] && . {0} >/dev/null 2>&1; }} ; ", q);
+    // Sourced unless the command shell running this already sourced this
+    // very file (command_shell_protocol.h: __np_env).
+    out += fmt::format("{{ [ \"${{__np_env-}}\" = {0} ] || {{ [ -f {0} ] && . {0} >/dev/null 2>&1; }}; }} ; ", q);
   }
   for (const auto& [k, v] : env) {
     out += fmt::format("export {}={}; ", k, ShellQuote(v));

@@ -47,7 +47,7 @@ struct SshTarget {
   std::string identity_file;     // private key path (public-key auth only)
   std::string known_hosts_file;  // host keys are verified against this file only
   HostKeyPolicy host_key_policy = HostKeyPolicy::kStrict;
-  std::string env_script;        // sourced by BuildRemoteScript callers; unused here
+  std::string env_script;        // sourced once by the command shell, and by BuildRemoteScript's prefix
   std::chrono::seconds connect_timeout{10};
   // Run commands through one long-lived command shell per connection
   // (command_shell_protocol.h) instead of a new channel + login shell each.
