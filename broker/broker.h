@@ -19,9 +19,9 @@
 #include <zmq.hpp>
 
 #include "broker/device_scheduler.h"
+#include "broker/dispatcher.h"
 #include "broker/listener_security.h"
 #include "broker/timer_queue.h"
-#include "broker/worker_registry.h"
 #include "common/status.h"
 #include "npuprof.pb.h"
 #include "statemachine/engine.h"
@@ -76,20 +76,6 @@ class Broker {
     std::string identity;
     proto::ClientResponse response;
   };
-  struct PendingTask {
-    std::string run_id;
-    std::string task_id;
-    std::string kind;  // task kind, so Dispatch can skip kinds no worker can take without loading the run
-  };
-  struct InFlight {
-    std::string run_id;
-    std::string worker_identity;
-    uint32_t attempt = 0;
-    int64_t lease_deadline_ms = 0;
-    int64_t lease_ms = 0;
-    std::string kind;  // task kind and dispatch time: the task duration metric
-    std::chrono::steady_clock::time_point dispatched_at;
-  };
   // Decisions of one loop turn, committed together in one synced batch.
   struct Turn {
     std::map<std::string, uint64_t> expected_seq;            // run -> committed last seq at turn start
@@ -105,8 +91,9 @@ class Broker {
   void HandleMessage(std::vector<std::string>& frames);
   void HandleWorker(const std::string& identity, const std::string& body);
   void CheckWorkers(int64_t now);
-  // Every task the worker holds is lost: re-dispatch (or fail) each.
-  void ReleaseHeldTasks(const WorkerEntry& w, int64_t now);
+  // Decides kWorkerLost for each task the dispatcher reports lost.
+  void DecideLost(const std::vector<LostTask>& lost, int64_t now);
+  void Send(const std::vector<ToWorker>& messages);
   void FireTimers(int64_t now);
   // Grants (or refuses) devices to queued runs; true when it staged anything.
   bool ScheduleLeases();
@@ -175,9 +162,7 @@ class Broker {
 
   std::map<std::string, sm::RunState> runs_;  // cache: every non-terminal run + recently used
   sm::MachineInventory machines_;
-  WorkerRegistry workers_;
-  std::list<PendingTask> pending_;  // erased from anywhere as tasks are dispatched
-  std::map<std::string, InFlight> in_flight_;  // task id -> holder
+  Dispatcher dispatcher_;  // pending and in-flight tasks, the worker table (dispatcher.h)
   TimerQueue timers_;
   DeviceScheduler leases_;  // from committed lease events (device_scheduler.h)
   // Waiting runs asked to probe quarantined devices: one probe at a time per

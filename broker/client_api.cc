@@ -320,14 +320,14 @@ proto::ClientResponse Broker::MachineVerb(const std::string& verb, const json& a
 
 proto::ClientResponse Broker::Workers() {
   json out = json::array();
-  for (const auto& [identity, w] : workers_.all()) {
+  for (const auto& [identity, w] : dispatcher_.workers().all()) {
     out.push_back({{"worker_id", w.worker_id},
                    {"pid", w.pid},
                    {"kinds", w.kinds},
                    {"capacity", w.capacity},
                    {"tasks", w.tasks}});
   }
-  return Ok({{"workers", out}, {"pending_tasks", pending_.size()}, {"in_flight_tasks", in_flight_.size()}});
+  return Ok({{"workers", out}, {"pending_tasks", dispatcher_.pending()}, {"in_flight_tasks", dispatcher_.in_flight()}});
 }
 
 proto::ClientResponse Broker::Signal(const json& args, std::string* deferred_run) {

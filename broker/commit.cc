@@ -246,29 +246,14 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
     const json& p = follow_ups[i];
     if (t == ev::kTaskScheduled || t == ev::kTaskRedispatched) {
       const std::string task_id = p.value("task_id", "");
-      if (auto it = in_flight_.find(task_id); it != in_flight_.end()) {
-        // An older attempt is still held somewhere: tell its holder to stop.
-        proto::BrokerToWorker cancel;
-        cancel.set_cancel_task_id(task_id);
-        if (WorkerEntry* w = workers_.Find(it->second.worker_identity)) {
-          w->tasks.erase(task_id);
-          SendToWorker(w->identity, cancel);
-        }
-        in_flight_.erase(it);
-      }
       const sm::TaskInfo* task = s->FindTask(task_id);
-      pending_.push_back({run_id, task_id, task ? task->kind : std::string()});
+      std::vector<ToWorker> cancels;
+      dispatcher_.Schedule(run_id, task_id, task ? task->kind : std::string(), &cancels);
+      Send(cancels);
     } else if (t == ev::kTaskAbandoned) {
-      const std::string task_id = p.value("task_id", "");
-      if (auto it = in_flight_.find(task_id); it != in_flight_.end()) {
-        proto::BrokerToWorker cancel;
-        cancel.set_cancel_task_id(task_id);
-        if (WorkerEntry* w = workers_.Find(it->second.worker_identity)) {
-          w->tasks.erase(task_id);
-          SendToWorker(w->identity, cancel);
-        }
-        in_flight_.erase(it);
-      }
+      std::vector<ToWorker> cancels;
+      dispatcher_.Abandon(p.value("task_id", ""), &cancels);
+      Send(cancels);
     } else if (t == ev::kTimerScheduled || t == ev::kTaskRetryScheduled) {
       timers_.Push({p.value("deadline_ms", int64_t{0}), run_id, p.value("timer_id", "")});
     } else if (t == ev::kWatchRequested) {

@@ -79,7 +79,8 @@ Status Broker::Run(const std::atomic<bool>& stop) {
     if (ScheduleLeases()) Commit();  // grants follow the releases they depend on
     Dispatch();
     SendHeartbeats(after);
-    if (opts_.metrics) opts_.metrics->TurnEnded(leases_, workers_, in_flight_.size(), pending_.size());
+    if (opts_.metrics)
+      opts_.metrics->TurnEnded(leases_, dispatcher_.workers(), dispatcher_.in_flight(), dispatcher_.pending());
   }
   return Status::Ok();
 }
@@ -159,58 +160,32 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
   }
   const int64_t now = NowMs();
   const int64_t expiry = now + static_cast<int64_t>(opts_.heartbeat_ms) * opts_.heartbeat_liveness;
-  WorkerEntry* w = workers_.Find(identity);
 
   if (msg.has_ready()) {
-    if (w && !w->tasks.empty()) {
-      // A worker that announces itself again has forgotten what it held.
-      ReleaseHeldTasks(*w, now);
-    }
-    WorkerEntry& e = workers_.Upsert(identity);
-    e.worker_id = msg.ready().worker_id();
-    e.pid = msg.ready().pid();
-    e.kinds = {msg.ready().task_kinds().begin(), msg.ready().task_kinds().end()};
-    e.capacity = std::max(1, msg.ready().capacity());
-    e.tasks.clear();
-    e.expires_ms = expiry;
-    spdlog::info("worker {} (pid {}) ready: {} slot(s)", e.worker_id, e.pid, e.capacity);
+    // A worker that announces itself again has forgotten what it held.
+    DecideLost(dispatcher_.WorkerReady(identity, msg.ready(), expiry), now);
+    spdlog::info("worker {} (pid {}) ready: {} slot(s)", ToValidUtf8(msg.ready().worker_id()), msg.ready().pid(),
+                 std::max(1, msg.ready().capacity()));
     return;
   }
+  WorkerEntry* w = dispatcher_.Alive(identity, expiry);
   if (!w) {
     proto::BrokerToWorker bye;
     bye.set_disconnect(true);
     SendToWorker(identity, bye);
     return;
   }
-  w->expires_ms = expiry;
   if (msg.has_progress()) {
-    auto it = in_flight_.find(msg.progress().task_id());
-    if (it != in_flight_.end() && it->second.attempt == msg.progress().attempt())
-      it->second.lease_deadline_ms = now + it->second.lease_ms;
+    dispatcher_.Progress(msg.progress().task_id(), msg.progress().attempt(), now);
   } else if (msg.has_result()) {
     const proto::TaskResult& r = msg.result();
-    auto it = in_flight_.find(r.task_id());
-    const bool held_here = it != in_flight_.end() && it->second.worker_identity == identity;
-    // Only the worker holding a task answers for it, and only for the run it
-    // was dispatched for: a result for a task this peer was never given (or
-    // no longer holds) is dropped, not decided.
-    const bool given_here = w->tasks.count(r.task_id()) != 0;
-    if (!given_here || (it != in_flight_.end() && it->second.run_id != r.run_id())) {
+    const Dispatcher::Answer answer = dispatcher_.Result(identity, r.run_id(), r.task_id(), r.attempt());
+    if (!answer.decide) {
       spdlog::warn("dropping a result for task {} from worker {}: it does not hold that task",
                    ToValidUtf8(TruncateUtf8(r.task_id(), 80)), ToValidUtf8(w->worker_id));
       return;
     }
-    if (held_here && it->second.attempt == r.attempt()) {
-      if (opts_.metrics)
-        opts_.metrics->TaskAnswered(it->second.kind, std::chrono::steady_clock::now() - it->second.dispatched_at);
-      in_flight_.erase(it);
-      w->tasks.erase(r.task_id());
-    } else if (!held_here) {
-      w->tasks.erase(r.task_id());
-    }
-    // else: a stale attempt's result from a worker that now holds a newer
-    // attempt of the same task: it keeps that slot (and is re-dispatched from
-    // if it is lost).
+    if (opts_.metrics && answer.timing) opts_.metrics->TaskAnswered(answer.timing->first, answer.timing->second);
     // Evidence is stored unsynced: the events that reference it are
     // committed at the end of this turn in a synced batch, which syncs the
     // write-ahead log and with it these blobs (one fsync per turn, not one
@@ -247,53 +222,34 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
   }
 }
 
-void Broker::ReleaseHeldTasks(const WorkerEntry& w, int64_t now) {
-  for (const auto& task_id : std::set<std::string>(w.tasks)) {
-    auto it = in_flight_.find(task_id);
-    if (it == in_flight_.end()) continue;
+void Broker::DecideLost(const std::vector<LostTask>& lost, int64_t now) {
+  for (const auto& l : lost) {
     sm::Input in;
     in.type = sm::Input::Type::kWorkerLost;
     in.now_ms = now;
-    in.task_id = task_id;
-    in.attempt = it->second.attempt;
-    in.worker = w.worker_id;
-    const std::string run_id = it->second.run_id;
-    in_flight_.erase(it);
-    (void)DecideAndStage(run_id, in);
+    in.task_id = l.task_id;
+    in.attempt = l.attempt;
+    in.worker = l.worker;
+    (void)DecideAndStage(l.run_id, in);
   }
 }
 
+void Broker::Send(const std::vector<ToWorker>& messages) {
+  for (const auto& m : messages) SendToWorker(m.identity, m.msg);
+}
+
 void Broker::CheckWorkers(int64_t now) {
-  for (const auto& identity : workers_.Expired(now)) {
-    WorkerEntry* w = workers_.Find(identity);
-    spdlog::warn("worker {} (pid {}) lost; {} task(s) to re-dispatch", w->worker_id, w->pid, w->tasks.size());
-    ReleaseHeldTasks(*w, now);
-    workers_.Remove(identity);
+  for (const auto& identity : dispatcher_.workers().Expired(now)) {
+    const WorkerEntry& w = dispatcher_.workers().all().at(identity);
+    spdlog::warn("worker {} (pid {}) lost; {} task(s) to re-dispatch", w.worker_id, w.pid, w.tasks.size());
   }
-  // Leases: a task without progress for its lease is treated as lost.
-  std::vector<std::string> expired;
-  for (const auto& [task_id, f] : in_flight_)
-    if (f.lease_deadline_ms < now) expired.push_back(task_id);
-  for (const auto& task_id : expired) {
-    InFlight f = in_flight_[task_id];
-    in_flight_.erase(task_id);
-    std::string worker_id;
-    if (WorkerEntry* w = workers_.Find(f.worker_identity)) {
-      w->tasks.erase(task_id);
-      worker_id = w->worker_id;
-      proto::BrokerToWorker cancel;
-      cancel.set_cancel_task_id(task_id);
-      SendToWorker(w->identity, cancel);
-    }
-    spdlog::warn("task {} attempt {}: lease expired", task_id, f.attempt);
-    sm::Input in;
-    in.type = sm::Input::Type::kWorkerLost;
-    in.now_ms = now;
-    in.task_id = task_id;
-    in.attempt = f.attempt;
-    in.worker = worker_id + " (lease expired)";
-    (void)DecideAndStage(f.run_id, in);
-  }
+  // Leases too: a task without progress for its lease is treated as lost.
+  std::vector<ToWorker> cancels;
+  const std::vector<LostTask> lost = dispatcher_.Expire(now, &cancels);
+  Send(cancels);
+  for (const auto& l : lost)
+    if (l.lease_expired) spdlog::warn("task {} attempt {}: lease expired", l.task_id, l.attempt);
+  DecideLost(lost, now);
 }
 
 void Broker::FireTimers(int64_t now) {
@@ -336,51 +292,24 @@ bool Broker::ScheduleLeases() {
   return !grants.empty() || !refusals.empty() || !checks.empty();
 }
 
-// Walks the pending tasks in order while some worker has a free slot. Once no
-// worker can take a kind, later tasks of that kind are skipped without
-// loading their run: with every slot taken, a turn costs nothing however
-// many tasks wait (it used to look up every waiting task's run each turn).
 void Broker::Dispatch() {
-  if (pending_.empty() || !workers_.AnyFreeSlot()) return;
-  const int64_t now = NowMs();
-  std::set<std::string, std::less<>> no_worker;  // kinds no live worker can take this turn
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (!it->kind.empty() && no_worker.count(it->kind)) {
-      ++it;
-      continue;
-    }
-    sm::RunState* s = LoadRun(it->run_id);
-    const sm::TaskInfo* t = s ? s->FindTask(it->task_id) : nullptr;
-    if (!t || !t->in_flight() || s->terminal || in_flight_.count(it->task_id)) {
-      it = pending_.erase(it);
-      continue;
-    }
-    WorkerEntry* w = workers_.PickFor(t->kind);
-    if (!w) {
-      no_worker.insert(t->kind);
-      ++it;
-      continue;
-    }
-    if (!opts_.faults.crash_before_dispatch_kind.empty() && opts_.faults.crash_before_dispatch_kind == t->kind) {
-      spdlog::critical("fault injection: crashing before dispatching {}", t->kind);
-      std::raise(SIGKILL);
-    }
-    proto::BrokerToWorker msg;
-    proto::Task* task = msg.mutable_task();
-    task->set_task_id(t->task_id);
-    task->set_run_id(it->run_id);
-    task->set_kind(t->kind);
-    task->set_attempt(t->attempt);
-    task->set_payload_json(t->payload.dump());
-    task->set_lease_ms(t->policy.lease_ms);
-    SendToWorker(w->identity, msg);
-    in_flight_[t->task_id] = InFlight{it->run_id, w->identity, t->attempt, now + t->policy.lease_ms, t->policy.lease_ms,
-                                      t->kind, std::chrono::steady_clock::now()};
-    w->tasks.insert(t->task_id);
-    spdlog::debug("dispatched {} attempt {} to {}", t->task_id, t->attempt, w->worker_id);
-    it = pending_.erase(it);
-    if (!workers_.AnyFreeSlot()) break;
-  }
+  if (dispatcher_.pending() == 0) return;
+  std::vector<ToWorker> sends;
+  dispatcher_.Dispatch(
+      NowMs(),
+      [this](const std::string& run_id, const std::string& task_id) -> const sm::TaskInfo* {
+        sm::RunState* s = LoadRun(run_id);
+        const sm::TaskInfo* t = s && !s->terminal ? s->FindTask(task_id) : nullptr;
+        return t && t->in_flight() ? t : nullptr;
+      },
+      [this](const std::string& kind) {
+        if (!opts_.faults.crash_before_dispatch_kind.empty() && opts_.faults.crash_before_dispatch_kind == kind) {
+          spdlog::critical("fault injection: crashing before dispatching {}", kind);
+          std::raise(SIGKILL);
+        }
+      },
+      &sends);
+  Send(sends);
 }
 
 void Broker::SendToWorker(const std::string& identity, const proto::BrokerToWorker& msg) {
@@ -397,7 +326,7 @@ void Broker::SendHeartbeats(int64_t now) {
   next_heartbeat_ms_ = now + opts_.heartbeat_ms;
   proto::BrokerToWorker hb;
   hb.set_heartbeat(true);
-  for (const auto& [identity, w] : workers_.all()) SendToWorker(identity, hb);
+  for (const auto& [identity, w] : dispatcher_.workers().all()) SendToWorker(identity, hb);
 }
 
 }  // namespace npuprof::broker
