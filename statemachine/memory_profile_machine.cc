@@ -181,6 +181,12 @@ void Schedule(Decision& d, const std::string& step) {
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
     const bool force = s.cancel_requested || s.data.contains("stop_escalated");
     json p = BuildStopPayload(machine, rt, svc.value("pid", json(nullptr)), force, s.spec.value("stop_grace_s", 30));
+    // The graceful stop already sent SIGINT and SIGTERM and waited out both
+    // graces: the escalation goes straight to SIGKILL (a hung msprof would
+    // otherwise cost both graces again).
+    if (Field(s.data, "stop_escalated").is_object() &&
+        Field(s.data, "stop_escalated").value("error_kind", "") == "still_running")
+      p["kill_at_once"] = true;
     p["step"] = step;
     d.ScheduleTask(kServiceStopTask, p, Policy(3, 180000));
   } else if (step == "weights") {

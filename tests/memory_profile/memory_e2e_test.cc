@@ -467,6 +467,47 @@ TEST_F(MemoryE2E, MsprofFlushNeverCompletesIsRecordedAndTheExportJudges) {
   EXPECT_TRUE(h_.LiveServicePids().empty());
 }
 
+// msprof never finishes its flush and ignores SIGINT and SIGTERM (the
+// simulator's msprof_flush_hang). msprof is a process of the service's
+// group, so it is service.stop that meets it: after SIGINT and SIGTERM with
+// their grace the group is still there, and the run must say so rather than
+// wait for ever or report a clean stop.
+TEST_F(MemoryE2E, MsprofFlushHangIsCaughtByTheStop) {
+  StartHarness({"--fault", "msprof_flush_hang"});
+  CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
+                        std::to_string(FreePort()), "--flush-timeout", "3", "--wait"},
+                       200);
+  Track(r);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json m = r.json();
+  LogFlush(m);
+  EXPECT_EQ(m["status"], "ok");
+  // The graceful stop: SIGINT and SIGTERM, both waited out, still running.
+  // The escalation went straight to SIGKILL.
+  int still_running = 0;
+  std::string forced_task;
+  json forced_result;
+  for (const auto& e : h_.Cli({"events", m.value("run_id", ""), "--json"}).json().value("events", json::array())) {
+    const json& p = e["payload"];
+    if (e.value("type", "") == "TaskFailed" && p.value("error_kind", "") == "still_running") ++still_running;
+    if (e.value("type", "") == "TaskScheduled" && p.value("kind", "") == "service.stop" &&
+        p["payload"].value("kill_at_once", false)) {
+      EXPECT_TRUE(p["payload"].value("force", false));
+      forced_task = p.value("task_id", "");
+    }
+    if (e.value("type", "") == "TaskSucceeded" && !forced_task.empty() && p.value("task_id", "") == forced_task)
+      forced_result = p["result"];
+  }
+  EXPECT_EQ(still_running, 1) << "one graceful stop left msprof running";
+  ASSERT_FALSE(forced_task.empty()) << "the escalation asks for SIGKILL at once";
+  EXPECT_EQ(forced_result["signals"], json::array({"SIGKILL"})) << forced_result.dump();
+  // msprof died with its PROF dirs incomplete, which the flush wait records
+  // at once (no timeout); the export judges the raw data.
+  EXPECT_EQ(m["msprof_flush"]["signal"], "msprof_exited_incomplete") << m["msprof_flush"].dump();
+  EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], false);
+  EXPECT_TRUE(h_.LiveServicePids().empty());
+}
+
 TEST_F(MemoryE2E, MoeTp4Dp2ExpertParallelMatchesGroundTruth) {
   StartHarness();
   const std::string moe = h_.MakeModel({"--kind", "moe"});

@@ -407,6 +407,7 @@ TEST(MemoryMachine, GracefulStopThatLeavesTheServiceRunningEscalatesToForce) {
   d.Fail("still_running", "pid 5 is still running after SIGINT and SIGTERM");
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
   EXPECT_EQ(d.Pending()->payload["force"], true);
+  EXPECT_EQ(d.Pending()->payload.value("kill_at_once", false), true) << "SIGINT and SIGTERM were waited out already";
   d.Succeed({{"stopped", true}});
   EXPECT_EQ(d.PendingKind(), kMemWeightsTask);
   EXPECT_FALSE(d.s().data.contains("failure"));

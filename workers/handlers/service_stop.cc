@@ -1,5 +1,6 @@
 // service.stop: SIGINT to the service's process group, wait grace; SIGTERM,
-// wait grace; SIGKILL only with force. A service that is already gone (or was
+// wait grace; SIGKILL only with force (at once with force and kill_at_once:
+// an earlier attempt already sent SIGINT and SIGTERM). A service that is already gone (or was
 // never started: never_started) is success. The log tails are kept as
 // evidence.
 //
@@ -125,6 +126,9 @@ TaskOutcome Stop(const proto::Task& task, TaskContext& ctx) {
 
   std::vector<std::pair<std::string, int64_t>> steps = {{"INT", grace_ms}, {"TERM", grace_ms}};
   if (force) steps.emplace_back("KILL", 5000);
+  // kill_at_once: an earlier stop of this service already sent SIGINT and
+  // SIGTERM and waited out their graces (only with force).
+  if (force && p.value("kill_at_once", false)) steps = {{"KILL", 5000}};
   for (const auto& [sig, wait_ms] : steps) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "stop cancelled", false);
     auto sent = SignalGroup(*c.session, sig, pid, rt);
