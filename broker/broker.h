@@ -84,6 +84,10 @@ class Broker {
     // runs only: machine events are applied as stored)
     std::map<std::string, std::vector<sm::json>> follow_ups;
     std::vector<std::pair<std::string, Reply>> replies;       // (run id or "", reply)
+    // Runs imported in this turn (run -> the hashes their events carry): they
+    // commit with the turn, and nothing follows their events (no tasks,
+    // timers, leases or quarantine: they ran elsewhere and are finished).
+    std::map<std::string, std::vector<std::string>> imported;
   };
 
   // ---- loop (dispatch_loop.cc)
@@ -144,8 +148,9 @@ class Broker {
   // verify: replays runs from their stored events (chain, legality) and
   // compares the folded summary/manifest with what the server serves.
   proto::ClientResponse Verify(const sm::json& args);
-  // import: appends the events of a finished run exported by `events --json`.
-  proto::ClientResponse Import(const sm::json& args);
+  // import: stages the events of a finished run exported by `events --json`
+  // in the current turn; the answer waits for its commit.
+  proto::ClientResponse Import(const sm::json& args, std::string* deferred_run);
   // Sends watcher the "watched_run_finished" signal about target (staged in the current turn).
   void DeliverWatch(const std::string& watcher, const std::string& target);
   // Registers a watch, or delivers at once when target already ended.

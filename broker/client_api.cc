@@ -125,7 +125,7 @@ proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, 
   } else if (verb == "verify") {
     r = Verify(args);
   } else if (verb == "import") {
-    r = Import(args);
+    r = Import(args, &deferred);
   } else if (verb == "signal") {
     r = Signal(args, &deferred);
   } else if (verb == "blob") {
@@ -422,7 +422,7 @@ proto::ClientResponse Broker::Verify(const json& args) {
   return r;
 }
 
-proto::ClientResponse Broker::Import(const json& args) {
+proto::ClientResponse Broker::Import(const json& args, std::string* deferred_run) {
   const json& list = args.value("events", json::array());
   if (!list.is_array() || list.empty()) return Err(2, "events: expected the output of `npuprof events RUN --json`");
   std::vector<proto::Event> evs;
@@ -457,20 +457,18 @@ proto::ClientResponse Broker::Import(const json& args) {
   auto vr = sm::VerifyRunEvents(kinds_, evs, hasher);
   if (!vr.ok) return Err(2, "refusing to import: " + vr.first_divergence);
   if (!vr.state.terminal) return Err(2, "refusing to import an unfinished run (it would be resumed here)");
-  if (store_->LastSeq(run_id) != 0) return Err(2, fmt::format("run '{}' already exists here", run_id));
-  store::AppendRequest req;
-  req.run_id = run_id;
-  req.expected_last_seq = 0;
-  req.events = evs;
+  if (store_->LastSeq(run_id) != 0 || turn_.staged.count(run_id) || runs_.count(run_id))
+    return Err(2, fmt::format("run '{}' already exists here", run_id));
+  // Committed with this turn's other decisions (Commit), like any input.
+  std::vector<std::string>& hashes = turn_.imported[run_id];
+  for (const auto& e : evs) hashes.push_back(e.hash());
+  turn_.expected_seq[run_id] = 0;
+  turn_.follow_ups[run_id].assign(evs.size(), json::object());
+  turn_.staged[run_id] = std::move(evs);
   vr.state.run_id = run_id;
-  req.index = IndexRowOf(vr.state);
-  std::vector<proto::Event> stored;
-  Status st = store_->Append(req, &stored);
-  if (!st.ok()) return Err(2, st.ToString());
-  for (size_t i = 0; i < stored.size(); ++i)
-    if (stored[i].hash() != evs[i].hash()) return Err(2, "imported events hash differently here (store bug)");
-  runs_.erase(run_id);
-  return Ok({{"run_id", run_id}, {"events", stored.size()}, {"imported", true}});
+  runs_[run_id] = std::move(vr.state);  // for the index row; dropped after the commit
+  *deferred_run = run_id;
+  return Ok({{"run_id", run_id}, {"events", hashes.size()}, {"imported", true}});
 }
 
 proto::ClientResponse Broker::Blob(const json& args) {
