@@ -210,13 +210,10 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
     in.blobs = blobs;
     in.worker = w->worker_id;
     (void)DecideAndStage(r.run_id(), in);
-    // A host key accepted under accept-new is recorded in the inventory.
-    if (in.result.is_object() && in.result.contains("host_key_accepted")) {
-      const json& acc = in.result["host_key_accepted"];
-      StageMachineEvent(sm::kMachineHostKeyAccepted,
-                        json{{"name", acc.value("machine", "")}, {"fingerprint", acc.value("fingerprint", "")},
-                             {"run_id", r.run_id()}});
-    }
+    // A host key accepted under accept-new is recorded in the inventory
+    // (the inventory says when: machine_inventory.h).
+    if (auto accepted = machines_.HostKeyAcceptance(in.result, r.run_id()))
+      StageMachineEvent(sm::kMachineHostKeyAccepted, *accepted);
   } else if (msg.has_disconnect()) {
     w->expires_ms = 0;  // handled as expired below
   }

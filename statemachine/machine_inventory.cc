@@ -29,6 +29,24 @@ void MachineInventory::ApplyStored(const proto::Event& ev) {
   Apply(ev.type(), p);
 }
 
+std::optional<json> MachineInventory::HostKeyAcceptance(const json& result, const std::string& run_id) const {
+  if (!result.is_object() || !result.contains("host_key_accepted")) return std::nullopt;
+  const json& acc = result["host_key_accepted"];
+  if (!acc.is_object() || !acc.contains("machine") || !acc["machine"].is_string() || !acc.contains("fingerprint") ||
+      !acc["fingerprint"].is_string() || acc["fingerprint"].get<std::string>().empty())
+    return std::nullopt;
+  const std::string name = acc["machine"].get<std::string>();
+  const std::string fp = acc["fingerprint"].get<std::string>();
+  auto it = machines_.find(name);
+  if (it == machines_.end()) return std::nullopt;
+  const json& rec = it->second;
+  const json accept_new = rec.value("accept_new_host_key", json(false));
+  if (!accept_new.is_boolean() || !accept_new.get<bool>()) return std::nullopt;
+  const json known = rec.value("accepted_host_key", json(""));
+  if (known.is_string() && known.get<std::string>() == fp) return std::nullopt;
+  return json{{"name", name}, {"fingerprint", fp}, {"run_id", run_id}};
+}
+
 std::optional<json> MachineInventory::Find(const std::string& name) const {
   auto it = machines_.find(name);
   if (it == machines_.end()) return std::nullopt;

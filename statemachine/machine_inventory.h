@@ -33,6 +33,13 @@ class MachineInventory {
   uint64_t last_seq() const { return last_seq_; }
   void set_last_seq(uint64_t s) { last_seq_ = s; }
 
+  // The MachineHostKeyAccepted payload ({name, fingerprint, run_id}) to
+  // record for a task result of run_id that reports a host key accepted
+  // under accept-new ({"host_key_accepted": {"machine", "fingerprint"}}):
+  // only for a machine of the inventory added with --accept-new-host-key,
+  // and only when that fingerprint is not already recorded. nullopt otherwise
+  // (also for a malformed report).
+  std::optional<json> HostKeyAcceptance(const json& result, const std::string& run_id) const;
   // Checks and normalises a `machine add` request (defaults filled in).
   // Errors name the field and the fix.
   static Status ValidateAdd(json& rec);

@@ -2,6 +2,7 @@
 // submit probe --wait against the simulated target over a real sshd.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 
 #include "tests/support/npuprof_harness.h"
@@ -96,6 +97,39 @@ TEST(ProbeCli, HostKeyMismatchIsRefused) {
   EXPECT_NE(r.json()["error"].get<std::string>().find("host_key_mismatch"), std::string::npos) << r.out;
 }
 
+
+// A machine added with --accept-new-host-key and a known_hosts file that
+// does not know the host: the first run accepts the key, and the inventory
+// records it once (MachineHostKeyAccepted on the machines stream); later runs
+// verify against it and record nothing more.
+TEST(ProbeCli, AnAcceptedNewHostKeyIsRecordedOnce) {
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start().ok());
+  const std::string known = h.Dir() + "/empty_known_hosts";
+  { std::ofstream(known) << ""; }
+  CliResult add = h.Cli({"machine", "add", "fresh", "--host", "127.0.0.1", "--port", std::to_string(h.sshd().port()),
+                         "--user", h.sshd().user(), "--identity", h.sshd().identity_file(), "--known-hosts", known,
+                         "--accept-new-host-key", "--env-script", h.SimRoot() + "/set_env.sh", "--runtime-base",
+                         h.Dir() + "/runtime"});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  for (int i = 0; i < 2; ++i) {
+    CliResult r = h.Cli({"submit", "probe", "--machine", "fresh", "--wait"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  }
+  CliResult list = h.Cli({"machine", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const auto machines = list.json();
+  std::string accepted;
+  for (const auto& m : machines.value("machines", nlohmann::json::array()))
+    if (m.value("name", "") == "fresh") accepted = m.value("accepted_host_key", "");
+  EXPECT_EQ(accepted.rfind("SHA256:", 0), 0u) << list.out;
+  CliResult ev = h.Cli({"events", "_machines", "--json"});
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  int acceptances = 0;
+  const auto stream = ev.json();
+  for (const auto& e : stream["events"]) acceptances += e.value("type", "") == "MachineHostKeyAccepted";
+  EXPECT_EQ(acceptances, 1) << ev.out;
+}
 
 // How --wait reports progress: on a terminal one line rewritten in place
 // (run, state, elapsed, step); without one, a line per event; with -q only

@@ -126,6 +126,32 @@ TEST(MachineInventoryFold, AddRemoveAndHostKey) {
   EXPECT_FALSE((*inv.Find("zeta")).contains("accepted_host_key"));
 }
 
+TEST(MachineInventoryHostKey, AnAcceptanceIsRecordedOnlyForAnAcceptNewMachineAndOnlyOnce) {
+  MachineInventory inv;
+  json strict = GoodRecord("strict");
+  json open = GoodRecord("open");
+  open["accept_new_host_key"] = true;
+  ASSERT_TRUE(MachineInventory::ValidateAdd(strict).ok());
+  ASSERT_TRUE(MachineInventory::ValidateAdd(open).ok());
+  inv.Apply(kMachineAdded, strict);
+  inv.Apply(kMachineAdded, open);
+  auto report = [](const json& machine, const json& fp) {
+    return json{{"ok", true}, {"host_key_accepted", {{"machine", machine}, {"fingerprint", fp}}}};
+  };
+  auto ev = inv.HostKeyAcceptance(report("open", "SHA256:abc"), "r1");
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(*ev, (json{{"name", "open"}, {"fingerprint", "SHA256:abc"}, {"run_id", "r1"}}));
+  inv.Apply(kMachineHostKeyAccepted, *ev);
+  EXPECT_FALSE(inv.HostKeyAcceptance(report("open", "SHA256:abc"), "r2").has_value()) << "already recorded";
+  EXPECT_FALSE(inv.HostKeyAcceptance(report("strict", "SHA256:abc"), "r1").has_value()) << "strict machine";
+  EXPECT_FALSE(inv.HostKeyAcceptance(report("ghost", "SHA256:abc"), "r1").has_value()) << "not in the inventory";
+  EXPECT_FALSE(inv.HostKeyAcceptance(report(7, "SHA256:abc"), "r1").has_value()) << "malformed";
+  EXPECT_FALSE(inv.HostKeyAcceptance(report("open", ""), "r1").has_value()) << "no fingerprint";
+  EXPECT_FALSE(inv.HostKeyAcceptance(json{{"host_key_accepted", "yes"}}, "r1").has_value());
+  EXPECT_FALSE(inv.HostKeyAcceptance(json{{"ok", true}}, "r1").has_value());
+  EXPECT_FALSE(inv.HostKeyAcceptance(json(nullptr), "r1").has_value());
+}
+
 TEST(MachineInventoryFold, ReplayIsDeterministic) {
   std::vector<proto::Event> evs = {Stored(1, kMachineAdded, GoodRecord("m1")), Stored(2, kMachineAdded, GoodRecord("m2")),
                                    Stored(3, kMachineRemoved, json{{"name", "m1"}}),
