@@ -120,7 +120,8 @@ class Broker {
   void ApplyQuarantineEvent(const proto::Event& e);
   bool MachineAddStaged(const std::string& name) const;  // a MachineAdded of `name` in this turn
   void AfterLeaseEvent(const std::string& run_id, const proto::Event& e, const sm::RunState& s);
-  void AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& checks, int64_t now);
+  // Stages a device check for each waiter due one; true when it staged any.
+  bool AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& checks, int64_t now);
   void Commit();
   // follow_ups: Turn::follow_ups of the run, in stored's order.
   void AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored,

@@ -265,7 +265,8 @@ bool Broker::ScheduleLeases() {
   std::vector<DeviceScheduler::Check> checks;
   leases_.Schedule(&grants, &refusals, &checks);
   const int64_t now = NowMs();
-  AskForQuarantineChecks(checks, now);
+  // A check not yet due (or already on its way) stages nothing: no commit for it.
+  bool staged = AskForQuarantineChecks(checks, now);
   for (const auto& g : grants) {
     sm::Input in;
     in.type = sm::Input::Type::kLeaseGranted;
@@ -276,6 +277,7 @@ bool Broker::ScheduleLeases() {
       if (sm::RunState* s = LoadRun(g.run_id)) leases_.Sync(*s);
       else leases_.Drop(g.run_id);
     } else {
+      staged = true;
       spdlog::info("run {}: devices {} leased", g.run_id, g.devices.dump());
     }
   }
@@ -284,9 +286,9 @@ bool Broker::ScheduleLeases() {
     in.type = sm::Input::Type::kLeaseRefused;
     in.now_ms = now;
     in.error = r.error;
-    (void)DecideAndStage(r.run_id, in);
+    if (DecideAndStage(r.run_id, in).ok()) staged = true;
   }
-  return !grants.empty() || !refusals.empty() || !checks.empty();
+  return staged;
 }
 
 void Broker::Dispatch() {

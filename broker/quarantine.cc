@@ -82,7 +82,8 @@ void Broker::AfterLeaseEvent(const std::string& run_id, const proto::Event& e, c
                     "run " + run_id);
 }
 
-void Broker::AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& checks, int64_t now) {
+bool Broker::AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& checks, int64_t now) {
+  bool staged = false;
   for (const auto& c : checks) {
     auto [it, fresh] = quarantine_checks_.try_emplace(c.run_id);
     QuarantineCheck& q = it->second;
@@ -92,8 +93,9 @@ void Broker::AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& c
     in.type = sm::Input::Type::kCheckDevices;
     in.now_ms = now;
     in.devices = c.devices;
-    if (DecideAndStage(c.run_id, in).ok()) q.in_flight = true;
+    if (DecideAndStage(c.run_id, in).ok()) q.in_flight = staged = true;
   }
+  return staged;
 }
 
 }  // namespace npuprof::broker

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/json_field.h"
 #include "common/utf8.h"
 
 namespace npuprof::cli {
@@ -26,13 +27,6 @@ int64_t I(const json& j, const char* key, int64_t dflt = 0) {
   if (!j.is_object()) return dflt;
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<int64_t>() : dflt;
-}
-
-const json& O(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
 }
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -59,7 +53,7 @@ std::string RunLine(const json& j) {
 
 std::vector<std::string> Machines(const json& j) {
   std::vector<std::string> out;
-  for (const auto& m : O(j, "machines"))
+  for (const auto& m : Field(j, "machines"))
     out.push_back(fmt::format("{}: {}@{}:{} (runtime base {})", S(m, "name"), S(m, "user"), S(m, "host"),
                               S(m, "port", "22"), S(m, "runtime_base")));
   if (out.empty()) out.push_back("no machines");
@@ -67,12 +61,12 @@ std::vector<std::string> Machines(const json& j) {
 }
 
 std::vector<std::string> Check(const json& j) {
-  const json& c = O(j, "check");
+  const json& c = Field(j, "check");
   std::vector<std::string> out = {RunLine(j)};
   out.push_back("endpoint " + S(c, "endpoint") + ", host key " + S(c, "host_key_fingerprint"));
   out.push_back("uname: " + S(c, "uname"));
   std::string tools;
-  const json& found = O(c, "tools");
+  const json& found = Field(c, "tools");
   if (found.is_object())
     for (auto it = found.begin(); it != found.end(); ++it)
       tools += fmt::format("{}{} ({})", tools.empty() ? "" : ", ", it.key(),
@@ -82,14 +76,14 @@ std::vector<std::string> Check(const json& j) {
 }
 
 std::vector<std::string> Probe(const json& j) {
-  const json& p = O(j, "probe");
+  const json& p = Field(j, "probe");
   std::vector<std::string> out = {RunLine(j)};
   std::map<int64_t, std::string> busy;
-  for (const auto& b : O(p, "busy_devices")) busy[I(b, "logical_id", -1)] = S(b, "reason");
+  for (const auto& b : Field(p, "busy_devices")) busy[I(b, "logical_id", -1)] = S(b, "reason");
   out.push_back(fmt::format("{:>3}  {:>3} {:>4}  {:<6} {:>18}  {:<6}  {}", "dev", "npu", "chip", "name", "HBM used / total",
                             "health", "state"));
   int64_t i = 0;
-  for (const auto& d : O(p, "devices")) {
+  for (const auto& d : Field(p, "devices")) {
     auto it = busy.find(i);
     out.push_back(fmt::format("{:>3}  {:>3} {:>4}  {:<6} {:>8} / {:<8}  {:<6}  {}", i, I(d, "npu"), I(d, "chip"),
                               S(d, "name"), Mb(static_cast<double>(I(d, "hbm_used_mb"))),
@@ -98,58 +92,58 @@ std::vector<std::string> Probe(const json& j) {
     ++i;
   }
   out.push_back(fmt::format("{} device(s): free {}; busy above {} MB or with a process: {}", I(p, "device_count"),
-                            O(p, "free_devices").dump(), I(p, "busy_threshold_mb"), busy.size()));
+                            Field(p, "free_devices").dump(), I(p, "busy_threshold_mb"), busy.size()));
   return out;
 }
 
 std::vector<std::string> Service(const json& j, bool stopped) {
   std::vector<std::string> out = {RunLine(j)};
-  const json& svc = O(j, "service");
+  const json& svc = Field(j, "service");
   if (svc.is_object()) {
     out.push_back(fmt::format("service {}: devices {}, pid {}, 127.0.0.1:{}, served model '{}'", S(svc, "status"),
-                              O(svc, "devices").dump(), S(svc, "pid"), S(svc, "port"), S(svc, "served_model_name")));
-    if (const json& r = O(svc, "ready"); r.is_object() && !stopped)
+                              Field(svc, "devices").dump(), S(svc, "pid"), S(svc, "port"), S(svc, "served_model_name")));
+    if (const json& r = Field(svc, "ready"); r.is_object() && !stopped)
       out.push_back(fmt::format("ready after {} ms ({} health rounds)", I(r, "ready_after_ms"), I(r, "rounds")));
   }
-  if (const json& l = O(j, "devices_lease"); l.is_object())
-    out.push_back(fmt::format("NPU lease: {} {} on {}", S(l, "phase"), O(l, "devices").dump(), S(l, "machine")));
+  if (const json& l = Field(j, "devices_lease"); l.is_object())
+    out.push_back(fmt::format("NPU lease: {} {} on {}", S(l, "phase"), Field(l, "devices").dump(), S(l, "machine")));
   return out;
 }
 
 std::vector<std::string> Torch(const json& j) {
   std::vector<std::string> out = {RunLine(j)};
-  const json& w = O(j, "workload_status");
+  const json& w = Field(j, "workload_status");
   if (w.is_object())
     out.push_back(fmt::format("workload gate: {} — {}/{} benchmark requests ok (needs {:.0f}%), follow-up {}",
                               S(w, "status"), I(w, "bench_ok"), I(w, "bench_total"),
-                              100.0 * (O(w, "bench_threshold").is_number() ? O(w, "bench_threshold").get<double>() : 0),
+                              100.0 * (Field(w, "bench_threshold").is_number() ? Field(w, "bench_threshold").get<double>() : 0),
                               S(w, "followup_ok") == "true" ? "ok" : "failed"));
   out.push_back(fmt::format("analysis gate: {} ({} of {} expected ranks found)", S(j, "analysis_status"),
                             I(j, "rank_count"), I(j, "expected_ranks")));
-  for (const auto& r : O(j, "remote_profile_dirs")) {
-    const json& o = O(r, "outputs");
-    const json& tv = O(o, "trace_view_json");
-    const json& kd = O(o, "kernel_details_csv");
+  for (const auto& r : Field(j, "remote_profile_dirs")) {
+    const json& o = Field(r, "outputs");
+    const json& tv = Field(o, "trace_view_json");
+    const json& kd = Field(o, "kernel_details_csv");
     out.push_back(fmt::format("  {}: analyse exit {}, {}; trace_view.json {} events ({:.1f} MB), kernel_details.csv "
                               "{}",
-                              Base(S(r, "path")), S(O(r, "analyse"), "exit_code", "?"), S(r, "analysis_status"),
+                              Base(S(r, "path")), S(Field(r, "analyse"), "exit_code", "?"), S(r, "analysis_status"),
                               I(tv, "event_count"), static_cast<double>(I(tv, "size")) / 1e6,
                               S(kd, "exists") == "true" ? fmt::format("{} rows", I(kd, "data_rows_checked"))
                                                         : std::string("absent")));
   }
-  for (const auto& e : O(j, "step_errors")) out.push_back("  step error: " + (e.is_string() ? e.get<std::string>() : e.dump()));
+  for (const auto& e : Field(j, "step_errors")) out.push_back("  step error: " + (e.is_string() ? e.get<std::string>() : e.dump()));
   return out;
 }
 
 std::vector<std::string> Memory(const json& j) {
   std::vector<std::string> out = {RunLine(j)};
   out.push_back(fmt::format("mode {}, tp {}, msprof {}, devices {}", S(j, "mode"), S(j, "tp"), S(j, "msprof_status"),
-                            O(j, "devices").dump()));
+                            Field(j, "devices").dump()));
   out.push_back(fmt::format("{:>6}  {:>12}  {:>12}  {:>15}", "device", "baseline", "after ready", "after inference"));
-  for (const auto& d : O(j, "devices")) {
+  for (const auto& d : Field(j, "devices")) {
     const std::string key = d.is_string() ? d.get<std::string>() : d.dump();
     auto used = [&](const char* phase) {
-      const json& v = O(O(O(j, phase), key.c_str()), "used_mb");
+      const json& v = Field(Field(Field(j, phase), key.c_str()), "used_mb");
       return v.is_number() ? Mb(v.get<double>()) : std::string("-");
     };
     out.push_back(fmt::format("{:>6}  {:>12}  {:>12}  {:>15}", key, used("baseline_hbm"), used("after_ready_hbm"),
@@ -172,7 +166,7 @@ std::vector<std::string> ReportText(const std::string& text) {
 std::vector<std::string> Files(const json& j) {
   std::vector<std::string> out;
   if (j.contains("dir")) {
-    const size_t n = O(j, "files").size();
+    const size_t n = Field(j, "files").size();
     out.push_back(fmt::format("wrote {} file{} to {}", n, n == 1 ? "" : "s", S(j, "dir")));
   } else if (j.contains("file")) {
     std::string line = "wrote " + S(j, "file");
@@ -189,16 +183,16 @@ std::vector<std::string> Files(const json& j) {
 std::vector<std::string> Verify(const json& j) {
   std::vector<std::string> out;
   int64_t events = 0, bad = 0;
-  for (const auto& r : O(j, "runs")) {
+  for (const auto& r : Field(j, "runs")) {
     events += I(r, "events");
     if (S(r, "ok") != "true") {
       ++bad;
       out.push_back(fmt::format("  {}: {}", S(r, "run_id"), S(r, "error")));
     }
   }
-  const json& la = O(j, "lease_audit");
+  const json& la = Field(j, "lease_audit");
   out.insert(out.begin(), fmt::format("{}: {} streams, {} events replayed; {} with a problem; lease audit {} ({} lease events)",
-                                      S(j, "ok") == "true" ? "verified" : "NOT verified", O(j, "runs").size(), events,
+                                      S(j, "ok") == "true" ? "verified" : "NOT verified", Field(j, "runs").size(), events,
                                       bad, S(la, "ok") == "true" ? "ok" : "FAILED: " + S(la, "error"),
                                       I(la, "lease_events")));
   return out;

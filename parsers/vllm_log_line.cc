@@ -4,6 +4,8 @@
 #include <cctype>
 #include <optional>
 
+#include "common/text.h"
+
 namespace npuprof::parsers {
 namespace {
 
@@ -20,12 +22,6 @@ size_t SgrTail(std::string_view s, size_t i, bool need_digit) {
   }
   if (j < s.size() && s[j] == 'm' && (digit || !need_digit)) return j + 1 - i;
   return 0;
-}
-
-std::string_view TrimView(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // "DD-DD DD:DD:DD" at s[i..].
@@ -101,14 +97,14 @@ std::string LastPrefix(std::string_view region) {
 // Returns the innermost prefix and sets `rest` to what follows the run.
 std::string LeadingPrefix(std::string_view line, std::string_view& rest) {
   std::string found;
-  std::string_view s = TrimView(line);
+  std::string_view s = Trim(line);
   while (!s.empty() && s.front() == '(') {
     const size_t close = s.find(')');
     if (close == std::string_view::npos) break;
     const auto inner = s.substr(1, close - 1);
     if (inner.find("pid=") == std::string_view::npos) break;
     found = std::string(inner);
-    s = TrimView(s.substr(close + 1));
+    s = Trim(s.substr(close + 1));
   }
   rest = s;
   return found;
@@ -165,7 +161,7 @@ VllmLogLine SplitVllmLogLine(std::string_view raw) {
   if (auto anchor = FindAnchor(text)) {
     line.level = std::string(anchor->level);
     line.prefix = LastPrefix(text.substr(0, anchor->begin));
-    line.message = std::string(TrimView(text.substr(anchor->message_begin)));
+    line.message = std::string(Trim(text.substr(anchor->message_begin)));
     return line;
   }
   std::string_view rest;

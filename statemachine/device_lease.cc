@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "common/json_field.h"
 #include "statemachine/event_types.h"
 #include "statemachine/probe_machine.h"
 #include "statemachine/run_kind.h"
+#include "statemachine/run_state_queries.h"
 
 namespace npuprof::sm {
 
@@ -93,54 +95,32 @@ void ReleaseDevices(Decision& d, const std::string& reason) {
 
 namespace {
 
-// The latest task of a kind (by task number: ids are "<run>.t<n>").
-const TaskInfo* Latest(const RunState& s, const char* kind) {
-  const TaskInfo* best = nullptr;
-  uint64_t best_no = 0;
-  for (const auto& [id, t] : s.tasks) {
-    if (t.kind != kind) continue;
-    const auto dot = id.rfind(".t");
-    uint64_t no = 0;
-    if (dot != std::string::npos)
-      for (char c : id.substr(dot + 2)) no = c >= '0' && c <= '9' ? no * 10 + static_cast<uint64_t>(c - '0') : no;
-    if (!best || no >= best_no) best = &t, best_no = no;
-  }
-  return best;
-}
-
-const json& Sub(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
 bool True(const json& j, const char* key) {
-  const json& v = Sub(j, key);
+  const json& v = Field(j, key);
   return v.is_boolean() && v.get<bool>();
 }
 
 }  // namespace
 
 std::string ServiceMayStillRun(const RunState& s) {
-  const TaskInfo* launch = Latest(s, "service.launch");
+  const TaskInfo* launch = LastTask(s, "service.launch");
   if (!launch) return "";
   if (launch->status == "failed") {
-    const json& partial = Sub(launch->result, "result");
+    const json& partial = Field(launch->result, "result");
     if (partial.is_object() && partial.contains("started") && partial["started"] == false) return "";
   }
-  const TaskInfo* stop = Latest(s, "service.stop");
+  const TaskInfo* stop = LastTask(s, "service.stop");
   if (!stop) return "its service was launched and no stop was recorded";
   if (stop->status == "succeeded") {
-    const json& r = Sub(stop->result, "result");
+    const json& r = Field(stop->result, "result");
     if (True(r, "stopped") || True(r, "already_gone") || True(r, "never_started")) return "";
     return "its last service.stop did not confirm the service stopped";
   }
   if (stop->status == "failed")
-    return fmt::format("its service.stop failed: {}: {}", Sub(stop->result, "error_kind").is_string()
-                                                              ? Sub(stop->result, "error_kind").get<std::string>()
+    return fmt::format("its service.stop failed: {}: {}", Field(stop->result, "error_kind").is_string()
+                                                              ? Field(stop->result, "error_kind").get<std::string>()
                                                               : std::string(),
-                       Sub(stop->result, "error").is_string() ? Sub(stop->result, "error").get<std::string>()
+                       Field(stop->result, "error").is_string() ? Field(stop->result, "error").get<std::string>()
                                                               : std::string());
   return "its service.stop did not finish (" + stop->status + ")";
 }

@@ -72,7 +72,9 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     s.state = "queued";
     s.created_ms = time_ms;
   } else if (type == ev::kStateChanged) {
-    s.state = p.value("to", s.state);
+    // A stored event may carry a state's old name; the fold keeps today's.
+    const std::string to = p.value("to", s.state);
+    s.state = kind ? kind->transitions().Current(to) : to;
   } else if (type == ev::kTaskScheduled) {
     TaskInfo t;
     t.task_id = p.value("task_id", "");

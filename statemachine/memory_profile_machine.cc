@@ -2,31 +2,21 @@
 
 #include <fmt/format.h>
 
+#include "common/json_field.h"
+
 #include "statemachine/event_types.h"
 #include "statemachine/inference_window.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/memory_manifest.h"
 #include "statemachine/memory_profile_spec.h"
+#include "statemachine/memory_profile_steps.h"
 #include "statemachine/memory_report.h"
+#include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 
 namespace npuprof::sm {
 
 namespace {
-
-
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-// j[key] when j is an object holding a string there, else def.
-std::string Str(const json& j, const char* key, const std::string& def) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return def;
-  return j[key].get<std::string>();
-}
 
 std::string Mode(const RunState& s) { return s.spec.value("mode", "standalone"); }
 bool Standalone(const RunState& s) { return Mode(s) == "standalone"; }
@@ -67,6 +57,16 @@ std::string MsprofDir(const RunState& s) { return ServiceOf(s).value("runtime_di
 
 bool ServeEnded(const RunState& s) { return s.data.contains("serve_ended"); }
 
+bool Skipped(const RunState& s, MemSkip why) {
+  switch (why) {
+    case MemSkip::kNever: return false;
+    case MemSkip::kNotLive: return ServeEnded(s) || Failed(s, "ready");
+    case MemSkip::kServeEnded: return ServeEnded(s);
+    case MemSkip::kNotWrapped: return !Wrapped(s);
+  }
+  return false;
+}
+
 std::string BlobOf(const TaskInfo& task, const std::string& name) {
   const json& b = Field(task.result, "blobs");
   return b.is_object() ? b.value(name, "") : "";
@@ -92,13 +92,6 @@ void MoveTo(Decision& d, const std::string& state) {
 
 TaskPolicy Policy(int attempts, int64_t lease_ms) { return TaskPolicy::WithLease(lease_ms, attempts); }
 
-const TaskInfo* FindTaskOfKind(const RunState& s, const std::string& kind) {
-  const TaskInfo* found = nullptr;
-  for (const auto& [id, t] : s.tasks)
-    if (t.kind == kind) found = &t;
-  return found;
-}
-
 json MachineOf(const RunState& s) { return s.spec.value("machine_record", json::object()); }
 
 bool ExpertParallel(const RunState& s) {
@@ -111,7 +104,7 @@ bool ExpertParallel(const RunState& s) {
 // service.launch failed before anything was started (result.started=false):
 // there are no logs to read and nothing to stop.
 bool LaunchNeverHappened(const RunState& s) {
-  const TaskInfo* launch = FindTaskOfKind(s, kServiceLaunchTask);
+  const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
   if (!launch || launch->status != "failed") return false;
   const json& partial = Field(launch->result, "result");
   return partial.is_object() && partial.value("started", true) == false;
@@ -123,28 +116,25 @@ void Schedule(Decision& d, const std::string& step) {
   const RunState& s = d.state();
   const json machine = MachineOf(s);
   const json svc = ServiceOf(s);
+  MoveTo(d, step);  // the run's state is the step in progress
   if (step == "preflight") {
-    MoveTo(d, "preflight");
     d.ScheduleTask(kMemPreflightTask,
                    json{{"step", step}, {"machine", machine}, {"run_id", s.run_id},
                         {"wrap_script", MemoryWrapScriptPath(machine, s.run_id)},
                         {"msprof_mem_freq", s.spec.value("msprof_mem_freq", 50)}},
                    Policy(3, 120000));
   } else if (step == "baseline" || step == "after_ready" || step == "after_infer") {
-    MoveTo(d, step);
     d.ScheduleTask(kMemNpuSmiTask, json{{"step", step}, {"machine", machine}, {"phase", step}}, Policy(3, 60000));
   } else if (step == "service") {
-    MoveTo(d, "launching");
     json p = BuildLaunchPayload(s.run_id, 1, s.spec, MemoryServeArgs(s.spec));
     p["served_model_name"] = MemoryServedName(s.spec, s.run_id);
-    p["wrap_script"] = Str(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id));
+    p["wrap_script"] = StrField(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id));
     p["step"] = step;
     Record(d, "launch_attempted", json{{"runtime_dir", p["runtime_dir"]}});
     d.ScheduleTask(kServiceLaunchTask, p, Policy(3, 120000));
   } else if (step == "ready") {
-    MoveTo(d, "waiting_ready");
     json p;
-    if (const TaskInfo* launch = Standalone(s) ? FindTaskOfKind(s, kServiceLaunchTask) : nullptr) {
+    if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
       p = BuildWaitReadyPayload(launch->payload, Field(launch->result, "result"), d.now_ms());
     } else {
       const int64_t timeout_s = s.spec.value("attach_ready_timeout_s", 60);
@@ -159,15 +149,13 @@ void Schedule(Decision& d, const std::string& step) {
     p["step"] = step;
     d.ScheduleTask(kServiceWaitReadyTask, p, Policy(2, 120000));
   } else if (step == "vllm_log") {
-    MoveTo(d, "collecting_logs");
-    const std::string rt = Str(svc, "runtime_dir", Str(Field(s.data, "launch_attempted"), "runtime_dir", ""));
+    const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
     d.ScheduleTask(kMemLogsTask,
                    json{{"step", step}, {"machine", machine}, {"runtime_dir", rt},
                         {"stdout_log", svc.value("stdout_log", json(rt + "/stdout.log"))},
                         {"stderr_log", svc.value("stderr_log", json(rt + "/stderr.log"))}},
                    Policy(3, 120000));
   } else if (step == "inference") {
-    MoveTo(d, "inferring");
     d.ScheduleTask(kMemInferTask,
                    json{{"step", step}, {"machine", machine}, {"port", svc.value("port", json(nullptr))},
                         {"served_model_name", svc.value("served_model_name", svc.value("model", ""))},
@@ -176,8 +164,7 @@ void Schedule(Decision& d, const std::string& step) {
                         {"server_scheduled_ms", d.now_ms()}},
                    Policy(1, 700000));
   } else if (step == "stopped") {
-    MoveTo(d, "stopping");
-    const std::string rt = Str(svc, "runtime_dir", Str(Field(s.data, "launch_attempted"), "runtime_dir", ""));
+    const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
     const bool force = s.cancel_requested || s.data.contains("stop_escalated");
     json p = BuildStopPayload(machine, rt, svc.value("pid", json(nullptr)), force, s.spec.value("stop_grace_s", 30));
@@ -190,14 +177,12 @@ void Schedule(Decision& d, const std::string& step) {
     p["step"] = step;
     d.ScheduleTask(kServiceStopTask, p, Policy(3, 180000));
   } else if (step == "weights") {
-    MoveTo(d, "reading_weights");
     d.ScheduleTask(kMemWeightsTask,
                    json{{"step", step}, {"machine", machine}, {"model", svc.value("model", s.spec.value("model", ""))},
                         {"tp", svc.value("tp", s.spec.value("tp", 1))}, {"dp", svc.value("dp", s.spec.value("dp", 1))},
                         {"expert_parallel", ExpertParallel(s)}},
                    Policy(3, 300000));
   } else if (step == "flushed") {
-    MoveTo(d, "flushing");
     // flush_s is a minimum before the wait polls (0 = none); the wait itself
     // ends on msprof's own completion signals, or at its deadline.
     const int64_t min_s = s.spec.value("flush_s", 0);
@@ -206,7 +191,7 @@ void Schedule(Decision& d, const std::string& step) {
       return;
     }
     const int64_t timeout_s = s.spec.value("flush_timeout_s", 300);
-    const std::string rt = Str(svc, "runtime_dir", "");
+    const std::string rt = StrField(svc, "runtime_dir", "");
     d.ScheduleTask(kMemWaitFlushTask,
                    json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}, {"runtime_dir", rt},
                         {"pid", svc.value("pid", json(nullptr))},
@@ -214,7 +199,6 @@ void Schedule(Decision& d, const std::string& step) {
                         {"timeout_s", timeout_s}, {"deadline_ms", d.now_ms() + timeout_s * 1000}},
                    Policy(3, 60000));
   } else if (step == "export") {
-    MoveTo(d, "exporting");
     const int64_t timeout_s = s.spec.value("export_timeout_s", 1800);
     d.ScheduleTask(kMemExportTask,
                    json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)},
@@ -222,7 +206,6 @@ void Schedule(Decision& d, const std::string& step) {
                    Policy(3, 120000));
     d.ScheduleTimer("export_timeout", timeout_s * 1000);
   } else if (step == "msprof") {
-    MoveTo(d, "collecting_csvs");
     json p = {{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}};
     // The window the handler cuts each device's npu_mem series at (the
     // activation peak); absent when the inference gave none.
@@ -238,8 +221,11 @@ void Advance(Decision& d) {
   const bool launched = Standalone(s) && s.data.contains("launch_attempted") && !LaunchNeverHappened(s);
 
   if (s.data.contains("failure") || s.cancel_requested) {
-    if (launched && !Done(s, "vllm_log") && !s.cancel_requested) return Schedule(d, "vllm_log");
-    if (launched && !Done(s, "stopped")) return Schedule(d, "stopped");
+    for (const MemStep& step : MemoryStepsOf(Mode(s))) {
+      const bool runs = step.cleanup == MemCleanup::kOnFailureOrCancel ||
+                        (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
+      if (launched && runs && !Done(s, std::string(step.name))) return Schedule(d, std::string(step.name));
+    }
     if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
     std::string err = s.data["failure"].value("error", "memory-profile failed");
     if (Field(Field(s.data, "stopped"), "never_started") == true) err += " — the service was never launched";
@@ -247,33 +233,18 @@ void Advance(Decision& d) {
   }
 
   const std::string mode = Mode(s);
-  if (mode == "install_wrapper") {
-    if (!Done(s, "preflight")) return Schedule(d, "preflight");
-    return d.Finish("ok");
+  for (const MemStep& step : MemoryStepsOf(mode)) {
+    if (Skipped(s, step.skip)) continue;
+    if (step.wait) return MoveTo(d, std::string(step.name));
+    if (!Done(s, std::string(step.name))) return Schedule(d, std::string(step.name));
   }
-
-  std::vector<std::string> steps, after_end;
-  if (mode == "standalone") {
-    steps = {"preflight", "baseline", "service", "ready", "after_ready", "vllm_log", "inference",
-             "after_infer", "stopped", "weights", "flushed", "export", "msprof"};
-  } else {
-    // Live steps only while the attached service runs and answered health.
-    const bool live = !ServeEnded(s) && !Failed(s, "ready");
-    if (live) steps = {"ready", "after_ready", "vllm_log", "inference", "after_infer", "weights"};
-    else steps = {"vllm_log", "weights"};
-    if (Wrapped(s)) after_end = {"flushed", "export", "msprof"};
-  }
-  for (const auto& step : steps)
-    if (!Done(s, step)) return Schedule(d, step);
-  if (mode == "attach" && !ServeEnded(s)) return MoveTo(d, "awaiting_service_stop");
-  for (const auto& step : after_end)
-    if (!Done(s, step)) return Schedule(d, step);
   d.Finish("ok");
 }
 
 bool CriticalStep(const RunState& s, const std::string& step) {
-  if (Standalone(s)) return step == "preflight" || step == "baseline" || step == "service" || step == "ready" || step == "stopped";
-  return step == "preflight";
+  for (const MemStep& st : MemoryStepsOf(Mode(s)))
+    if (st.name == step) return st.critical;
+  return false;
 }
 
 std::string FailureText(const std::string& step, const json& f) {
@@ -293,7 +264,7 @@ json BaselineFromSpec(const RunState& s) {
     const json& p = Field(data, "probe");
     if (p.is_object() && p.contains("hbm"))
       return json{{"hbm", p["hbm"]}, {"source", "baseline_run"}, {"origin", s.spec.value("baseline_run", "")},
-                  {"blob", Str(Field(p, "evidence"), "npu_smi_info.txt", "")}, {"file", "baseline_npu_smi.txt"}};
+                  {"blob", StrField(Field(p, "evidence"), "npu_smi_info.txt", "")}, {"file", "baseline_npu_smi.txt"}};
   }
   if (s.spec.contains("baseline_hbm") && s.spec["baseline_hbm"].is_object())
     return json{{"hbm", s.spec["baseline_hbm"]}, {"source", "baseline_file"},
@@ -306,12 +277,7 @@ json BaselineFromSpec(const RunState& s) {
 // ---- RunKind hooks -------------------------------------------------------
 
 const TransitionTable& MemoryProfileMachine::transitions() const {
-  static const TransitionTable table(
-      {
-#include "statemachine/memory_profile_transitions.inc"
-      },
-      {"completed", "failed", "cancelled"});
-  return table;
+  return MemoryProfileTable();
 }
 
 Status MemoryProfileMachine::ValidateSpec(json& spec) const { return ValidateMemorySpec(spec); }

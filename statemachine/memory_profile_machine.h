@@ -16,9 +16,12 @@
 //                    `npuprof submit serve --wrap-script PATH`
 //
 // The run is driven by a planner: after every outcome the next missing step
-// is scheduled (data.<step> present or data.step_failures.<step> = done).
-// A failure of a critical step (preflight, baseline, launch, readiness, stop)
-// takes the cleanup path: logs (if a service was launched), stop, failed.
+// of the mode's ordered list (memory_profile_steps.h: steps, their skip
+// reasons, and the transition table derived from them) is scheduled
+// (data.<step> present or data.step_failures.<step> = done); the run's state
+// is the step in progress. A failure of a critical step (preflight, baseline,
+// launch, readiness, stop) takes the cleanup path: logs (if a service was
+// launched), stop, failed.
 // Report and manifest are pure folds (memory_report.h, memory_manifest.h).
 #pragma once
 

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "common/json_field.h"
+
 namespace npuprof::sm {
 
 namespace {
@@ -24,22 +26,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 double R3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
-std::optional<double> Num(const json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-const json& Obj(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
 
 std::optional<double> HbmField(const json& snap, const std::string& dev, const char* field) {
-  return Num(Obj(Obj(snap, "hbm"), dev.c_str()), field);
+  return NumField(Field(Field(snap, "hbm"), dev.c_str()), field);
 }
 
 json Opt(const std::optional<double>& v) { return v ? json(R3(*v)) : json(nullptr); }
@@ -78,7 +67,7 @@ struct LogValue {
 // The value of `field` for the rank on `rank_index`, else the run-level one.
 LogValue LogFieldForRank(const json& vlog, const char* field, std::optional<int> rank_index, int tp) {
   LogValue out;
-  const json& summary = Obj(vlog, "summary");
+  const json& summary = Field(vlog, "summary");
   auto mk_ev = [&](const json& ev, const std::string& rank) {
     json e = {{"blob", vlog.value("blob", "")}, {"file", vlog.value("file", "vllm_serve.log")},
               {"field", field}};
@@ -90,21 +79,21 @@ LogValue LogFieldForRank(const json& vlog, const char* field, std::optional<int>
     return e;
   };
   if (rank_index) {
-    const json& ranks = Obj(summary, "ranks");
+    const json& ranks = Field(summary, "ranks");
     if (ranks.is_object()) {
       for (auto it = ranks.begin(); it != ranks.end(); ++it) {
         if (RankFromLogPrefix(it.key(), tp) != rank_index) continue;
-        if (auto v = Num(it.value(), field)) {
+        if (auto v = NumField(it.value(), field)) {
           out.gib = v;
-          out.evidence = mk_ev(Obj(Obj(it.value(), "evidence"), field), it.key());
+          out.evidence = mk_ev(Field(Field(it.value(), "evidence"), field), it.key());
           return out;
         }
       }
     }
   }
-  if (auto v = Num(summary, field)) {
+  if (auto v = NumField(summary, field)) {
     out.gib = v;
-    out.evidence = mk_ev(Obj(Obj(summary, "evidence"), field), "");
+    out.evidence = mk_ev(Field(Field(summary, "evidence"), field), "");
   }
   return out;
 }
@@ -118,7 +107,7 @@ struct MsprofPick {
 
 MsprofPick PickMsprof(const json& msprof, int dev) {
   MsprofPick pick;
-  const json& rows = Obj(msprof, "module_mem");
+  const json& rows = Field(msprof, "module_mem");
   if (!rows.is_array()) return pick;
   for (const char* pass : {"device", "process"}) {
     for (const auto& r : rows) {
@@ -146,7 +135,7 @@ json MsprofEvidence(const json& r) {
 }
 
 std::optional<json> MsprofAppPeak(const json& msprof, int dev) {
-  const json& rows = Obj(msprof, "npu_mem");
+  const json& rows = Field(msprof, "npu_mem");
   if (!rows.is_array()) return std::nullopt;
   std::optional<json> best;
   for (const auto& r : rows) {
@@ -160,7 +149,7 @@ std::optional<json> MsprofAppPeak(const json& msprof, int dev) {
 // The activation peak the collect step measured on this device's npu_mem
 // "Device" series (msprof.activation_peaks), if any.
 std::optional<json> SeriesPeak(const json& msprof, int dev) {
-  const json& rows = Obj(msprof, "activation_peaks");
+  const json& rows = Field(msprof, "activation_peaks");
   if (!rows.is_array()) return std::nullopt;
   for (const auto& r : rows)
     if (r.is_object() && r.contains("device_id") && r["device_id"].is_number_integer() &&
@@ -170,18 +159,18 @@ std::optional<json> SeriesPeak(const json& msprof, int dev) {
 }
 
 json SeriesEvidence(const json& p) {
-  const json& peak = Obj(p, "peak");
+  const json& peak = Field(p, "peak");
   return {{"blob", p.value("blob", "")},
           {"file", "msprof_csvs/" + p.value("file", "")},
           {"event", p.value("event", "Device")},
-          {"row", Obj(peak, "row").is_number() ? peak["row"] : json(0)},
-          {"peak_mb", Opt(Num(p, "peak_mb"))},
-          {"base_mb", Opt(Num(p, "base_mb"))},
+          {"row", Field(peak, "row").is_number() ? peak["row"] : json(0)},
+          {"peak_mb", Opt(NumField(p, "peak_mb"))},
+          {"base_mb", Opt(NumField(p, "base_mb"))},
           {"base_rows", p.value("base_rows", json::array())},
           {"window_rows", p.value("window_rows", json::array())},
           {"window", p.value("window", json(nullptr))},
           {"clock", p.value("clock", json(nullptr))},
-          {"value_mb", Opt(Num(p, "value_mb"))}};
+          {"value_mb", Opt(NumField(p, "value_mb"))}};
 }
 
 // ---- labels -------------------------------------------------------------
@@ -230,13 +219,13 @@ json SnapshotEvidence(const json& snap, const std::string& dev, const char* fall
 
 json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
   const std::string key = std::to_string(dev);
-  const json& baseline = Obj(ev, "baseline");
-  const json& ready = Obj(ev, "after_ready");
-  const json& infer = Obj(ev, "after_infer");
-  const json& vlog = Obj(ev, "vllm_log");
-  const json& msprof = Obj(ev, "msprof");
-  const json& weights = Obj(ev, "weights");
-  const json& theory = Obj(ev, "theory");
+  const json& baseline = Field(ev, "baseline");
+  const json& ready = Field(ev, "after_ready");
+  const json& infer = Field(ev, "after_infer");
+  const json& vlog = Field(ev, "vllm_log");
+  const json& msprof = Field(ev, "msprof");
+  const json& weights = Field(ev, "weights");
+  const json& theory = Field(ev, "theory");
 
   const MsprofPick pick = PickMsprof(msprof, dev);
   const bool have_msprof = !pick.best.empty();
@@ -252,9 +241,9 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
   // The series' peak, when msprof measured one: the HBM the components add
   // up to is then the level at that peak (after ready + the peak).
   const std::optional<json> series = SeriesPeak(msprof, dev);
-  const bool series_ok = series && series->value("ok", false) && Num(*series, "value_mb") && used_ready;
+  const bool series_ok = series && series->value("ok", false) && NumField(*series, "value_mb") && used_ready;
   if (series_ok) {
-    used = *used_ready + *Num(*series, "value_mb");
+    used = *used_ready + *NumField(*series, "value_mb");
     used_phase = "inference_peak";
   }
 
@@ -284,12 +273,12 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
     Component c = Make("weights", have_msprof);
     LogValue lv = LogFieldForRank(vlog, "weights_gib", rank_index, tp);
     std::optional<double> st_mb, th_mb;
-    if (auto b = Num(weights, "per_device_bytes")) st_mb = *b / kMiB;
-    if (auto b = Num(theory, "per_device_bytes")) th_mb = *b / kMiB;
+    if (auto b = NumField(weights, "per_device_bytes")) st_mb = *b / kMiB;
+    if (auto b = NumField(theory, "per_device_bytes")) th_mb = *b / kMiB;
     json st_ev = nullptr;
     if (weights.is_object())
       st_ev = {{"blob", weights.value("blob", "")}, {"file", weights.value("file", "weight_manifest.json")},
-               {"field", "per_device_bytes"}, {"value", Num(weights, "per_device_bytes").value_or(0)}};
+               {"field", "per_device_bytes"}, {"value", NumField(weights, "per_device_bytes").value_or(0)}};
     if (lv.gib) {
       c.value = *lv.gib * 1024.0;
       c.source = "vllm_log";
@@ -323,12 +312,12 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
       c.value = *lv.gib * 1024.0;
       c.source = "vllm_log";
       c.evidence.push_back(lv.evidence);
-      const json& s = Obj(vlog, "summary");
-      if (auto tok = Num(s, "kv_cache_tokens")) {
+      const json& s = Field(vlog, "summary");
+      if (auto tok = NumField(s, "kv_cache_tokens")) {
         c.note = fmt::format("{} tokens", static_cast<int64_t>(*tok));
         json e = {{"blob", vlog.value("blob", "")}, {"file", vlog.value("file", "vllm_serve.log")},
                   {"field", "kv_cache_tokens"}, {"value", static_cast<int64_t>(*tok)}};
-        const json& te = Obj(Obj(s, "evidence"), "kv_cache_tokens");
+        const json& te = Field(Field(s, "evidence"), "kv_cache_tokens");
         if (te.is_object()) {
           e["line"] = te.value("line", 0);
           e["text"] = te.value("text", "");
@@ -351,7 +340,7 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
       c.value = *lv.gib * 1024.0;
       c.source = "vllm_log";
       c.evidence.push_back(lv.evidence);
-      const json& s = Obj(vlog, "summary");
+      const json& s = Field(vlog, "summary");
       c.note = fmt::format("max of {} 'Graph capturing finished' line(s)", s.value("graph_capture_count", 0));
     } else {
       c.source = "vllm_log";
@@ -413,7 +402,7 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
     std::optional<double> smi_delta;
     if (used_ready && used_infer) smi_delta = std::max(0.0, *used_infer - *used_ready);
     if (series_ok) {
-      c.value = *Num(*series, "value_mb");
+      c.value = *NumField(*series, "value_mb");
       c.source = "series";
       c.evidence.push_back(SeriesEvidence(*series));
       c.note = fmt::format("max of the npu_mem Device series inside the inference window ({} clock, widened) minus "
@@ -523,7 +512,7 @@ json DeviceReport(const json& ev, int dev, int rank_index, int tp) {
 json WeightsBreakdown(const json& weights, const json& devices) {
   if (!weights.is_object() || !weights.contains("per_device_bytes")) return nullptr;
   json cats = json::array();
-  for (const auto& c : Obj(weights, "categories")) {
+  for (const auto& c : Field(weights, "categories")) {
     cats.push_back({{"key", c.value("category", "")},
                     {"name", c.value("display_name", "")},
                     {"tensor_count", c.value("tensor_count", 0)},
@@ -597,7 +586,7 @@ json BuildMemoryReport(const json& ev) {
   if (devices.empty()) {
     std::set<int> seen;
     for (const char* phase : {"after_infer", "after_ready"}) {
-      const json& hbm = Obj(Obj(ev, phase), "hbm");
+      const json& hbm = Field(Field(ev, phase), "hbm");
       if (!hbm.is_object()) continue;
       for (auto it = hbm.begin(); it != hbm.end(); ++it) seen.insert(std::atoi(it.key().c_str()));
       break;
@@ -608,13 +597,13 @@ json BuildMemoryReport(const json& ev) {
   json devs = json::array();
   for (size_t i = 0; i < devices.size(); ++i) devs.push_back(DeviceReport(ev, devices[i], static_cast<int>(i), tp));
 
-  const json& msprof = Obj(ev, "msprof");
+  const json& msprof = Field(ev, "msprof");
   bool msprof_any = false;
   for (const auto& d : devs) msprof_any = msprof_any || d.value("msprof_scope", "none") != "none";
 
   json chain = json::array();
   auto add_chain = [&](const char* field, const char* def_file, const char* what) {
-    const json& o = Obj(ev, field);
+    const json& o = Field(ev, field);
     if (!o.is_object()) return;
     chain.push_back({{"what", what}, {"file", o.value("file", def_file)}, {"blob", o.value("blob", "")}});
   };
@@ -626,7 +615,7 @@ json BuildMemoryReport(const json& ev) {
   if (msprof.is_object()) {
     std::set<std::string> files;
     for (const char* part : {"module_mem", "npu_mem"})
-      for (const auto& r : Obj(msprof, part))
+      for (const auto& r : Field(msprof, part))
         if (files.insert(r.value("file", "")).second)
           chain.push_back({{"what", fmt::format("msprof {}", part == std::string("module_mem") ? "npu_module_mem"
                                                                                               : "npu_mem")},
@@ -638,7 +627,7 @@ json BuildMemoryReport(const json& ev) {
   notes.push_back("every value comes from a measurement; a missing source is reported as unavailable, never estimated");
   if (!msprof_any)
     notes.push_back("msprof data missing: HCCL / RUNTIME / SLOG are not attributed and stay in the residual");
-  if (!Obj(ev, "baseline").is_object())
+  if (!Field(ev, "baseline").is_object())
     notes.push_back("no baseline: fixed overhead unavailable (pass --baseline-from RUN|FILE)");
   const std::string mstatus = msprof.is_object() ? msprof.value("status", "unknown") : "not_collected";
   if (mstatus == "export_timeout")
@@ -650,7 +639,7 @@ json BuildMemoryReport(const json& ev) {
           {"dp", dp},
           {"msprof", {{"status", mstatus}, {"available", msprof_any}}},
           {"devices", devs},
-          {"weights_breakdown", WeightsBreakdown(Obj(ev, "weights"), devs)},
+          {"weights_breakdown", WeightsBreakdown(Field(ev, "weights"), devs)},
           {"evidence_chain", chain},
           {"notes", notes}};
 }

@@ -81,8 +81,9 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
     }
     if (r.state.terminal) return fail(i, "event after RunFinished");
     if (e.type() == ev::kStateChanged) {
-      const std::string from = p.value("from", "");
-      const std::string to = p.value("to", "");
+      // Checked under today's names (an old log may carry a renamed state's old name).
+      const std::string from = kind->transitions().Current(p.value("from", ""));
+      const std::string to = kind->transitions().Current(p.value("to", ""));
       if (from != r.state.state)
         return fail(i, fmt::format("transition from '{}' but the run was in '{}'", from, r.state.state));
       if (!kind->transitions().Allowed(from, to))

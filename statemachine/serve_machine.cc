@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "statemachine/kind_registrations.h"
+#include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 
@@ -26,13 +27,6 @@ constexpr const char* kNeverLaunched = "the service was never launched (nothing 
 
 int ReasonRank(const std::string& r) { return r == "failure" ? 3 : r == "cancel" ? 2 : r == "user" ? 1 : 0; }
 
-const TaskInfo* LastTaskOfKind(const RunState& s, const std::string& kind) {
-  const TaskInfo* last = nullptr;
-  for (const auto& [id, t] : s.tasks)
-    if (t.kind == kind && (!last || id.size() > last->task_id.size() || (id.size() == last->task_id.size() && id > last->task_id)))
-      last = &t;
-  return last;
-}
 
 TaskPolicy LaunchPolicy() { return TaskPolicy::WithLease(90000); }
 
@@ -71,7 +65,7 @@ void RequestStop(Decision& d, const std::string& reason, bool force, bool deferr
 void ScheduleStop(Decision& d) {
   const RunState& s = d.state();
   const json svc = s.data.value("service", json::object());
-  const TaskInfo* launch = LastTaskOfKind(s, kServiceLaunchTask);
+  const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
   const std::string rt = svc.value("runtime_dir", launch ? launch->payload.value("runtime_dir", "") : "");
   if (s.state != "stopping") d.Transition("stopping", CurrentReason(s));
   d.ScheduleTask(kServiceStopTask,

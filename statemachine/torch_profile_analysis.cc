@@ -1,7 +1,6 @@
 #include "statemachine/torch_profile_analysis.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <vector>
 
 #include "statemachine/torch_profile_gates.h"
@@ -10,11 +9,6 @@
 namespace npuprof::sm {
 
 namespace {
-
-long TaskNumber(const std::string& id) {
-  const size_t pos = id.rfind(".t");
-  return pos == std::string::npos ? 0 : std::strtol(id.c_str() + pos + 2, nullptr, 10);
-}
 
 std::vector<const TaskInfo*> TasksInOrder(const RunState& s, const std::string& kind) {
   std::vector<const TaskInfo*> out;
@@ -55,13 +49,6 @@ std::string BaseName(const std::string& path) {
 }
 
 }  // namespace
-
-const TaskInfo* LastTask(const RunState& s, const std::string& kind, const std::string& role) {
-  const TaskInfo* best = nullptr;
-  for (const TaskInfo* t : TasksInOrder(s, kind))
-    if (role.empty() || t->payload.value("role", "") == role) best = t;
-  return best;
-}
 
 json TaskResultData(const TaskInfo* t) {
   if (!t || t->status != "succeeded" || !t->result.is_object()) return nullptr;

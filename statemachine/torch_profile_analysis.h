@@ -7,12 +7,10 @@
 
 #include "statemachine/decision.h"
 #include "statemachine/run_state.h"
+#include "statemachine/run_state_queries.h"  // LastTask
 
 namespace npuprof::sm {
 
-// The task of `kind` with the highest task number (optionally with
-// payload.role == role); nullptr when none.
-const TaskInfo* LastTask(const RunState& s, const std::string& kind, const std::string& role = "");
 // The handler result of a succeeded task (null otherwise).
 json TaskResultData(const TaskInfo* t);
 

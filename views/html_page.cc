@@ -10,30 +10,6 @@ namespace npuprof::views {
 
 // ---- safe JSON readers ------------------------------------------------------
 
-const json& Field(const json& j, std::string_view key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-std::string StrField(const json& j, std::string_view key, std::string_view fallback) {
-  const json& v = Field(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string(fallback);
-}
-
-std::optional<double> NumField(const json& j, std::string_view key) {
-  const json& v = Field(j, key);
-  if (!v.is_number()) return std::nullopt;
-  return v.get<double>();
-}
-
-const json& ArrField(const json& j, std::string_view key) {
-  static const json kEmpty = json::array();
-  const json& v = Field(j, key);
-  return v.is_array() ? v : kEmpty;
-}
-
 std::string CellText(const json& v) {
   if (v.is_null()) return "-";
   if (v.is_string()) return v.get<std::string>();

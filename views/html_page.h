@@ -20,20 +20,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_field.h"
+
 namespace npuprof::views {
 
 using json = nlohmann::json;
 
 // ---- safe JSON readers ------------------------------------------------------
 
-// j[key] when j is an object holding key, else a null value.
-const json& Field(const json& j, std::string_view key);
-// The string at key, else fallback.
-std::string StrField(const json& j, std::string_view key, std::string_view fallback = "");
-// The number at key, else nullopt.
-std::optional<double> NumField(const json& j, std::string_view key);
-// The array at key, else an empty array.
-const json& ArrField(const json& j, std::string_view key);
+// Field, StrField, NumField, ArrField: common/json_field.h.
+using npuprof::ArrField;
+using npuprof::Field;
+using npuprof::NumField;
+using npuprof::StrField;
 // A value as text for a table cell: strings as they are, numbers and
 // booleans as JSON, null as "-", objects and arrays as compact JSON.
 std::string CellText(const json& v);

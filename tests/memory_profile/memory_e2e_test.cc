@@ -531,8 +531,8 @@ TEST_F(MemoryE2E, ServerKilledDuringExportReattaches) {
                         std::to_string(port), "--flush-seconds", "1"});
   const std::string run = Track(r);
   ASSERT_FALSE(run.empty()) << r.out << r.err;
-  json st = WaitForState(run, "exporting");
-  ASSERT_EQ(st.value("state", ""), "exporting") << st.dump();
+  json st = WaitForState(run, "export");
+  ASSERT_EQ(st.value("state", ""), "export") << st.dump();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the detached export is running
   h_.KillServer(SIGKILL);
   ASSERT_TRUE(h_.RestartServer().ok());

@@ -175,7 +175,7 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
   EXPECT_EQ(d.PendingKind(), kMemWeightsTask);
   d.Succeed({{"weights", {{"per_device_bytes", 7615691776.0}, {"total_bytes", 15230974976.0}}}},
             {{"weight_manifest.json", "sha-w"}});
-  EXPECT_EQ(d.s().state, "flushing");
+  EXPECT_EQ(d.s().state, "flushed");
   ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
   EXPECT_FALSE(d.FireTimer("flush"));  // flush_s 0: no minimum window
   EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/mp1/service-1/msprof_data");
@@ -292,7 +292,7 @@ void RunToFlushing(Driver& d, const json& spec) {
   d.Succeed({{"hbm", Hbm(50100)}});
   d.Succeed({{"stopped", true}});
   d.Succeed({{"weights", nullptr}});
-  EXPECT_EQ(d.s().state, "flushing");
+  EXPECT_EQ(d.s().state, "flushed");
 }
 
 TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
@@ -416,9 +416,9 @@ TEST(MemoryMachine, GracefulStopThatLeavesTheServiceRunningEscalatesToForce) {
 TEST(MemoryMachine, TransitionsOnlyGoForward) {
   const auto& t = DefaultKinds().Find("memory-profile")->transitions();
   EXPECT_TRUE(t.Allowed("preflight", "baseline"));
-  EXPECT_TRUE(t.Allowed("waiting_ready", "collecting_logs"));
-  EXPECT_FALSE(t.Allowed("stopping", "launching"));
-  EXPECT_FALSE(t.Allowed("completed", "exporting"));
+  EXPECT_TRUE(t.Allowed("ready", "vllm_log"));
+  EXPECT_FALSE(t.Allowed("stopped", "service"));
+  EXPECT_FALSE(t.Allowed("completed", "export"));
   EXPECT_TRUE(t.IsTerminal("failed"));
 }
 

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "tests/package/run_util.h"
 #include "tests/support/npuprof_harness.h"
 #include "workers/poll_backoff.h"
@@ -48,15 +49,10 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 // One control field of the package ("" when absent).
 std::string ControlField(const std::string& deb, const std::string& field) {
   Ran r = RunOutput({"/usr/bin/dpkg-deb", "--field", deb, field});
-  return r.exit_code == 0 ? Trim(r.output) : "";
+  return r.exit_code == 0 ? std::string(Trim(r.output)) : "";
 }
 
 // Package names of a Depends-like field, without versions or alternatives.
