@@ -38,6 +38,7 @@ void AddRunCommands(CLI::App& app);     // runs, show, watch, events, cancel, ma
 void AddMachineCommand(CLI::App& app);
 void AddInspectCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);     // report RUN [--format json|text|html] [--lang zh|en] [-o FILE]
+void AddCompareCommand(CLI::App& app);    // compare RUN_A RUN_B [...] [--format json|text|html] [--lang zh|en] [-o FILE]
 void AddTraceCommand(CLI::App& app);      // trace RUN [-o FILE]
 void AddExportCommand(CLI::App& app);     // export RUN DIR (per-kind exporters: cli/export_registry.h)
 void AddDemoCommand(CLI::App& app);

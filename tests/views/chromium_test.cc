@@ -15,7 +15,9 @@
 #include "tests/views/view_fixtures.h"
 #include "views/charts.h"
 #include "views/html_memory_report.h"
+#include "views/html_run_compare.h"
 #include "views/html_torch_report.h"
+#include "views/run_compare.h"
 
 namespace npuprof::testing {
 namespace {
@@ -104,6 +106,45 @@ TEST_F(ChromiumViews, TorchProfileReport) {
   for (const auto& b : m["benchmark_results"]) ms.push_back(b["latency_ms"].get<double>());
   EXPECT_NE(r.dom.find(fmt::format("{:.1f} ms", *views::NearestRankPercentile(ms, 50))), std::string::npos);
   for (const auto& d : m["remote_profile_dirs"]) EXPECT_NE(r.dom.find(d["path"].get<std::string>()), std::string::npos);
+}
+
+// The compare page of two saved runs (B: 0.9 utilisation, KV +6,553.6 MB per
+// device, two more devices): a table per device position and the totals,
+// the values and deltas in the rendered DOM, the absent positions as "-".
+TEST_F(ChromiumViews, RunComparePage) {
+  json a = TestJson("views/memory_profile.manifest.json");
+  json b = a;
+  a["run_id"] = "rA";
+  b["run_id"] = "rB";
+  b["gpu_memory_utilization"] = 0.9;
+  b["tp"] = 4;
+  for (auto& d : b["report"]["devices"])
+    for (auto& c : d["components"])
+      if (c["key"] == "kv_cache") c["value_mb"] = c["value_mb"].get<double>() + 6553.6;
+  json devs = b["report"]["devices"];
+  for (int i = 0; i < 2; ++i) {
+    json d = devs[i];
+    d["device_id"] = 2 + i;
+    d["rank"] = 2 + i;
+    devs.push_back(d);
+  }
+  b["report"]["devices"] = devs;
+  auto c = views::BuildRunCompare({a, b});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  auto html = views::RenderRunCompareHtml(*c, "en");
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  BrowserRender r = Check(Write("compare.html", *html), "compare", 2000);
+  EXPECT_NE(r.dom.find("+" + views::FormatMbValue(6553.6)), std::string::npos);
+  for (const auto& d : (*c)["devices"])
+    for (const auto& comp : d["components"])
+      for (const auto& v : comp["values_mb"])
+        if (v.is_number()) {
+          EXPECT_NE(r.dom.find(views::FormatMbValue(v.get<double>())), std::string::npos) << comp.dump();
+        }
+  EXPECT_NE(r.dom.find("Position 3"), std::string::npos);
+  EXPECT_NE(r.dom.find("Totals (sum over devices)"), std::string::npos);
+  EXPECT_NE(r.dom.find("gpu_memory_utilization"), std::string::npos);
+  EXPECT_NE(r.dom.find("has no device at position 3"), std::string::npos);
 }
 
 // The rig itself must notice what it is there to catch.
