@@ -190,6 +190,25 @@ void RunDemo(bool clean) {
                        {"trace", run, "-o", trace});
       d.Expect(tr, 0, "trace");
       d.summary["memory_profile_trace"] = trace;
+      // The comparative question: what does more gpu-memory-utilization buy?
+      auto mem2 = d.Step("The same memory profile with --gpu-memory-utilization 0.9 (the first ran with vLLM's 0.85)",
+                         StoryView::kMemory,
+                         {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "2",
+                          "--gpu-memory-utilization", "0.9", "--wait"},
+                         600);
+      d.Expect(mem2, 0, "memory-profile (0.9)");
+      const std::string run2 = mem2.json().value("run_id", "");
+      if (!run2.empty()) {
+        auto cmp = d.Step("Compare the two: configuration differences, and each HBM component with its delta",
+                          StoryView::kCompareText, {"compare", run, run2, "--format", "text", "--lang", "en"});
+        d.Expect(cmp, 0, "compare");
+        const std::string cmp_html = out + "/compare.html";
+        auto cmph = d.Step("The compare as one HTML page (per device: both runs, the deltas, each value's evidence)",
+                           StoryView::kFiles,
+                           {"compare", run, run2, "--format", "html", "--lang", "en", "-o", cmp_html});
+        d.Expect(cmph, 0, "compare --format html");
+        d.summary["memory_profile_compare_html"] = cmp_html;
+      }
     }
   }
   d.Step("All runs", StoryView::kText, {"runs"});
@@ -204,6 +223,7 @@ void RunDemo(bool clean) {
              {"memory_profile_report_html", "the HBM report (a browser)"},
              {"torch_profile_report_html", "the torch-profile report (a browser)"},
              {"memory_profile_trace", "the memory-profile run's timeline (https://ui.perfetto.dev)"},
+             {"memory_profile_compare_html", "0.85 against 0.9 gpu-memory-utilization, per device (a browser)"},
              {"torch_profile_manifest", "the manifest for the downstream analysis tool"},
              {"steps_dir", "the full output of every step"}})
       if (d.summary.contains(key)) std::cerr << fmt::format("  {}:\n    {}\n", what, d.summary[key].get<std::string>());

@@ -163,6 +163,20 @@ std::vector<std::string> ReportText(const std::string& text) {
   return out;
 }
 
+// The compare's title, its [Runs] and [Configuration differences] and its
+// totals; the per-position tables (one per device) are in the full output.
+std::vector<std::string> CompareText(const std::string& text) {
+  std::vector<std::string> out;
+  bool keep = true;
+  for (const auto& l : Lines(text)) {
+    if (l.rfind("[", 0) == 0)
+      keep = l.rfind("[Notes]", 0) != 0 && l.rfind("[说明]", 0) != 0 && l.rfind("[Position", 0) != 0 &&
+             l.rfind("[位置", 0) != 0;
+    if (keep) out.push_back(l);
+  }
+  return out;
+}
+
 std::vector<std::string> Files(const json& j) {
   std::vector<std::string> out;
   if (j.contains("dir")) {
@@ -207,6 +221,8 @@ std::vector<std::string> StoryLines(StoryView view, const std::string& out, size
     lines = Lines(text);
   } else if (view == StoryView::kReportText) {
     lines = ReportText(text);
+  } else if (view == StoryView::kCompareText) {
+    lines = CompareText(text);
   } else {
     const json j = json::parse(text, nullptr, false);
     if (!j.is_object()) {

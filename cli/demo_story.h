@@ -24,6 +24,7 @@ enum class StoryView {
   kTorch,       // torch-profile --wait: gates, ranks, outputs
   kMemory,      // memory-profile --wait: HBM per phase
   kReportText,  // report --format text: the component tables without the evidence lines
+  kCompareText,  // compare --format text: the runs, the configuration differences and the totals
   kFiles,       // export / report -o / trace -o: what was written where
   kVerify,      // verify: the verdict
 };

@@ -1,5 +1,7 @@
 #include "views/html_run_compare.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "common/utf8.h"
@@ -49,14 +51,21 @@ std::string SignedMb(const json& v) {
   const double d = v.get<double>();
   return (d > 0 ? "+" : d < 0 ? "&#8722;" : "") + FormatMbValue(d < 0 ? -d : d);
 }
+// Counts (tokens, bytes) stay whole numbers even when a delta was computed
+// in floating point.
+bool Whole(const json& v) {
+  if (v.is_number_integer()) return true;
+  const double d = v.get<double>();
+  return std::isfinite(d) && std::fabs(d) < 1e15 && std::floor(d) == d;
+}
 std::string Plain(const json& v) {
   if (!v.is_number()) return "-";
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (Whole(v)) return std::to_string(static_cast<int64_t>(v.get<double>()));
   return fmt::format("{:.3f}", v.get<double>());
 }
 std::string SignedPlain(const json& v) {
   if (!v.is_number()) return "-";
-  if (v.is_number_integer()) return fmt::format("{:+}", v.get<int64_t>());
+  if (Whole(v)) return fmt::format("{:+}", static_cast<int64_t>(v.get<double>()));
   return fmt::format("{:+.3f}", v.get<double>());
 }
 std::string Pct(const json& v) { return v.is_number() ? fmt::format("{:+.2f}%", v.get<double>()) : "-"; }

@@ -66,6 +66,31 @@ TEST(DemoStory, ReportTextDropsTheEvidenceLinesOnly) {
   EXPECT_NE(out.find("npu-smi used"), std::string::npos);
 }
 
+TEST(DemoStory, CompareTextKeepsTheConfigurationAndTheTotalsNotThePerDeviceTables) {
+  const std::string compare =
+      "HBM memory compare\n"
+      "[Runs]\n"
+      "  A  r1  (reference (A))\n"
+      "  B  r2\n"
+      "[Configuration differences]\n"
+      "  gpu_memory_utilization   0.85   0.9\n"
+      "[Position 0] devices: A=0 B=0\n"
+      "  KV cache reserve   28000.0   31200.0   +3200.0   +11.4%\n"
+      "[Position 1] devices: A=1 B=1\n"
+      "  KV cache reserve   28000.0   31200.0   +3200.0   +11.4%\n"
+      "[Totals (sum over devices)]\n"
+      "  KV cache reserve   56000.0   62400.0   +6400.0   +11.4%\n"
+      "[Notes]\n"
+      "  position 0: B has no graph capture\n";
+  const std::string out = Joined(StoryLines(StoryView::kCompareText, compare));
+  EXPECT_NE(out.find("gpu_memory_utilization"), std::string::npos) << out;
+  EXPECT_NE(out.find("[Totals (sum over devices)]"), std::string::npos) << out;
+  EXPECT_NE(out.find("+6400.0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("[Position 0]"), std::string::npos) << out;
+  EXPECT_EQ(out.find("+3200.0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("[Notes]"), std::string::npos) << out;
+}
+
 TEST(DemoStory, VerifySaysTheVerdictAndNamesWhatFailed) {
   json ok = {{"ok", true}, {"lease_audit", {{"ok", true}, {"lease_events", 8}, {"error", nullptr}}},
              {"runs", {{{"run_id", "a"}, {"ok", true}, {"events", 7}}, {{"run_id", "b"}, {"ok", true}, {"events", 3}}}}};

@@ -138,7 +138,7 @@ void RunDemoFrom(const std::string& binary, const std::string& sim_dir) {
   EXPECT_TRUE(config.is_object() && config.value("sim_dir", "") == sim_dir)
       << "the demo's target was not set up from " << sim_dir << ": " << (config.is_object() ? config.dump() : target);
   // The views it writes next to its exports, where its summary says.
-  for (const char* key : {"memory_profile_report_html", "torch_profile_report_html"}) {
+  for (const char* key : {"memory_profile_report_html", "torch_profile_report_html", "memory_profile_compare_html"}) {
     const std::string html = ReadWhole(summary.value(key, std::string("/nonexistent")));
     EXPECT_NE(html.find("<html"), std::string::npos) << key << ": " << summary.value(key, "");
     if (std::string(key) == "memory_profile_report_html") {
@@ -154,7 +154,8 @@ void RunDemoFrom(const std::string& binary, const std::string& sim_dir) {
   EXPECT_LE(lines, 320u) << "the demo's terminal output grew to " << lines << " lines";
   for (const char* key_line : {"== 1. The machine inventory", "busy: process listed on NPU 3",
                                "waiting for 2 device(s) on sim1", "workload gate: ok", "analysis gate: ok",
-                               "Model weights", "KV cache reserve", "verified:", "Open next:"})
+                               "Model weights", "KV cache reserve", "[Configuration differences]",
+                               "gpu_memory_utilization", "[Totals (sum over devices)]", "verified:", "Open next:"})
     EXPECT_NE(r.err.find(key_line), std::string::npos) << "missing: " << key_line << "\n" << err_tail;
   EXPECT_EQ(r.err.find("\"armed_timers\""), std::string::npos) << "raw JSON on the terminal";
   size_t step_files = 0;
