@@ -156,6 +156,15 @@ class Broker {
   void DeliverWatch(const std::string& watcher, const std::string& target);
   // Registers a watch, or delivers at once when target already ended.
   void AddWatch(const std::string& watcher, const std::string& target);
+  // A sweep's children (statemachine/sweep_machine.h): submits the child
+  // `child` of `parent` under its derived id (an existing id is left as it
+  // is), or cancels it; both after the parent's request committed, and at
+  // recovery. broker/child_runs.cc.
+  void SubmitChild(const std::string& parent, const std::string& child);
+  void CancelChild(const std::string& parent, const std::string& child);
+  void RecoverChildren(const std::string& parent);
+  // `show` of a sweep: each child's live status while the sweep waits for it.
+  void AddLiveChildStatus(sm::json& summary);
   void ReplyNow(const std::string& identity, const proto::ClientResponse& r);
 
   BrokerOptions opts_;

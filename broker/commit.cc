@@ -23,7 +23,7 @@ namespace {
 bool HasFollowUp(const std::string& t) {
   return t == ev::kTaskScheduled || t == ev::kTaskRedispatched || t == ev::kTaskAbandoned ||
          t == ev::kTimerScheduled || t == ev::kTaskRetryScheduled || t == ev::kRunFinished ||
-         t == ev::kWatchRequested;
+         t == ev::kWatchRequested || t == ev::kChildRunRequested || t == ev::kChildCancelRequested;
 }
 
 // The payload fields AfterCommit reads, kept until the commit instead of the
@@ -272,6 +272,13 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
       // rejected decision rebuilds its cached state in place, but a store
       // read error drops it: look it up again.
       AddWatch(run_id, p.value("run_id", ""));
+      s = LoadRun(run_id);
+      if (!s) return;
+    } else if (t == ev::kChildRunRequested || t == ev::kChildCancelRequested) {
+      // Stages the child's submission (or cancel): committed next turn, and
+      // redone at recovery if the server dies before that.
+      if (t == ev::kChildRunRequested) SubmitChild(run_id, p.value("run_id", ""));
+      else CancelChild(run_id, p.value("run_id", ""));
       s = LoadRun(run_id);
       if (!s) return;
     } else if (t == ev::kRunFinished) {

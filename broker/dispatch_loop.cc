@@ -100,6 +100,9 @@ void Broker::Recover() {
     if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == "held") leases_.Sync(*s);
   for (const auto& row : rows)
     if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == "waiting") leases_.Sync(*s);
+  // A sweep's children before any watch: a child whose submission the crash
+  // lost must exist again before its parent watches it.
+  for (const auto& row : rows) RecoverChildren(row.run_id());
   for (const auto& row : rows) {
     sm::RunState* s = LoadRun(row.run_id());
     if (!s || s->terminal) continue;

@@ -191,22 +191,27 @@ void RunDemo(bool clean) {
       d.Expect(tr, 0, "trace");
       d.summary["memory_profile_trace"] = trace;
       // The comparative question: what does more gpu-memory-utilization buy?
-      auto mem2 = d.Step("The same memory profile with --gpu-memory-utilization 0.9 (the first ran with vLLM's 0.85)",
-                         StoryView::kMemory,
-                         {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "2",
-                          "--gpu-memory-utilization", "0.9", "--wait"},
-                         600);
-      d.Expect(mem2, 0, "memory-profile (0.9)");
-      const std::string run2 = mem2.json().value("run_id", "");
-      if (!run2.empty()) {
-        auto cmp = d.Step("Compare the two: configuration differences, and each HBM component with its delta",
-                          StoryView::kCompareText, {"compare", run, run2, "--format", "text", "--lang", "en"});
-        d.Expect(cmp, 0, "compare");
+      // A sweep runs one memory profile per grid point (queued for the same
+      // NPUs, one after the other); its report is the compare of the points.
+      auto sweep = d.Step("A sweep: the same memory profile at --gpu-memory-utilization 0.85 and 0.9, one run per "
+                          "point (the NPUs are leased to one point after the other)",
+                          StoryView::kSweep,
+                          {"submit", "sweep", "--kind", "memory-profile", "--machine", "sim1", "--model", model, "--tp",
+                           "2", "--grid", "gpu-memory-utilization=0.85,0.9", "--wait"},
+                          900);
+      d.Expect(sweep, 0, "sweep (memory-profile)");
+      const std::string sweep_run = sweep.json().value("run_id", "");
+      if (!sweep_run.empty()) {
+        d.summary["sweep_run"] = sweep_run;
+        auto cmp = d.Step("The sweep's report: the compare of its points (configuration differences, each HBM "
+                          "component with its delta)",
+                          StoryView::kCompareText, {"report", sweep_run, "--format", "text", "--lang", "en"});
+        d.Expect(cmp, 0, "report SWEEP");
         const std::string cmp_html = out + "/compare.html";
-        auto cmph = d.Step("The compare as one HTML page (per device: both runs, the deltas, each value's evidence)",
+        auto cmph = d.Step("The compare as one HTML page (per device: both points, the deltas, each value's evidence)",
                            StoryView::kFiles,
-                           {"compare", run, run2, "--format", "html", "--lang", "en", "-o", cmp_html});
-        d.Expect(cmph, 0, "compare --format html");
+                           {"report", sweep_run, "--format", "html", "--lang", "en", "-o", cmp_html});
+        d.Expect(cmph, 0, "report SWEEP --format html");
         d.summary["memory_profile_compare_html"] = cmp_html;
       }
     }

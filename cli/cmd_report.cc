@@ -1,5 +1,8 @@
 // `npuprof report RUN [--format json|text|html] [--lang zh|en] [-o FILE]`:
-// the report of a run, a pure projection of its events (the server folds
+// the report of a run (memory-profile: the HBM attribution; torch-profile
+// and analyse-root: gates and per-rank kernel summaries,
+// views/torch_report_text.h; sweep: the compare of its points,
+// cli/sweep_report.h), a pure projection of its events (the server folds
 // them; nothing is recomputed here except the rendering). html: one
 // self-contained page (views/html_memory_report.h for memory-profile runs,
 // views/html_torch_report.h for torch-profile and analyse-root runs) from
@@ -12,9 +15,13 @@
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/run_hbm_series.h"
+#include "cli/sweep_report.h"
 #include "statemachine/memory_report_text.h"
 #include "views/html_memory_report.h"
+#include "views/html_run_compare.h"
+#include "views/run_compare_text.h"
 #include "views/html_torch_report.h"
+#include "views/torch_report_text.h"
 
 namespace npuprof::cli {
 
@@ -38,7 +45,7 @@ Result<std::string> RenderHtml(Client& client, const std::string& run, const jso
 
 void AddReportCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "report", "Print a run's report (memory-profile: per-device HBM attribution; html: also torch-profile)");
+      "report", "Print a run's report (memory-profile: per-device HBM attribution; torch-profile: gates and kernel summaries)");
   auto addr = std::make_shared<ServerAddress>();
   auto run = std::make_shared<std::string>();
   auto format = std::make_shared<std::string>("json");
@@ -55,10 +62,24 @@ void AddReportCommand(CLI::App& app) {
     auto m = client.CallJson("manifest", json{{"run_id", *run}});
     if (!m.ok()) return Fail(2, m.status().message());
     std::string text;
-    if (*format == "html") {
+    if (m->value("kind", "") == "sweep") {
+      auto c = SweepCompare(client, *m);
+      if (!c.ok()) return Fail(2, c.status().message());
+      if (*format == "html") {
+        auto html = views::RenderRunCompareHtml(*c, *lang);
+        if (!html.ok()) return Fail(2, html.status().message());
+        text = std::move(*html);
+      } else {
+        text = *format == "text" ? views::RenderRunCompareText(*c, *lang) : c->dump(2) + "\n";
+      }
+    } else if (*format == "html") {
       auto html = RenderHtml(client, *run, *m, *lang);
       if (!html.ok()) return Fail(2, html.status().message());
       text = std::move(*html);
+    } else if (const std::string kind = m->value("kind", ""); kind == "torch-profile" || kind == "analyse-root") {
+      auto rep = views::BuildTorchReport(*m);
+      if (!rep.ok()) return Fail(2, rep.status().message());
+      text = *format == "text" ? views::RenderTorchReportText(*rep, *lang) : rep->dump(2) + "\n";
     } else {
       if (!m->contains("report") || !(*m)["report"].is_object())
         return Fail(2, fmt::format("run {} ({}) has no report", *run, m->value("kind", "unknown kind")));

@@ -20,9 +20,18 @@ CLI::App* AddSubmitKind(CLI::App* submit, const std::string& name, const std::st
   return cmd;
 }
 
+CapturedSubmit*& SubmitCapture() {
+  static CapturedSubmit* capture = nullptr;
+  return capture;
+}
+
 void SubmitAndMaybeWait(const SubmitCommon& c, const std::string& kind, json spec, bool manifest) {
   if (!c.machine.empty()) spec["machine"] = c.machine;
   if (!c.tag.empty()) spec["tag"] = c.tag;
+  if (CapturedSubmit* cap = SubmitCapture()) {
+    *cap = {kind, std::move(spec), true};
+    return;
+  }
   json args = {{"kind", kind}, {"spec", spec}};
   if (!c.run_id.empty()) args["run_id"] = c.run_id;
   Client client(c.addr);
@@ -57,6 +66,7 @@ void AddSubmitCommand(CLI::App& app) {
   AddSubmitServe(submit);
   AddSubmitTorchProfile(submit);
   AddSubmitMemoryProfile(submit);
+  AddSubmitSweep(submit);
 }
 
 }  // namespace npuprof::cli

@@ -194,6 +194,22 @@ std::vector<std::string> Files(const json& j) {
   return out;
 }
 
+std::vector<std::string> Sweep(const json& j) {
+  std::vector<std::string> out = {fmt::format("sweep {}: {} ({} of {} points ok)", S(j, "run_id"),
+                                              S(j, "sweep_status", S(j, "status")), S(j, "points_ok"),
+                                              S(j, "points"))};
+  if (j.contains("children") && j["children"].is_array())
+    for (const auto& c : j["children"]) {
+      std::string point;
+      if (c.contains("point") && c["point"].is_object())
+        for (auto it = c["point"].begin(); it != c["point"].end(); ++it)
+          point += fmt::format("{}{}={}", point.empty() ? "" : " ", it.key(),
+                               it->is_string() ? it->get<std::string>() : it->dump());
+      out.push_back(fmt::format("  {:<40} {:<32} {}", S(c, "run_id"), point, S(c, "status")));
+    }
+  return out;
+}
+
 std::vector<std::string> Verify(const json& j) {
   std::vector<std::string> out;
   int64_t events = 0, bad = 0;
@@ -242,6 +258,7 @@ std::vector<std::string> StoryLines(StoryView view, const std::string& out, size
         case StoryView::kMemory: lines = Memory(j); break;
         case StoryView::kFiles: lines = Files(j); break;
         case StoryView::kVerify: lines = Verify(j); break;
+        case StoryView::kSweep: lines = Sweep(j); break;
         default: lines = Lines(text); break;
       }
     }

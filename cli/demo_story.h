@@ -27,6 +27,7 @@ enum class StoryView {
   kCompareText,  // compare --format text: the runs, the configuration differences and the totals
   kFiles,       // export / report -o / trace -o: what was written where
   kVerify,      // verify: the verdict
+  kSweep,       // submit sweep --wait: each point's run and status
 };
 
 // At most `max_lines` lines (the last says how many were left out).

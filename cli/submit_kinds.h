@@ -25,9 +25,20 @@ CLI::App* AddSubmitKind(CLI::App* submit, const std::string& name, const std::st
 // follows the run and prints its summary (manifest=false) or manifest.
 void SubmitAndMaybeWait(const SubmitCommon& c, const std::string& kind, json spec, bool manifest);
 
+// While set (`submit sweep` builds each point's child spec with the child
+// kind's own parser), SubmitAndMaybeWait stores the spec here instead of
+// submitting it.
+struct CapturedSubmit {
+  std::string kind;
+  json spec;
+  bool captured = false;
+};
+CapturedSubmit*& SubmitCapture();
+
 void AddSubmitProbe(CLI::App* submit);
 void AddSubmitServe(CLI::App* submit);          // issue: serve run kind
 void AddSubmitTorchProfile(CLI::App* submit);   // issue: torch-profile + analyse-root
 void AddSubmitMemoryProfile(CLI::App* submit);  // issue: memory-profile
+void AddSubmitSweep(CLI::App* submit);          // one child run per grid point (cli/submit_sweep.cc)
 
 }  // namespace npuprof::cli

@@ -12,65 +12,11 @@
 
 #include "common/text.h"
 #include "common/utf8.h"
+#include "parsers/csv_records.h"
 #include "parsers/finite_number.h"
 
 namespace npuprof {
 namespace {
-
-// ---- a small RFC 4180 reader ------------------------------------------------
-
-// Calls `on_record(cells, record_index)` for every record (index 0 = header),
-// cells trimmed, until it returns false. Blank lines are skipped. A leading
-// UTF-8 BOM is dropped.
-void ForEachCsvRecord(std::string_view text,
-                      const std::function<bool(const std::vector<std::string>&, size_t)>& on_record) {
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-  std::vector<std::string> cells;
-  std::string cell;
-  bool in_quotes = false;
-  bool record_has_content = false;
-  bool stopped = false;
-  size_t index = 0;
-  auto end_cell = [&] {
-    cells.emplace_back(Trim(cell));
-    cell.clear();
-  };
-  auto end_record = [&] {
-    end_cell();
-    if (record_has_content) stopped = !on_record(cells, index++);
-    cells.clear();
-    record_has_content = false;
-  };
-  for (size_t i = 0; i < text.size() && !stopped; ++i) {
-    char c = text[i];
-    if (in_quotes) {
-      if (c == '"') {
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          cell.push_back('"');
-          ++i;
-        } else {
-          in_quotes = false;
-        }
-      } else {
-        cell.push_back(c);
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_quotes = true;
-      record_has_content = true;
-    } else if (c == ',') {
-      end_cell();
-      record_has_content = true;
-    } else if (c == '\n') {
-      end_record();
-    } else {
-      if (c != '\r' && c != ' ' && c != '\t') record_has_content = true;
-      cell.push_back(c);
-    }
-  }
-  if (!stopped && (record_has_content || !cell.empty() || !cells.empty())) end_record();
-}
 
 std::vector<std::string> HeaderOf(std::string_view text) {
   std::vector<std::string> header;

@@ -13,6 +13,7 @@ const KindRegistry& DefaultKinds() {
     RegisterServeKind(*r);
     RegisterTorchProfileKinds(*r);
     RegisterMemoryProfileKind(*r);
+    RegisterSweepKind(*r);
     return r;
   }();
   return *registry;

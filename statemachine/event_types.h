@@ -21,6 +21,13 @@ inline constexpr const char* kRunRecovered = "RunRecovered";
 inline constexpr const char* kRunFinished = "RunFinished";
 inline constexpr const char* kSignalReceived = "SignalReceived";
 inline constexpr const char* kWatchRequested = "WatchRequested";
+// A run asks the broker to submit a child run ({"run_id", "index"}; the
+// kind and spec come from the parent's state, statemachine/sweep_machine.h)
+// or to cancel one ({"run_id"}). The broker acts on them once committed and
+// again at recovery; both are idempotent (a derived child id is submitted
+// at most once, a finished child ignores a cancel).
+inline constexpr const char* kChildRunRequested = "ChildRunRequested";
+inline constexpr const char* kChildCancelRequested = "ChildCancelRequested";
 
 // Signals the broker itself sends.
 inline constexpr const char* kSignalWatchedRunFinished = "watched_run_finished";

@@ -9,5 +9,6 @@ namespace npuprof::sm {
 void RegisterServeKind(KindRegistry& r);
 void RegisterTorchProfileKinds(KindRegistry& r);   // torch-profile and analyse-root
 void RegisterMemoryProfileKind(KindRegistry& r);
+void RegisterSweepKind(KindRegistry& r);          // statemachine/sweep_machine.h
 
 }  // namespace npuprof::sm

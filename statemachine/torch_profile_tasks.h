@@ -22,7 +22,9 @@ inline constexpr const char* kTpRequestsTask = "torch_profile.requests";
 inline constexpr const char* kTpListDirsTask = "torch_profile.list_profile_dirs";
 // {dir, analyse_timeout_s} -> {path, outputs:{kernel_details_csv:{path,exists},
 // trace_view_json:{path,exists}}, analysis_status, analyse:{exit_code,
-// reattached, log_tail}}. analyse() runs detached on the target with an
+// reattached, log_tail}, kernel_summary (when kernel_details.csv is valid:
+// parsers/kernel_summary.h's JSON + {path, bytes_read, truncated}, or
+// {path, error})}. analyse() runs detached on the target with an
 // exit-code marker named after the task id; a re-dispatched attempt waits
 // for the running one instead of starting it again.
 inline constexpr const char* kTpAnalyseRankTask = "torch_profile.analyse_rank";

@@ -31,6 +31,13 @@ constexpr Label kTokens{"KV Cache tokens", "KV cache tokens"};
 constexpr Label kUsed{"已用 HBM", "HBM used"};
 constexpr Label kTotal{"总 HBM", "HBM total"};
 constexpr Label kTotals{"合计 (各设备之和)", "Totals (sum over devices)"};
+constexpr Label kKernelType{"Kernel 类型", "Kernel Type"};
+constexpr Label kKernelName{"Kernel", "Kernel"};
+constexpr Label kKernelTotal{"全部 kernel", "all kernels"};
+constexpr Label kKernelsByType{"Kernel 设备时间 (按类型)", "Kernel device time by Type"};
+constexpr Label kMovers{"变化最大的 kernel (按 |Δ|)", "Kernels that moved most (by |Δ|)"};
+constexpr Label kNoKernels{"无 kernel 汇总 (kernel_details.csv 缺失或不可读)",
+                           "No kernel summary (kernel_details.csv missing or unreadable)"};
 constexpr Label kDeviceCounts{"设备数", "Device count"};
 constexpr Label kIncomplete{"缺少部分设备的值", "missing on some devices"};
 constexpr Label kNotes{"说明", "Notes"};
@@ -227,6 +234,27 @@ std::string Memory(const json& c, const Words& w) {
   return out + t.Finish() + NotesList(notes);
 }
 
+// One rank position's kernel compare: total device time and every Type,
+// then the kernels that moved most (views/kernel_compare.h).
+std::string KernelTables(const json& k, size_t n, const Words& w) {
+  if (!k.is_object()) return "";
+  bool any = false;
+  for (const auto& s : ArrField(k, "statuses")) any |= s.is_string() && s.get<std::string>() == "ok";
+  if (!any) return "<p class=\"sub\">" + E(w(kNoKernels)) + "</p>\n";
+  auto [h, num] = Columns(w(kKernelType), n, "µs", "");
+  HtmlTable t(h, num, "kernels");
+  t.Row(ValueCells("<strong>" + E(w(kKernelTotal)) + "</strong>", Field(k, "total_us"), "values_us", "delta_us", false));
+  for (const auto& row : ArrField(k, "by_type"))
+    t.Row(ValueCells("<code>" + E(StrField(row, "type")) + "</code>", row, "total_us", "delta_us", false));
+  auto [mh, mnum] = Columns(w(kKernelName), n, "µs", "");
+  HtmlTable m(mh, mnum, "kernel-movers");
+  for (const auto& row : ArrField(k, "top_movers"))
+    m.Row(ValueCells("<code>" + E(StrField(row, "name")) + "</code> <span class=\"sub\">" +
+                         E(StrField(row, "type")) + "</span>",
+                     row, "total_us", "delta_us", false));
+  return Heading(4, w(kKernelsByType)) + t.Finish() + Heading(4, w(kMovers)) + m.Finish();
+}
+
 std::string Torch(const json& c, const Words& w) {
   const size_t n = RunCount(c);
   auto [h, num] = Columns(w(kMetric), n, "", "");
@@ -266,6 +294,7 @@ std::string Torch(const json& c, const Words& w) {
     for (const auto& o : ArrField(r, "outputs"))
       t.Row(ValueCells("<code>" + E(StrField(o, "key")) + "</code>", o, "size_bytes", "delta", false));
     out += t.Finish();
+    out += KernelTables(Field(r, "kernels"), n, w);
   }
   return out;
 }

@@ -33,6 +33,9 @@ constexpr Label kCount{"数量", "Count"};
 constexpr Label kFailed{"失败", "failed"};
 constexpr Label kNoRequests{"没有负载请求结果。", "No workload request results."};
 constexpr Label kKernels{"算子汇总", "Kernel summary"};
+constexpr Label kKernelRows{"条 kernel 记录", "kernel rows"};
+constexpr Label kDistinct{"种 kernel", "distinct kernels"};
+constexpr Label kTruncated{"文件超过读取上限, 仅汇总前部", "file above the read cap: summary of its head only"};
 constexpr Label kErrors{"步骤错误", "Step errors"};
 constexpr Label kPresent{"存在", "present"};
 constexpr Label kAbsent{"缺失", "missing"};
@@ -98,6 +101,36 @@ std::string OutputCell(const json& o, const std::string& rank_dir, const Words& 
   return Badge(exists ? w(kPresent) : w(kAbsent), exists) + " " + PathUnder(StrField(o, "path"), rank_dir);
 }
 
+std::string Us(const json& v) { return v.is_number() ? fmt::format("{:.1f}", v.get<double>()) : "-"; }
+
+// One rank's kernel summary (parsers/kernel_summary.h): the Types, then the
+// longest kernels; a read error is shown as such.
+std::string KernelSummary(const json& d, const Words& w) {
+  const json& ks = Field(d, "kernel_summary");
+  if (!ks.is_object()) return "";
+  std::string out = Heading(3, fmt::format("{}: {}", w(kKernels), StrField(d, "path")));
+  if (ks.contains("error")) return out + "<p class=\"note\">" + E(TruncateUtf8(CellText(Field(ks, "error")), 600)) + "</p>\n";
+  out += "<p class=\"sub\">" +
+         E(fmt::format("{} {} · {} µs · {} {}{}", CellText(Field(ks, "counted_rows")), w(kKernelRows),
+                       Us(Field(ks, "total_us")), CellText(Field(ks, "distinct_kernels")), w(kDistinct),
+                       Field(ks, "truncated").is_boolean() && Field(ks, "truncated").get<bool>()
+                           ? std::string(" · ") + w(kTruncated)
+                           : "")) +
+         "</p>\n";
+  HtmlTable types({"Type", w(kCount), "total µs", "mean µs", "max µs", "%"}, {false, true, true, true, true, true},
+                  "kernel-types");
+  for (const auto& t : ArrField(ks, "by_type"))
+    types.Row({"<code>" + E(StrField(t, "type")) + "</code>", E(CellText(Field(t, "count"))), Us(Field(t, "total_us")),
+               Us(Field(t, "mean_us")), Us(Field(t, "max_us")), Us(Field(t, "share_pct"))});
+  HtmlTable top({"Name", "Type", "core", w(kCount), "total µs", "mean µs", "max µs", "%"},
+                {false, false, false, true, true, true, true, true}, "kernel-top");
+  for (const auto& k : ArrField(ks, "top"))
+    top.Row({"<code>" + E(StrField(k, "name")) + "</code>", E(StrField(k, "type")), E(StrField(k, "core")),
+             E(CellText(Field(k, "count"))), Us(Field(k, "total_us")), Us(Field(k, "mean_us")),
+             Us(Field(k, "max_us")), Us(Field(k, "share_pct"))});
+  return out + types.Finish() + top.Finish();
+}
+
 std::string Ranks(const json& m, const Words& w) {
   HtmlTable t({w(kPath), w(kStatus), "kernel_details.csv", "trace_view.json", w(kExitCode)});
   const std::string root = StrField(m, "remote_profile_root");
@@ -110,21 +143,7 @@ std::string Ranks(const json& m, const Words& w) {
   }
   std::string out = Heading(2, w(kRanks), "ranks") + "<p class=\"sub\">" + E(StrField(m, "remote_profile_root")) +
                     "</p>\n" + t.Finish();
-  for (const auto& d : ArrField(m, "remote_profile_dirs")) {
-    const json& ks = Field(d, "kernel_summary");
-    if (!ks.is_array() || ks.empty() || !ks[0].is_object()) continue;
-    std::vector<std::string> cols;
-    for (auto it = ks[0].begin(); it != ks[0].end(); ++it) cols.push_back(it.key());
-    std::vector<bool> numeric;
-    for (const auto& c : cols) numeric.push_back(ks[0][c].is_number());
-    HtmlTable kt(cols, numeric);
-    for (const auto& row : ks) {
-      std::vector<std::string> cells;
-      for (const auto& c : cols) cells.push_back(E(CellText(Field(row, c))));
-      kt.Row(cells);
-    }
-    out += Heading(3, fmt::format("{}: {}", w(kKernels), StrField(d, "path"))) + kt.Finish();
-  }
+  for (const auto& d : ArrField(m, "remote_profile_dirs")) out += KernelSummary(d, w);
   return out;
 }
 

@@ -7,8 +7,9 @@
 // the threshold, follow-up; analysis: the verdict over the ranks), the
 // service and profiler-control steps, one row per rank directory with its
 // analysis status and outputs, the workload's latency distribution (every
-// request's latency sorted, p50 / p90 / p99, count, ok, min, max) and, when
-// a rank directory carries a "kernel_summary" array of objects, that table.
+// request's latency sorted, p50 / p90 / p99, count, ok, min, max) and, per
+// rank directory with a "kernel_summary" (parsers/kernel_summary.h), its
+// kernel Types and longest kernels.
 //
 // lang "zh" (default) or "en" for the labels. Errors: `doc` is not an
 // object, or has none of the manifest's fields (no "workload_status",

@@ -10,6 +10,8 @@
 
 #include "statemachine/memory_report.h"
 #include "views/charts.h"
+#include "views/compare_deltas.h"
+#include "views/kernel_compare.h"
 #include "views/html_page.h"
 
 namespace npuprof::views {
@@ -21,24 +23,6 @@ using nlohmann::json;
 double R3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 std::string RunId(const json& m) { return StrField(m, "run_id", "?"); }
-
-// Deltas of `values` against values[0], aligned with them.
-void AddDeltas(json& row, const json& values, const char* delta_key, const char* pct_key) {
-  json d = json::array(), p = json::array();
-  const json& a = values[0];
-  for (const auto& v : values) {
-    if (!a.is_number() || !v.is_number()) {
-      d.push_back(nullptr);
-      p.push_back(nullptr);
-      continue;
-    }
-    const double delta = v.get<double>() - a.get<double>();
-    d.push_back(R3(delta));
-    p.push_back(a.get<double>() != 0 ? json(R3(delta / a.get<double>() * 100.0)) : json(nullptr));
-  }
-  row[delta_key] = std::move(d);
-  row[pct_key] = std::move(p);
-}
 
 // {"key", "values_mb"|"values", deltas} from one value per run.
 json MetricRow(const std::string& key, json values, bool mb) {
@@ -392,10 +376,13 @@ void TorchCompare(const std::vector<json>& ms, json& out) {
       row["exists"] = std::move(exists);
       outputs.push_back(std::move(row));
     }
+    std::vector<json> summaries;
+    for (const json* d : at) summaries.push_back(d ? Field(*d, "kernel_summary") : json(nullptr));
     rank_rows.push_back({{"position", p},
                          {"paths", std::move(paths)},
                          {"analysis_statuses", std::move(statuses)},
-                         {"outputs", std::move(outputs)}});
+                         {"outputs", std::move(outputs)},
+                         {"kernels", CompareKernelSummaries(summaries)}});
   }
   out["ranks"] = std::move(rank_rows);
   out["notes"].push_back("throughput is not shown: the manifest keeps each request's latency, not the wave's "

@@ -43,7 +43,9 @@
 //    / expected) side by side with "same": true when every run agrees; and
 //    "ranks" matched by position in remote_profile_dirs: per run the path,
 //    analysis status and, per output (kernel_details.csv, trace_view.json),
-//    whether it exists and its size in bytes with deltas.
+//    whether it exists and its size in bytes with deltas; and "kernels",
+//    the rank's kernel summaries compared (views/kernel_compare.h: total
+//    device time, every kernel Type, the top movers by |delta|).
 //
 // Output: {"schema_version": 1, "kind", "runs": [{"run_id", "status",
 //  "tag", "machine", "model", "tp", "dp", "started_at", "completed_at"}],

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/utf8.h"
 #include "views/html_page.h"
 
 namespace npuprof::views {
@@ -30,6 +31,10 @@ constexpr Label kBenchmark{"[负载结果]", "[Benchmark results]"};
 constexpr Label kGates{"[门禁]", "[Gates]"};
 constexpr Label kRanks{"[各 rank 输出]", "[Outputs per rank]"};
 constexpr Label kMetric{"指标", "Metric"};
+constexpr Label kKernelTotal{"全部 kernel 设备时间", "all kernels, device time"};
+constexpr Label kByType{"按类型 (Type)", "by Type"};
+constexpr Label kMovers{"变化最大的 kernel", "top movers (by |Δ|)"};
+constexpr Label kNoKernels{"无 kernel 汇总", "no kernel summary"};
 
 std::string Letter(size_t i) { return i < 26 ? std::string(1, static_cast<char>('A' + i)) : fmt::format("R{}", i); }
 
@@ -72,9 +77,13 @@ std::string RunsAndConfig(const json& c, const Words& w) {
   std::string out = std::string(w(kRuns)) + "\n";
   size_t i = 0;
   for (const auto& r : ArrField(c, "runs")) {
-    out += fmt::format("  {} {} status={} tag={} tp={} dp={} model={}{}\n", Letter(i), StrField(r, "run_id"),
-                       StrField(r, "status", "-"), StrField(r, "tag", "-"), CellText(Field(r, "tp")),
-                       CellText(Field(r, "dp")), StrField(r, "model", "-"), i == 0 ? "  <- " + std::string(w(kReference)) : "");
+    std::string point;
+    if (const json& p = Field(r, "point"); p.is_object())  // a sweep's point (cli/sweep_report.h)
+      for (auto it = p.begin(); it != p.end(); ++it) point += fmt::format(" {}={}", it.key(), CellText(*it));
+    out += fmt::format("  {} {}{} status={} tag={} tp={} dp={} model={}{}\n", Letter(i), StrField(r, "run_id"),
+                       point.empty() ? "" : " [" + point.substr(1) + "]", StrField(r, "status", "-"),
+                       StrField(r, "tag", "-"), CellText(Field(r, "tp")), CellText(Field(r, "dp")),
+                       StrField(r, "model", "-"), i == 0 ? "  <- " + std::string(w(kReference)) : "");
     ++i;
   }
   out += "\n" + std::string(w(kConfig)) + "\n";
@@ -137,6 +146,35 @@ std::string Memory(const json& c, const Words& w) {
   return out + notes + "\n";
 }
 
+// One rank position's kernel compare (views/kernel_compare.h): the total,
+// the Types that moved most and the kernels that moved most.
+std::string KernelLines(const json& k, size_t n, const Words& w) {
+  if (!k.is_object()) return "";
+  std::vector<std::string> st;
+  size_t i = 0;
+  bool any = false;
+  for (const auto& s : ArrField(k, "statuses")) {
+    st.push_back(Letter(i++) + "=" + CellText(s));
+    any |= s.is_string() && s.get<std::string>() == "ok";
+  }
+  if (!any) return fmt::format("    {}: {}\n", w(kNoKernels), fmt::join(st, "  "));
+  std::string out = HeaderLine("kernels (us)", n, "", "    ");
+  out += "    " + ValueLine(w(kKernelTotal), Field(k, "total_us"), "values_us", "delta_us");
+  out += fmt::format("    {}\n", w(kByType));
+  size_t rows = 0;
+  for (const auto& t : ArrField(k, "by_type")) {
+    if (rows++ == 8) break;
+    out += "    " + ValueLine("  " + TruncateUtf8(StrField(t, "type"), 30), t, "total_us", "delta_us");
+  }
+  out += fmt::format("    {}\n", w(kMovers));
+  rows = 0;
+  for (const auto& m : ArrField(k, "top_movers")) {
+    if (rows++ == 5) break;
+    out += "    " + ValueLine("  " + TruncateUtf8(StrField(m, "name"), 30), m, "total_us", "delta_us");
+  }
+  return out;
+}
+
 std::string Torch(const json& c, const Words& w) {
   const size_t n = RunCount(c);
   std::string out = std::string(w(kBenchmark)) + "\n" + HeaderLine(w(kMetric), n, "");
@@ -161,6 +199,7 @@ std::string Torch(const json& c, const Words& w) {
     out += HeaderLine("bytes", n, "", "    ");
     for (const auto& o : ArrField(r, "outputs"))
       out += "    " + ValueLine(StrField(o, "key"), o, "size_bytes", "delta", 0);
+    out += KernelLines(Field(r, "kernels"), n, w);
   }
   return out + "\n";
 }

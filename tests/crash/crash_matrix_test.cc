@@ -1,5 +1,6 @@
-// The crash matrix for the four run kinds: probe, serve, torch-profile and
-// memory-profile (standalone, with its msprof export).
+// The crash matrix for five run kinds: probe, serve, torch-profile,
+// memory-profile (standalone, with its msprof export) and sweep (two
+// memory-profile points; every child exactly once).
 //
 // For each kind, one clean run records the global positions of the run's
 // events. Then, for every committed decision of that run (position K of its
@@ -70,6 +71,9 @@ const std::set<std::string>& DroppedKeys() {
       // step times, analyse logs (times, pids), trace sizes (pids inside), and
       // whether analyse was re-attached after a restart.
       "created", "id", "latency_ms", "completed_at", "started_at", "log_tail", "size", "reattached", "launch",
+      // the kernel summary's bytes read: kernel_details.csv holds start times
+      // whose printed length varies (the figures themselves are compared)
+      "bytes_read",
       // memory-profile evidence locators: which log line / CSV row / sample
       // time a figure was read from depends on timing (sampling, rank log
       // interleaving); the figures themselves are compared.
@@ -298,6 +302,10 @@ class Installation {
     if (kind_ == "memory-profile")
       return {"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
               std::to_string(port_), "--flush-seconds", "0", "--health-timeout", "60", "--run-id", run};
+    if (kind_ == "sweep")  // two memory-profile points, one after the other on NPU 0
+      return {"submit", "sweep", "--kind", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "1",
+              "--flush-seconds", "0", "--health-timeout", "60", "--grid", "gpu-memory-utilization=0.8,0.9",
+              "--run-id", run};
     return {"submit", "serve", "--machine", "sim1", "--model", model_, "--served-model-name", "m", "--tp", "2",
             "--health-timeout", "60", "--stop-grace", "5", "--run-id", run};
   }
@@ -433,13 +441,14 @@ class Installation {
 // The remote effects that must happen once per run, whatever crashed when.
 void ExpectEffectsOnce(const std::string& kind, const Outcome& o, const std::string& trace) {
   if (kind == "probe") return;
-  EXPECT_EQ(o.truth_instances, 1u) << "vLLM instances launched in all\n" << trace;
+  const size_t services = kind == "sweep" ? 2 : 1;  // a sweep: one per point
+  EXPECT_EQ(o.truth_instances, services) << "vLLM instances launched in all\n" << trace;
   if (kind == "torch-profile") {
     EXPECT_EQ(o.analyse_invocations.size(), 2u) << "rank dirs analysed (tp=2)\n" << trace;
     for (const auto& [dir, n] : o.analyse_invocations) EXPECT_EQ(n, 1u) << "analyse() starts in " << dir << "\n" << trace;
   }
-  if (kind == "memory-profile") {
-    EXPECT_EQ(o.export_invocations.size(), 1u) << "msprof output dirs exported\n" << trace;
+  if (kind == "memory-profile" || kind == "sweep") {
+    EXPECT_EQ(o.export_invocations.size(), services) << "msprof output dirs exported\n" << trace;
     for (const auto& [dir, n] : o.export_invocations) EXPECT_EQ(n, 1u) << "msprof exports of " << dir << "\n" << trace;
   }
 }
@@ -580,7 +589,8 @@ INSTANTIATE_TEST_SUITE_P(Kinds, CrashMatrix,
                                            Scenario{"torch-profile", 0, 4}, Scenario{"torch-profile", 1, 4},
                                            Scenario{"torch-profile", 2, 4}, Scenario{"torch-profile", 3, 4},
                                            Scenario{"memory-profile", 0, 4}, Scenario{"memory-profile", 1, 4},
-                                           Scenario{"memory-profile", 2, 4}, Scenario{"memory-profile", 3, 4}),
+                                           Scenario{"memory-profile", 2, 4}, Scenario{"memory-profile", 3, 4},
+                                           Scenario{"sweep", 0, 1}),
                          [](const ::testing::TestParamInfo<Scenario>& i) {
                            std::string k = i.param.kind;
                            std::replace(k.begin(), k.end(), '-', '_');

@@ -117,3 +117,21 @@ TEST(DemoStory, AnythingElseIsShownAsItsFirstLinesAndBounded) {
 
 }  // namespace
 }  // namespace npuprof::cli
+
+namespace npuprof::cli {
+namespace {
+
+TEST(DemoStory, SweepShowsEachPointAndItsStatus) {
+  const std::string out =
+      R"({"run_id": "r-sw", "status": "ok", "sweep_status": "ok", "points": 2, "points_ok": 2,
+          "children": [{"run_id": "r-sw-p0", "point": {"gpu-memory-utilization": "0.85"}, "status": "ok"},
+                       {"run_id": "r-sw-p1", "point": {"gpu-memory-utilization": "0.9"}, "status": "ok"}]})";
+  const auto lines = StoryLines(StoryView::kSweep, out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "sweep r-sw: ok (2 of 2 points ok)");
+  EXPECT_NE(lines[2].find("r-sw-p1"), std::string::npos);
+  EXPECT_NE(lines[2].find("gpu-memory-utilization=0.9"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace npuprof::cli

@@ -155,7 +155,8 @@ void RunDemoFrom(const std::string& binary, const std::string& sim_dir) {
   for (const char* key_line : {"== 1. The machine inventory", "busy: process listed on NPU 3",
                                "waiting for 2 device(s) on sim1", "workload gate: ok", "analysis gate: ok",
                                "Model weights", "KV cache reserve", "[Configuration differences]",
-                               "gpu_memory_utilization", "[Totals (sum over devices)]", "verified:", "Open next:"})
+                               "gpu_memory_utilization", "(2 of 2 points ok)", "[Totals (sum over devices)]", "verified:",
+                               "Open next:"})
     EXPECT_NE(r.err.find(key_line), std::string::npos) << "missing: " << key_line << "\n" << err_tail;
   EXPECT_EQ(r.err.find("\"armed_timers\""), std::string::npos) << "raw JSON on the terminal";
   size_t step_files = 0;

@@ -292,6 +292,15 @@ std::string NpuprofHarness::MakeModel(const std::vector<std::string>& args) {
   return out;
 }
 
+Status NpuprofHarness::UpdateTarget(const std::vector<std::string>& args, const std::string& machine) {
+  std::vector<std::string> argv = {"/usr/bin/python3", SimDir() + "/setup_target.py", "--root", SimRoot(machine),
+                                   "--update"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CliResult r = RunCaptured(argv, 60);
+  if (r.exit_code != 0) return Status::Internal("setup_target.py --update failed: " + r.err);
+  return Status::Ok();
+}
+
 std::vector<nlohmann::json> NpuprofHarness::SimTruthFiles() const {
   std::vector<nlohmann::json> out;
   std::error_code ec;

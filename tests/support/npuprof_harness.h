@@ -90,6 +90,9 @@ class NpuprofHarness {
   // Another simulated target behind the same sshd (its own root, env script
   // and runtime base), added to the inventory as machine `name`.
   Status AddTarget(const std::string& name, const std::vector<std::string>& sim_args = {});
+  // Changes a target in place between runs: setup_target.py --update ARGS
+  // (--fault, --clear-faults, --set DOTTED.KEY=JSON).
+  Status UpdateTarget(const std::vector<std::string>& args, const std::string& machine = "");
   std::string DataDir() const { return dir_ + "/data"; }
   std::string Dir() const { return dir_; }
   std::vector<nlohmann::json> SimTruthFiles() const;

@@ -172,13 +172,20 @@ TEST(TorchHtml, RealManifestGatesRanksLatency) {
 
 TEST(TorchHtml, KernelSummaryWhenARankCarriesOne) {
   json m = TestJson("views/torch_profile.manifest.json");
-  m["remote_profile_dirs"][0]["kernel_summary"] = {{{"name", "MatMulV2"}, {"count", 96}, {"total_us", 1234.5}},
-                                                   {{"name", "FlashAttentionScore"}, {"count", 32}, {"total_us", 987}}};
+  m["remote_profile_dirs"][0]["kernel_summary"] = {
+      {"counted_rows", 128}, {"distinct_kernels", 2}, {"total_us", 2221.5}, {"truncated", false},
+      {"top", {{{"name", "aclnnMatmul_MatMulCommon_MatMulV2"}, {"type", "MatMulV2"}, {"count", 96}, {"total_us", 1234.5}},
+               {{"name", "aclnnFlash<x>"}, {"type", "FlashAttentionScore"}, {"count", 32}, {"total_us", 987}}}},
+      {"by_type", {{{"type", "MatMulV2"}, {"count", 96}, {"total_us", 1234.5}, {"share_pct", 55.57}}}}};
+  m["remote_profile_dirs"][1]["kernel_summary"] = {{"error", "kernel_details.csv: the header lacks Duration(us)"}};
   auto r = views::RenderTorchProfileHtml(m, "en");
   ASSERT_TRUE(r.ok());
   EXPECT_NE(r->find("Kernel summary"), std::string::npos);
-  EXPECT_NE(r->find("MatMulV2"), std::string::npos);
+  EXPECT_NE(r->find("<code>aclnnMatmul_MatMulCommon_MatMulV2</code>"), std::string::npos);
   EXPECT_NE(r->find("1234.5"), std::string::npos);
+  EXPECT_NE(r->find("aclnnFlash&lt;x&gt;"), std::string::npos);  // names are escaped
+  EXPECT_NE(r->find("55.6"), std::string::npos);
+  EXPECT_NE(r->find("the header lacks Duration(us)"), std::string::npos);
 }
 
 TEST(TorchHtml, FailedRunAndRefusals) {

@@ -1,6 +1,7 @@
 // torch_profile.list_profile_dirs and torch_profile.analyse_rank: discover
 // the *_ascend_pt directories of a profile root, run analyse() on one of them
-// detached (re-attachable through marker files) and verify its outputs.
+// detached (re-attachable through marker files), verify its outputs and
+// summarise the rank's kernels (kernel_summary_stream.h).
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -9,6 +10,7 @@
 
 #include "parsers/msprof_csv_parser.h"
 #include "statemachine/torch_profile_gates.h"
+#include "workers/handlers/kernel_summary_stream.h"
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/profiling/remote_analyse.h"
 #include "workers/remote.h"
@@ -159,6 +161,11 @@ TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
                     {"outputs", {{"kernel_details_csv", kd}, {"trace_view_json", tv}}},
                     {"analysis_status", status},
                     {"analyse", analyse}};
+  if (kd_ok) {
+    out.result["kernel_summary"] = StreamKernelSummary(
+        *session, base + "kernel_details.csv", [&] { ctx.progress(fmt::format("kernel summary {}", dir)); },
+        ctx.cancelled);
+  }
   return out;
 }
 

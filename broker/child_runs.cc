@@ -1,0 +1,66 @@
+// The broker's side of runs that start other runs (the sweep kind,
+// statemachine/sweep_machine.h): it submits each child a sweep asked for,
+// under the child's derived id, cancels the children of a cancelled sweep,
+// and redoes both at recovery. Both are idempotent: Submit returns an
+// existing run unchanged, a finished or cancelling run ignores a cancel.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "broker/broker.h"
+#include "common/time_util.h"
+#include "statemachine/sweep_machine.h"
+
+namespace npuprof::broker {
+
+using sm::json;
+
+void Broker::SubmitChild(const std::string& parent, const std::string& child) {
+  sm::RunState* p = LoadRun(parent);
+  if (!p) return;
+  auto req = sm::RequestedChild(*p, child);
+  if (!req) {
+    spdlog::error("run {}: asked for child {} it does not list", parent, child);
+    return;
+  }
+  std::string deferred;
+  const proto::ClientResponse r = Submit(json{{"kind", req->kind}, {"spec", req->spec}, {"run_id", child}}, &deferred);
+  if (!r.ok()) {
+    // The parent's watch then reports the child as missing (a failed point).
+    spdlog::error("run {}: child {} ({}) refused: {}", parent, child, req->kind, r.error());
+  }
+}
+
+void Broker::CancelChild(const std::string& parent, const std::string& child) {
+  sm::RunState* c = LoadRun(child);
+  if (!c || c->terminal || c->cancel_requested) return;
+  sm::Input in;
+  in.type = sm::Input::Type::kCancel;
+  in.now_ms = NowMs();
+  in.by = "sweep " + parent;
+  if (Status st = DecideAndStage(child, in); !st.ok())
+    spdlog::error("run {}: cancelling child {} failed: {}", parent, child, st.ToString());
+}
+
+void Broker::RecoverChildren(const std::string& parent) {
+  sm::RunState* p = LoadRun(parent);
+  if (!p || p->terminal || p->kind != "sweep") return;
+  const bool cancel = p->cancel_requested;
+  for (const auto& req : sm::RequestedChildren(*p)) SubmitChild(parent, req.run_id);
+  if (!cancel) return;
+  p = LoadRun(parent);
+  if (!p) return;
+  for (const auto& id : sm::UnfinishedChildren(*p)) CancelChild(parent, id);
+}
+
+void Broker::AddLiveChildStatus(json& summary) {
+  if (!summary.is_object() || !summary.contains("children") || !summary["children"].is_array()) return;
+  for (auto& c : summary["children"]) {
+    if (c.value("status", "") != "requested") continue;
+    sm::RunState* s = LoadRun(c.value("run_id", ""));
+    if (!s) continue;
+    c["status"] = s->status;
+    c["state"] = s->state;
+  }
+}
+
+}  // namespace npuprof::broker

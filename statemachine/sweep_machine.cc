@@ -1,0 +1,277 @@
+#include "statemachine/sweep_machine.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "statemachine/event_types.h"
+#include "statemachine/spec_checks.h"
+
+namespace npuprof::sm {
+
+namespace {
+
+constexpr size_t kMaxGridKeys = 8;
+
+bool IsChildKind(const std::string& k) { return k == "memory-profile" || k == "torch-profile"; }
+
+std::string PointText(const json& point) {
+  std::string out;
+  if (point.is_object())
+    for (auto it = point.begin(); it != point.end(); ++it)
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", it.key(),
+                         it->is_string() ? it->get<std::string>() : it->dump());
+  return out.empty() ? "{}" : out;
+}
+
+const json& Children(const RunState& s) {
+  static const json empty = json::array();
+  auto it = s.data.find("children");
+  return it != s.data.end() && it->is_array() ? *it : empty;
+}
+
+bool Finished(const json& child) {
+  const std::string st = child.value("status", "requested");
+  return st != "requested";
+}
+
+// The sweep's verdict from its children (only meaningful once all ended).
+std::string Verdict(const RunState& s) {
+  if (s.cancel_requested) return "cancelled";
+  const json& ch = Children(s);
+  if (ch.empty()) return s.terminal ? "failed" : "running";
+  size_t ok = 0, done = 0;
+  for (const auto& c : ch) {
+    done += Finished(c) ? 1 : 0;
+    ok += c.value("status", "") == "ok" ? 1 : 0;
+  }
+  if (done < ch.size()) return "running";
+  return ok == ch.size() ? "ok" : "partial";
+}
+
+void FinishIfAllEnded(Decision& d) {
+  const RunState& s = d.state();
+  const json& ch = Children(s);
+  for (const auto& c : ch)
+    if (!Finished(c)) return;
+  const std::string v = Verdict(s);
+  if (v == "cancelled") return d.Finish("cancelled", "cancelled by request (every unfinished point was cancelled)");
+  if (v == "ok") return d.Finish("ok");
+  std::vector<std::string> parts;
+  size_t ok = 0;
+  for (const auto& c : ch) {
+    ok += c.value("status", "") == "ok" ? 1 : 0;
+    parts.push_back(fmt::format("{} ({}): {}", c.value("run_id", ""), PointText(c.value("point", json::object())),
+                                c.value("status", "")));
+  }
+  d.Finish("failed", fmt::format("partial: {} of {} points ok; {}", ok, ch.size(), fmt::join(parts, "; ")));
+}
+
+}  // namespace
+
+std::string SweepChildId(const std::string& sweep_id, size_t index) { return fmt::format("{}-p{}", sweep_id, index); }
+
+std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id) {
+  if (parent.kind != "sweep") return std::nullopt;
+  const json& points = parent.spec.value("points", json::array());
+  for (const auto& c : Children(parent)) {
+    if (c.value("run_id", "") != run_id) continue;
+    const size_t i = c.value("index", size_t{0});
+    if (!points.is_array() || i >= points.size() || !points[i].is_object()) return std::nullopt;
+    ChildRequest r{run_id, parent.spec.value("child_kind", ""), points[i].value("spec", json::object())};
+    r.spec["sweep_run"] = parent.run_id;
+    r.spec["sweep_point"] = points[i].value("point", json::object());
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::vector<ChildRequest> RequestedChildren(const RunState& parent) {
+  std::vector<ChildRequest> out;
+  for (const auto& c : Children(parent))
+    if (auto r = RequestedChild(parent, c.value("run_id", ""))) out.push_back(std::move(*r));
+  return out;
+}
+
+std::vector<std::string> UnfinishedChildren(const RunState& parent) {
+  std::vector<std::string> out;
+  for (const auto& c : Children(parent))
+    if (!Finished(c)) out.push_back(c.value("run_id", ""));
+  return out;
+}
+
+const TransitionTable& SweepMachine::transitions() const {
+  static const TransitionTable table({{"queued", "running"},
+                                      {"queued", "failed"},
+                                      {"queued", "cancelled"},
+                                      {"running", "completed"},
+                                      {"running", "failed"},
+                                      {"running", "cancelling"},
+                                      {"running", "cancelled"},
+                                      {"cancelling", "cancelled"}},
+                                     {"completed", "failed", "cancelled"});
+  return table;
+}
+
+Status SweepMachine::ValidateSpec(json& spec) const {
+  if (Status s = RequireSafeName(spec, "machine", true); !s.ok()) return s;
+  if (Status s = RequireSafeName(spec, "tag", false); !s.ok()) return s;
+  if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
+  const std::string child_kind = spec.value("child_kind", "");
+  if (!IsChildKind(child_kind))
+    return Status::Invalid(fmt::format("child_kind '{}': a sweep runs memory-profile or torch-profile points "
+                                       "(--kind memory-profile|torch-profile)",
+                                       child_kind));
+  const RunKind* kind = kinds_.Find(child_kind);
+  if (!kind) return Status::Invalid(fmt::format("child_kind '{}' is not known to this server", child_kind));
+  const json& grid = spec.value("grid", json());
+  if (!grid.is_array() || grid.empty() || grid.size() > kMaxGridKeys)
+    return Status::Invalid(fmt::format("grid: give 1 to {} --grid KEY=V1,V2 options", kMaxGridKeys));
+  size_t product = 1;
+  std::set<std::string> keys;
+  for (const auto& g : grid) {
+    const json& values = g.is_object() ? g.value("values", json()) : json();
+    const std::string key = g.is_object() ? g.value("key", "") : "";
+    if (key.empty() || !values.is_array() || values.empty())
+      return Status::Invalid("grid: every entry needs a key and at least one value (--grid KEY=V1,V2)");
+    if (!keys.insert(key).second) return Status::Invalid(fmt::format("grid: key '{}' is given twice", key));
+    product *= values.size();
+    if (product > kMaxSweepPoints)
+      return Status::Invalid(fmt::format("grid: more than {} points; split the sweep", kMaxSweepPoints));
+  }
+  json& points = spec["points"];
+  if (!points.is_array() || points.size() != product)
+    return Status::Invalid(fmt::format("points: the grid has {} points, the spec lists {}", product,
+                                       points.is_array() ? points.size() : 0));
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < points.size(); ++i) {
+    json& p = points[i];
+    if (!p.is_object() || !p.value("point", json()).is_object() || !p.value("spec", json()).is_object())
+      return Status::Invalid(fmt::format("points[{}]: needs {{\"point\": {{...}}, \"spec\": {{...}}}}", i));
+    json child = p["spec"];
+    child["machine"] = spec["machine"];
+    child["machine_record"] = spec["machine_record"];
+    if (spec.contains("tag")) child["tag"] = spec["tag"];
+    if (child.contains("port"))
+      return Status::Invalid(fmt::format("grid point {} ({}): a sweep's points each pick a free port; drop --port",
+                                         i, PointText(p["point"])));
+    if (Status st = kind->ValidateSpec(child); !st.ok())
+      return Status::Invalid(fmt::format("grid point {} ({}): {}", i, PointText(p["point"]), st.message()));
+    json key = child;
+    key.erase("machine_record");
+    auto [it, fresh] = seen.emplace(key.dump(), i);
+    if (!fresh)
+      return Status::Invalid(fmt::format("grid points {} ({}) and {} ({}) give the same {} run; drop one value",
+                                         it->second, PointText(points[it->second]["point"]), i,
+                                         PointText(p["point"]), child_kind));
+    child.erase("machine_record");  // the broker fills it again when it submits the child
+    p["spec"] = std::move(child);
+  }
+  return Status::Ok();
+}
+
+void SweepMachine::OnStart(Decision& d) const {
+  const RunState& s = d.state();
+  if (s.run_id.size() > kMaxSweepIdLength)
+    return d.Finish("failed", fmt::format("the sweep's run id has {} characters; its children need it to have at "
+                                          "most {} (choose a shorter --run-id)",
+                                          s.run_id.size(), kMaxSweepIdLength));
+  d.Transition("running");
+  const size_t n = s.spec.value("points", json::array()).size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string child = SweepChildId(s.run_id, i);
+    d.Emit(ev::kChildRunRequested, json{{"run_id", child}, {"index", i}});
+    d.WatchRun(child);
+  }
+}
+
+bool SweepMachine::AcceptsSignal(std::string_view name) const { return name == ev::kSignalWatchedRunFinished; }
+
+void SweepMachine::OnSignal(Decision& d, const std::string& name, const json& payload) const {
+  if (name != ev::kSignalWatchedRunFinished) return;
+  const std::string child = payload.value("run_id", "");
+  bool known = false;
+  for (const auto& c : Children(d.state())) known |= c.value("run_id", "") == child && !Finished(c);
+  if (!known) return;
+  const json& summary = payload.value("summary", json::object());
+  json rec = {{"run_id", child}, {"status", payload.value("status", "missing")}, {"state", payload.value("state", "")}};
+  if (summary.is_object() && summary.value("error", json()).is_string()) rec["error"] = summary["error"];
+  if (rec["status"] == "running") rec["status"] = "missing";  // cannot happen: a watch fires at the end
+  d.Emit(kSweepChildFinished, rec);
+  FinishIfAllEnded(d);
+}
+
+void SweepMachine::OnCancel(Decision& d) const {
+  const std::vector<std::string> open = UnfinishedChildren(d.state());
+  if (open.empty()) return d.Finish("cancelled", "cancelled by request");
+  for (const auto& id : open) d.Emit(ev::kChildCancelRequested, json{{"run_id", id}});
+  d.Transition("cancelling");
+}
+
+void SweepMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
+  if (type == ev::kChildRunRequested) {
+    json& ch = s.data["children"];
+    if (!ch.is_array()) ch = json::array();
+    const size_t i = p.value("index", size_t{0});
+    const json& points = s.spec.value("points", json::array());
+    ch.push_back({{"run_id", p.value("run_id", "")},
+                  {"index", i},
+                  {"point", points.is_array() && i < points.size() ? points[i].value("point", json::object())
+                                                                    : json::object()},
+                  {"status", "requested"},
+                  {"state", "requested"}});
+  } else if (type == kSweepChildFinished || type == ev::kChildCancelRequested) {
+    json& ch = s.data["children"];
+    if (!ch.is_array()) return;
+    for (auto& c : ch) {
+      if (c.value("run_id", "") != p.value("run_id", "")) continue;
+      if (type == ev::kChildCancelRequested) {
+        c["cancel_requested"] = true;
+      } else {
+        c["status"] = p.value("status", "missing");
+        c["state"] = p.value("state", "");
+        if (p.contains("error")) c["error"] = p["error"];
+      }
+    }
+  }
+}
+
+json SweepMachine::Summary(const RunState& s) const {
+  json j = RunKind::Summary(s);
+  j["child_kind"] = s.spec.value("child_kind", "");
+  j["grid"] = s.spec.value("grid", json::array());
+  json children = json::array();
+  size_t ok = 0;
+  const json& points = s.spec.value("points", json::array());
+  if (Children(s).empty() && points.is_array()) {
+    for (size_t i = 0; i < points.size(); ++i)
+      children.push_back({{"run_id", SweepChildId(s.run_id, i)},
+                          {"point", points[i].value("point", json::object())},
+                          {"status", "not submitted"}});
+  }
+  for (const auto& c : Children(s)) {
+    json e = {{"run_id", c.value("run_id", "")}, {"point", c.value("point", json::object())},
+              {"status", c.value("status", "")}};
+    if (c.contains("error")) e["error"] = c["error"];
+    if (c.value("cancel_requested", false)) e["cancel_requested"] = true;
+    ok += c.value("status", "") == "ok" ? 1 : 0;
+    children.push_back(std::move(e));
+  }
+  j["children"] = std::move(children);
+  j["points"] = points.is_array() ? points.size() : 0;
+  j["points_ok"] = ok;
+  j["sweep_status"] = Verdict(s);
+  return j;
+}
+
+json SweepMachine::Manifest(const RunState& s) const {
+  json j = Summary(s);
+  json specs = json::array();
+  for (const auto& r : RequestedChildren(s)) specs.push_back({{"run_id", r.run_id}, {"spec", r.spec}});
+  j["child_specs"] = std::move(specs);
+  return j;
+}
+
+void RegisterSweepKind(KindRegistry& r) { r.Register(std::make_unique<SweepMachine>(r)); }
+
+}  // namespace npuprof::sm
