@@ -5,7 +5,7 @@
 #   BUILD_DIR=build-bench scripts/bench.sh
 #   MIN_TIME=0.5 scripts/bench.sh    # seconds per store benchmark (default 0.2; broker
 #                                    # and ssh benchmarks run fixed iteration counts)
-#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh overhead scale)
+#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh overhead scale compare)
 #   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every Google Benchmark binary
 #   OVERHEAD_RUNS=3 scripts/bench.sh       # runs per kind (torch-profile, memory-profile) of the overhead bench
 #   BENCHES=overhead OVERHEAD_DELAYS=reference scripts/bench.sh
@@ -26,7 +26,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 MIN_TIME="${MIN_TIME:-0.2}"
-read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh overhead scale}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh overhead scale compare}"
 FILTER="${FILTER:-}"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
 OVERHEAD_DELAYS="${OVERHEAD_DELAYS:-zero}"
@@ -57,6 +57,7 @@ for b in "${BENCH_LIST[@]}"; do
   case "$b" in
     overhead) args=(--runs "$OVERHEAD_RUNS" --delays "$OVERHEAD_DELAYS" --json "$OUT_DIR/$b.result.json") ;;
     scale) args=(--runs "$SCALE_RUNS" --targets "$SCALE_TARGETS" --json "$OUT_DIR/$b.result.json") ;;
+    compare) args=(--points "${COMPARE_POINTS:-16}" --json "$OUT_DIR/$b.result.json") ;;
     *)
       args=(--benchmark_out="$OUT_DIR/$b.json" --benchmark_out_format=json)
       [[ "$b" == store ]] && args+=(--benchmark_min_time="$MIN_TIME")
@@ -96,6 +97,12 @@ for b in benches:
                          kv(m, ["overhead_s", "orch_s", "shell_s", "ssh_s", "exec", "http", "sftp_ops", "handshakes",
                                 "wire_bytes"])))
         continue
+    if b == "compare" and os.path.exists(res):
+        o = json.load(open(res))
+        for name, m in o.get("figures", {}).items():
+            rows.append((f"compare/{name}", f"{o['points']}-point sweep", f"{m['median_s']:.3g} s", str(o["reps"]),
+                         kv(m, ["max_s", "bytes"])))
+        continue
     if b == "scale" and os.path.exists(res):
         for r in json.load(open(res)):
             if "error" in r:
@@ -125,7 +132,7 @@ if os.path.exists(ssh_log):
     for l in open(ssh_log):
         if l.startswith("ssh_"): print(l.rstrip())
 # The whole-installation benches' own tables (stdout of each binary).
-for b in ("overhead", "scale"):
+for b in ("overhead", "scale", "compare"):
     log = os.path.join(out_dir, f"{b}.log")
     if b in benches and os.path.exists(log):
         print()
