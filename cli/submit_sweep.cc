@@ -171,6 +171,7 @@ void AddSubmitSweep(CLI::App* submit) {
     for (const auto& a : axes) grid.push_back({{"key", a.key}, {"values", a.values}});
     for (size_t i = 0; i < points.size(); ++i) {
       std::vector<std::string> args = {"--machine", c->machine};
+      if (!c->tag.empty()) args.insert(args.end(), {"--tag", c->tag});  // the sweep's tag is each point's
       args.insert(args.end(), base.begin(), base.end());
       json point = json::object();
       for (const auto& [k, v] : points[i]) {

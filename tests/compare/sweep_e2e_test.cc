@@ -117,6 +117,32 @@ TEST_F(SweepE2E, GpuMemoryUtilizationSweepThenTpSweep) {
   EXPECT_TRUE(again.json().value("existing", false)) << again.out;
 }
 
+TEST_F(SweepE2E, TorchProfileSweepReportsBenchmarkAndKernelsPerPoint) {
+  Start({});
+  CliResult r = h_.Cli({"submit", "sweep", "--kind", "torch-profile", "--machine", "sim1", "--model", model_,
+                        "--served-model-name", "qwen", "--tp", "2", "--mode", "enforce_eager", "--request-kind", "text",
+                        "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--benchmark-total-requests", "4",
+                        "--flush-seconds", "0", "--health-timeout", "60", "--grid", "benchmark-concurrency=1,2",
+                        "--tag", "conc", "--run-id", "tp-sw", "--wait"},
+                       280);
+  runs_ = {"tp-sw", "tp-sw-p0", "tp-sw-p1"};
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json()["sweep_status"], "ok") << r.out;
+  const json c = h_.Cli({"report", "tp-sw"}).json();
+  ASSERT_TRUE(c.is_object());
+  EXPECT_EQ(c["kind"], "torch-profile");
+  bool concurrency = false;
+  for (const auto& f : c["config_diff"])
+    if (f["field"] == "benchmark_concurrency") {
+      concurrency = true;
+      EXPECT_EQ(f["values"], json::array({1, 2}));
+    }
+  EXPECT_TRUE(concurrency) << c["config_diff"].dump();
+  ASSERT_EQ(c["ranks"].size(), 2u);
+  EXPECT_EQ(c["ranks"][0]["kernels"]["statuses"], json::array({"ok", "ok"}));
+  EXPECT_EQ(c["runs"][1]["point"]["benchmark-concurrency"], "2");
+}
+
 TEST_F(SweepE2E, BadGridsAreRefusedBeforeAnythingIsSubmitted) {
   Start({});
   auto count_runs = [&] { return h_.Cli({"runs", "--json"}).json()["runs"].size(); };

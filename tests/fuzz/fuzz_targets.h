@@ -19,6 +19,7 @@ int FuzzNpuSmi(const uint8_t* data, size_t size);          // parsers/npu_smi_pa
 int FuzzVllmLog(const uint8_t* data, size_t size);         // parsers/vllm_log_parser
 int FuzzVllmLogLine(const uint8_t* data, size_t size);     // parsers/vllm_log_line
 int FuzzMsprofCsv(const uint8_t* data, size_t size);       // parsers/msprof_csv_parser: CSVs
+int FuzzKernelSummary(const uint8_t* data, size_t size);   // parsers/kernel_summary (+ csv_records, chunked)
 int FuzzTraceView(const uint8_t* data, size_t size);       // parsers/msprof_csv_parser: trace_view.json
 int FuzzSafetensors(const uint8_t* data, size_t size);     // parsers/safetensors_header (+ weight attribution)
 int FuzzProfDeviceMap(const uint8_t* data, size_t size);   // parsers/prof_device_map
@@ -31,11 +32,12 @@ struct NamedTarget {
   Target run;
 };
 
-inline constexpr std::array<NamedTarget, 10> kTargets = {{
+inline constexpr std::array<NamedTarget, 11> kTargets = {{
     {"npu_smi", FuzzNpuSmi},
     {"vllm_log", FuzzVllmLog},
     {"vllm_log_line", FuzzVllmLogLine},
     {"msprof_csv", FuzzMsprofCsv},
+    {"kernel_summary", FuzzKernelSummary},
     {"trace_view", FuzzTraceView},
     {"safetensors", FuzzSafetensors},
     {"prof_device_map", FuzzProfDeviceMap},
