@@ -1,10 +1,13 @@
 // Client verbs about runs: runs, show, watch, events, cancel, manifest, workers.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "statemachine/engine.h"
+#include "statemachine/run_kind.h"
 
 namespace npuprof::cli {
 
@@ -103,6 +106,19 @@ void AddRunCommands(CLI::App& app) {
     cmd->callback([addr, run, until, quiet] {
       Client client(*addr);
       if (until->empty()) return WaitForRun(client, *run, false, *quiet);
+      // A state the run's kind does not have (a typo, a renamed state) would
+      // never be reached: refuse it, naming the kind's states.
+      auto first = client.CallJson("show", json{{"run_id", *run}});
+      if (!first.ok()) return Fail(2, first.status().message());
+      const std::string kind_name = first->value("kind", "");
+      if (const sm::RunKind* kind = sm::DefaultKinds().Find(kind_name)) {
+        const std::vector<std::string> states = kind->transitions().States();
+        const std::string want = kind->transitions().Current(*until);
+        if (std::find(states.begin(), states.end(), want) == states.end())
+          return Fail(2, fmt::format("--until {}: a {} run has no such state; its states: {}", *until, kind_name,
+                                     fmt::join(states, ", ")));
+        *until = want;
+      }
       bool reached = false;
       const bool followed = FollowRunEvents(
           client, *run,
@@ -110,6 +126,9 @@ void AddRunCommands(CLI::App& app) {
             for (const auto& e : batch) {
               const std::string type = e.value("type", "");
               if (type == "StateChanged" && e["payload"].value("to", "") == *until) reached = true;
+              if (type == "StateChanged" && !reached)
+                if (const sm::RunKind* k = sm::DefaultKinds().Find(kind_name))  // stored under an old name
+                  reached = k->transitions().Current(e["payload"].value("to", "")) == *until;
               if (reached || type == "RunFinished") return true;
             }
             return false;

@@ -37,7 +37,20 @@ bool Busy(const RunState& s) {
 
 // The service this run profiles: its own (standalone) or the attached one.
 json ServiceOf(const RunState& s) {
-  if (Standalone(s)) return s.data.value("service", json::object());
+  if (Standalone(s)) {
+    // The launch record says "starting"; where the service got since is
+    // read from the run's own steps (ready, then the stop's result).
+    json svc = s.data.value("service", json::object());
+    if (!svc.is_object() || svc.empty()) return svc;
+    const json& stopped = Field(s.data, "stopped");
+    if (stopped.is_object() && stopped.value("never_started", false))
+      svc["status"] = "never_started";
+    else if (stopped.is_object())
+      svc["status"] = stopped.value("stopped", true) || stopped.value("already_gone", false) ? "stopped" : "failed";
+    else if (Field(s.data, "ready").is_object())
+      svc["status"] = "ready";
+    return svc;
+  }
   json svc = Field(Field(s.spec, "attach_run_record"), "service");
   if (!svc.is_object()) svc = json::object();
   // The final record of the serve run (sent with its end) wins.

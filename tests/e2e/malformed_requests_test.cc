@@ -129,6 +129,20 @@ TEST_F(MalformedRequests, AClientMachineRecordIsNotKept) {
   ExpectStillServing();
 }
 
+TEST_F(MalformedRequests, WatchUntilAStateTheKindDoesNotHaveIsRefused) {
+  CliResult p = h_.Cli({"submit", "probe", "--machine", "sim1", "--wait", "-q"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  std::string run = p.out;
+  while (!run.empty() && run.back() == '\n') run.pop_back();
+  CliResult w = h_.Cli({"watch", run, "--until", "readyy"});
+  EXPECT_EQ(w.exit_code, 2);
+  EXPECT_NE(w.err.find("--until readyy: a probe run has no such state; its states: "), std::string::npos) << w.err;
+  EXPECT_NE(w.err.find("probing"), std::string::npos) << w.err;
+  CliResult ok = h_.Cli({"watch", run, "--until", "probing", "-q"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  ExpectStillServing();
+}
+
 TEST_F(MalformedRequests, BrokenFramesAndForeignResultsAreDropped) {
   // A serve run stays ready with its watch task held by a real worker.
   const std::string model = h_.MakeModel({"--kind", "dense", "--layers", "2"});

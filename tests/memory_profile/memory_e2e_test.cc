@@ -155,6 +155,7 @@ TEST_F(MemoryE2E, StandaloneTp2DenseMatchesGroundTruthAndExports) {
   // No fixed window: msprof had exited with every PROF dir complete (end_info).
   LogFlush(m);
   EXPECT_EQ(m["msprof_flush"]["signal"], "end_info") << m["msprof_flush"].dump();
+  EXPECT_EQ(m["service"]["status"], "stopped") << m["service"].dump();  // not the launch record's "starting"
   EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], false);
   EXPECT_EQ(m["msprof_flush"]["min_wait_s"], 0);
   EXPECT_GE(m["msprof_flush"]["prof_dirs"].size(), 3u);  // the API server's and one per rank
