@@ -43,17 +43,19 @@ void AddRunCommands(CLI::App& app) {
       auto r = client.CallJson("runs", args);
       if (!r.ok()) return Fail(2, r.status().message());
       if (*as_json) return PrintJson(*r);
-      std::cout << fmt::format("{:<27} {:<15} {:<14} {:<10} {:<12} {}\n", "RUN", "KIND", "STATE", "STATUS",
-                               "MACHINE", "CREATED");
       const json rows = (*r)["runs"];
+      size_t id_w = 27;  // wide enough for a sweep's child ids too
+      for (const auto& run : rows) id_w = std::max(id_w, run.value("run_id", "").size());
+      std::cout << fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}\n", "RUN", id_w, "KIND", "STATE", "STATUS",
+                               "MACHINE", "CREATED");
       for (const auto& run : rows) {
-        std::cout << fmt::format("{:<27} {:<15} {:<14} {:<10} {:<12} {}\n", run.value("run_id", ""),
+        std::cout << fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}\n", run.value("run_id", ""), id_w,
                                  run.value("kind", ""), run.value("state", ""), run.value("status", ""),
                                  run.value("machine", ""), run.value("created_at", ""));
         // A queued run says what it waits for (device lease, FIFO per machine).
         if (run.contains("waiting_for")) {
           const json& w = run["waiting_for"];
-          std::cout << fmt::format("{:<27} waiting for {} device(s) on {} ({} queued ahead): {}\n", "",
+          std::cout << fmt::format("{:<{}} waiting for {} device(s) on {} ({} queued ahead): {}\n", "", id_w,
                                    w.value("count", 0), w.value("machine", ""), w.value("queued_ahead", 0),
                                    w.value("reason", ""));
         }

@@ -96,7 +96,15 @@ void ConfigDiff(const std::vector<json>& ms, const char* const (&fields)[N], jso
     json values = json::array();
     bool differ = false, any = false;
     for (const auto& m : ms) {
-      values.push_back(Field(m, f));
+      json v = Field(m, f);
+      // A served name made from the run's own id (npuprof's default,
+      // npuprof-mem-<run id>) is the same choice in every run.
+      if (std::string_view(f) == "served_model_name" && v.is_string() && !RunId(m).empty()) {
+        std::string name = v.get<std::string>();
+        if (const size_t at = name.find(RunId(m)); at != std::string::npos) name.replace(at, RunId(m).size(), "<run id>");
+        v = name;
+      }
+      values.push_back(std::move(v));
       differ |= values.back() != values[0];
       any |= !values.back().is_null();
     }

@@ -16,7 +16,9 @@
 //    (delta_pct) A's value is 0.
 //  * config_diff: every configuration field (kMemoryConfigFields /
 //    kTorchConfigFields below) whose JSON value is not equal in every run
-//    (1 and 1.0 are equal; a missing field reads as null), as
+//    (1 and 1.0 are equal; a missing field reads as null; in
+//    served_model_name the run's own id reads as "<run id>", so npuprof's
+//    default name npuprof-mem-<run id> is one choice), as
 //    {"field", "values": [one per run]}. Fields equal in all runs are left
 //    out; "same_fields" lists them.
 //  * memory-profile devices are matched by rank position: position i is the

@@ -83,6 +83,18 @@ TEST(RunCompare, SameRunsHaveZeroDeltasAndNoConfigDiff) {
     }
 }
 
+TEST(RunCompare, DefaultServedNamesMadeFromTheRunIdAreNoDifference) {
+  json a = MemoryManifest("rA"), b = MemoryManifest("rB"), c = MemoryManifest("rC");
+  a["served_model_name"] = "npuprof-mem-rA";
+  b["served_model_name"] = "npuprof-mem-rB";
+  c["served_model_name"] = "qwen";
+  const json same = Compare({a, b});
+  EXPECT_TRUE(same["config_diff"].empty()) << same["config_diff"].dump();
+  const json differ = Compare({a, c});
+  ASSERT_EQ(differ["config_diff"].size(), 1u) << differ["config_diff"].dump();
+  EXPECT_EQ(differ["config_diff"][0]["values"], json::array({"npuprof-mem-<run id>", "qwen"}));
+}
+
 TEST(RunCompare, ConfigDiffAndKvDeltaKeepEachRunsEvidence) {
   json a = MemoryManifest("rA"), b = MemoryManifest("rB");
   b["gpu_memory_utilization"] = 0.9;
