@@ -42,7 +42,7 @@ const std::vector<std::string>& TorchProfileManifestFields() {
       "api_server_count", "torch_profiler_with_stack", "torch_profiler_dir", "prompt_tokens",
       "benchmark_output_tokens", "followup_output_tokens", "benchmark_total_requests", "benchmark_concurrency",
       "benchmark_success_threshold", "expected_ranks", "profile_control_timeout", "serve_args", "image_meta",
-      "service_result", "start_profile", "stop_profile", "benchmark_results", "followup_result",
+      "service_result", "start_profile", "stop_profile", "benchmark_results", "benchmark_wall_ms", "followup_result",
       "workload_status", "stop_result", "remote_profile_root", "remote_profile_dirs", "rank_count",
       "analysis_status", "status", "error"};
   return f;
@@ -78,6 +78,7 @@ json TorchProfileManifest(const RunState& s) {
   m["stop_profile"] = StepRecord(LastTask(s, kTpControlTask, "stop_profile"));
   const json wave = StepRecord(LastTask(s, kTpRequestsTask, "wave"));
   m["benchmark_results"] = wave.is_object() && wave.contains("results") ? wave["results"] : json::array();
+  m["benchmark_wall_ms"] = wave.is_object() && wave.contains("wall_ms") ? wave["wall_ms"] : json(nullptr);
   const json followup = StepRecord(LastTask(s, kTpRequestsTask, "followup"));
   m["followup_result"] = followup.is_object() && followup.contains("results") && !followup["results"].empty()
                              ? followup["results"][0]

@@ -15,7 +15,8 @@ inline constexpr const char* kTpPrepareImageTask = "torch_profile.prepare_image"
 inline constexpr const char* kTpControlTask = "torch_profile.control";
 // {role: wave|followup, port, served_model_name, total, concurrency,
 //  prompt_tokens, max_tokens, timeout_s, request_kind, image_path,
-//  image_height, first_index} -> {role, results: [{index, ok, status,
+//  image_height, first_index} -> {role, total, ok_count, wall_ms (first
+//  request sent to last answer), results: [{index, ok, status,
 //  latency_ms, body | error}]}
 inline constexpr const char* kTpRequestsTask = "torch_profile.requests";
 // {profile_root} -> {profile_root, root_exists, dirs: [abs paths of *_ascend_pt directly under it]}

@@ -287,6 +287,7 @@ void MemoryCompare(const std::vector<json>& ms, json& out) {
 
 struct Bench {
   std::optional<double> total, ok, failed, rate, min, mean, p50, p90, p99, max, tokens;
+  std::optional<double> wall_s, rps, tokens_per_s;  // from the wave's wall time (benchmark_wall_ms)
 };
 
 Bench BenchOf(const json& m) {
@@ -321,6 +322,11 @@ Bench BenchOf(const json& m) {
     b.p99 = NearestRankPercentile(lat, 99);
   }
   if (have_tokens) b.tokens = tokens;
+  if (auto w = NumField(m, "benchmark_wall_ms"); w && *w > 0) {
+    b.wall_s = R3(*w / 1000.0);
+    b.rps = R3(ok / (*w / 1000.0));
+    if (have_tokens) b.tokens_per_s = R3(tokens / (*w / 1000.0));
+  }
   return b;
 }
 
@@ -342,7 +348,9 @@ void TorchCompare(const std::vector<json>& ms, json& out) {
       {"requests_total", &Bench::total}, {"requests_ok", &Bench::ok},         {"requests_failed", &Bench::failed},
       {"success_rate", &Bench::rate},    {"latency_min_ms", &Bench::min},     {"latency_mean_ms", &Bench::mean},
       {"latency_p50_ms", &Bench::p50},   {"latency_p90_ms", &Bench::p90},     {"latency_p99_ms", &Bench::p99},
-      {"latency_max_ms", &Bench::max},   {"completion_tokens", &Bench::tokens}};
+      {"latency_max_ms", &Bench::max},   {"completion_tokens", &Bench::tokens},
+      {"wave_wall_s", &Bench::wall_s},   {"throughput_ok_req_per_s", &Bench::rps},
+      {"output_tokens_per_s", &Bench::tokens_per_s}};
   for (const auto& [key, field] : rows) {
     json values = json::array();
     for (const auto& x : b) values.push_back(Opt(x.*field));
@@ -393,8 +401,11 @@ void TorchCompare(const std::vector<json>& ms, json& out) {
                          {"kernels", CompareKernelSummaries(summaries)}});
   }
   out["ranks"] = std::move(rank_rows);
-  out["notes"].push_back("throughput is not shown: the manifest keeps each request's latency, not the wave's "
-                         "wall time");
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (!b[i].wall_s)
+      out["notes"].push_back(fmt::format("{}: no wave wall time in its manifest (a run from before it was "
+                                         "recorded): its throughput is null",
+                                         RunId(ms[i])));
 }
 
 }  // namespace

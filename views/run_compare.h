@@ -40,8 +40,9 @@
 //    is null there; "incomplete" names the runs whose sum misses a device.
 //  * torch-profile: "benchmark" rows (requests total/ok/failed, success
 //    rate, latency min/mean/p50/p90/p99/max in ms by nearest rank, the
-//    completion tokens the responses report) from each run's
-//    benchmark_results; "gates" (workload gate, analysis gate, ranks found
+//    completion tokens the responses report, the wave's wall time and
+//    from it ok requests / s and output tokens / s) from each run's
+//    benchmark_results and benchmark_wall_ms; "gates" (workload gate, analysis gate, ranks found
 //    / expected) side by side with "same": true when every run agrees; and
 //    "ranks" matched by position in remote_profile_dirs: per run the path,
 //    analysis status and, per output (kernel_details.csv, trace_view.json),

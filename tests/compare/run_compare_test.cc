@@ -241,6 +241,8 @@ TEST(RunCompare, TorchProfileSideBySide) {
   b["benchmark_results"][0]["ok"] = false;
   b["benchmark_results"][1]["latency_ms"] = 500;
   b["workload_status"]["status"] = "failed";
+  a["benchmark_wall_ms"] = 2000;
+  b["benchmark_wall_ms"] = 1000;
   const double size_a = a["remote_profile_dirs"][0]["outputs"]["kernel_details_csv"]["size"].get<double>();
   b["remote_profile_dirs"][0]["outputs"]["kernel_details_csv"]["size"] = size_a + 1000;
   b["remote_profile_dirs"].erase(1);
@@ -252,6 +254,14 @@ TEST(RunCompare, TorchProfileSideBySide) {
   EXPECT_EQ(ok["delta"][1], -1.0);
   EXPECT_EQ(Row(c["benchmark"], "requests_failed")["values"][1], 1.0);
   EXPECT_EQ(Row(c["benchmark"], "latency_max_ms")["values"][1], 500.0);
+  // Throughput from the wave's wall time: ok requests / s.
+  EXPECT_EQ(Row(c["benchmark"], "wave_wall_s")["values"], json::array({2.0, 1.0}));
+  EXPECT_EQ(Row(c["benchmark"], "throughput_ok_req_per_s")["values"], json::array({n / 2.0, (n - 1) / 1.0}));
+  json old_run = a;
+  old_run.erase("benchmark_wall_ms");
+  const json c_old = Compare({old_run, b});
+  EXPECT_TRUE(Row(c_old["benchmark"], "throughput_ok_req_per_s")["values"][0].is_null());
+  EXPECT_NE(c_old["notes"].dump().find("no wave wall time"), std::string::npos) << c_old["notes"].dump();
   const json& wl = Row(c["gates"], "workload_gate");
   EXPECT_EQ(wl["values"], json::array({"ok", "failed"}));
   EXPECT_FALSE(wl["same"].get<bool>());

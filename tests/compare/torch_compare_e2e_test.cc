@@ -119,6 +119,12 @@ TEST_F(TorchCompareE2E, ASlowerKernelIsTheTopMoverByTheSimulatorsFactor) {
   CliResult cj = h_.Cli({"compare", a, b, "--format", "json"});
   ASSERT_EQ(cj.exit_code, 0) << cj.out << cj.err;
   const json c = cj.json();
+  for (const auto& row : c["benchmark"]) {
+    if (row["key"] != "throughput_ok_req_per_s") continue;
+    for (const auto& v : row["values"]) {
+      EXPECT_GT(v.get<double>(), 0) << row.dump();
+    }
+  }
   ASSERT_EQ(c["ranks"].size(), 2u) << cj.out;
   for (const auto& r : c["ranks"]) {
     const json& k = r["kernels"];

@@ -74,6 +74,8 @@ const std::set<std::string>& DroppedKeys() {
       // the kernel summary's bytes read: kernel_details.csv holds start times
       // whose printed length varies (the figures themselves are compared)
       "bytes_read",
+      // the wave's wall time (timing)
+      "wall_ms", "benchmark_wall_ms",
       // memory-profile evidence locators: which log line / CSV row / sample
       // time a figure was read from depends on timing (sampling, rank log
       // interleaving); the figures themselves are compared.

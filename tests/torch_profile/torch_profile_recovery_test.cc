@@ -69,6 +69,7 @@ void ReplaceAll(std::string& s, const std::string& from, const std::string& to) 
 //            (times); every latency_ms; service_result.pid/.pgid,
 //            service_result.ready.{pid, ready_after_ms, rounds (poll count)},
 //            stop_result.pid (pids; timing-dependent poll counts);
+//            benchmark_wall_ms (the wave's wall time);
 //            benchmark_results[].body and followup_result.body (generated
 //            text, ids, created times); per rank analyse.{marker (task id),
 //            launch, reattached, log_tail (times, pids)} (which attempt ran
@@ -122,6 +123,7 @@ json Normalise(json m, const std::string& tmp_dir) {
     }
   }
   if (m["stop_result"].is_object()) m["stop_result"].erase("pid");
+  m.erase("benchmark_wall_ms");  // timing
   if (m["flush"].is_object()) {
     for (const char* k : {"waited_ms", "polls"}) m["flush"].erase(k);
     for (auto& d : m["flush"]["dirs"]) d.erase("size");

@@ -123,8 +123,12 @@ TaskOutcome TorchProfileRequests(const proto::Task& task, TaskContext& ctx) {
   }
   auto session = OwnSession(ctx, *target);
   const int concurrency = static_cast<int>(std::max<int64_t>(1, p->value("concurrency", int64_t{1})));
+  const auto wave_start = std::chrono::steady_clock::now();
   auto responses = WithProgress(ctx, fmt::format("{}: {} requests in flight", role, total),
                                 [&] { return session->HttpMany(reqs, concurrency); });
+  // The wave's wall time: first request sent to last answer (throughput).
+  const int64_t wall_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wave_start).count();
   json results = json::array();
   int64_t ok = 0;
   for (size_t i = 0; i < responses.size(); ++i) {
@@ -132,7 +136,8 @@ TaskOutcome TorchProfileRequests(const proto::Task& task, TaskContext& ctx) {
     if (rec.value("ok", false)) ++ok;
     results.push_back(std::move(rec));
   }
-  return TaskOutcome::Success(json{{"role", role}, {"total", total}, {"ok_count", ok}, {"results", results}});
+  return TaskOutcome::Success(
+      json{{"role", role}, {"total", total}, {"ok_count", ok}, {"wall_ms", wall_ms}, {"results", results}});
 }
 
 }  // namespace npuprof::workers
