@@ -99,34 +99,33 @@ def _read(path):
         return f.read()
 
 
-def _group_dump(pgid):
-    out = []
+def _group_members(pgid):
+    """(pid, state, ppid) of every process in process group pgid."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open("/proc/%s/stat" % d) as f:
                 rest = f.read().rsplit(")", 1)[1].split()
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open("/proc/%s/status" % d) as f:
-                sig = [l.strip() for l in f if l.startswith(("SigIgn", "SigCgt", "SigPnd", "ShdPnd"))]
         except OSError:
             continue
         if int(rest[2]) == pgid:
-            out.append("%s %s ppid=%s [%s] %s" % (d, rest[0], rest[1], cmd[:120], " ".join(sig)))
+            yield d, rest[0], rest[1]
+
+
+def _group_dump(pgid):
+    out = []
+    for pid, state, ppid in _group_members(pgid):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open("/proc/%s/status" % pid) as f:
+                sig = [l.strip() for l in f if l.startswith(("SigIgn", "SigCgt", "SigPnd", "ShdPnd"))]
+        except OSError:
+            continue
+        out.append("%s %s ppid=%s [%s] %s" % (pid, state, ppid, cmd[:120], " ".join(sig)))
     return "\n".join(out)
 
 
 def _group_alive(pgid):
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if rest[0] != "Z" and int(rest[2]) == pgid:
-            return True
-    return False
+    return any(state != "Z" for _pid, state, _ppid in _group_members(pgid))
