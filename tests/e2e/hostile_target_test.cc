@@ -119,6 +119,12 @@ TEST(HostileTarget, EveryRunKindPassesWithoutAnSftpSubsystem) {
   EXPECT_EQ(tp.exit_code, 0) << tp.out << tp.err;
   EXPECT_EQ(m.value("status", ""), "ok") << m.dump(2);
   EXPECT_EQ(m.value("analysis_status", ""), "ok");
+  // Each rank's kernel summary streamed kernel_details.csv in chunks (offset reads) over the command channel.
+  for (const auto& d : m.value("remote_profile_dirs", json::array())) {
+    const json ks = d.value("kernel_summary", json());
+    EXPECT_TRUE(ks.is_object() && !ks.contains("error")) << ks.dump();
+    EXPECT_GT(ks.value("counted_rows", 0), 0) << ks.dump();
+  }
   EXPECT_TRUE(h.TargetProcessesAfter(30).empty());
 
   CliResult mem = h.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "1",

@@ -8,14 +8,14 @@ namespace npuprof::workers {
 
 nlohmann::json StreamKernelSummary(ssh::SshSession& session, const std::string& path,
                                    const std::function<void()>& progress, const std::atomic<bool>& cancelled,
-                                   uint64_t max_bytes) {
+                                   uint64_t max_bytes, uint64_t chunk_bytes) {
   KernelSummaryBuilder builder;
   uint64_t offset = 0;
   bool truncated = false;
   auto fail = [&](const std::string& why) { return nlohmann::json{{"path", path}, {"error", why}}; };
   while (true) {
     if (cancelled.load()) return fail("cancelled while reading");
-    const uint64_t want = std::min(kKernelSummaryChunkBytes, max_bytes - offset);
+    const uint64_t want = std::min(std::max<uint64_t>(chunk_bytes, 1), max_bytes - offset);
     auto chunk = session.ReadFile(path, offset, want);
     if (!chunk.ok()) return fail(chunk.status().message());
     offset += chunk->size();

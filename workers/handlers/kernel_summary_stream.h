@@ -29,6 +29,7 @@ inline constexpr uint64_t kKernelSummaryChunkBytes = uint64_t{8} << 20;
 
 nlohmann::json StreamKernelSummary(ssh::SshSession& session, const std::string& path,
                                    const std::function<void()>& progress, const std::atomic<bool>& cancelled,
-                                   uint64_t max_bytes = kMaxKernelSummaryBytes);
+                                   uint64_t max_bytes = kMaxKernelSummaryBytes,
+                                   uint64_t chunk_bytes = kKernelSummaryChunkBytes);
 
 }  // namespace npuprof::workers
