@@ -97,6 +97,10 @@ class TorchFinalise(SimTestCase):
         self.assertGreaterEqual(os.stat(info).st_mtime_ns, mtimes[-1])
         for prof in glob.glob(os.path.join(slow, "PROF_*")):
             self.assertTrue(msprof_raw.is_finished(prof))
+        # The simulator records the finalise in its truth after the files
+        # landed (profiler_info first): wait for that record too.
+        wait_for(lambda: self._session()[0][1]["finalised_at"] is not None, timeout=30,
+                 what="rank 1's finalise in the simulator's truth")
         ranks, session = self._session()
         self.assertGreaterEqual(ranks[1]["finalised_at"] - session["stop_at"], delay)
         self.assertEqual(ranks[1]["finalise_delay_s"], delay)
