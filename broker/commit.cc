@@ -45,14 +45,14 @@ sm::RunState* Broker::LoadRun(const std::string& run_id) {
   if (!events.ok() || events->empty()) return nullptr;
   // A stored event the fold cannot read is corruption: the run is not served
   // (`npuprof verify RUN` names the event), and nothing else stops.
-  try {
-    auto [pos, _] = runs_.emplace(run_id, sm::Fold(kinds_, *events));
-    return &pos->second;
-  } catch (const std::exception& e) {
-    spdlog::error("run {}: its stored events cannot be folded (corruption: {}); `npuprof verify {}` names the event",
-                  run_id, e.what(), run_id);
+  Result<sm::RunState> folded = sm::Fold(kinds_, *events);
+  if (!folded.ok()) {
+    spdlog::error("run {}: its stored events cannot be folded ({}); `npuprof verify {}` names the event", run_id,
+                  folded.status().ToString(), run_id);
     return nullptr;
   }
+  auto [pos, _] = runs_.emplace(run_id, std::move(*folded));
+  return &pos->second;
 }
 
 void Broker::RebuildCachedRun(const std::string& run_id) {
@@ -69,7 +69,14 @@ void Broker::RebuildCachedRun(const std::string& run_id) {
     runs_.erase(cached);
     return;
   }
-  sm::RunState rebuilt = committed->empty() ? sm::RunState{} : sm::Fold(kinds_, *committed);
+  Result<sm::RunState> folded = committed->empty() ? Result<sm::RunState>(sm::RunState{}) : sm::Fold(kinds_, *committed);
+  if (!folded.ok()) {
+    spdlog::error("run {}: cannot reload after a rejected input ({}); `npuprof verify {}` names the event", run_id,
+                  folded.status().ToString(), run_id);
+    runs_.erase(cached);
+    return;
+  }
+  sm::RunState rebuilt = std::move(*folded);
   rebuilt.run_id = run_id;
   if (has_staged)  // decided earlier in this turn, not committed yet
     for (const proto::Event& e : staged->second) sm::ApplyStaged(kinds_, rebuilt, e);

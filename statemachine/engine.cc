@@ -158,27 +158,39 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
 
 namespace {
 
-json PayloadOf(const proto::Event& e) {
+// A staged event's payload was built by the engine itself: it parses.
+json StagedPayloadOf(const proto::Event& e) {
   json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
   return p.is_discarded() ? json::object() : p;
 }
 
 }  // namespace
 
-void ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e) {
+Status ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e) {
+  json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
+  if (p.is_discarded() || !p.is_object())
+    return Status::Corruption(fmt::format("run {} event #{} ({}): the payload is not a JSON object", e.run_id(),
+                                          e.seq(), e.type()));
   if (s.run_id.empty()) s.run_id = e.run_id();
-  Apply(kinds, s, e.type(), PayloadOf(e), e.seq(), e.time_ms());
+  try {
+    Apply(kinds, s, e.type(), p, e.seq(), e.time_ms());
+  } catch (const std::exception& ex) {
+    return Status::Corruption(
+        fmt::format("run {} event #{} ({}): the fold cannot read it: {}", e.run_id(), e.seq(), e.type(), ex.what()));
+  }
   if (e.type() == kDevicesRequested) s.lease.request_pos = e.global_pos();
   s.last_hash = e.hash();
+  return Status::Ok();
 }
 
 void ApplyStaged(const KindRegistry& kinds, RunState& s, const proto::Event& e) {
-  Apply(kinds, s, e.type(), PayloadOf(e), s.last_seq + 1, e.time_ms());
+  Apply(kinds, s, e.type(), StagedPayloadOf(e), s.last_seq + 1, e.time_ms());
 }
 
-RunState Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events) {
+Result<RunState> Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events) {
   RunState s;
-  for (const auto& e : events) ApplyStored(kinds, s, e);
+  for (const auto& e : events)
+    if (Status st = ApplyStored(kinds, s, e); !st.ok()) return st;
   return s;
 }
 

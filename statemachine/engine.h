@@ -78,14 +78,19 @@ void Apply(const KindRegistry& kinds, RunState& state, const std::string& type, 
 // Same, with the kind already resolved (nullptr = common events only).
 void ApplyWith(const RunKind* kind, RunState& state, const std::string& type, const json& payload,
                uint64_t seq, int64_t time_ms);
-void ApplyStored(const KindRegistry& kinds, RunState& state, const proto::Event& ev);
+// Folds one stored event. A payload that is not a JSON object, or that the
+// fold cannot read (a key of the wrong type), is Corruption naming the run,
+// the event's seq and its type; the state may then be partly updated and is
+// to be dropped. The schema check of proto/events.proto is `verify`'s
+// (statemachine/event_schema.h); the fold stays cheap.
+Status ApplyStored(const KindRegistry& kinds, RunState& state, const proto::Event& ev);
 // An event decided but not stored yet (no seq, hash or position): applied as
 // the decision applied it, with the seq after the state's last; the state's
 // hash stays the last stored one.
 void ApplyStaged(const KindRegistry& kinds, RunState& state, const proto::Event& ev);
 
-// Rebuilds a run from its events.
-RunState Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events);
+// Rebuilds a run from its events; the first event it cannot read is the error.
+Result<RunState> Fold(const KindRegistry& kinds, const std::vector<proto::Event>& events);
 
 // Backoff before attempt `next_attempt` (>= 2) under policy.
 int64_t RetryDelayMs(const TaskPolicy& policy, uint32_t next_attempt);

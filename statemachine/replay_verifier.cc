@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "statemachine/device_lease.h"
-#include "statemachine/event_fields.h"
+#include "statemachine/event_schema.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::sm {
@@ -71,7 +71,8 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
     if (std::string err = CheckChain(events, i, hash); !err.empty()) return fail(i, err);
     json p = json::parse(e.payload_json(), nullptr, false);
     if (p.is_discarded()) return fail(i, "corruption: the payload is not JSON");
-    if (Status st = CheckEventFields(e.type(), p); !st.ok()) return fail(i, "corruption: " + st.message());
+    if (Status st = CheckEventPayload(e.type(), e.payload_json(), p, UnknownKeys::kReject); !st.ok())
+      return fail(i, "corruption: " + st.message());
     if (i == 0) {
       if (e.type() != ev::kRunSubmitted) return fail(i, "a run must start with RunSubmitted");
       kind = kinds.Find(p.value("kind", ""));
@@ -92,11 +93,8 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
     if (std::string err = LeaseStepError(r.state, e.type()); !err.empty()) return fail(i, err);
     if (e.type() == ev::kRunFinished && !kind->transitions().IsTerminal(r.state.state))
       return fail(i, fmt::format("RunFinished while in non-terminal state '{}'", r.state.state));
-    try {
-      ApplyStored(kinds, r.state, e);
-    } catch (const std::exception& ex) {
-      return fail(i, fmt::format("corruption: the {} fold cannot read this event: {}", kind->name(), ex.what()));
-    }
+    if (Status st = ApplyStored(kinds, r.state, e); !st.ok())
+      return fail(i, fmt::format("corruption: the {} fold cannot read this event: {}", kind->name(), st.message()));
     r.events++;
   }
   return r;

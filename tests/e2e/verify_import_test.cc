@@ -1,6 +1,8 @@
 // `npuprof verify` replays runs from their events and detects a corrupted
 // event; `npuprof import` rebuilds a run elsewhere from `events --json`.
 #include <fstream>
+#include <functional>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -51,40 +53,57 @@ TEST(VerifyCli, CleanStoreVerifiesAndEditedEventIsDetected) {
   EXPECT_NE(j["runs"][0]["error"].get<std::string>().find("event #5"), std::string::npos) << j.dump();
 }
 
-// A stored event whose fields the fold cannot read (a string where the
-// attempt number belongs, with a valid hash, as a buggy writer or an edited
-// store would leave it): the server still starts and serves, and `verify`
-// reports Corruption naming the event and the field.
+// Stored events that do not match their message in proto/events.proto, each
+// with a valid hash as a buggy writer or an edited store would leave them: a
+// string where the attempt number belongs (the fold cannot read it) and a key
+// the message does not declare (the fold tolerates it). The server still
+// starts and serves, and `verify` reports Corruption naming the event and the
+// key.
 TEST(VerifyCli, AStoredEventThatDoesNotDecodeIsCorruptionAndTheServerGoesOn) {
   NpuprofHarness h;
   ASSERT_TRUE(h.Start().ok());
-  const std::string run = ProbeRun(h);
-  ASSERT_FALSE(run.empty());
+  const std::string wrong_type = ProbeRun(h), unknown_key = ProbeRun(h);
+  ASSERT_FALSE(wrong_type.empty());
+  ASSERT_FALSE(unknown_key.empty());
   h.KillServer(SIGTERM);
-  size_t index = 0;
-  {
+  // Edits the run's first TaskScheduled; returns its 0-based index.
+  auto edit = [&](const std::string& run, const std::function<void(nlohmann::json&)>& change) -> size_t {
     auto store = store::EventStore::Open(h.DataDir() + "/store");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    if (!store.ok()) return 0;
     auto evs = (*store)->ReadRun(run);
-    ASSERT_TRUE(evs.ok());
+    EXPECT_TRUE(evs.ok());
+    size_t index = 0;
     for (; index < evs->size() && (*evs)[index].type() != "TaskScheduled"; ++index) {
     }
-    ASSERT_LT(index, evs->size());
+    EXPECT_LT(index, evs->size());
+    if (index >= evs->size()) return 0;
     proto::Event e = (*evs)[index];
     auto p = nlohmann::json::parse(e.payload_json());
-    p["attempt"] = "one";
+    change(p);
     e.set_payload_json(p.dump());
     e.set_hash(store::EventHash(e));
-    ASSERT_TRUE((*store)->RawOverwriteEventForTest(e).ok());
-  }
+    EXPECT_TRUE((*store)->RawOverwriteEventForTest(e).ok());
+    return index;
+  };
+  const size_t a = edit(wrong_type, [](nlohmann::json& p) { p["attempt"] = "one"; });
+  const size_t b = edit(unknown_key, [](nlohmann::json& p) { p["atempt"] = 2; });
   ASSERT_TRUE(h.RestartServer().ok());
-  CliResult bad = h.Cli({"verify", run});
-  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
-  const auto j = bad.json();
-  ASSERT_TRUE(j.is_object()) << bad.out;
-  const std::string err = j["runs"][0].value("error", "");
-  EXPECT_NE(err.find(fmt::format("event #{}", index + 1)), std::string::npos) << err;
-  EXPECT_NE(err.find("corruption: TaskScheduled payload field 'attempt' is string"), std::string::npos) << err;
+  for (const auto& [run, index, key] : {std::tuple{wrong_type, a, std::string("attempt")},
+                                        std::tuple{unknown_key, b, std::string("atempt")}}) {
+    CliResult bad = h.Cli({"verify", run});
+    EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+    const auto j = bad.json();
+    ASSERT_TRUE(j.is_object()) << bad.out;
+    const std::string err = j["runs"][0].value("error", "");
+    EXPECT_NE(err.find(fmt::format("event #{} (TaskScheduled)", index + 1)), std::string::npos) << err;
+    EXPECT_NE(err.find("corruption: TaskScheduled payload does not match proto/events.proto"), std::string::npos)
+        << err;
+    EXPECT_NE(err.find(key), std::string::npos) << err;
+  }
+  // The run with the extra key is still served (the fold tolerates it).
+  CliResult manifest = h.Cli({"manifest", unknown_key});
+  EXPECT_EQ(manifest.exit_code, 0) << manifest.err;
   // The server is alive and serves other runs.
   const std::string other = ProbeRun(h);
   EXPECT_FALSE(other.empty());

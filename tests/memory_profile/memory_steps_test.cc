@@ -186,14 +186,14 @@ TEST(MemorySteps, OldNamedLogFoldsVerifiesAndProjectsAsBefore) {
     if (last.type() != ev::kStateChanged) continue;
     const std::vector<proto::Event> prefix(old_log.begin(), old_log.begin() + static_cast<long>(n));
     const std::string to = json::parse(last.payload_json())["to"].get<std::string>();
-    EXPECT_EQ(Fold(DefaultKinds(), prefix).state, Table().Current(to)) << "after #" << n;
+    EXPECT_EQ(Fold(DefaultKinds(), prefix).value().state, Table().Current(to)) << "after #" << n;
   }
 
   // The same run under today's names folds to the same projections, byte for byte.
   const auto new_log = FixtureLog(true);
   ASSERT_TRUE(VerifyRunEvents(DefaultKinds(), new_log, SeqHash).ok);
   const RunKind& kind = *DefaultKinds().Find("memory-profile");
-  const RunState a = Fold(DefaultKinds(), old_log), b = Fold(DefaultKinds(), new_log);
+  const RunState a = Fold(DefaultKinds(), old_log).value(), b = Fold(DefaultKinds(), new_log).value();
   EXPECT_EQ(a.state, b.state);
   EXPECT_EQ(kind.Summary(a).dump(), kind.Summary(b).dump());
   EXPECT_EQ(kind.Manifest(a).dump(), kind.Manifest(b).dump());

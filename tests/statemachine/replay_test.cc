@@ -54,15 +54,15 @@ json Everything(const RunState& s) {
 TEST(Replay, FoldReproducesTheDecidedState) {
   Driver run = BusyProbeRun();
   ASSERT_EQ(run.state().status, "ok");
-  const RunState folded = Fold(run.kinds(), run.log());
+  const RunState folded = Fold(run.kinds(), run.log()).value();
   EXPECT_EQ(Everything(folded), Everything(run.state()));
   EXPECT_EQ(Dump(run.kinds(), folded), Dump(run.kinds(), run.state()));
 }
 
 TEST(Replay, FoldingTwiceFromScratchIsByteIdentical) {
   Driver run = BusyProbeRun();
-  const std::string a = Dump(run.kinds(), Fold(run.kinds(), run.log()));
-  const std::string b = Dump(run.kinds(), Fold(run.kinds(), run.log()));
+  const std::string a = Dump(run.kinds(), Fold(run.kinds(), run.log()).value());
+  const std::string b = Dump(run.kinds(), Fold(run.kinds(), run.log()).value());
   EXPECT_EQ(a, b);
   // Through a serialisation round trip of every event, too.
   std::vector<proto::Event> copy;
@@ -71,7 +71,7 @@ TEST(Replay, FoldingTwiceFromScratchIsByteIdentical) {
     ASSERT_TRUE(c.ParseFromString(e.SerializeAsString()));
     copy.push_back(c);
   }
-  EXPECT_EQ(Dump(run.kinds(), Fold(run.kinds(), copy)), a);
+  EXPECT_EQ(Dump(run.kinds(), Fold(run.kinds(), copy).value()), a);
 }
 
 TEST(Replay, EveryPrefixFoldsToTheStateAtThatPoint) {
@@ -81,7 +81,7 @@ TEST(Replay, EveryPrefixFoldsToTheStateAtThatPoint) {
   live.Submit("probe", ProbeSpec(), 1000);
   auto f = live.Report("p1.t1", 1, false, 2000, true);
   const std::vector<proto::Event> prefix = live.log();
-  RunState restored = Fold(live.kinds(), prefix);
+  RunState restored = Fold(live.kinds(), prefix).value();
   Input fire;
   fire.type = Input::Type::kTimerFired;
   fire.now_ms = 2500;
@@ -95,6 +95,23 @@ TEST(Replay, EveryPrefixFoldsToTheStateAtThatPoint) {
     EXPECT_EQ((*from_restored)[i].type, (*from_live)[i].type);
     EXPECT_EQ((*from_restored)[i].payload, (*from_live)[i].payload);
     EXPECT_EQ((*from_restored)[i].cause, (*from_live)[i].cause);
+  }
+}
+
+TEST(Replay, AStoredEventTheFoldCannotReadIsCorruptionNeverAnEmptyPayload) {
+  Driver run = BusyProbeRun();
+  for (const char* bad : {"not json", "[1,2]", "", R"({"task_id": "busy-run.t1", "attempt": "four"})"}) {
+    std::vector<proto::Event> log = run.log();
+    // The first task event: a non-object payload, or a key of the wrong type.
+    size_t at = 0;
+    while (at < log.size() && log[at].type() != ev::kTaskScheduled) ++at;
+    ASSERT_LT(at, log.size());
+    log[at].set_payload_json(bad);
+    const Result<RunState> folded = Fold(run.kinds(), log);
+    ASSERT_FALSE(folded.ok()) << bad;
+    EXPECT_EQ(folded.status().code(), Code::kCorruption) << bad;
+    EXPECT_NE(folded.status().message().find("TaskScheduled"), std::string::npos) << folded.status().message();
+    EXPECT_NE(folded.status().message().find("busy-run"), std::string::npos) << folded.status().message();
   }
 }
 
@@ -115,13 +132,13 @@ TEST(Replay, CancelledAndFailedRunsReplayToo) {
   c.Submit("probe", ProbeSpec(), 1000);
   c.Report("c1.t1", 1, false, 1500, true);
   c.Cancel(1600);
-  EXPECT_EQ(Everything(Fold(c.kinds(), c.log())), Everything(c.state()));
+  EXPECT_EQ(Everything(Fold(c.kinds(), c.log()).value()), Everything(c.state()));
   Driver f("f1");
   f.Submit("two-task", json::object(), 1000);
   f.Report("f1.t1", 1, false, 1500, false);
   ASSERT_EQ(f.state().status, "failed");
   EXPECT_EQ(f.task("f1.t2").status, "abandoned");
-  EXPECT_EQ(Everything(Fold(f.kinds(), f.log())), Everything(f.state()));
+  EXPECT_EQ(Everything(Fold(f.kinds(), f.log()).value()), Everything(f.state()));
 }
 
 }  // namespace
