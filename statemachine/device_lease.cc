@@ -10,6 +10,7 @@
 #include "statemachine/probe_machine.h"
 #include "statemachine/run_kind.h"
 #include "statemachine/run_state_queries.h"
+#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -36,7 +37,7 @@ void RequestDevicesOrStart(const RunKind& kind, Decision& d) {
     return;
   }
   // Any free ones: find out which are free first (the probe runs while queued).
-  d.ScheduleTask(kProbeTask, need->probe_payload, TaskPolicy::WithLease(60000));
+  d.ScheduleTask(kProbeTask, need->probe_payload, PolicyFor("device-lease", kProbeTask));
 }
 
 bool IsLeaseProbe(const TaskInfo& task) {
@@ -134,7 +135,7 @@ void CheckQuarantinedDevices(Decision& d, const json& devices) {
                   {"busy_threshold_mb", s.spec.value("busy_threshold_mb", int64_t{4096})},
                   {"purpose", kQuarantineProbePurpose},
                   {"devices", devices}};
-  d.ScheduleTask(kProbeTask, std::move(payload), TaskPolicy::WithLease(60000, 1));
+  d.ScheduleTask(kProbeTask, std::move(payload), PolicyFor("device-quarantine", kProbeTask));
 }
 
 bool IsQuarantineProbe(const TaskInfo& task) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "statemachine/spec_checks.h"
+#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -23,11 +24,8 @@ Status MachineCheckMachine::ValidateSpec(json& spec) const {
 
 void MachineCheckMachine::OnStart(Decision& d) const {
   d.Transition("checking");
-  TaskPolicy policy;
-  policy.max_attempts = 2;
-  policy.backoff_ms = 500;
-  policy.lease_ms = 60000;
-  d.ScheduleTask(kMachineCheckTask, json{{"machine", d.state().spec["machine_record"]}}, policy);
+  d.ScheduleTask(kMachineCheckTask, json{{"machine", d.state().spec["machine_record"]}},
+                 PolicyFor(name(), kMachineCheckTask));
 }
 
 void MachineCheckMachine::OnTaskSucceeded(Decision& d, const TaskInfo&, const json& result) const {

@@ -13,6 +13,7 @@
 #include "statemachine/memory_report.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
+#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -103,7 +104,6 @@ void MoveTo(Decision& d, const std::string& state) {
   if (d.state().state != state) d.Transition(state);
 }
 
-TaskPolicy Policy(int attempts, int64_t lease_ms) { return TaskPolicy::WithLease(lease_ms, attempts); }
 
 json MachineOf(const RunState& s) { return s.spec.value("machine_record", json::object()); }
 
@@ -135,16 +135,16 @@ void Schedule(Decision& d, const std::string& step) {
                    json{{"step", step}, {"machine", machine}, {"run_id", s.run_id},
                         {"wrap_script", MemoryWrapScriptPath(machine, s.run_id)},
                         {"msprof_mem_freq", s.spec.value("msprof_mem_freq", 50)}},
-                   Policy(3, 120000));
+                   PolicyFor(d.state().kind, kMemPreflightTask));
   } else if (step == "baseline" || step == "after_ready" || step == "after_infer") {
-    d.ScheduleTask(kMemNpuSmiTask, json{{"step", step}, {"machine", machine}, {"phase", step}}, Policy(3, 60000));
+    d.ScheduleTask(kMemNpuSmiTask, json{{"step", step}, {"machine", machine}, {"phase", step}}, PolicyFor(d.state().kind, kMemNpuSmiTask));
   } else if (step == "service") {
     json p = BuildLaunchPayload(s.run_id, 1, s.spec, MemoryServeArgs(s.spec));
     p["served_model_name"] = MemoryServedName(s.spec, s.run_id);
     p["wrap_script"] = StrField(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id));
     p["step"] = step;
     Record(d, "launch_attempted", json{{"runtime_dir", p["runtime_dir"]}});
-    d.ScheduleTask(kServiceLaunchTask, p, Policy(3, 120000));
+    d.ScheduleTask(kServiceLaunchTask, p, PolicyFor(d.state().kind, kServiceLaunchTask));
   } else if (step == "ready") {
     json p;
     if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
@@ -160,14 +160,14 @@ void Schedule(Decision& d, const std::string& step) {
                {"deadline_ms", d.now_ms() + timeout_s * 1000}};
     }
     p["step"] = step;
-    d.ScheduleTask(kServiceWaitReadyTask, p, Policy(2, 120000));
+    d.ScheduleTask(kServiceWaitReadyTask, p, PolicyFor(d.state().kind, kServiceWaitReadyTask));
   } else if (step == "vllm_log") {
     const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
     d.ScheduleTask(kMemLogsTask,
                    json{{"step", step}, {"machine", machine}, {"runtime_dir", rt},
                         {"stdout_log", svc.value("stdout_log", json(rt + "/stdout.log"))},
                         {"stderr_log", svc.value("stderr_log", json(rt + "/stderr.log"))}},
-                   Policy(3, 120000));
+                   PolicyFor(d.state().kind, kMemLogsTask));
   } else if (step == "inference") {
     d.ScheduleTask(kMemInferTask,
                    json{{"step", step}, {"machine", machine}, {"port", svc.value("port", json(nullptr))},
@@ -175,7 +175,7 @@ void Schedule(Decision& d, const std::string& step) {
                         {"prompt", s.spec.value("prompt", "")}, {"image_url", s.spec.value("image_url", json(nullptr))},
                         {"max_tokens", s.spec.value("max_tokens", 128)}, {"timeout_s", 600},
                         {"server_scheduled_ms", d.now_ms()}},
-                   Policy(1, 700000));
+                   PolicyFor(d.state().kind, kMemInferTask));
   } else if (step == "stopped") {
     const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
@@ -188,13 +188,13 @@ void Schedule(Decision& d, const std::string& step) {
         Field(s.data, "stop_escalated").value("error_kind", "") == "still_running")
       p["kill_at_once"] = true;
     p["step"] = step;
-    d.ScheduleTask(kServiceStopTask, p, Policy(3, 180000));
+    d.ScheduleTask(kServiceStopTask, p, PolicyFor(d.state().kind, kServiceStopTask));
   } else if (step == "weights") {
     d.ScheduleTask(kMemWeightsTask,
                    json{{"step", step}, {"machine", machine}, {"model", svc.value("model", s.spec.value("model", ""))},
                         {"tp", svc.value("tp", s.spec.value("tp", 1))}, {"dp", svc.value("dp", s.spec.value("dp", 1))},
                         {"expert_parallel", ExpertParallel(s)}},
-                   Policy(3, 300000));
+                   PolicyFor(d.state().kind, kMemWeightsTask));
   } else if (step == "flushed") {
     // flush_s is a minimum before the wait polls (0 = none); the wait itself
     // ends on msprof's own completion signals, or at its deadline.
@@ -210,20 +210,20 @@ void Schedule(Decision& d, const std::string& step) {
                         {"pid", svc.value("pid", json(nullptr))},
                         {"stdout_log", svc.value("stdout_log", json(rt + "/stdout.log"))},
                         {"timeout_s", timeout_s}, {"deadline_ms", d.now_ms() + timeout_s * 1000}},
-                   Policy(3, 60000));
+                   PolicyFor(d.state().kind, kMemWaitFlushTask));
   } else if (step == "export") {
     const int64_t timeout_s = s.spec.value("export_timeout_s", 1800);
     d.ScheduleTask(kMemExportTask,
                    json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)},
                         {"timeout_s", timeout_s + 60}},
-                   Policy(3, 120000));
+                   PolicyFor(d.state().kind, kMemExportTask));
     d.ScheduleTimer("export_timeout", timeout_s * 1000);
   } else if (step == "msprof") {
     json p = {{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}};
     // The window the handler cuts each device's npu_mem series at (the
     // activation peak); absent when the inference gave none.
     if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) p["inference_window"] = ChosenWindowToJson(*w);
-    d.ScheduleTask(kMemCollectTask, p, Policy(3, 300000));
+    d.ScheduleTask(kMemCollectTask, p, PolicyFor(d.state().kind, kMemCollectTask));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "statemachine/spec_checks.h"
+#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -26,14 +27,10 @@ Status ProbeMachine::ValidateSpec(json& spec) const {
 
 void ProbeMachine::OnStart(Decision& d) const {
   d.Transition("probing");
-  TaskPolicy policy;
-  policy.max_attempts = 3;
-  policy.backoff_ms = 500;
-  policy.lease_ms = 60000;
   d.ScheduleTask(kProbeTask,
                  json{{"machine", d.state().spec["machine_record"]},
                       {"busy_threshold_mb", d.state().spec["busy_threshold_mb"]}},
-                 policy);
+                 PolicyFor(name(), kProbeTask));
 }
 
 void ProbeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {

@@ -15,21 +15,12 @@ using json = nlohmann::json;
 
 // Retry policy of one task: attempts are 1-based; a retryable failure of
 // attempt a < max_attempts schedules attempt a+1 after backoff_ms * 2^(a-1),
-// capped at max_backoff_ms.
+// capped at max_backoff_ms. Each task kind's policy: statemachine/task_policies.h.
 struct TaskPolicy {
   int max_attempts = 3;
   int64_t backoff_ms = 1000;
   int64_t max_backoff_ms = 30000;
   int64_t lease_ms = 120000;  // no progress within this -> the holder is considered lost
-
-  // The usual policy: 1 s backoff doubling to the cap, with this lease.
-  static TaskPolicy WithLease(int64_t lease, int attempts = 3) {
-    TaskPolicy p;
-    p.max_attempts = attempts;
-    p.backoff_ms = 1000;
-    p.lease_ms = lease;
-    return p;
-  }
 };
 
 struct TaskInfo {

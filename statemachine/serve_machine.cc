@@ -8,6 +8,7 @@
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
+#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -28,14 +29,6 @@ constexpr const char* kNeverLaunched = "the service was never launched (nothing 
 int ReasonRank(const std::string& r) { return r == "failure" ? 3 : r == "cancel" ? 2 : r == "user" ? 1 : 0; }
 
 
-TaskPolicy LaunchPolicy() { return TaskPolicy::WithLease(90000); }
-
-TaskPolicy WaitPolicy() { return TaskPolicy::WithLease(30000); }
-
-TaskPolicy StopPolicy() { return TaskPolicy::WithLease(60000); }
-
-// The watch reports progress every poll; a silent holder is lost after this.
-TaskPolicy WatchPolicy(int64_t poll_s) { return TaskPolicy::WithLease(std::max<int64_t>(30000, poll_s * 3000)); }
 
 // While ready, one service.watch task polls the process group and only
 // answers when the service died (zero events while it is healthy).
@@ -47,7 +40,7 @@ void StartWatch(Decision& d) {
   d.ScheduleTask(kServiceWatchTask,
                  BuildWatchPayload(s.spec.value("machine_record", json::object()), svc.value("runtime_dir", ""),
                                    svc.value("pid", json(nullptr)), poll_s),
-                 WatchPolicy(poll_s));
+                 ServeWatchPolicy(poll_s));
 }
 
 std::string CurrentReason(const RunState& s) { return s.data.value("stop", json::object()).value("reason", ""); }
@@ -72,7 +65,7 @@ void ScheduleStop(Decision& d) {
                  BuildStopPayload(s.spec.value("machine_record", json::object()), rt, svc.value("pid", json(nullptr)),
                                   s.data.value("stop", json::object()).value("force", false),
                                   s.spec.value("stop_grace_s", 10)),
-                 StopPolicy());
+                 PolicyFor(d.state().kind, kServiceStopTask));
 }
 
 void StartStop(Decision& d, const std::string& reason, bool force) {
@@ -147,7 +140,7 @@ std::optional<DeviceNeed> ServeMachine::DevicesNeeded(const RunState& s) const {
 
 void ServeMachine::OnStart(Decision& d) const {
   d.Transition("launching");
-  d.ScheduleTask(kServiceLaunchTask, BuildLaunchPayload(d.state().run_id, 1, d.state().spec), LaunchPolicy());
+  d.ScheduleTask(kServiceLaunchTask, BuildLaunchPayload(d.state().run_id, 1, d.state().spec), PolicyFor(d.state().kind, kServiceLaunchTask));
 }
 
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
@@ -162,7 +155,7 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
     }
     d.Transition("waiting_ready");
     const json wait = BuildWaitReadyPayload(task.payload, result, d.now_ms());
-    d.ScheduleTask(kServiceWaitReadyTask, wait, WaitPolicy());
+    d.ScheduleTask(kServiceWaitReadyTask, wait, PolicyFor(d.state().kind, kServiceWaitReadyTask));
     d.ScheduleTimer(kHealthDeadline, wait.value("health_timeout_s", int64_t{300}) * 1000 + kHealthTimerSlackMs);
     return;
   }

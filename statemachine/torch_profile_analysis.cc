@@ -5,6 +5,7 @@
 
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_tasks.h"
+#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -18,8 +19,6 @@ std::vector<const TaskInfo*> TasksInOrder(const RunState& s, const std::string& 
             [](const TaskInfo* a, const TaskInfo* b) { return TaskNumber(a->task_id) < TaskNumber(b->task_id); });
   return out;
 }
-
-TaskPolicy AnalysePolicy() { return TaskPolicy::WithLease(60000); }
 
 json MissingRank(const std::string& dir, const std::string& error) {
   return json{{"path", dir},
@@ -56,12 +55,11 @@ json TaskResultData(const TaskInfo* t) {
 }
 
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s) {
-  TaskPolicy p = AnalysePolicy();
   d.ScheduleTask(kTpListDirsTask,
                  json{{"machine", d.state().spec.value("machine_record", json::object())},
                       {"profile_root", root},
                       {"analyse_timeout_s", analyse_timeout_s}},
-                 p);
+                 PolicyFor(d.state().kind, kTpListDirsTask));
 }
 
 bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_timeout_s) {
@@ -72,7 +70,7 @@ bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_
                    json{{"machine", d.state().spec.value("machine_record", json::object())},
                         {"dir", dir},
                         {"analyse_timeout_s", analyse_timeout_s}},
-                   AnalysePolicy());
+                   PolicyFor(d.state().kind, kTpAnalyseRankTask));
   }
   return true;
 }

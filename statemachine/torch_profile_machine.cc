@@ -10,12 +10,12 @@
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
+#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
 namespace {
 
-TaskPolicy Policy(int attempts, int64_t lease_ms) { return TaskPolicy::WithLease(lease_ms, attempts); }
 
 json Machine(const Decision& d) { return d.state().spec.value("machine_record", json::object()); }
 
@@ -50,7 +50,7 @@ void ScheduleStop(Decision& d, bool force) {
   d.ScheduleTask(kServiceStopTask,
                  BuildStopPayload(Machine(d), svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), force,
                                   d.state().spec.value("stop_grace_s", 10)),
-                 Policy(3, 120000));
+                 PolicyFor(d.state().kind, kServiceStopTask));
 }
 
 std::string FailureText(const json& f) {
@@ -99,7 +99,7 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 void StartLaunch(Decision& d) {
   d.Transition("launching");
   d.ScheduleTask(kServiceLaunchTask, TorchProfileLaunchPayload(d.state().run_id, d.state().spec),
-                 Policy(3, 120000));
+                 PolicyFor(d.state().kind, kServiceLaunchTask));
 }
 
 void ScheduleControl(Decision& d, const std::string& action) {
@@ -110,7 +110,7 @@ void ScheduleControl(Decision& d, const std::string& action) {
                       {"action", action},
                       {"port", svc.value("port", 0)},
                       {"timeout_s", d.state().spec.value("profile_control_timeout", 600)}},
-                 Policy(2, 60000));
+                 PolicyFor(d.state().kind, kTpControlTask));
 }
 
 void ScheduleRequests(Decision& d, const std::string& role) {
@@ -131,7 +131,7 @@ void ScheduleRequests(Decision& d, const std::string& role) {
                       {"request_kind", spec["request_kind"]},
                       {"image_path", spec["image_path"]},
                       {"image_height", spec["image_height"]}},
-                 Policy(2, 60000));
+                 PolicyFor(d.state().kind, kTpRequestsTask));
 }
 
 std::string ProfileRoot(const RunState& s) {
@@ -149,7 +149,7 @@ void ScheduleFlushWait(Decision& d) {
                       {"expected_ranks", ExpectedRanks(s.spec)},
                       {"timeout_s", timeout_s},
                       {"deadline_ms", d.now_ms() + timeout_s * 1000}},
-                 Policy(3, 60000));
+                 PolicyFor(d.state().kind, kTpWaitFlushTask));
 }
 
 // The flush wait has ended (by a signal, its timeout or a failed task): the
@@ -217,7 +217,7 @@ void TorchProfileMachine::OnStart(Decision& d) const {
     d.Transition("preparing_image");
     d.ScheduleTask(kTpPrepareImageTask,
                    json{{"machine", Machine(d)}, {"image_path", spec["image_path"]}, {"image_height", spec["image_height"]}},
-                   Policy(1, 60000));
+                   PolicyFor(d.state().kind, kTpPrepareImageTask));
     return;
   }
   StartLaunch(d);
@@ -233,7 +233,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   if (task.kind == kServiceLaunchTask) {
     if (s.cancel_requested) return BeginCleanup(d, "cancelled");
     d.ScheduleTask(kServiceWaitReadyTask, BuildWaitReadyPayload(task.payload, result, d.now_ms()),
-                   Policy(3, 60000));
+                   PolicyFor(d.state().kind, kServiceWaitReadyTask));
     return;
   }
   if (task.kind == kServiceWaitReadyTask) {
