@@ -43,7 +43,7 @@ void Broker::CancelChild(const std::string& parent, const std::string& child) {
 
 void Broker::RecoverChildren(const std::string& parent) {
   sm::RunState* p = LoadRun(parent);
-  if (!p || p->terminal || p->kind != "sweep") return;
+  if (!p || p->terminal || !sm::HasChildRuns(*p)) return;
   const bool cancel = p->cancel_requested;
   for (const auto& req : sm::RequestedChildren(*p)) SubmitChild(parent, req.run_id);
   if (!cancel) return;

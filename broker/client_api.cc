@@ -13,6 +13,7 @@
 #include "common/utf8.h"
 #include "proto/wire.h"
 #include "statemachine/event_types.h"
+#include "statemachine/sweep_machine.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/spec_checks.h"
 
@@ -209,7 +210,7 @@ proto::ClientResponse Broker::Show(const json& args, bool manifest) {
   if (!kind) return Err(2, fmt::format("run '{}' has unknown kind '{}'", run_id, s->kind));
   if (manifest) return Ok(kind->Manifest(*s));
   json summary = kind->Summary(*s);
-  if (s->kind == "sweep") AddLiveChildStatus(summary);
+  if (sm::HasChildRuns(*s)) AddLiveChildStatus(summary);
   // Live, not part of the projection: what a queued run waits for.
   if (!s->terminal && summary.is_object())
     if (json w = leases_.WaitingFor(run_id); !w.is_null()) summary["waiting_for"] = w;

@@ -8,6 +8,7 @@
 
 #include "common/json_field.h"
 #include "common/utf8.h"
+#include "statemachine/sweep_machine.h"
 
 namespace npuprof::cli {
 
@@ -200,11 +201,7 @@ std::vector<std::string> Sweep(const json& j) {
                                               S(j, "points"))};
   if (j.contains("children") && j["children"].is_array())
     for (const auto& c : j["children"]) {
-      std::string point;
-      if (c.contains("point") && c["point"].is_object())
-        for (auto it = c["point"].begin(); it != c["point"].end(); ++it)
-          point += fmt::format("{}{}={}", point.empty() ? "" : " ", it.key(),
-                               it->is_string() ? it->get<std::string>() : it->dump());
+      const std::string point = sm::SweepPointText(c.contains("point") ? c["point"] : json(nullptr));
       out.push_back(fmt::format("  {:<40} {:<32} {}", S(c, "run_id"), point, S(c, "status")));
     }
   return out;

@@ -1,10 +1,23 @@
 #include "parsers/csv_records.h"
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "common/text.h"
 
 namespace npuprof {
+
+std::optional<size_t> CsvColumn(const std::vector<std::string>& header, std::string_view name) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    const std::string& h = header[i];
+    if (h.size() == name.size() && std::equal(h.begin(), h.end(), name.begin(), [](char x, char y) {
+          return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+        }))
+      return i;
+  }
+  return std::nullopt;
+}
 
 namespace {
 constexpr std::string_view kBom = "\xEF\xBB\xBF";

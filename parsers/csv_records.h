@@ -16,11 +16,16 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace npuprof {
+
+// The index of the header cell equal to `name` ignoring ASCII case (msprof
+// and torch_npu spell some column names differently across versions).
+std::optional<size_t> CsvColumn(const std::vector<std::string>& header, std::string_view name);
 
 class CsvRecordReader {
  public:

@@ -7,23 +7,12 @@
 #include <fmt/format.h>
 
 #include "common/utf8.h"
+#include "parsers/csv_records.h"
 #include "parsers/finite_number.h"
 
 namespace npuprof {
 
 namespace {
-
-std::optional<size_t> ColumnOf(const std::vector<std::string>& header, std::string_view name) {
-  for (size_t i = 0; i < header.size(); ++i) {
-    const std::string& h = header[i];
-    if (h.size() == name.size() &&
-        std::equal(h.begin(), h.end(), name.begin(), [](char x, char y) {
-          return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-        }))
-      return i;
-  }
-  return std::nullopt;
-}
 
 std::string Cut(const std::string& s) { return s.size() <= kMaxKernelNameBytes ? s : s.substr(0, kMaxKernelNameBytes); }
 
@@ -53,14 +42,14 @@ bool KernelSummaryBuilder::OnRecord(const std::vector<std::string>& cells, size_
   if (index == 0) {
     std::vector<std::string> missing;
     auto need = [&](std::string_view n, size_t* slot) {
-      auto c = ColumnOf(cells, n);
+      auto c = CsvColumn(cells, n);
       if (c) *slot = *c;
       else missing.emplace_back(n);
     };
     need("Name", &name_col_);
     need("Type", &type_col_);
     need("Duration(us)", &dur_col_);
-    core_col_ = ColumnOf(cells, "Accelerator Core");
+    core_col_ = CsvColumn(cells, "Accelerator Core");
     if (!missing.empty()) {
       std::string list;
       for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;

@@ -33,20 +33,6 @@ std::vector<std::string> HeaderOf(std::string_view text) {
   return header;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::optional<size_t> Column(const std::vector<std::string>& header, std::string_view name) {
-  for (size_t i = 0; i < header.size(); ++i) {
-    if (EqualsIgnoreCase(header[i], name)) return i;
-  }
-  return std::nullopt;
-}
-
 // The refusal of a cell that spells a number out of range ("inf", "nan",
 // "1e999"): such a value would reach reports as a number that is none.
 Status NotFinite(std::string_view what, size_t data_row, const std::vector<std::string>& header, size_t col,
@@ -184,7 +170,7 @@ const char* MsprofCsvKindName(MsprofCsvKind kind) {
 
 MsprofCsvKind DetectMsprofCsvKind(std::string_view csv_text) {
   std::vector<std::string> h = HeaderOf(csv_text);
-  auto has = [&](std::string_view name) { return Column(h, name).has_value(); };
+  auto has = [&](std::string_view name) { return CsvColumn(h, name).has_value(); };
   bool reserved = has("Total Reserved(KB)") || has("Total Reserved(MB)");
   if (has("Component") && reserved) {
     return has("Total Allocated(MB)") ? MsprofCsvKind::kMemoryRecord : MsprofCsvKind::kNpuModuleMem;
@@ -210,9 +196,9 @@ const ModuleMemComponent* ModuleMemTable::Find(std::string_view component,
 Result<ModuleMemTable> ParseNpuModuleMemCsv(std::string_view csv_text) {
   std::vector<std::string> header = HeaderOf(csv_text);
   if (header.empty()) return Status::Invalid("npu_module_mem CSV is empty: no header line");
-  auto component_col = Column(header, "Component");
-  auto kb_col = Column(header, "Total Reserved(KB)");
-  auto mb_col = Column(header, "Total Reserved(MB)");
+  auto component_col = CsvColumn(header, "Component");
+  auto kb_col = CsvColumn(header, "Total Reserved(KB)");
+  auto mb_col = CsvColumn(header, "Total Reserved(MB)");
   std::vector<std::string> missing;
   if (!component_col) missing.push_back("Component");
   if (!kb_col && !mb_col) missing.push_back("Total Reserved(KB) or Total Reserved(MB)");
@@ -221,9 +207,9 @@ Result<ModuleMemTable> ParseNpuModuleMemCsv(std::string_view csv_text) {
   ModuleMemTable table;
   table.unit_is_kb = kb_col.has_value();
   const size_t value_col = kb_col ? *kb_col : *mb_col;
-  auto device_id_col = Column(header, "Device_id");
-  auto device_col = Column(header, "Device");
-  auto ts_col = Column(header, "Timestamp(us)");
+  auto device_id_col = CsvColumn(header, "Device_id");
+  auto device_col = CsvColumn(header, "Device");
+  auto ts_col = CsvColumn(header, "Timestamp(us)");
   table.has_device_id_column = device_id_col.has_value();
   const size_t needed = std::max(*component_col, value_col) + 1;
 
@@ -274,9 +260,9 @@ const NpuMemSeries* NpuMemTable::Find(std::string_view event, std::optional<int>
 Result<NpuMemTable> ParseNpuMemCsv(std::string_view csv_text) {
   std::vector<std::string> header = HeaderOf(csv_text);
   if (header.empty()) return Status::Invalid("npu_mem CSV is empty: no header line");
-  auto event_col = Column(header, "event");
-  auto hbm_col = Column(header, "hbm(KB)");
-  auto ts_col = Column(header, "timestamp(us)");
+  auto event_col = CsvColumn(header, "event");
+  auto hbm_col = CsvColumn(header, "hbm(KB)");
+  auto ts_col = CsvColumn(header, "timestamp(us)");
   std::vector<std::string> missing;
   if (!event_col) missing.push_back("event");
   if (!hbm_col) missing.push_back("hbm(KB)");
@@ -284,9 +270,9 @@ Result<NpuMemTable> ParseNpuMemCsv(std::string_view csv_text) {
   if (!missing.empty()) return MissingColumns("npu_mem CSV", missing, header);
 
   NpuMemTable table;
-  auto device_id_col = Column(header, "Device_id");
-  auto ddr_col = Column(header, "ddr(KB)");
-  auto memory_col = Column(header, "memory(KB)");
+  auto device_id_col = CsvColumn(header, "Device_id");
+  auto ddr_col = CsvColumn(header, "ddr(KB)");
+  auto memory_col = CsvColumn(header, "memory(KB)");
   table.has_device_id_column = device_id_col.has_value();
   const size_t needed = std::max({*event_col, *hbm_col, *ts_col}) + 1;
   auto cell_number = [](const std::vector<std::string>& cells, std::optional<size_t> col) {
@@ -348,17 +334,17 @@ Result<KernelDetailsCheck> CheckKernelDetailsCsv(std::string_view csv_text) {
   if (header.empty()) return Status::Invalid("kernel_details.csv is empty: no header line");
   std::vector<std::string> missing;
   for (std::string_view name : {"Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)"}) {
-    if (!Column(header, name)) missing.emplace_back(name);
+    if (!CsvColumn(header, name)) missing.emplace_back(name);
   }
   if (!missing.empty()) return MissingColumns("kernel_details.csv", missing, header);
 
   KernelDetailsCheck check;
   check.columns = header.size();
-  check.has_step_id = Column(header, "Step Id").has_value();
-  check.has_device_id = Column(header, "Device_id").has_value();
-  if (Column(header, "Block Num")) {
+  check.has_step_id = CsvColumn(header, "Step Id").has_value();
+  check.has_device_id = CsvColumn(header, "Device_id").has_value();
+  if (CsvColumn(header, "Block Num")) {
     check.block_column = "Block Num";
-  } else if (Column(header, "Block Dim")) {
+  } else if (CsvColumn(header, "Block Dim")) {
     check.block_column = "Block Dim";
   }
   ForEachCsvRecord(csv_text, [&](const std::vector<std::string>& cells, size_t index) {

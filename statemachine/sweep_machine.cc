@@ -16,11 +16,7 @@ constexpr size_t kMaxGridKeys = 8;
 bool IsChildKind(const std::string& k) { return k == "memory-profile" || k == "torch-profile"; }
 
 std::string PointText(const json& point) {
-  std::string out;
-  if (point.is_object())
-    for (auto it = point.begin(); it != point.end(); ++it)
-      out += fmt::format("{}{}={}", out.empty() ? "" : " ", it.key(),
-                         it->is_string() ? it->get<std::string>() : it->dump());
+  const std::string out = SweepPointText(point);
   return out.empty() ? "{}" : out;
 }
 
@@ -69,6 +65,15 @@ void FinishIfAllEnded(Decision& d) {
 
 }  // namespace
 
+std::string SweepPointText(const json& point) {
+  std::string out;
+  if (point.is_object())
+    for (auto it = point.begin(); it != point.end(); ++it)
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", it.key(),
+                         it->is_string() ? it->get<std::string>() : it->dump());
+  return out;
+}
+
 std::string SweepChildId(const std::string& sweep_id, size_t index) { return fmt::format("{}-p{}", sweep_id, index); }
 
 std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id) {
@@ -85,6 +90,8 @@ std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::st
   }
   return std::nullopt;
 }
+
+bool HasChildRuns(const RunState& parent) { return !Children(parent).empty(); }
 
 std::vector<ChildRequest> RequestedChildren(const RunState& parent) {
   std::vector<ChildRequest> out;

@@ -48,6 +48,13 @@ struct ChildRequest {
 
 // The child run_id of `parent` (a sweep) asked for, or nullopt.
 std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id);
+// A grid point as "key=value key=value" in the point's key order (strings
+// unquoted); empty for a point that is not an object.
+std::string SweepPointText(const json& point);
+
+// Whether the run has asked for child runs (ChildRunRequested): what the
+// broker looks at, never the run's kind.
+bool HasChildRuns(const RunState& parent);
 // Every child `parent` asked for, in point order (empty for other kinds).
 std::vector<ChildRequest> RequestedChildren(const RunState& parent);
 // Children not known to have ended (what a cancel must reach).

@@ -66,5 +66,16 @@ TEST(CsvRecords, StopsWhenTheCallbackSaysSo) {
   EXPECT_TRUE(r.stopped());
 }
 
+TEST(CsvRecords, ColumnsAreFoundIgnoringAsciiCaseOnly) {
+  const std::vector<std::string> header = {"Name", "Duration(us)", "timestamp(us)", "\xC3\x84x"};
+  EXPECT_EQ(CsvColumn(header, "name"), 0u);
+  EXPECT_EQ(CsvColumn(header, "DURATION(US)"), 1u);
+  EXPECT_EQ(CsvColumn(header, "Timestamp(us)"), 2u);
+  EXPECT_EQ(CsvColumn(header, "\xC3\x84x"), 3u);
+  EXPECT_FALSE(CsvColumn(header, "\xC3\xA4x")) << "bytes past ASCII compare exactly";
+  EXPECT_FALSE(CsvColumn(header, "Duration"));
+  EXPECT_FALSE(CsvColumn({}, "Name"));
+}
+
 }  // namespace
 }  // namespace npuprof::testing
