@@ -22,6 +22,7 @@
 #include "broker/dispatcher.h"
 #include "broker/listener_security.h"
 #include "broker/timer_queue.h"
+#include "broker/verify_runner.h"
 #include "common/status.h"
 #include "npuprof.pb.h"
 #include "statemachine/engine.h"
@@ -146,9 +147,18 @@ class Broker {
   proto::ClientResponse Workers();
   proto::ClientResponse Blob(const sm::json& args);
   proto::ClientResponse Signal(const sm::json& args, std::string* deferred_run);
-  // verify: replays runs from their stored events (chain, legality) and
-  // compares the folded summary/manifest with what the server serves.
-  proto::ClientResponse Verify(const sm::json& args);
+  // verify: checks the request and queues a VerifyJob (verify_runner.h); the
+  // job starts after this turn's commit and its answer comes from the
+  // runner's thread (LaunchVerifies, ReplyToVerifies). Sets *deferred_run to
+  // kVerifyLater instead of answering.
+  proto::ClientResponse Verify(const sm::json& args, std::string* deferred_run);
+  // *deferred_run of a verify: never a stream id (those are safe names).
+  static constexpr const char* kVerifyLater = "\x01verify";
+  // After a commit: captures the cached runs' projections for each queued
+  // verify and hands the job to the runner.
+  void LaunchVerifies();
+  // Sends the answers the runner has finished.
+  void ReplyToVerifies();
   // import: stages the events of a finished run exported by `events --json`
   // in the current turn; the answer waits for its commit.
   proto::ClientResponse Import(const sm::json& args, std::string* deferred_run);
@@ -174,6 +184,9 @@ class Broker {
   std::unique_ptr<ZapAuthenticator> zap_;  // declared before router_: outlives it (handshakes need it)
   zmq::socket_t router_;
   std::vector<std::string> endpoints_;
+  zmq::socket_t verify_wake_;               // PULL: the verify runner says an answer is ready
+  std::unique_ptr<VerifyRunner> verifier_;  // after store_ and ctx_: stopped and joined before them
+  std::vector<VerifyJob> verify_queued_;    // requested in this turn, launched after its commit
 
   std::map<std::string, sm::RunState> runs_;  // cache: every non-terminal run + recently used
   sm::MachineInventory machines_;

@@ -98,7 +98,8 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
     deferred.clear();
   }
   if (opts_.metrics) opts_.metrics->ClientAnswered(verb, r.ok());
-  if (deferred.empty()) ReplyNow(identity, r);
+  if (deferred == kVerifyLater) verify_queued_.back().identity = identity;  // answered by the runner
+  else if (deferred.empty()) ReplyNow(identity, r);
   else turn_.replies.push_back({deferred, Reply{identity, r}});
 }
 
@@ -124,7 +125,7 @@ proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, 
   } else if (verb == "workers") {
     r = Workers();
   } else if (verb == "verify") {
-    r = Verify(args);
+    r = Verify(args, &deferred);
   } else if (verb == "import") {
     r = Import(args, &deferred);
   } else if (verb == "signal") {
@@ -347,83 +348,45 @@ proto::ClientResponse Broker::Signal(const json& args, std::string* deferred_run
   return InputToLiveRun(run_id, in, {{"run_id", run_id}, {"signal", in.signal}}, deferred_run);
 }
 
-proto::ClientResponse Broker::Verify(const json& args) {
-  std::vector<std::string> ids;
-  const std::string only = args.value("run_id", "");
-  if (!only.empty()) {
-    if (!LoadRun(only)) {  // unknown, or stored but unreadable (then verify says why)
-      auto stored = store_->HasEvents(only);
-      if (!stored.ok() || !*stored) return Err(2, fmt::format("no run '{}'", only));
-    }
-    ids.push_back(only);
-  } else {
-    for (const auto& row : store_->ListRuns()) ids.push_back(row.run_id());
+proto::ClientResponse Broker::Verify(const json& args, std::string* deferred_run) {
+  VerifyJob job;
+  job.only = args.value("run_id", "");
+  if (!job.only.empty() && !LoadRun(job.only)) {  // unknown, or stored but unreadable (then verify says why)
+    auto stored = store_->HasEvents(job.only);
+    if (!stored.ok() || !*stored) return Err(2, fmt::format("no run '{}'", job.only));
   }
-  json results = json::array();
-  bool all_ok = true;
-  auto hasher = [](const proto::Event& e) { return store::EventHash(e); };
-  if (only.empty()) {
-    auto evs = store_->ReadRun(sm::kMachinesStream);
-    if (evs.ok() && !evs->empty()) {
-      auto vr = sm::VerifyChainOnly(*evs, hasher);
-      all_ok = all_ok && vr.ok;
-      results.push_back({{"run_id", sm::kMachinesStream}, {"ok", vr.ok}, {"events", vr.events},
-                         {"error", vr.ok ? json(nullptr) : json(vr.first_divergence)}});
-    }
-  }
-  for (const auto& id : ids) {
-    auto evs = store_->ReadRun(id);
-    json row = {{"run_id", id}};
-    if (!evs.ok()) {
-      row["ok"] = false;
-      row["error"] = evs.status().ToString();
+  verify_queued_.push_back(std::move(job));
+  *deferred_run = kVerifyLater;
+  return Ok(json::object());
+}
+
+void Broker::LaunchVerifies() {
+  if (verify_queued_.empty()) return;
+  // Right after the turn's commit: the cache holds committed states only.
+  for (VerifyJob& job : verify_queued_) {
+    auto capture = [&](const std::string& id, const sm::RunState& s) {
+      const sm::RunKind* k = kinds_.Find(s.kind);
+      if (!k) return;
+      job.served[id] = ServedProjection{s.last_seq, k->Manifest(s).dump(), k->Summary(s).dump()};
+    };
+    if (!job.only.empty()) {
+      if (auto it = runs_.find(job.only); it != runs_.end()) capture(it->first, it->second);
     } else {
-      auto vr = sm::VerifyRunEvents(kinds_, *evs, hasher);
-      row["events"] = vr.events;
-      if (vr.ok) {
-        // The projections served must equal the fold from scratch, byte for byte.
-        const sm::RunKind* k = kinds_.Find(vr.state.kind);
-        sm::RunState* served = LoadRun(id);
-        if (k && served) {
-          if (k->Manifest(vr.state).dump() != k->Manifest(*served).dump()) {
-            vr.ok = false;
-            vr.first_divergence = "the manifest folded from the events differs from the one served";
-          } else if (k->Summary(vr.state).dump() != k->Summary(*served).dump()) {
-            vr.ok = false;
-            vr.first_divergence = "the summary folded from the events differs from the one served";
-          }
-        }
-        // The index row of a run last written before a state was renamed holds the old name.
-        if (auto idx = store_->GetRun(id);
-            vr.ok && idx && k && k->transitions().Current(idx->state()) != vr.state.state) {
-          vr.ok = false;
-          vr.first_divergence = fmt::format("run index says state '{}' but the events fold to '{}'", idx->state(),
-                                            vr.state.state);
-        }
-      }
-      row["ok"] = vr.ok;
-      row["error"] = vr.ok ? json(nullptr) : json(vr.first_divergence);
+      for (const auto& [id, s] : runs_) capture(id, s);
     }
-    all_ok = all_ok && row["ok"].get<bool>();
-    results.push_back(row);
+    verifier_->Submit(std::move(job));
   }
-  json out = {{"ok", all_ok}, {"checked", results.size()}, {"runs", results}};
-  if (only.empty()) {
-    // Across runs: no device was ever leased to two runs at once.
-    std::vector<proto::Event> lease_events;
-    (void)store_->ScanGlobal(1, [&](const proto::Event& e) {
-      if (e.type() == sm::kDevicesLeased || e.type() == sm::kDevicesReleased) lease_events.push_back(e);
-      return true;
-    });
-    const std::string clash = sm::FindDoubleLease(lease_events);
-    out["lease_audit"] = {{"ok", clash.empty()}, {"lease_events", lease_events.size()},
-                          {"error", clash.empty() ? json(nullptr) : json(clash)}};
-    if (!clash.empty()) all_ok = false;
-    out["ok"] = all_ok;
+  verify_queued_.clear();
+}
+
+void Broker::ReplyToVerifies() {
+  while (wire::RecvFrames(verify_wake_, /*dontwait=*/true)) {
   }
-  proto::ClientResponse r = Ok(out);
-  r.set_exit_code(all_ok ? 0 : 1);
-  return r;
+  for (VerifyAnswer& a : verifier_->TakeDone()) {
+    proto::ClientResponse r = Ok(a.body);
+    r.set_exit_code(a.ok ? 0 : 1);
+    ReplyNow(a.identity, r);
+  }
 }
 
 proto::ClientResponse Broker::Import(const json& args, std::string* deferred_run) {

@@ -46,6 +46,13 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
 Broker::Broker(BrokerOptions opts, std::unique_ptr<store::EventStore> store)
     : opts_(std::move(opts)), store_(std::move(store)), kinds_(opts_.kinds ? *opts_.kinds : sm::DefaultKinds()), ctx_(1),
       router_(ctx_, zmq::socket_type::router) {
+  // The verify runner's wake-up: inproc, bound here so the runner's thread
+  // can connect at once.
+  verify_wake_ = zmq::socket_t(ctx_, zmq::socket_type::pull);
+  verify_wake_.set(zmq::sockopt::linger, 0);
+  const std::string wake = fmt::format("inproc://npuprof-verify-{}", static_cast<const void*>(this));
+  verify_wake_.bind(wake);
+  verifier_ = std::make_unique<VerifyRunner>(ctx_, wake, *store_, kinds_);
   router_.set(zmq::sockopt::router_mandatory, 0);
   router_.set(zmq::sockopt::linger, 0);
   router_.set(zmq::sockopt::sndhwm, 100000);
@@ -59,9 +66,9 @@ Status Broker::Run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     const int64_t now = NowMs();
     const int64_t wait = timers_.MsUntilNext(now, std::min<int64_t>(opts_.heartbeat_ms, 200));
-    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {verify_wake_.handle(), 0, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 1, std::chrono::milliseconds(wait));
+      zmq::poll(items, 2, std::chrono::milliseconds(wait));
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       return Status::Internal(std::string("poll: ") + e.what());
@@ -78,6 +85,8 @@ Status Broker::Run(const std::atomic<bool>& stop) {
     Commit();
     if (ScheduleLeases()) Commit();  // grants follow the releases they depend on
     Dispatch();
+    LaunchVerifies();
+    if (items[1].revents & ZMQ_POLLIN) ReplyToVerifies();
     SendHeartbeats(after);
     if (opts_.metrics)
       opts_.metrics->TurnEnded(leases_, dispatcher_.workers(), dispatcher_.in_flight(), dispatcher_.pending());

@@ -2,7 +2,8 @@
 // the benchmark's fan-out kind, driven over the wire protocol by a raw
 // client and a raw worker. Covers what the fan-out benchmark relies on, and
 // the broker's rebuild of a run's cached state after a rejected input (the
-// engine decides on the cached state itself, so a rejected input consumes it).
+// engine decides on the cached state itself, so a rejected input consumes it),
+// and `verify` answered off the loop thread (broker/verify_runner.h).
 #include <stdlib.h>
 
 #include <atomic>
@@ -19,8 +20,10 @@
 #include "bench/fanout_kind.h"
 #include "bench/raw_client.h"
 #include "broker/broker.h"
+#include "broker/verify_runner.h"
 #include "npuprof.pb.h"
 #include "proto/wire.h"
+#include "store/event_store.h"
 
 namespace npuprof::testing {
 namespace {
@@ -179,6 +182,78 @@ TEST_F(CustomKindsTest, FanoutRunSurvivesRejectedInputsStagedInTheSameTurn) {
   // The served (cached) state equals a fold of the events from scratch.
   const json verified = Call("verify", json::object());
   EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
+}
+
+TEST_F(CustomKindsTest, VerifyIsAnsweredByItsOwnThreadAfterRequestsQueuedBehindIt) {
+  // Both queued before the loop's first turn: the ping is answered in the
+  // turn, the verify only once the runner has replayed the store.
+  Send("verify", json::object());
+  Send("ping", json::object());
+  std::this_thread::sleep_for(200ms);  // let the ipc pipe deliver them before the first poll
+  StartBroker();
+  const proto::ClientResponse first = Recv(), second = Recv();
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_EQ(json::parse(first.body_json()).value("server", ""), "npuprof") << first.body_json();
+  const json verified = json::parse(second.body_json());
+  EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
+  EXPECT_EQ(verified.value("checked", -1), 0) << verified.dump();
+  // One run: the answer names it; an unknown run is refused at once.
+  Send("submit", json{{"kind", bench::kFanoutKind}, {"run_id", "fan2"}, {"spec", {{"tasks", 2}}}});
+  ASSERT_TRUE(Recv().ok());
+  StartNoopWorker();
+  ASSERT_EQ(WaitFinished("fan2").value("status", ""), "ok");
+  const json one = Call("verify", json{{"run_id", "fan2"}});
+  EXPECT_TRUE(one.value("ok", false)) << one.dump();
+  EXPECT_EQ(one["runs"][0].value("run_id", ""), "fan2") << one.dump();
+  Send("verify", json{{"run_id", "nope"}});
+  const proto::ClientResponse unknown = Recv();
+  EXPECT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().find("no run 'nope'"), std::string::npos) << unknown.error();
+}
+
+TEST_F(CustomKindsTest, AVerifyJobJudgesEachRunAsItWasServed) {
+  StartBroker();
+  StartNoopWorker();
+  Send("submit", json{{"kind", bench::kFanoutKind}, {"run_id", "fan3"}, {"spec", {{"tasks", 2}}}});
+  ASSERT_TRUE(Recv().ok());
+  ASSERT_EQ(WaitFinished("fan3").value("status", ""), "ok");
+  stop_ = true;
+  worker_.join();
+  loop_.join();
+  broker_.reset();
+  auto store = store::EventStore::Open(dir_ + "/store");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto events = (*store)->ReadRun("fan3");
+  ASSERT_TRUE(events.ok());
+  ASSERT_GT(events->size(), 4u);
+  // Served after its fourth event: judged on those four (what came later is
+  // the next verify's), and equal to the fold of that prefix.
+  const std::vector<proto::Event> prefix(events->begin(), events->begin() + 4);
+  const auto folded = sm::Fold(FanoutOnly(), prefix);
+  ASSERT_TRUE(folded.ok()) << folded.status().ToString();
+  const sm::RunKind* kind = FanoutOnly().Find(bench::kFanoutKind);
+  broker::VerifyJob job;
+  job.only = "fan3";
+  job.served["fan3"] = {4, kind->Manifest(*folded).dump(), kind->Summary(*folded).dump()};
+  const std::atomic<bool> go{false}, stop{true};
+  broker::VerifyAnswer a = broker::RunVerifyJob(job, **store, FanoutOnly(), go);
+  EXPECT_TRUE(a.ok) << a.body.dump();
+  EXPECT_EQ(a.body["runs"][0].value("events", 0), 4) << a.body.dump();
+  // A served manifest that is not the fold's is reported.
+  job.served["fan3"].manifest = "{}";
+  a = broker::RunVerifyJob(job, **store, FanoutOnly(), go);
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.body["runs"][0].value("error", ""), "the manifest folded from the events differs from the one served")
+      << a.body.dump();
+  // A whole-store verify of a run not cached folds all of it; a stop cuts it short.
+  a = broker::RunVerifyJob(broker::VerifyJob{}, **store, FanoutOnly(), go);
+  EXPECT_TRUE(a.ok) << a.body.dump();
+  EXPECT_EQ(a.body["runs"][0].value("events", size_t{0}), events->size()) << a.body.dump();
+  EXPECT_TRUE(a.body["lease_audit"].value("ok", false)) << a.body.dump();
+  a = broker::RunVerifyJob(broker::VerifyJob{}, **store, FanoutOnly(), stop);
+  EXPECT_FALSE(a.ok);
+  EXPECT_NE(a.body.value("error", "").find("cut short"), std::string::npos) << a.body.dump();
 }
 
 }  // namespace
