@@ -14,6 +14,7 @@
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/task_policies.h"
+#include "statemachine/memory_profile_events.h"
 
 namespace npuprof::sm {
 
@@ -86,7 +87,10 @@ std::string BlobOf(const TaskInfo& task, const std::string& name) {
   return b.is_object() ? b.value(name, "") : "";
 }
 
+// One piece of evidence, as its domain event (memory_profile_events.h).
 void Record(Decision& d, const std::string& field, json value) {
+  const std::string_view type = MemoryEventTypeFor(field);
+  if (!type.empty() && value.is_object()) return d.Emit(std::string(type), std::move(value));
   d.Emit(kMemRecorded, json{{"field", field}, {"value", std::move(value)}});
 }
 
@@ -444,7 +448,9 @@ void MemoryProfileMachine::OnCancel(Decision& d) const {
 }
 
 void MemoryProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
-  if (type == kMemRecorded) {
+  if (const std::string_view field = MemoryFieldOf(type); !field.empty()) {
+    s.data[std::string(field)] = p;
+  } else if (type == kMemRecorded) {
     s.data[p.value("field", "unknown")] = p.value("value", json(nullptr));
   } else if (type == kMemStepFailed) {
     s.data["step_failures"][p.value("step", "unknown")] = {{"error_kind", p.value("error_kind", "")},

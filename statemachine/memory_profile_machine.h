@@ -39,7 +39,8 @@ inline constexpr const char* kMemCollectTask = "memory.collect_csvs";
 inline constexpr const char* kMemWeightsTask = "memory.weights";
 inline constexpr const char* kMemWaitFlushTask = "memory.wait_flush";
 
-// Kind events: {"field","value"} -> data[field] = value;
+// Kind events: the evidence records of memory_profile_events.h (payload ->
+// data[field]); the generic form {"field","value"} -> data[field] = value;
 // {"step","error_kind","error"} -> data.step_failures[step];
 // {"error"} -> data.failure (first one wins).
 inline constexpr const char* kMemRecorded = "MemoryEvidenceRecorded";

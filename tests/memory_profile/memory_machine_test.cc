@@ -2,6 +2,10 @@
 // order, failure paths (msprof missing, never ready), export timeout, attach.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
 #include "statemachine/memory_profile_machine.h"
@@ -18,12 +22,16 @@ json Machine() {
 
 class Driver {
  public:
+  const std::vector<std::string>& types() const { return types_; }
   explicit Driver(const std::string& id) { s_.run_id = id; }
   std::vector<NewEvent> Feed(const Input& in) {
     auto evs = Decide(DefaultKinds(), s_, in);
     EXPECT_TRUE(evs.ok()) << evs.status().ToString();
     if (!evs.ok()) return {};
-    for (const auto& e : *evs) Apply(DefaultKinds(), s_, e.type, e.payload, s_.last_seq + 1, in.now_ms);
+    for (const auto& e : *evs) {
+      Apply(DefaultKinds(), s_, e.type, e.payload, s_.last_seq + 1, in.now_ms);
+      types_.push_back(e.type);
+    }
     return *evs;
   }
   void Submit(json spec) {
@@ -97,6 +105,7 @@ class Driver {
  private:
   RunState s_;
   int64_t now_ = 1000;
+  std::vector<std::string> types_;  // every event decided, in order
 };
 
 json StandaloneSpec() {
@@ -218,6 +227,14 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
   EXPECT_EQ(m["report"]["devices"][0]["components"][8]["evidence"][0]["blob"], "sha-n");
   EXPECT_EQ(m["report"]["devices"][1]["components"][8]["source"], "npu_smi_delta");
   EXPECT_EQ(m["tp"], 2);
+
+  // Evidence is recorded as domain events (memory_profile_events.h), never as the generic form.
+  const auto& types = d.types();
+  for (const char* t : {"PreflightChecked", "BaselineRecorded", "ServiceLaunched", "ServiceReady",
+                        "AfterReadyRecorded", "VllmLogRead", "InferenceDone", "AfterInferenceRecorded",
+                        "ServiceStopped", "WeightsRead", "MsprofFlushed", "MsprofExported", "MsprofCollected"})
+    EXPECT_EQ(std::count(types.begin(), types.end(), t), 1) << t;
+  EXPECT_EQ(std::count(types.begin(), types.end(), std::string(kMemRecorded)), 0);
 }
 
 TEST(MemoryMachine, MsprofMissingFailsBeforeAnythingIsLaunched) {

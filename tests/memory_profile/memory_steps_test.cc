@@ -5,6 +5,7 @@
 // old names still folds, verifies and projects as before.
 #include <fstream>
 #include <set>
+#include <string_view>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -14,6 +15,8 @@
 #include "npuprof.pb.h"
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
+#include "statemachine/event_schema.h"
+#include "statemachine/memory_profile_events.h"
 #include "statemachine/memory_profile_machine.h"
 #include "statemachine/memory_profile_steps.h"
 #include "statemachine/replay_verifier.h"
@@ -214,6 +217,47 @@ TEST(MemorySteps, AnOldLogWithAMoveTheStepsNeverMakeFailsVerify) {
   const VerifyResult v = VerifyRunEvents(DefaultKinds(), log, SeqHash);
   ASSERT_FALSE(v.ok);
   EXPECT_NE(v.first_divergence.find("illegal transition baseline -> ready"), std::string::npos) << v.first_divergence;
+}
+
+TEST(MemoryEvents, OneEventTypePerEvidenceFieldNoneAShared) {
+  std::set<std::string_view> fields, types;
+  for (const auto& e : MemoryEvidenceEvents()) {
+    EXPECT_TRUE(fields.insert(e.field).second) << e.field;
+    EXPECT_TRUE(types.insert(e.type).second) << e.type;
+    EXPECT_FALSE(HasEventSchema(e.type)) << e.type << " is a shared event's name";
+    EXPECT_NE(e.type, kMemRecorded);
+    EXPECT_EQ(MemoryFieldOf(MemoryEventTypeFor(e.field)), e.field);
+  }
+  EXPECT_EQ(MemoryEventTypeFor("no_such_field"), "");
+  EXPECT_EQ(MemoryFieldOf(kMemRecorded), "") << "the generic form names its field in its payload";
+}
+
+TEST(MemoryEvents, ALogOfGenericRecordsFoldsAsTheSameLogOfDomainEvents) {
+  // The fixture was written before the domain events: every record in it is
+  // MemoryEvidenceRecorded {"field", "value"}.
+  const auto old_log = FixtureLog(true);
+  std::vector<proto::Event> new_log;
+  int converted = 0;
+  for (proto::Event e : old_log) {
+    if (e.type() == kMemRecorded) {
+      const json p = json::parse(e.payload_json());
+      const std::string_view type = MemoryEventTypeFor(p["field"].get<std::string>());
+      if (!type.empty() && p["value"].is_object()) {
+        e.set_type(std::string(type));
+        e.set_payload_json(p["value"].dump());
+        ++converted;
+      }
+    }
+    new_log.push_back(e);
+  }
+  ASSERT_GT(converted, 10);
+  const VerifyResult v = VerifyRunEvents(DefaultKinds(), new_log, SeqHash);
+  ASSERT_TRUE(v.ok) << v.first_divergence;
+  const RunKind& kind = *DefaultKinds().Find("memory-profile");
+  const RunState a = Fold(DefaultKinds(), old_log).value(), b = Fold(DefaultKinds(), new_log).value();
+  EXPECT_EQ(a.data.dump(), b.data.dump());
+  EXPECT_EQ(kind.Summary(a).dump(), kind.Summary(b).dump());
+  EXPECT_EQ(kind.Manifest(a).dump(), kind.Manifest(b).dump());
 }
 
 }  // namespace
