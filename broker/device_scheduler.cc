@@ -86,8 +86,8 @@ void DeviceScheduler::Drop(const std::string& run_id) {
 void DeviceScheduler::Sync(const sm::RunState& s) {
   Drop(s.run_id);
   if (s.terminal) return;
-  if (s.lease.phase == "held") Hold(s.run_id, s.lease.machine, s.lease.granted);
-  else if (s.lease.phase == "waiting") Wait(s.run_id, s.lease, s.lease.request_pos);
+  if (s.lease.phase == sm::LeasePhase::kHeld) Hold(s.run_id, s.lease.machine, s.lease.granted);
+  else if (s.lease.phase == sm::LeasePhase::kWaiting) Wait(s.run_id, s.lease, s.lease.request_pos);
 }
 
 void DeviceScheduler::Quarantine(const std::string& machine, const json& devices, const std::string& run_id,

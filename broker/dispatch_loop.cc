@@ -106,9 +106,9 @@ void Broker::Recover() {
   const int64_t now = NowMs();
   // Leases first: holders before waiters, so candidates see what npuprof holds.
   for (const auto& row : rows)
-    if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == "held") leases_.Sync(*s);
+    if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == sm::LeasePhase::kHeld) leases_.Sync(*s);
   for (const auto& row : rows)
-    if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == "waiting") leases_.Sync(*s);
+    if (sm::RunState* s = LoadRun(row.run_id()); s && !s->terminal && s->lease.phase == sm::LeasePhase::kWaiting) leases_.Sync(*s);
   // A sweep's children before any watch: a child whose submission the crash
   // lost must exist again before its parent watches it.
   for (const auto& row : rows) RecoverChildren(row.run_id());

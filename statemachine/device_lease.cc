@@ -64,9 +64,9 @@ void OnLeaseProbeFailed(Decision& d, const json& failure) {
 }
 
 Status CheckLeaseGrant(const RunState& s, const json& devices) {
-  if (s.terminal || s.lease.phase != "waiting")
+  if (s.terminal || s.lease.phase != LeasePhase::kWaiting)
     return Status::Precondition(fmt::format("run {} is not waiting for devices (lease phase '{}')", s.run_id,
-                                            s.lease.phase));
+                                            LeasePhaseName(s.lease.phase)));
   if (!devices.is_array() || static_cast<int>(devices.size()) != s.lease.count)
     return Status::Invalid(fmt::format("grant of {} for run {} that needs {} device(s)", devices.dump(), s.run_id,
                                        s.lease.count));
@@ -88,7 +88,7 @@ void OnLeaseRefused(Decision& d, const std::string& error) {
 
 void ReleaseDevices(Decision& d, const std::string& reason) {
   const LeaseInfo& l = d.state().lease;
-  if (l.phase != "held") return;
+  if (l.phase != LeasePhase::kHeld) return;
   json p = {{"machine", l.machine}, {"devices", l.granted}, {"reason", reason}};
   if (std::string why = ServiceMayStillRun(d.state()); !why.empty()) p["quarantine"] = why;
   d.Emit(kDevicesReleased, std::move(p));
@@ -128,7 +128,7 @@ std::string ServiceMayStillRun(const RunState& s) {
 
 void CheckQuarantinedDevices(Decision& d, const json& devices) {
   const RunState& s = d.state();
-  if (s.terminal || s.lease.phase != "waiting" || !devices.is_array() || devices.empty()) return;
+  if (s.terminal || s.lease.phase != LeasePhase::kWaiting || !devices.is_array() || devices.empty()) return;
   for (const auto& [id, t] : s.tasks)
     if (IsQuarantineProbe(t) && (t.in_flight() || t.status == "retry_wait")) return;  // one at a time
   json payload = {{"machine", s.spec.value("machine_record", json::object())},
@@ -175,7 +175,7 @@ void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const json& fail
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
   LeaseInfo& l = s.lease;
   if (type == kDevicesRequested) {
-    l.phase = "waiting";
+    l.phase = LeasePhase::kWaiting;
     l.machine = p.value("machine", s.machine);
     l.devices = p.value("devices", json(nullptr));
     l.count = p.value("count", 0);
@@ -183,14 +183,14 @@ bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
     l.busy = p.value("busy", json(nullptr));
     l.requested_ms = s.updated_ms;
   } else if (type == kDevicesLeased) {
-    l.phase = "held";
+    l.phase = LeasePhase::kHeld;
     l.granted = p.value("devices", json::array());
     // "Any free ones": from now on the run uses exactly the leased ones.
     if (!s.spec.value("devices", json(nullptr)).is_array()) s.spec["devices"] = l.granted;
   } else if (type == kDevicesReleased) {
-    l.phase = "released";
+    l.phase = LeasePhase::kReleased;
   } else if (type == kDevicesUnavailable) {
-    l.phase = "refused";
+    l.phase = LeasePhase::kRefused;
   } else if (type == kDevicesChecked) {
     // A record for the broker (quarantine); the run's lease is unchanged.
   } else {
@@ -201,9 +201,9 @@ bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
 
 json LeaseSummary(const RunState& s) {
   const LeaseInfo& l = s.lease;
-  if (l.phase.empty()) return nullptr;
-  json j = {{"phase", l.phase}, {"machine", l.machine.empty() ? s.machine : l.machine}, {"count", l.count}};
-  if (l.phase == "probing") {
+  if (l.phase == LeasePhase::kNone) return nullptr;
+  json j = {{"phase", LeasePhaseName(l.phase)}, {"machine", l.machine.empty() ? s.machine : l.machine}, {"count", l.count}};
+  if (l.phase == LeasePhase::kProbing) {
     j["count"] = s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1});
   }
   j["devices"] = l.granted.is_array() ? l.granted : l.devices;

@@ -82,7 +82,7 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     t.attempt = p.value("attempt", 1u);
     t.payload = p.value("payload", json::object());
     t.policy = TaskPolicyFromJson(p.value("policy", json::object()));
-    if (IsLeaseProbe(t)) s.lease.phase = "probing";
+    if (IsLeaseProbe(t)) s.lease.phase = LeasePhase::kProbing;
     s.tasks[t.task_id] = std::move(t);
     s.next_task_no++;
   } else if (type == ev::kTaskSucceeded) {
@@ -377,7 +377,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       break;
     }
     case Input::Type::kLeaseRefused: {
-      if (state.terminal || state.lease.phase != "waiting") break;
+      if (state.terminal || state.lease.phase != LeasePhase::kWaiting) break;
       OnLeaseRefused(d, in.error);
       break;
     }

@@ -23,13 +23,15 @@ std::string CheckChain(const std::vector<proto::Event>& events, size_t i, const 
 
 // Lease events must follow the lease's own order (device_lease.h).
 std::string LeaseStepError(const RunState& s, const std::string& type) {
-  const std::string& phase = s.lease.phase;
-  if (type == kDevicesRequested && !(s.state == "queued" && (phase.empty() || phase == "probing")))
-    return fmt::format("devices requested in state '{}' with lease phase '{}'", s.state, phase);
-  if ((type == kDevicesLeased || type == kDevicesUnavailable) && phase != "waiting")
-    return fmt::format("devices granted or refused while the lease phase was '{}' (not waiting)", phase);
-  if (type == kDevicesReleased && phase != "held") return "devices released that were not held";
-  if (type == ev::kRunFinished && phase == "held") return "run finished while still holding its devices";
+  const LeasePhase phase = s.lease.phase;
+  if (type == kDevicesRequested &&
+      !(s.state == "queued" && (phase == LeasePhase::kNone || phase == LeasePhase::kProbing)))
+    return fmt::format("devices requested in state '{}' with lease phase '{}'", s.state, LeasePhaseName(phase));
+  if ((type == kDevicesLeased || type == kDevicesUnavailable) && phase != LeasePhase::kWaiting)
+    return fmt::format("devices granted or refused while the lease phase was '{}' (not waiting)",
+                       LeasePhaseName(phase));
+  if (type == kDevicesReleased && phase != LeasePhase::kHeld) return "devices released that were not held";
+  if (type == ev::kRunFinished && phase == LeasePhase::kHeld) return "run finished while still holding its devices";
   return "";
 }
 

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,8 +50,19 @@ struct TimerInfo {
 //   phase "": needs none; "probing": finding free devices (devices: null);
 //   "waiting": DevicesRequested, queued until the broker grants; "held";
 //   "released".
+// Where a run's device lease stands (statemachine/device_lease.h has the
+// order): kNone before any request (or for a kind that needs no NPUs),
+// kProbing while the lease probe looks for free ones, kWaiting once
+// DevicesRequested is recorded, kHeld after DevicesLeased, kReleased after
+// DevicesReleased, kRefused after DevicesUnavailable.
+enum class LeasePhase { kNone, kProbing, kWaiting, kHeld, kReleased, kRefused };
+
+// The phase's name in projections and messages ("none", "probing", ...).
+std::string_view LeasePhaseName(LeasePhase phase);
+std::ostream& operator<<(std::ostream& os, LeasePhase phase);
+
 struct LeaseInfo {
-  std::string phase;
+  LeasePhase phase = LeasePhase::kNone;
   std::string machine;
   json devices = nullptr;     // requested ids (array), or null = any `count` free ones
   int count = 0;

@@ -11,7 +11,7 @@ using json = nlohmann::json;
 
 sm::LeaseInfo Explicit(json devices, const std::string& machine = "m1") {
   sm::LeaseInfo l;
-  l.phase = "waiting";
+  l.phase = sm::LeasePhase::kWaiting;
   l.machine = machine;
   l.devices = devices;
   l.count = static_cast<int>(devices.size());
@@ -20,7 +20,7 @@ sm::LeaseInfo Explicit(json devices, const std::string& machine = "m1") {
 
 sm::LeaseInfo Any(int count, json free, json busy = json::array()) {
   sm::LeaseInfo l;
-  l.phase = "waiting";
+  l.phase = sm::LeasePhase::kWaiting;
   l.machine = "m1";
   l.count = count;
   l.free = std::move(free);
@@ -125,7 +125,7 @@ TEST(DeviceScheduler, SyncRebuildsFromRunState) {
   sm::RunState held;
   held.run_id = "h";
   held.lease = Explicit({0});
-  held.lease.phase = "held";
+  held.lease.phase = sm::LeasePhase::kHeld;
   held.lease.granted = {0};
   s.Sync(held);
   sm::RunState waiting;

@@ -202,7 +202,7 @@ TEST(ServeMachine, ReadyServiceIsWatchedAndItsDeathFailsTheRun) {
   EXPECT_EQ(stop->payload["force"], true);
   r.Answer(kServiceStopTask, true, {{"stopped", true}, {"already_gone", true}});
   EXPECT_EQ(r.s.status, "failed");
-  EXPECT_EQ(r.s.lease.phase, "released");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kReleased);
 }
 
 TEST(ServeMachine, StopWhileWatchedAbandonsTheWatch) {
@@ -295,7 +295,7 @@ TEST(ServeMachine, LaunchThatNeverHappenedIsNotStopped) {
   for (const auto& [id, t] : r.s.tasks) EXPECT_NE(t.kind, kServiceStopTask);
   EXPECT_NE(r.s.error.find("the service was never launched"), std::string::npos) << r.s.error;
   EXPECT_EQ(r.s.error.find("may still be running"), std::string::npos) << r.s.error;
-  EXPECT_EQ(r.s.lease.phase, "released");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kReleased);
 }
 
 TEST(ServeMachine, LaunchThatMayHaveStartedIsCleanedUp) {

@@ -21,12 +21,12 @@ TEST(DeviceLease, ExplicitDevicesWaitQueuedWithNoTaskUntilGranted) {
   r.Submit(ServeSpec({2, 3}));
   EXPECT_EQ(r.s.state, "queued");
   EXPECT_TRUE(r.s.tasks.empty());
-  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
   EXPECT_EQ(r.s.lease.devices, json({2, 3}));
   EXPECT_EQ(r.Types(), (std::vector<std::string>{ev::kRunSubmitted, kDevicesRequested}));
 
   ASSERT_TRUE(r.Grant({2, 3}).ok());
-  EXPECT_EQ(r.s.lease.phase, "held");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kHeld);
   EXPECT_EQ(r.s.state, "launching");  // the kind's OnStart ran after the grant
   ASSERT_EQ(r.s.tasks.size(), 1u);
   EXPECT_EQ(r.s.tasks.begin()->second.payload["devices"], json({2, 3}));
@@ -45,7 +45,7 @@ TEST(DeviceLease, AnyFreeDevicesProbeFirstThenRequestWithTheProbeView) {
   LeaseRun r;
   r.Submit(ServeSpec(nullptr));
   EXPECT_EQ(r.s.state, "queued");
-  EXPECT_EQ(r.s.lease.phase, "probing");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kProbing);
   ASSERT_EQ(r.s.tasks.size(), 1u);
   const TaskInfo probe = r.s.tasks.begin()->second;
   EXPECT_EQ(probe.kind, "probe.npu_smi");
@@ -57,7 +57,7 @@ TEST(DeviceLease, AnyFreeDevicesProbeFirstThenRequestWithTheProbeView) {
   res.ok = true;
   res.result = {{"free_devices", {4, 5, 6}}, {"busy_devices", {{{"logical_id", 0}, {"reason", "process"}}}}};
   ASSERT_TRUE(r.Feed(res).ok());
-  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
   EXPECT_EQ(r.s.lease.count, 2);
   EXPECT_EQ(r.s.lease.free, json({4, 5, 6}));
   EXPECT_EQ(r.s.lease.busy, json({0}));
@@ -120,7 +120,7 @@ TEST(DeviceLease, FinishReleasesBeforeRunFinished) {
       (void)r.Feed(res);
     }
   ASSERT_TRUE(r.s.terminal) << r.s.state;
-  EXPECT_EQ(r.s.lease.phase, "released");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kReleased);
   const auto t2 = r.Types();
   const auto rel2 = std::find(t2.begin(), t2.end(), std::string(kDevicesReleased));
   ASSERT_NE(rel2, t2.end());
@@ -137,7 +137,7 @@ TEST(DeviceLease, CancelWhileWaitingEndsWithoutALease) {
   ASSERT_TRUE(r.Feed(cancel).ok());
   EXPECT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, "cancelled");
-  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
   EXPECT_FALSE(r.Grant({0, 1}).ok()) << "no grant after the run ended";
 }
 
@@ -161,7 +161,7 @@ TEST(DeviceLease, EveryLeasingKindCancelsCleanlyWhileQueued) {
     LeaseRun r;
     r.Submit(spec, kind);
     ASSERT_EQ(r.s.state, "queued");
-    ASSERT_TRUE(r.s.lease.phase == "waiting" || r.s.lease.phase == "probing") << r.s.lease.phase;
+    ASSERT_TRUE(r.s.lease.phase == LeasePhase::kWaiting || r.s.lease.phase == LeasePhase::kProbing) << r.s.lease.phase;
     Input cancel;
     cancel.type = Input::Type::kCancel;
     ASSERT_TRUE(r.Feed(cancel).ok());
@@ -189,7 +189,7 @@ TEST(DeviceLease, KindsWithoutDevicesStartAtOnce) {
   LeaseRun r;
   r.Submit({{"machine", "m1"}, {"machine_record", {{"name", "m1"}, {"host", "h"}, {"user", "u"}}}}, "probe");
   EXPECT_EQ(r.s.state, "probing");
-  EXPECT_TRUE(r.s.lease.phase.empty());
+  EXPECT_TRUE(r.s.lease.phase == LeasePhase::kNone);
 }
 
 TEST(DeviceLease, VerifierRejectsAGrantThatWasNeverRequested) {

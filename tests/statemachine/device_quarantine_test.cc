@@ -20,7 +20,7 @@ using lease_test::StableHash;
 // A serve run on devices 0,1, waiting for its lease.
 void Waiting(LeaseRun& r) {
   r.Submit(ServeSpec({0, 1}));
-  ASSERT_EQ(r.s.lease.phase, "waiting");
+  ASSERT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
 }
 
 Status Check(LeaseRun& r, json devices) {
@@ -115,7 +115,7 @@ TEST(DeviceQuarantine, AWaitingRunProbesQuarantinedDevicesOnceAndRecordsWhatItSa
   int probes = 0;
   for (const auto& [id, t] : r.s.tasks) probes += IsQuarantineProbe(t) && t.in_flight();
   EXPECT_EQ(probes, 1);
-  EXPECT_EQ(r.s.lease.phase, "waiting") << "the check does not touch the lease";
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting) << "the check does not touch the lease";
   r.Answer(kProbeTask, true,
            {{"free_devices", {1, 2}},
             {"busy_devices", {{{"logical_id", 0}, {"reason", "process listed on NPU 0 chip 0 (pid 4242)"}}}}});
@@ -125,7 +125,7 @@ TEST(DeviceQuarantine, AWaitingRunProbesQuarantinedDevicesOnceAndRecordsWhatItSa
   ASSERT_EQ(seen["busy"].size(), 1u);
   EXPECT_EQ(seen["busy"][0]["device"], 0);
   EXPECT_NE(seen["busy"][0]["reason"].get<std::string>().find("pid 4242"), std::string::npos);
-  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
   EXPECT_FALSE(r.s.terminal);
   EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, StableHash).ok);
 }
@@ -140,7 +140,7 @@ TEST(DeviceQuarantine, AFailedProbeIsRecordedAndTheRunKeepsWaiting) {
   EXPECT_TRUE(seen["idle"].empty());
   EXPECT_NE(seen.value("error", "").find("npu_smi_failed"), std::string::npos);
   EXPECT_FALSE(r.s.terminal);
-  EXPECT_EQ(r.s.lease.phase, "waiting");
+  EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
 }
 
 TEST(DeviceQuarantine, ACheckForARunThatIsNotWaitingDoesNothing) {

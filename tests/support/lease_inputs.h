@@ -13,7 +13,7 @@ namespace npuprof::sm::testing {
 inline std::optional<Input> NextLeaseInput(const RunState& s, int npus = 8) {
   Input in;
   if (s.terminal) return std::nullopt;
-  if (s.lease.phase == "probing") {
+  if (s.lease.phase == LeasePhase::kProbing) {
     for (const auto& [id, t] : s.tasks) {
       if (!IsLeaseProbe(t) || !t.in_flight()) continue;
       json free = json::array();
@@ -27,7 +27,7 @@ inline std::optional<Input> NextLeaseInput(const RunState& s, int npus = 8) {
     }
     return std::nullopt;
   }
-  if (s.lease.phase == "waiting") {
+  if (s.lease.phase == LeasePhase::kWaiting) {
     in.type = Input::Type::kLeaseGranted;
     if (s.lease.devices.is_array()) {
       in.devices = s.lease.devices;
