@@ -28,8 +28,9 @@ struct NamedTaskPolicy {
 std::span<const NamedTaskPolicy> TaskPolicies();
 
 // The policy `scheduler` uses for `task_kind`. A pair missing from the table
-// is a mistake in the code that schedules it: the default TaskPolicy (three
-// tries, 1 s back-off, 120 s lease) is used and a unit test names the pair.
+// is a mistake in the code that schedules it; it gets the default TaskPolicy
+// (three tries, 1 s back-off, 120 s lease). tests/statemachine/
+// task_policies_test.cc checks the pairs of the recorded runs in tests/data.
 TaskPolicy PolicyFor(std::string_view scheduler, std::string_view task_kind);
 bool HasPolicy(std::string_view scheduler, std::string_view task_kind);
 

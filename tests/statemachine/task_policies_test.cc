@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <set>
 #include <string>
 
 #include "sm_test_util.h"
+#include "statemachine/device_lease.h"
 #include "statemachine/engine.h"
 #include "statemachine/machine_check_machine.h"
 #include "statemachine/memory_profile_machine.h"
@@ -59,6 +62,35 @@ TEST(TaskPolicies, AScheduledTaskCarriesItsTablePolicy) {
   EXPECT_EQ(policy, TaskPolicyToJson(PolicyFor("probe", kProbeTask))) << policy.dump();
   EXPECT_EQ(policy["backoff_ms"], 500);
   EXPECT_EQ(policy["lease_ms"], 60000);
+}
+
+// The recorded runs (a memory-profile and a torch-profile with its device
+// lease) were scheduled before the table existed: each of their tasks has a
+// table row, with the policy it was given then.
+TEST(TaskPolicies, TheRecordedRunsTasksHaveTheirRowsAndTheirPolicies) {
+  int checked = 0;
+  for (const char* name : {"memory_profile", "torch_profile"}) {
+    std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/" + name + ".events.json");
+    std::stringstream text;
+    text << f.rdbuf();
+    const json doc = json::parse(text.str(), nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << name;
+    std::string run_kind;
+    for (const auto& e : doc["events"]) {
+      if (e["type"] == ev::kRunSubmitted) run_kind = e["payload"]["kind"];
+      if (e["type"] != ev::kTaskScheduled) continue;
+      const json& p = e["payload"];
+      const std::string purpose = p["payload"].value("purpose", "");
+      const std::string who = purpose == kLeaseProbePurpose        ? "device-lease"
+                              : purpose == kQuarantineProbePurpose ? "device-quarantine"
+                                                                   : run_kind;
+      const std::string task = p["kind"];
+      EXPECT_TRUE(HasPolicy(who, task)) << name << ": " << who << " " << task;
+      EXPECT_EQ(TaskPolicyToJson(PolicyFor(who, task)), p["policy"]) << name << ": " << who << " " << task;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
 }
 
 TEST(TaskPolicies, TheServeWatchLeaseCoversThreePolls) {
