@@ -31,13 +31,16 @@
 // concurrency 5, one follow-up), memory-profile standalone, tp 2. There the
 // target's own work is read from the simulator's timeline
 // (state/timeline.jsonl: start-up, requests, profiler control, finalise,
-// msprof flush and export, analyse, shutdown) as the union of its intervals
-// inside the run, and overhead = wall - that union.
+// msprof flush and export, analyse, shutdown, and each tool's own process
+// start) as the union of its intervals inside the run, and overhead = wall -
+// that union. The table also shows how much of that union the tools'
+// start-ups alone add. --gaps prints, per run, its events and the pieces in
+// time order and every stretch no piece covers: where the overhead is.
 //
 // Each kind gets a fresh installation, so its first run is a cold server's
 // (`cold_hs`: the SSH connections that run opened).
 //
-// Usage: npuprof_bench_overhead [--runs N] [--kinds torch,memory] [--delays zero|reference] [--json FILE]
+// Usage: npuprof_bench_overhead [--runs N] [--kinds torch,memory] [--delays zero|reference] [--gaps] [--json FILE]
 // Not a Google Benchmark binary: each run takes seconds. Figures and their
 // meaning: docs/PERFORMANCE.md, "Per-run overhead".
 #include <unistd.h>
@@ -67,6 +70,7 @@ struct RunRow {
   bool cold = false;  // the first run of a fresh installation
   int64_t submitted_ms = -1, finished_ms = -1;
   double timeline_s = 0;  // the simulator's timeline pieces inside the run, unioned
+  double timeline_no_startups_s = 0;  // the same without the tools' start-up pieces
 };
 
 // Sum of the tasks' SSH time where overlapping tasks count once (the longest).
@@ -150,6 +154,7 @@ struct Options {
   std::vector<std::string> kinds = {"torch", "memory"};
   std::string json_out;
   std::string delays = "zero";
+  bool gaps = false;
 };
 
 Options Parse(int argc, char** argv) {
@@ -160,6 +165,9 @@ Options Parse(int argc, char** argv) {
   app.add_option("--json", o.json_out, "write the results as JSON to this file");
   app.add_option("--delays", o.delays, "zero (default: every simulated delay 0) or reference (the reference table's)")
       ->check(CLI::IsMember({"zero", "reference"}));
+  app.add_flag("--gaps", o.gaps,
+               "per run, print its events and the target's timeline pieces in time order, and each stretch of the "
+               "run no piece covers (where the overhead is)");
   ParseOrExit(app, argc, argv);
   return o;
 }
@@ -177,9 +185,20 @@ std::vector<std::string> ReferenceTorchArgs(const std::string& model, const std:
           "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--health-timeout", "60", "--wait"};
 }
 
+// A tool's own start-up piece (interpreter, imports, env script), which the
+// simulator records (tests/sim/README.md): "npu_smi", "*_process_start",
+// "torch_npu_import".
+bool IsToolStartUp(const std::string& what) {
+  const std::string suffix = "_process_start";
+  return what == "npu_smi" || what == "torch_npu_import" ||
+         (what.size() > suffix.size() && what.compare(what.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
 // The union of the simulator's timeline pieces inside [from_ms, to_ms], in
-// seconds (pieces overlap: concurrent requests, ranks finalising at once).
-double TimelineUnionSeconds(const std::string& timeline_file, int64_t from_ms, int64_t to_ms) {
+// seconds (pieces overlap: concurrent requests, ranks finalising at once);
+// without the tools' start-up pieces when with_startups is false.
+double TimelineUnionSeconds(const std::string& timeline_file, int64_t from_ms, int64_t to_ms,
+                            bool with_startups = true) {
   std::vector<std::pair<double, double>> pieces;
   std::ifstream f(timeline_file);
   std::string line;
@@ -188,6 +207,8 @@ double TimelineUnionSeconds(const std::string& timeline_file, int64_t from_ms, i
     const json j = json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("start") || !j.contains("end") || !j["start"].is_number() ||
         !j["end"].is_number())
+      continue;
+    if (!with_startups && j.contains("what") && j["what"].is_string() && IsToolStartUp(j["what"].get<std::string>()))
       continue;
     const double start = std::max(from, j["start"].get<double>()), end = std::min(to, j["end"].get<double>());
     if (end > start) pieces.emplace_back(start, end);
@@ -205,6 +226,55 @@ double TimelineUnionSeconds(const std::string& timeline_file, int64_t from_ms, i
   }
   if (cur_end > cur_start) total += cur_end - cur_start;
   return total;
+}
+
+// --gaps: the run's events and the simulator's timeline pieces in time
+// order (ms since RunSubmitted), then every stretch of at least 10 ms that
+// no piece covers, with the events inside it: the overhead, located.
+void PrintGaps(const json& events, const std::string& timeline_file, const RunRow& row) {
+  const double t0 = static_cast<double>(row.submitted_ms), t1 = static_cast<double>(row.finished_ms);
+  std::vector<std::tuple<double, double, std::string>> items;  // start ms, end ms (-1: an event), text
+  for (const auto& e : events) {
+    const json p = e.value("payload", json::object());
+    std::string text = e.value("type", "");
+    if (p.is_object() && p.contains("kind") && p["kind"].is_string()) text += " " + p["kind"].get<std::string>();
+    if (p.is_object() && p.contains("task_id") && p["task_id"].is_string()) text += " " + p["task_id"].get<std::string>();
+    items.emplace_back(static_cast<double>(e.value("time_ms", int64_t{0})) - t0, -1, text);
+  }
+  std::vector<std::pair<double, double>> pieces;
+  std::ifstream f(timeline_file);
+  for (std::string line; std::getline(f, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("start") || !j.contains("end") || !j["start"].is_number() ||
+        !j["end"].is_number())
+      continue;
+    const double s = j["start"].get<double>() * 1000.0 - t0, e = j["end"].get<double>() * 1000.0 - t0;
+    if (e < 0 || s > t1 - t0) continue;
+    items.emplace_back(s, e, "piece " + j.value("what", std::string("?")));
+    pieces.emplace_back(std::max(0.0, s), std::min(t1 - t0, e));
+  }
+  std::sort(items.begin(), items.end());
+  std::fprintf(stderr, "## %s %s: events and pieces (ms since RunSubmitted)\n", row.kind.c_str(), row.run_id.c_str());
+  for (const auto& [s, e, text] : items) {
+    if (e < 0) std::fprintf(stderr, "  %8.1f            %s\n", s, text.c_str());
+    else std::fprintf(stderr, "  %8.1f - %8.1f %s\n", s, e, text.c_str());
+  }
+  std::sort(pieces.begin(), pieces.end());
+  std::vector<std::pair<double, double>> gaps;
+  double covered_to = 0;
+  for (const auto& [s, e] : pieces) {
+    if (s > covered_to) gaps.emplace_back(covered_to, s);
+    covered_to = std::max(covered_to, e);
+  }
+  if (t1 - t0 > covered_to) gaps.emplace_back(covered_to, t1 - t0);
+  std::fprintf(stderr, "## gaps of 10 ms or more:\n");
+  for (const auto& [s, e] : gaps) {
+    if (e - s < 10) continue;
+    std::string inside;
+    for (const auto& [is, ie, text] : items)
+      if (ie < 0 && is >= s && is <= e) inside += (inside.empty() ? "" : "; ") + text;
+    std::fprintf(stderr, "  %8.1f - %8.1f  %6.1f ms  %s\n", s, e, e - s, inside.c_str());
+  }
 }
 
 // The one-shot Python scripts on the same target (the reference column of
@@ -227,14 +297,16 @@ json PrintReferenceTable(const std::map<std::string, std::vector<const RunRow*>>
   constexpr double kMaxOverheadS = 0.5;
   json out = json::array();
   std::printf("\nagainst the one-shot scripts (medians; overhead = wall - the target's own work from its timeline):\n");
-  std::printf("| workflow | scripts: wall, SSH connections | npuprof wall | target's work | overhead | wall / scripts "
-              "| SSH connections cold / warm | remote commands + HTTP |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf("| workflow | scripts: wall, SSH connections | npuprof wall | target's work (of it tool start-ups) "
+              "| overhead | wall / scripts | SSH connections cold / warm | remote commands + HTTP |\n"
+              "|---|---|---|---|---|---|---|---|\n");
   for (const auto& [kind, rs] : by_kind) {
-    std::vector<double> wall, target, over, warm_hs, exec, http;
+    std::vector<double> wall, target, startups, over, warm_hs, exec, http;
     int64_t cold_hs = -1;
     for (const RunRow* r : rs) {
       wall.push_back(r->server_s);
       target.push_back(r->timeline_s);
+      startups.push_back(r->timeline_s - r->timeline_no_startups_s);
       over.push_back(r->server_s - r->timeline_s);
       exec.push_back(static_cast<double>(r->ssh.exec));
       http.push_back(static_cast<double>(r->ssh.fwd));
@@ -245,13 +317,15 @@ json PrintReferenceTable(const std::map<std::string, std::vector<const RunRow*>>
     const Reference ref = it == References().end() ? Reference{0, 0, 0} : it->second;
     const double ratio = ref.wall_s > 0 ? Median(wall) / ref.wall_s : 0;
     const bool overhead_ok = Median(over) <= kMaxOverheadS, ratio_ok = ratio <= ref.max_ratio;
-    std::printf("| %s | %.1f s, %d | %.2f s | %.2f s | %.2f s (target <= %.1f: %s) | %.3f (target <= %.2f: %s) | %lld / %s "
-                "| %.0f + %.0f |\n",
-                kind.c_str(), ref.wall_s, ref.connections, Median(wall), Median(target), Median(over), kMaxOverheadS,
+    std::printf("| %s | %.1f s, %d | %.2f s | %.2f s (%.2f s) | %.2f s (target <= %.1f: %s) | %.3f (target <= %.2f: %s) "
+                "| %lld / %s | %.0f + %.0f |\n",
+                kind.c_str(), ref.wall_s, ref.connections, Median(wall), Median(target), Median(startups), Median(over),
+                kMaxOverheadS,
                 overhead_ok ? "met" : "NOT met", ratio, ref.max_ratio, ratio_ok ? "met" : "NOT met",
                 static_cast<long long>(cold_hs), warm_hs.empty() ? "-" : fmt::format("{:.0f}", Median(warm_hs)).c_str(),
                 Median(exec), Median(http));
     out.push_back({{"kind", kind}, {"n", rs.size()}, {"wall_s", Median(wall)}, {"target_work_s", Median(target)},
+                   {"tool_start_ups_s", Median(startups)},
                    {"overhead_s", Median(over)}, {"ratio_to_scripts", ratio}, {"scripts_wall_s", ref.wall_s},
                    {"cold_connections", cold_hs}, {"warm_connections", warm_hs.empty() ? json() : json(Median(warm_hs))},
                    {"remote_commands", Median(exec)}, {"http_requests", Median(http)},
@@ -300,8 +374,12 @@ int Main(int argc, char** argv) {
         std::fprintf(stderr, "%s run %d: no run id (exit %d): %s\n", row.kind.c_str(), i, r.exit_code, r.err.c_str());
         return 1;
       }
-      FromEvents(h.Cli({"events", row.run_id, "--json"}).json().value("events", json::array()), row);
+      const json events = h.Cli({"events", row.run_id, "--json"}).json().value("events", json::array());
+      FromEvents(events, row);
       row.timeline_s = TimelineUnionSeconds(h.SimRoot() + "/state/timeline.jsonl", row.submitted_ms, row.finished_ms);
+      row.timeline_no_startups_s = TimelineUnionSeconds(h.SimRoot() + "/state/timeline.jsonl", row.submitted_ms,
+                                                        row.finished_ms, false);
+      if (opt.gaps) PrintGaps(events, h.SimRoot() + "/state/timeline.jsonl", row);
       std::fprintf(stderr, "# %s %s: %s, %.2f s (ssh floor: exec %.1f ms, sftp %.2f ms)\n", row.kind.c_str(),
                    row.run_id.c_str(), row.status.c_str(), row.client_s, row.floor.exec_ms, row.floor.sftp_ms);
       rows.push_back(row);
@@ -346,7 +424,8 @@ int Main(int argc, char** argv) {
                            {"payload_out", row.ssh.payload_out}, {"payload_in", row.ssh.payload_in},
                            {"wire_out", row.ssh.wire_out}, {"wire_in", row.ssh.wire_in}, {"orch_s", orch_s},
                            {"shell_s", shell_s}, {"target_s", target_s}, {"overhead_s", row.server_s - target_s},
-                           {"cold", row.cold}, {"timeline_s", row.timeline_s}});
+                           {"cold", row.cold}, {"timeline_s", row.timeline_s},
+                           {"timeline_without_start_ups_s", row.timeline_no_startups_s}});
   }
   std::printf("medians per kind:\n");
   out["medians"] = json::object();

@@ -58,7 +58,7 @@ using Clock = std::chrono::steady_clock;
 // Fields that legitimately differ between a clean run and a crashed and
 // recovered one: times, the recovery count and sequence numbers (recovery
 // adds RunRecovered/TaskRedispatched events), attempts, worker ids, pids,
-// ports, HTTP round counts and readiness latency, whether the launch was
+// ports, HTTP round counts, readiness latency and what saw it, whether the launch was
 // adopted by a re-dispatched attempt. Evidence ("evidence", "blobs") keeps
 // its names but each hash becomes "<sha256>" (the blobs hold logs and
 // npu-smi text with pids, ports and times).
@@ -67,6 +67,9 @@ const std::set<std::string>& DroppedKeys() {
       "created_at", "updated_at", "finished_at", "deadline", "time", "time_ms", "deadline_ms", "ready_at",
       "recoveries", "last_seq", "seq", "attempt", "attempts", "worker", "pid", "pgid", "pids", "port",
       "ready_after_ms", "rounds", "adopted", "alive_at_launch",
+      // whether the start-up line or a plain probe round saw readiness (a
+      // probe can come between the port answering and the line's write)
+      "seen_by",
       // torch-profile: vLLM response ids/creation times and request latencies,
       // step times, analyse logs (times, pids), trace sizes (pids inside), and
       // whether analyse was re-attached after a restart.

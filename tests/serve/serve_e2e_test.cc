@@ -137,6 +137,50 @@ TEST_F(ServeE2E, StartReadyStop) {
   StopAndExpectGone(last_run_, pid);
 }
 
+// The result of the run's service.wait_ready task, from its events.
+json WaitReadyResult(NpuprofHarness& h, const std::string& run) {
+  std::string task;
+  for (const auto& e : h.Cli({"events", run, "--json"}).json().value("events", json::array())) {
+    const json& p = e["payload"];
+    if (e.value("type", "") == "TaskScheduled" && p.value("kind", "") == "service.wait_ready")
+      task = p.value("task_id", "");
+    if (e.value("type", "") == "TaskSucceeded" && !task.empty() && p.value("task_id", "") == task) return p["result"];
+  }
+  return json();
+}
+
+// The three ways readiness is seen: the start-up line makes the probe look at
+// once; a service that prints no such line (uvicorn at warning) is found by
+// the probes alone; a line that comes before the port answers is not taken
+// for readiness, and the probes go on until HTTP agrees.
+TEST_F(ServeE2E, ReadinessIsSeenFromTheStartUpLineOrByProbing) {
+  StartHarness();
+  CliResult r = Serve({"--served-model-name", "m", "--health-timeout", "60", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json w = WaitReadyResult(h_, last_run_);
+  EXPECT_EQ(w.value("seen_by", ""), "log") << w.dump();
+  StopAndExpectGone(last_run_, r.json()["service"].value("pid", 0));
+
+  r = Serve({"--served-model-name", "m", "--health-timeout", "60", "--wait"}, {"--uvicorn-log-level", "warning"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json().value("state", ""), "ready");
+  w = WaitReadyResult(h_, last_run_);
+  EXPECT_EQ(w.value("seen_by", ""), "probe") << w.dump();
+  EXPECT_GE(w.value("rounds", 0), 2) << w.dump();  // start-up takes 0.5 s; the first probes found nothing
+  StopAndExpectGone(last_run_, r.json()["service"].value("pid", 0));
+}
+
+TEST_F(ServeE2E, AStartUpLineBeforeThePortAnswersIsNotReadiness) {
+  StartHarness({"--fault", "ready_line_early=1.5"});
+  CliResult r = Serve({"--served-model-name", "m", "--health-timeout", "60", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json().value("state", ""), "ready");
+  json w = WaitReadyResult(h_, last_run_);
+  EXPECT_EQ(w.value("seen_by", ""), "probe") << w.dump();
+  EXPECT_GE(w.value("rounds", 0), 3) << w.dump();  // the line's round failed, then the back-off rounds
+  StopAndExpectGone(last_run_, r.json()["service"].value("pid", 0));
+}
+
 TEST_F(ServeE2E, NeverReadyFailsWithDiagnosticsAndStopsTheService) {
   StartHarness({"--fault", "never_ready"});
   CliResult r = Serve({"--served-model-name", "m", "--health-timeout", "3", "--stop-grace", "3", "--wait"});

@@ -3,13 +3,12 @@
 // (finished, exit code), D.export.log (console). A new attempt (worker or
 // server restart) that finds the pid marker waits for that export instead of
 // starting another.
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
-#include "workers/poll_backoff.h"
+#include "workers/remote_wait.h"
 
 namespace npuprof::workers {
 
@@ -63,8 +62,11 @@ TaskOutcome MemExport(const proto::Task& task, TaskContext& tc) {
 
   const auto t0 = std::chrono::steady_clock::now();
   int polls = 0;
-  PollBackoff backoff(std::chrono::milliseconds(250));  // one SFTP read per poll
   for (;;) {
+    // Up to 1 s on the target for the exit-code file (workers/remote_wait.h):
+    // the end of the export is seen within ~50 ms.
+    auto w = RunRemoteWait(s, FileExistsCheck(dir + ".export.rc"), std::chrono::milliseconds(1000));
+    if (!w.ok()) return OutcomeFromSsh(w.status(), c->target);
     auto rc = s.ReadFile(dir + ".export.rc");
     if (rc.ok()) {
       const int code = std::atoi(rc->c_str());
@@ -93,7 +95,6 @@ TaskOutcome MemExport(const proto::Task& task, TaskContext& tc) {
       }
     }
     tc.progress(fmt::format("msprof export running for {} s", waited.count()));
-    std::this_thread::sleep_for(backoff.Next());
   }
 }
 

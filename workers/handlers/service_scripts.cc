@@ -125,6 +125,29 @@ bool UserSetsHost(const json& r) {
   return false;
 }
 
+// Checks for workers/remote_wait.h ($1 pid, $2 marker value, $3 runtime dir;
+// $1 pgid for the second). The leader's state is read with the shell's own
+// `read`; `ours` costs two short processes per poll.
+constexpr const char* kReadySignal = R"SH(s=; { read -r s < "/proc/$1/stat"; } 2>/dev/null; s=${s##*) }; st=${s%% *}
+if [ -z "$st" ] || [ "$st" = Z ]; then obs=leader=gone; return 0; fi
+m="NPUPROF_SERVICE=$2"
+if unmarked "$3"; then m=; fi
+if ! ours "$1"; then obs=leader=foreign; return 0; fi
+if grep -qsF 'Application startup complete.' "$3/stderr.log" "$3/stdout.log"; then obs="leader=alive log=ready"; return 0; fi
+obs="leader=alive log=starting"; return 1)SH";
+
+constexpr const char* kGroupGone = R"SH(pg=$1
+s=; { read -r s < "/proc/$pg/stat"; } 2>/dev/null; s=${s##*) }; st=${s%% *}
+if [ -n "$st" ] && [ "$st" != Z ]; then obs=leader=alive; return 1; fi
+n=0
+for f in /proc/[0-9]*/stat; do
+  { read -r s < "$f"; } 2>/dev/null || continue
+  s=${s##*) }
+  set -- $s
+  [ "$3" = "$pg" ] && [ "$1" != Z ] && n=$((n+1))
+done
+obs="members=$n"; [ "$n" -eq 0 ])SH";
+
 std::string WithOurs(const char* script) { return std::string(kOursFunction) + script; }
 
 }  // namespace
@@ -209,6 +232,14 @@ std::string GroupStatusScript() { return WithOurs(kGroup); }
 std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid, const std::string& marker,
                                          const std::string& runtime_dir) {
   return {"sh", "-c", WithOurs(kGroup), "npuprof-signal", signal, std::to_string(pgid), marker, runtime_dir};
+}
+
+RemoteCheck ReadySignalCheck(int64_t pid, const std::string& marker, const std::string& runtime_dir) {
+  return RemoteCheck{kOursFunction, kReadySignal, {std::to_string(pid), marker, runtime_dir}};
+}
+
+RemoteCheck GroupGoneCheck(int64_t pgid) {
+  return RemoteCheck{"", kGroupGone, {std::to_string(pgid)}};
 }
 
 std::vector<std::string> FreePortArgv() { return {"python3", "-c", kFreePort}; }

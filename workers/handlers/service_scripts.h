@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "workers/remote_wait.h"
 
 namespace npuprof::workers::service {
 
@@ -84,6 +85,22 @@ std::vector<std::string> FreePortArgv();
 // argv publishing tmp as final unless final exists (hard link: the first
 // writer wins; the runtime dir exists already); prints nothing.
 std::vector<std::string> PublishOnceArgv(const std::string& tmp, const std::string& final_path);
+
+// The readiness wait's check (run by workers/remote_wait.h on the target):
+// its signal is the leader gone ("leader=gone"), alive without the marker
+// ("leader=foreign"), or alive with uvicorn's "Application startup
+// complete." in the service's stdout.log or stderr.log ("leader=alive
+// log=ready"); not yet: "leader=alive log=starting". The log line is only a
+// hint that the HTTP probe should look now: readiness is what /health and
+// /v1/models answer.
+RemoteCheck ReadySignalCheck(int64_t pid, const std::string& marker, const std::string& runtime_dir);
+
+// The stop wait's check: its signal is that the process group pgid has no
+// live (non-zombie) process left ("members=0"); not yet: "leader=alive" or
+// "members=N". Processes are counted without the marker check (a foreign
+// process in the group only makes the wait look longer; service.stop checks
+// with the marker before it decides anything).
+RemoteCheck GroupGoneCheck(int64_t pgid);
 
 struct GroupStatus {
   bool leader_alive = false;    // alive and carrying the marker

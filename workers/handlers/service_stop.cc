@@ -38,18 +38,27 @@ Result<int64_t> PidFromRuntime(Call& c, const std::string& rt, TaskContext& ctx)
   return int64_t{0};
 }
 
-// Waits until the group is gone or grace passes; true when gone.
+// Waits until the group is gone or grace passes; true when gone. The wait
+// runs on the target in slices of at most 1 s (workers/remote_wait.h), so
+// the exit is seen within ~50 ms; after a slice without it, the group is
+// checked with the marker (a foreign process in the group does not keep the
+// service "alive").
 Result<bool> WaitGone(Call& c, int64_t pid, int64_t grace_ms, TaskContext& ctx, const std::string& after,
                       const std::string& rt) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  PollBackoff backoff(std::chrono::milliseconds(250));
   while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() > 0) {
+      auto w = RunRemoteWait(*c.session, GroupGoneCheck(pid), std::min(left, std::chrono::milliseconds(1000)));
+      if (!w.ok()) return w.status();
+      if (w->signalled) return true;
+    }
     auto st = QueryGroup(*c.session, pid, rt);
     if (!st.ok()) return st.status();
     if (!st->any_alive()) return true;
     if (std::chrono::steady_clock::now() >= end) return false;
     ctx.progress(fmt::format("waiting for pid {} to exit after {} ({} process(es) left)", pid, after, st->members));
-    if (!SleepUnlessCancelled(ctx, backoff.Next())) return false;
+    if (ctx.cancelled.load()) return false;
   }
 }
 
@@ -117,13 +126,8 @@ TaskOutcome Stop(const proto::Task& task, TaskContext& ctx) {
           "process, which was not signalled",
           pid);
   };
-  auto st = QueryGroup(*c.session, pid, rt);
-  if (!st.ok()) return RemoteFailure(st.status(), c.target);
-  if (!st->any_alive()) {
-    not_ours(*st);
-    return finish_ok(true);
-  }
-
+  // No separate look first: SignalGroup checks the group with the marker and
+  // signals only when something of the service is alive (signalled=no: gone).
   std::vector<std::pair<std::string, int64_t>> steps = {{"INT", grace_ms}, {"TERM", grace_ms}};
   if (force) steps.emplace_back("KILL", 5000);
   // kill_at_once: an earlier stop of this service already sent SIGINT and

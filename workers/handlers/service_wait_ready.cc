@@ -1,8 +1,12 @@
 // service.wait_ready: ready = GET /health answers 200 and GET /v1/models lists
-// the served name. Each round first checks that the pid is alive and still the
-// service's (its marker, service_scripts.h), so an early death ends the wait
-// at once. Read-only; a re-dispatched attempt only waits
-// for what is left of the absolute deadline.
+// the served name. Each round first waits on the target, for at most one
+// back-off step, until the pid is dead or not the service's (its marker,
+// service_scripts.h) or the start-up log line appears, so an early death
+// ends the wait at once and readiness is probed as soon as the log says so.
+// The result says what made the round that saw it ready look (seen_by:
+// "log", or "probe" for a round without the line). Read-only;
+// a re-dispatched attempt only waits for what is left of the absolute
+// deadline.
 #include <fmt/format.h>
 
 #include "common/time_util.h"
@@ -94,23 +98,43 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
 
   std::string last = "not polled yet";
   int rounds = 0;
-  // A poll is one group check and one HTTP request over the session (a few ms):
-  // a service that is ready is seen within 250 ms.
+  // Each round waits on the target (workers/remote_wait.h) for the leader's
+  // death or the start-up log line, for at most one back-off step, then asks
+  // HTTP. The log line makes the probe come within ~50 ms of readiness; a
+  // service that never prints it (another log level) is still probed every
+  // 250 ms. When the log says ready but HTTP does not agree, the rounds go
+  // on with the group check and a back-off sleep instead (the log cannot
+  // un-say it).
+  bool log_hint = true;
   PollBackoff backoff(std::chrono::milliseconds(250));
   while (true) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
-    auto st = QueryGroup(*c.session, pid, rt);
-    if (!st.ok()) return RemoteFailure(st.status(), c.target);
-    if (!st->leader_alive) return Died(*c.session, rt, pid, st->leader_foreign);
+    const auto step = std::min(backoff.Next(), std::chrono::milliseconds(std::max<int64_t>(0, deadline - NowMs())));
+    bool hinted = false;  // this round's probe comes because the log said ready
+    if (log_hint) {
+      auto marker = ServiceMarker(rt);
+      if (!marker.ok()) return TaskOutcome::Failure("bad_payload", marker.status().message(), false);
+      auto w = RunRemoteWait(*c.session, ReadySignalCheck(pid, *marker, rt), step);
+      if (!w.ok()) return RemoteFailure(w.status(), c.target);
+      if (w->observation.rfind("leader=gone", 0) == 0) return Died(*c.session, rt, pid, false);
+      if (w->observation.rfind("leader=foreign", 0) == 0) return Died(*c.session, rt, pid, true);
+      hinted = w->signalled;
+    } else {
+      auto st = QueryGroup(*c.session, pid, rt);
+      if (!st.ok()) return RemoteFailure(st.status(), c.target);
+      if (!st->leader_alive) return Died(*c.session, rt, pid, st->leader_foreign);
+    }
     Probe pr = ProbeHttp(*c.session, port, served);
     ++rounds;
     last = pr.observation;
     if (pr.ready)
       return TaskOutcome::Success(json{{"ready_after_ms", NowMs() - start},
                                        {"rounds", rounds},
+                                       {"seen_by", hinted ? "log" : "probe"},
                                        {"models", pr.models},
                                        {"port", port},
                                        {"pid", pid}});
+    if (hinted) log_hint = false;
     const int64_t now = NowMs();
     if (now >= deadline) {
       TaskOutcome out;
@@ -123,7 +147,7 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
       return out;
     }
     ctx.progress(fmt::format("waiting for readiness on port {} ({} s left): {}", port, (deadline - now) / 1000, last));
-    if (!SleepUnlessCancelled(ctx, std::min(backoff.Next(), std::chrono::milliseconds(deadline - now))))
+    if (!log_hint && !SleepUnlessCancelled(ctx, std::min(step, std::chrono::milliseconds(deadline - now))))
       return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
   }
 }

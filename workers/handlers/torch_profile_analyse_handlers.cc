@@ -4,7 +4,6 @@
 // summarise the rank's kernels (kernel_summary_stream.h).
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -14,7 +13,7 @@
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/profiling/remote_analyse.h"
 #include "workers/remote.h"
-#include "workers/poll_backoff.h"
+#include "workers/remote_wait.h"
 
 namespace npuprof::workers {
 
@@ -117,8 +116,17 @@ TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
   json analyse = {{"marker", marker}, {"launch", how}, {"reattached", how != "started"}};
   const auto start = std::chrono::steady_clock::now();
   bool finished = false;
-  PollBackoff backoff(std::chrono::milliseconds(300));
-  for (int poll = 0;; ++poll) {
+  // Each round waits on the target (workers/remote_wait.h) up to 1 s for the
+  // exit-code file, so the end is seen within ~50 ms; every 10th round also
+  // asks whether the process still runs.
+  for (int round = 0;; ++round) {
+    const auto left = timeout - (std::chrono::steady_clock::now() - start);
+    if (left.count() > 0) {
+      auto w = RunRemoteWait(
+          *session, FileExistsCheck(marker + ".rc"),
+          std::min(std::chrono::duration_cast<std::chrono::milliseconds>(left), std::chrono::milliseconds(1000)));
+      if (!w.ok()) return OutcomeFromSsh(w.status(), *target);
+    }
     auto rc = session->ReadFile(marker + ".rc");
     if (rc.ok()) {
       finished = true;
@@ -131,7 +139,7 @@ TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
       analyse["error"] = fmt::format("analyse() did not finish within {} s", timeout.count());
       break;
     }
-    if (poll % 10 == 9) {
+    if (round % 10 == 9) {
       auto alive = RunRemote(*session, profiling::AnalyseAliveArgv(marker), std::chrono::seconds(30));
       if (alive.ok() && alive->stdout_data.rfind("gone", 0) == 0) {
         analyse["error"] = "the analyse() process vanished without an exit code";
@@ -139,7 +147,6 @@ TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
       }
     }
     ctx.progress(fmt::format("analyse {}", dir));
-    std::this_thread::sleep_for(backoff.Next());
   }
   analyse["finished"] = finished;
   TaskOutcome out;

@@ -182,6 +182,14 @@ class ServeOtherStyles(SimTestCase):
         self.assertEqual(truth["served_model_name"], self.model)  # default served name = model path
         self.assertEqual(truth["status"], "stopped")
 
+    def test_uvicorn_log_level_warning_hides_its_info_lines(self):
+        self.model = small_model()
+        p, out, err, truth = self._run("new", ["vllm", "serve", self.model, "--uvicorn-log-level", "warning"], "0")
+        self.assertEqual(truth["status"], "stopped")
+        self.assertIn("Starting vLLM API server 0 on http://0.0.0.0:", out)  # vLLM's own lines stay
+        for line in ("Application startup complete.", "Started server process", "Application shutdown complete."):
+            self.assertNotIn(line, out + err)
+
     def test_old_style_api_server_entry_point(self):
         self.model = small_model()
         p, out, err, truth = self._run("old", ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model",

@@ -53,12 +53,46 @@ class WorkTimeline(SimTestCase):
         self.assertGreaterEqual(one["msprof_export"]["dur_s"], 0.3)
         self.assertEqual(sorted(e["path"] for e in log if e["what"] == "analyse"),
                          sorted(x["dir"] for x in truth["profile_sessions"][0]["ranks"]))
+        # Each tool's own start (interpreter, imports) is the target's work too, and ends where the tool's
+        # first piece begins.
+        starts = [e for e in log if e["what"].endswith("_process_start")]
+        self.assertEqual(sorted({e["what"] for e in starts}),
+                         ["analyse_process_start", "msprof_process_start", "service_process_start"])
+        self.assertEqual(sorted(e.get("mode") for e in starts if e["what"] == "msprof_process_start"),
+                         ["application", "export"])
+        (svc,) = [e for e in starts if e["what"] == "service_process_start"]
+        self.assertAlmostEqual(svc["end"], one["service_startup"]["start"], delta=0.001)
+        self.assertGreater(svc["dur_s"], 0.01)  # at least the interpreter's start
+        for e in starts:
+            self.assertLess(e["dur_s"], 30)
+
+    def test_a_tool_call_is_logged_from_its_process_start(self):
+        self.make_target()
+        t0 = time.time()
+        r = self.run_tool(["npu-smi", "info"])
+        t1 = time.time()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (e,) = self.timeline()
+        self.assertEqual((e["what"], e["args"]), ("npu_smi", "info"))
+        self.assertGreaterEqual(e["start"], t0 - 0.05)  # /proc's clock ticks: 10 ms
+        self.assertLessEqual(e["end"], t1)
+        self.assertGreater(e["dur_s"], 0.01)
+
+    def test_the_process_start_is_the_fork_time(self):
+        before = time.time()
+        out = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); import time; "
+                              "from npusim import work_timeline; print(work_timeline.process_start_time())"
+                              % os.path.join(SIM_DIR, "python")], capture_output=True, text=True, timeout=30)
+        started = float(out.stdout)
+        self.assertGreaterEqual(started, before - 0.05)
+        self.assertLessEqual(started, time.time())
 
     def test_failed_start_up_is_logged_too(self):
         self.make_target(faults=["crash_on_start=torch_npu"])
         p = self.start(["vllm", "serve", os.path.join(self.tmp, "m")], devices="0")
         self.assertEqual(p.wait(20), 1)
-        (e,) = self.timeline()
+        start, e = self.timeline()
+        self.assertEqual(start["what"], "service_process_start")
         self.assertEqual((e["what"], e["ok"]), ("service_startup", False))
         self.assertIn("torch_npu", e["error"])
 

@@ -108,6 +108,7 @@ def record_invocation(path):
 def analyse_one(path, cfg):
     _log("INFO", "Start parsing profiling data in sync mode at: %s" % path)
     t0 = time.time()
+    work_timeline.record_process_start("analyse_process_start", t0, path=path)
     record_invocation(path)
     delay = sim_root.delay(cfg, "analyse", 0.0)
     if delay > 0:

@@ -102,7 +102,13 @@ ROUTES = [("/openapi.json", "HEAD, GET"), ("/docs", "HEAD, GET"), ("/health", "G
           ("/detokenize", "POST"), ("/metrics", "GET")]
 
 
-def readiness(api, style, host, port, pid, profiler_routes):
+def uvicorn_info(level):
+    """Whether uvicorn prints its INFO lines ("Application startup complete.", ...) at
+    --uvicorn-log-level `level` (vLLM passes it to uvicorn; default info)."""
+    return str(level).lower() in ("trace", "debug", "info")
+
+
+def readiness(api, style, host, port, pid, profiler_routes, uvicorn_level="info"):
     """The lines a server prints when it starts answering (api: the API-server Logger)."""
     url = "http://%s:%d" % (host, port)
     routes = ROUTES + ([("/start_profile", "POST"), ("/stop_profile", "POST")] if profiler_routes else [])
@@ -122,6 +128,8 @@ def readiness(api, style, host, port, pid, profiler_routes):
         for r, m in routes:
             api.info(lr, "Route: %s, Methods: %s" % (r, m))
     err = sys.stdout if style == "ascend" else sys.stderr
+    if not uvicorn_info(uvicorn_level):
+        return
     api.raw("INFO:     Started server process [%d]" % pid, err)
     api.raw("INFO:     Waiting for application startup.", err)
     api.raw("INFO:     Application startup complete.", err)

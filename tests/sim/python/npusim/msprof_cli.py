@@ -105,6 +105,7 @@ def run_export(opts, cfg):
         return 1
     stamp = time.strftime("%Y%m%d%H%M%S")
     t0 = time.time()
+    work_timeline.record_process_start("msprof_process_start", t0, mode="export")
     record_export_invocation(out)
     hang = sim_root.fault(cfg, "export_hang")
     total_delay = sim_root.delay(cfg, "export", 1.0)
@@ -173,6 +174,7 @@ def run_app(opts, app, cfg):
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, forward)
     info("Start profiling....")
+    work_timeline.record_process_start("msprof_process_start", mode="application")
     child = subprocess.Popen(cmd, env=env)
     stopped["child"] = child
     if stopped["sig"] is not None:
@@ -237,6 +239,8 @@ def main(argv):
         return 1
     if not argv or opts.get("help"):
         sys.stdout.write(help_text())
+        sys.stdout.flush()
+        work_timeline.record_process_start("msprof_process_start", mode="help")
         return 0
     try:
         cfg = sim_root.load_config()

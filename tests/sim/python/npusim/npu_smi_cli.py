@@ -5,7 +5,7 @@ import glob
 import os
 import sys
 
-from . import sim_root
+from . import sim_root, work_timeline
 from .layouts import LAYOUTS
 from .npu_smi_render import render
 
@@ -83,6 +83,13 @@ def render_info(root, cfg):
 
 
 def main(argv):
+    try:
+        return _main(argv)
+    finally:
+        work_timeline.record_process_start("npu_smi", args=" ".join(argv)[:80])
+
+
+def _main(argv):
     try:
         root = sim_root.root_dir()
         cfg = sim_root.load_config(root)

@@ -85,6 +85,7 @@ class Service:
         self.world = self.tp * self.dp
         self.max_model_len = args.max_model_len or 4096
         self.started = time.time()
+        work_timeline.record_process_start("service_process_start", self.started)
         self.image_tokens = int(self.cfg.get("image_tokens", 256))
         self.ranks = []          # [{"rank", "pid", "start", "device", "proc", "fd"}]
         self.phases = PhaseLog(memory_plan.memory_settings(self.cfg)["activation_release"], self.started)
@@ -270,6 +271,12 @@ class Service:
         if sim_root.fault(self.cfg, "never_ready"):
             self._mark("loaded-never-ready", "loaded", "loaded-never-ready")
             return None
+        early = float(sim_root.fault(self.cfg, "ready_line_early", 0) or 0)
+        uvicorn_level = getattr(self.args, "uvicorn_log_level", "info")
+        if early > 0:  # the start-up lines come before the port answers
+            log_lines.readiness(api, style, self.args.host or "0.0.0.0", self.args.port, self.pid,
+                                self.profiler_enabled, uvicorn_level)
+            time.sleep(early)
         srv = self._bind()
         self.ready = True
         self._mark("ready", "ready", "ready")
@@ -277,8 +284,9 @@ class Service:
         self._write_truth("ready", {"ready_at": now})
         work_timeline.record("service_startup", self.started, now, instance=self.instance, port=self.args.port,
                              tp=self.tp, dp=self.dp, ok=True)
-        log_lines.readiness(api, style, self.args.host or "0.0.0.0", self.args.port, self.pid,
-                            self.profiler_enabled)
+        if early <= 0:
+            log_lines.readiness(api, style, self.args.host or "0.0.0.0", self.args.port, self.pid,
+                                self.profiler_enabled, uvicorn_level)
         if style == "new":
             api.info("loggers.py:147", "Engine 000: vllm cache_config_info with initialization after num_gpu_blocks is: %d"
                      % self.plan["num_gpu_blocks"])
@@ -486,6 +494,7 @@ class Service:
         if srv is not None:
             srv.shutdown()
             srv.server_close()
+        if srv is not None and log_lines.uvicorn_info(getattr(self.args, "uvicorn_log_level", "info")):
             err = sys.stdout if self.style == "ascend" else sys.stderr
             api.raw("INFO:     Shutting down", err)
             api.raw("INFO:     Waiting for application shutdown.", err)

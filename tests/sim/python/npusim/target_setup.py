@@ -12,6 +12,8 @@ TOOLS = ("npu-smi", "msprof", "vllm")
 
 FAULTS = {
     "never_ready": "service starts, prints start-up logs, never binds its port",
+    "ready_line_early": "seconds: uvicorn's 'Application startup complete.' is printed this long before the port "
+                        "answers",
     "crash_on_start": "vllm_ascend|torch_npu|libhccl|device_type|<text>: traceback on stderr, exit 1",
     "rank_no_profile": "rank list: these ranks write no *_ascend_pt",
     "rank_no_kernel_details": "rank list: device data of these ranks is empty -> no kernel_details.csv",
