@@ -36,7 +36,8 @@ unmarked() { [ -n "$1" ] && [ -f "$1/_start.sh" ] && ! grep -q 'NPUPROF_SERVICE=
 
 // Start once (mkdir is atomic), in its own session/process group, detached,
 // with the marker in its environment from the first instant; then wait up to
-// 10 s for _start.sh to record its pid. The logs are created 0600 first (the
+// 10 s for _start.sh to record its pid (looking every 10 ms: it is written
+// within a few ms of the start). The logs are created 0600 first (the
 // service itself keeps the caller's umask). `setsid -f` forks by itself, so
 // the service is not a background job of this non-interactive shell (which
 // would start it with SIGINT and SIGQUIT ignored, and a SIGINT stop during
@@ -59,7 +60,7 @@ else
   how=adopted
 fi
 i=0
-while [ ! -s "$rt/pid" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+while [ ! -s "$rt/pid" ] && [ "$i" -lt 1000 ]; do sleep 0.01; i=$((i+1)); done
 pid=$(cat "$rt/pid" 2>/dev/null)
 if unmarked "$rt"; then m=; fi
 case $pid in ''|*[!0-9]*) echo "nopid $how"; exit 4;; esac
