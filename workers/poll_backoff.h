@@ -1,9 +1,10 @@
 // Waits between polls of something remote that finishes at an unknown time
-// (readiness, analyse(), msprof --export, a process group exiting): the first
-// wait is short, each next one doubles up to a cap. A poll costs a few ms on
-// the session's command shell or an SFTP stat, so the early fast polls are
-// cheap, and a step that is done almost at once is noticed within ~50 ms
-// instead of one full poll period. Pure: it only computes durations.
+// (the flush waits' rounds, the readiness wait's steps, a pid file): the
+// first wait is short, each next one doubles up to a cap. A poll costs a few
+// ms on the session's command shell or an SFTP stat, so the early fast polls
+// are cheap, and a step that is done almost at once is noticed within ~50 ms
+// instead of one full poll period. Waits whose polls can run on the target
+// use workers/remote_wait.h instead. Pure: it only computes durations.
 #pragma once
 
 #include <algorithm>
