@@ -32,12 +32,12 @@ class FanoutKind : public sm::RunKind {
 
   void OnTaskSucceeded(sm::Decision& d, const sm::TaskInfo&, const sm::json&) const override {
     for (const auto& [id, t] : d.state().tasks)
-      if (t.status != "succeeded") return;
-    d.Finish("ok");
+      if (t.status != sm::TaskStatus::kSucceeded) return;
+    d.Finish(sm::RunStatus::kOk);
   }
 
   void OnTaskFailed(sm::Decision& d, const sm::TaskInfo& task, const sm::json&) const override {
-    d.Finish("failed", "task " + task.task_id + " failed");
+    d.Finish(sm::RunStatus::kFailed, "task " + task.task_id + " failed");
   }
 };
 

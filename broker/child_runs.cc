@@ -58,7 +58,7 @@ void Broker::AddLiveChildStatus(json& summary) {
     if (c.value("status", "") != "requested") continue;
     sm::RunState* s = LoadRun(c.value("run_id", ""));
     if (!s) continue;
-    c["status"] = s->status;
+    c["status"] = sm::RunStatusName(s->status);
     c["state"] = s->state;
   }
 }

@@ -155,7 +155,10 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
     Result<bool> t = taken(run_id);
     if (!t.ok()) return Err(2, t.status().ToString());
     if (sm::RunState* existing = *t ? LoadRun(run_id) : nullptr)
-      return Ok({{"run_id", run_id}, {"existing", true}, {"state", existing->state}, {"status", existing->status}});
+      return Ok({{"run_id", run_id},
+                 {"existing", true},
+                 {"state", existing->state},
+                 {"status", sm::RunStatusName(existing->status)}});
   } else {
     for (run_id = NewRunId(NowMs());; run_id = NewRunId(NowMs())) {
       Result<bool> t = taken(run_id);
@@ -244,6 +247,9 @@ proto::ClientResponse Broker::Runs(const json& args) {
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.created_ms() > b.created_ms(); });
   const std::string status = args.value("status", "");
+  if (!status.empty() && !sm::ParseRunStatus(status))
+    return Err(2, fmt::format("runs: unknown status '{}' (running, ok, failed or cancelled)",
+                              ToValidUtf8(TruncateUtf8(status, 64))));
   json out = json::array();
   for (const auto& r : rows) {
     if (!status.empty() && r.status() != status) continue;
@@ -267,7 +273,10 @@ proto::ClientResponse Broker::InputToLiveRun(const std::string& run_id, const sm
   sm::RunState* s = LoadRun(run_id);
   if (!s) return Err(2, fmt::format("no run '{}'", run_id));
   if (s->terminal)
-    return Ok({{"run_id", run_id}, {"state", s->state}, {"status", s->status}, {"note", "run already finished"}});
+    return Ok({{"run_id", run_id},
+               {"state", s->state},
+               {"status", sm::RunStatusName(s->status)},
+               {"note", "run already finished"}});
   Status st = DecideAndStage(run_id, in);
   if (!st.ok()) return Err(2, st.message());
   *deferred_run = run_id;

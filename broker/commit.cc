@@ -159,7 +159,7 @@ proto::RunIndexRow Broker::IndexRowOf(const sm::RunState& s) const {
   row.set_run_id(s.run_id);
   row.set_kind(s.kind);
   row.set_state(s.state);
-  row.set_status(s.status);
+  row.set_status(std::string(sm::RunStatusName(s.status)));
   row.set_created_ms(s.created_ms);
   row.set_updated_ms(s.updated_ms);
   row.set_machine(s.machine);
@@ -317,7 +317,7 @@ void Broker::DeliverWatch(const std::string& watcher, const std::string& target)
     payload["status"] = "missing";
     payload["state"] = "missing";
   } else {
-    payload["status"] = t->status;
+    payload["status"] = sm::RunStatusName(t->status);
     payload["state"] = t->state;
     if (const sm::RunKind* k = kinds_.Find(t->kind)) payload["summary"] = k->Summary(*t);
   }

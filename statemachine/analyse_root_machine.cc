@@ -24,9 +24,9 @@ void FinishAnalysis(Decision& d) {
   for (const auto& e : d.state().data.value("errors", json::array()))
     parts.push_back(fmt::format("{}: {}", e.value("step", ""), e.value("error", "")));
   const std::string status = a["analysis_status"].is_string() ? a["analysis_status"].get<std::string>() : "";
-  if (status == "ok" && parts.empty()) return d.Finish("ok");
+  if (status == "ok" && parts.empty()) return d.Finish(RunStatus::kOk);
   if (status != "ok") parts.push_back(fmt::format("analysis gate: {}; re-collect required", status));
-  d.Finish("failed", fmt::format("{}", fmt::join(parts, "; ")));
+  d.Finish(RunStatus::kFailed, fmt::format("{}", fmt::join(parts, "; ")));
 }
 
 }  // namespace

@@ -60,11 +60,16 @@ void Decision::CancelTimer(const std::string& timer_id) {
 
 void Decision::WatchRun(const std::string& run_id) { Emit(ev::kWatchRequested, json{{"run_id", run_id}}); }
 
-void Decision::Finish(const std::string& status, const std::string& error) {
-  const std::string to = status == "ok" ? "completed" : status;
+void Decision::Finish(RunStatus status, const std::string& error) {
+  if (status == RunStatus::kRunning) {
+    if (status_.ok()) status_ = Status::Internal(fmt::format("run {}: finish with status 'running'", state_.run_id));
+    return;
+  }
+  const std::string name(RunStatusName(status));
+  const std::string to = status == RunStatus::kOk ? "completed" : name;
   ReleaseDevices(*this, "run finished");
   if (state_.state != to) Transition(to, error);
-  json p = {{"status", status}};
+  json p = {{"status", name}};
   if (!error.empty()) p["error"] = error;
   Emit(ev::kRunFinished, std::move(p));
 }
@@ -72,7 +77,7 @@ void Decision::Finish(const std::string& status, const std::string& error) {
 void Decision::AbandonOutstanding(const std::string& reason) {
   std::vector<std::string> tasks, timers;
   for (const auto& [id, t] : state_.tasks)
-    if (t.status == "pending" || t.status == "retry_wait") tasks.push_back(id);
+    if (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait) tasks.push_back(id);
   for (const auto& [id, t] : state_.timers)
     if (t.armed) timers.push_back(id);
   for (const auto& id : tasks) Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", reason}});

@@ -43,9 +43,10 @@ class Decision {
   // Asks the broker to send this run the signal "watched_run_finished" when
   // run_id ends (at once if it already has).
   void WatchRun(const std::string& run_id);
-  // Moves to the terminal state for status ("completed" for ok, "failed", "cancelled")
-  // and emits RunFinished.
-  void Finish(const std::string& status, const std::string& error = "");
+  // Moves to the terminal state for status ("completed" for kOk, "failed",
+  // "cancelled") and emits RunFinished carrying the status's name.
+  // kRunning is no way to end: it marks the decision failed and emits nothing.
+  void Finish(RunStatus status, const std::string& error = "");
   // Marks every in-flight task abandoned and cancels every armed timer.
   void AbandonOutstanding(const std::string& reason);
 

@@ -60,7 +60,8 @@ void OnLeaseProbeSucceeded(Decision& d, const json& result) {
 void OnLeaseProbeFailed(Decision& d, const json& failure) {
   const std::string kind = failure.value("error_kind", "");
   const std::string err = failure.value("error", "probe failed");
-  d.Finish("failed", fmt::format("device probe before the lease failed: {}{}", kind.empty() ? "" : kind + ": ", err));
+  d.Finish(RunStatus::kFailed,
+           fmt::format("device probe before the lease failed: {}{}", kind.empty() ? "" : kind + ": ", err));
 }
 
 Status CheckLeaseGrant(const RunState& s, const json& devices) {
@@ -83,7 +84,7 @@ void OnLeaseGranted(const RunKind& kind, Decision& d, const json& devices) {
 
 void OnLeaseRefused(Decision& d, const std::string& error) {
   d.Emit(kDevicesUnavailable, json{{"machine", d.state().lease.machine}, {"error", error}});
-  d.Finish("failed", "devices_unavailable: " + error);
+  d.Finish(RunStatus::kFailed, "devices_unavailable: " + error);
 }
 
 void ReleaseDevices(Decision& d, const std::string& reason) {
@@ -106,31 +107,31 @@ bool True(const json& j, const char* key) {
 std::string ServiceMayStillRun(const RunState& s) {
   const TaskInfo* launch = LastTask(s, "service.launch");
   if (!launch) return "";
-  if (launch->status == "failed") {
+  if (launch->status == TaskStatus::kFailed) {
     const json& partial = Field(launch->result, "result");
     if (partial.is_object() && partial.contains("started") && partial["started"] == false) return "";
   }
   const TaskInfo* stop = LastTask(s, "service.stop");
   if (!stop) return "its service was launched and no stop was recorded";
-  if (stop->status == "succeeded") {
+  if (stop->status == TaskStatus::kSucceeded) {
     const json& r = Field(stop->result, "result");
     if (True(r, "stopped") || True(r, "already_gone") || True(r, "never_started")) return "";
     return "its last service.stop did not confirm the service stopped";
   }
-  if (stop->status == "failed")
+  if (stop->status == TaskStatus::kFailed)
     return fmt::format("its service.stop failed: {}: {}", Field(stop->result, "error_kind").is_string()
                                                               ? Field(stop->result, "error_kind").get<std::string>()
                                                               : std::string(),
                        Field(stop->result, "error").is_string() ? Field(stop->result, "error").get<std::string>()
                                                               : std::string());
-  return "its service.stop did not finish (" + stop->status + ")";
+  return fmt::format("its service.stop did not finish ({})", TaskStatusName(stop->status));
 }
 
 void CheckQuarantinedDevices(Decision& d, const json& devices) {
   const RunState& s = d.state();
   if (s.terminal || s.lease.phase != LeasePhase::kWaiting || !devices.is_array() || devices.empty()) return;
   for (const auto& [id, t] : s.tasks)
-    if (IsQuarantineProbe(t) && (t.in_flight() || t.status == "retry_wait")) return;  // one at a time
+    if (IsQuarantineProbe(t) && (t.in_flight() || t.status == TaskStatus::kRetryWait)) return;  // one at a time
   json payload = {{"machine", s.spec.value("machine_record", json::object())},
                   {"busy_threshold_mb", s.spec.value("busy_threshold_mb", int64_t{4096})},
                   {"purpose", kQuarantineProbePurpose},

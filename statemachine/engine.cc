@@ -1,6 +1,8 @@
 #include "statemachine/engine.h"
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -88,7 +90,7 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
   } else if (type == ev::kTaskSucceeded) {
     auto it = s.tasks.find(p.value("task_id", ""));
     if (it != s.tasks.end()) {
-      it->second.status = "succeeded";
+      it->second.status = TaskStatus::kSucceeded;
       it->second.result = p;
     }
   } else if (type == ev::kTaskFailed) {
@@ -96,10 +98,10 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     if (it != s.tasks.end()) {
       it->second.failures++;
       if (p.value("final", true)) {
-        it->second.status = "failed";
+        it->second.status = TaskStatus::kFailed;
         it->second.result = p;
       } else {
-        it->second.status = "retry_wait";
+        it->second.status = TaskStatus::kRetryWait;
       }
     }
   } else if (type == ev::kTaskRetryScheduled) {
@@ -114,12 +116,12 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     auto it = s.tasks.find(p.value("task_id", ""));
     if (it != s.tasks.end()) {
       it->second.attempt = p.value("attempt", it->second.attempt + 1);
-      it->second.status = "pending";
+      it->second.status = TaskStatus::kPending;
       if (p.value("reason", "") == "worker_lost") it->second.failures++;
     }
   } else if (type == ev::kTaskAbandoned) {
     auto it = s.tasks.find(p.value("task_id", ""));
-    if (it != s.tasks.end()) it->second.status = "abandoned";
+    if (it != s.tasks.end()) it->second.status = TaskStatus::kAbandoned;
   } else if (type == ev::kTimerScheduled) {
     TimerInfo t;
     t.timer_id = p.value("timer_id", "");
@@ -143,7 +145,13 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
   } else if (type == ev::kRunRecovered) {
     s.recoveries++;
   } else if (type == ev::kRunFinished) {
-    s.status = p.value("status", "failed");
+    // A stored RunFinished names how the run ended; any other name is
+    // unreadable (ApplyStored: Corruption). A missing status folds as failed.
+    const std::string name = p.value("status", std::string(RunStatusName(RunStatus::kFailed)));
+    const std::optional<RunStatus> status = ParseRunStatus(name);
+    if (!status || *status == RunStatus::kRunning)
+      throw std::runtime_error(fmt::format("RunFinished status '{}' is not ok, failed or cancelled", name));
+    s.status = *status;
     s.error = p.value("error", "");
     s.terminal = true;
     s.finished_ms = time_ms;
@@ -296,7 +304,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
         break;
       }
       if (!task->in_flight()) {
-        Ignore(d, in, "duplicate result (task is " + task->status + ")");
+        Ignore(d, in, fmt::format("duplicate result (task is {})", TaskStatusName(task->status)));
         break;
       }
       if (in.ok) {
@@ -324,7 +332,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       d.Emit(ev::kTimerFired, json{{"timer_id", in.timer_id}});
       if (timer.purpose == "retry") {
         const TaskInfo* task = d.state().FindTask(timer.payload.value("task_id", ""));
-        if (task && task->status == "retry_wait")
+        if (task && task->status == TaskStatus::kRetryWait)
           d.Emit(ev::kTaskRedispatched,
                  json{{"task_id", task->task_id}, {"attempt", task->attempt + 1}, {"reason", "retry"}});
       } else {

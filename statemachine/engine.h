@@ -79,7 +79,8 @@ void Apply(const KindRegistry& kinds, RunState& state, const std::string& type, 
 void ApplyWith(const RunKind* kind, RunState& state, const std::string& type, const json& payload,
                uint64_t seq, int64_t time_ms);
 // Folds one stored event. A payload that is not a JSON object, or that the
-// fold cannot read (a key of the wrong type), is Corruption naming the run,
+// fold cannot read (a key of the wrong type, a RunFinished status other than
+// "ok", "failed" or "cancelled"), is Corruption naming the run,
 // the event's seq and its type; the state may then be partly updated and is
 // to be dropped. The schema check of proto/events.proto is `verify`'s
 // (statemachine/event_schema.h); the fold stays cheap.

@@ -30,11 +30,11 @@ void MachineCheckMachine::OnStart(Decision& d) const {
 
 void MachineCheckMachine::OnTaskSucceeded(Decision& d, const TaskInfo&, const json& result) const {
   d.Emit(kMachineChecked, result);
-  d.Finish("ok");
+  d.Finish(RunStatus::kOk);
 }
 
 void MachineCheckMachine::OnTaskFailed(Decision& d, const TaskInfo&, const json& failure) const {
-  d.Finish("failed", fmt::format("{}: {}", failure.value("error_kind", "error"), failure.value("error", "")));
+  d.Finish(RunStatus::kFailed, fmt::format("{}: {}", failure.value("error_kind", "error"), failure.value("error", "")));
 }
 
 void MachineCheckMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const {

@@ -32,11 +32,11 @@ json BuildMemoryManifest(const RunState& s, const json& summary, const json& rep
   m["tag"] = s.tag;
   m["machine"] = s.machine;
   m["mode"] = s.spec.value("mode", "standalone");
-  m["status"] = s.terminal ? s.status : "running";
+  m["status"] = RunStatusName(s.terminal ? s.status : RunStatus::kRunning);
   m["state"] = s.state;
   m["error"] = s.error.empty() ? json(nullptr) : json(s.error);
   m["started_at"] = IsoTimeMs(s.created_ms);
-  if (s.terminal) m[s.status == "ok" ? "completed_at" : "failed_at"] = IsoTimeMs(s.finished_ms);
+  if (s.terminal) m[s.status == RunStatus::kOk ? "completed_at" : "failed_at"] = IsoTimeMs(s.finished_ms);
   m["model"] = service.value("model", s.spec.value("model", ""));
   m["served_model_name"] = service.value("served_model_name", s.spec.value("served_model_name", json(nullptr)));
   m["tp"] = service.value("tp", s.spec.value("tp", 1));

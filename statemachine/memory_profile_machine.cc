@@ -31,7 +31,7 @@ bool Done(const RunState& s, const std::string& step) { return s.data.contains(s
 // A step is in flight (task pending or retrying) or the flush minimum timer is armed.
 bool Busy(const RunState& s) {
   for (const auto& [id, t] : s.tasks)
-    if (t.status == "pending" || t.status == "retry_wait") return true;
+    if (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait) return true;
   for (const auto& [id, t] : s.timers)
     if (t.armed && t.purpose == "flush") return true;
   return false;
@@ -122,7 +122,7 @@ bool ExpertParallel(const RunState& s) {
 // there are no logs to read and nothing to stop.
 bool LaunchNeverHappened(const RunState& s) {
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
-  if (!launch || launch->status != "failed") return false;
+  if (!launch || launch->status != TaskStatus::kFailed) return false;
   const json& partial = Field(launch->result, "result");
   return partial.is_object() && partial.value("started", true) == false;
 }
@@ -243,10 +243,10 @@ void Advance(Decision& d) {
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
       if (launched && runs && !Done(s, std::string(step.name))) return Schedule(d, std::string(step.name));
     }
-    if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+    if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = s.data["failure"].value("error", "memory-profile failed");
     if (Field(Field(s.data, "stopped"), "never_started") == true) err += " — the service was never launched";
-    return d.Finish("failed", err);
+    return d.Finish(RunStatus::kFailed, err);
   }
 
   const std::string mode = Mode(s);
@@ -255,7 +255,7 @@ void Advance(Decision& d) {
     if (step.wait) return MoveTo(d, std::string(step.name));
     if (!Done(s, std::string(step.name))) return Schedule(d, std::string(step.name));
   }
-  d.Finish("ok");
+  d.Finish(RunStatus::kOk);
 }
 
 bool CriticalStep(const RunState& s, const std::string& step) {
@@ -420,7 +420,7 @@ void MemoryProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
   } else if (timer.purpose == "export_timeout") {
     if (d.state().data.contains("export")) return;
     for (const auto& [id, t] : d.state().tasks)
-      if (t.kind == kMemExportTask && (t.status == "pending" || t.status == "retry_wait"))
+      if (t.kind == kMemExportTask && (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait))
         d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "msprof export timed out"}});
     Record(d, "export", json{{"status", "export_timeout"},
                              {"timeout_s", d.state().spec.value("export_timeout_s", 1800)}});

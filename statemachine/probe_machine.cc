@@ -37,7 +37,7 @@ void ProbeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
   json rec = result;
   if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
   d.Emit(kProbeRecorded, rec);
-  d.Finish("ok");
+  d.Finish(RunStatus::kOk);
 }
 
 void ProbeMachine::OnTaskFailed(Decision& d, const TaskInfo&, const json& failure) const {
@@ -45,8 +45,8 @@ void ProbeMachine::OnTaskFailed(Decision& d, const TaskInfo&, const json& failur
   if (failure.contains("blobs")) rec["evidence"] = failure["blobs"];
   d.Emit(kProbeFailed, rec);
   std::string kind = failure.value("error_kind", "");
-  d.Finish("failed", kind.empty() ? failure.value("error", "probe failed")
-                                  : fmt::format("{}: {}", kind, failure.value("error", "")));
+  d.Finish(RunStatus::kFailed, kind.empty() ? failure.value("error", "probe failed")
+                                           : fmt::format("{}: {}", kind, failure.value("error", "")));
 }
 
 void ProbeMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const {

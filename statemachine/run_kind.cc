@@ -8,7 +8,7 @@ void RunKind::OnTimer(Decision&, const TimerInfo&) const {}
 
 void RunKind::OnCancel(Decision& d) const {
   d.AbandonOutstanding("run cancelled");
-  d.Finish("cancelled", "cancelled by request");
+  d.Finish(RunStatus::kCancelled, "cancelled by request");
 }
 
 bool RunKind::AcceptsSignal(std::string_view) const { return false; }
@@ -22,8 +22,9 @@ std::optional<DeviceNeed> RunKind::DevicesNeeded(const RunState&) const { return
 json RunKind::Summary(const RunState& s) const {
   json outstanding = json::array();
   for (const auto& [id, t] : s.tasks) {
-    if (t.status == "pending" || t.status == "retry_wait")
-      outstanding.push_back({{"task_id", id}, {"kind", t.kind}, {"attempt", t.attempt}, {"status", t.status}});
+    if (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait)
+      outstanding.push_back(
+          {{"task_id", id}, {"kind", t.kind}, {"attempt", t.attempt}, {"status", TaskStatusName(t.status)}});
   }
   json timers = json::array();
   for (const auto& [id, t] : s.timers)
@@ -31,7 +32,7 @@ json RunKind::Summary(const RunState& s) const {
   json j = {{"run_id", s.run_id},
             {"kind", s.kind},
             {"state", s.state},
-            {"status", s.status},
+            {"status", RunStatusName(s.status)},
             {"machine", s.machine},
             {"tag", s.tag},
             {"created_at", IsoTimeMs(s.created_ms)},

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,24 @@ struct TaskPolicy {
   int64_t lease_ms = 120000;  // no progress within this -> the holder is considered lost
 };
 
+// Where one task stands. kPending from TaskScheduled (and again from
+// TaskRedispatched) until the attempt ends: the only in-flight status.
+// kRetryWait after a retryable TaskFailed, until the retry is redispatched.
+// The task ends kSucceeded (TaskSucceeded), kFailed (a final TaskFailed) or
+// kAbandoned (TaskAbandoned).
+enum class TaskStatus { kPending, kRetryWait, kSucceeded, kFailed, kAbandoned };
+
+// The status's name in projections and messages: "pending", "retry_wait",
+// "succeeded", "failed", "abandoned".
+std::string_view TaskStatusName(TaskStatus status);
+// The status with that name; nullopt for any other string.
+std::optional<TaskStatus> ParseTaskStatus(std::string_view name);
+std::ostream& operator<<(std::ostream& os, TaskStatus status);
+// JSON holds a task status as its name; these make `json j = status` and
+// `j.get<TaskStatus>()` (which would use the enum's number) fail to compile.
+void to_json(json& j, TaskStatus status) = delete;
+void from_json(const json& j, TaskStatus& status) = delete;
+
 struct TaskInfo {
   std::string task_id;
   std::string kind;
@@ -32,10 +51,9 @@ struct TaskInfo {
   int failures = 0;  // retryable failures and lost holders so far (recovery does not count)
   json payload = json::object();
   TaskPolicy policy;
-  // "pending" (scheduled, not finished), "retry_wait", "succeeded", "failed", "abandoned"
-  std::string status = "pending";
+  TaskStatus status = TaskStatus::kPending;
   json result;  // TaskSucceeded payload or final TaskFailed payload
-  bool in_flight() const { return status == "pending"; }
+  bool in_flight() const { return status == TaskStatus::kPending; }
 };
 
 struct TimerInfo {
@@ -73,11 +91,26 @@ struct LeaseInfo {
   int64_t requested_ms = 0;
 };
 
+// How a run ended: kRunning until RunFinished, which records kOk, kFailed or
+// kCancelled (and sets terminal) once.
+enum class RunStatus { kRunning, kOk, kFailed, kCancelled };
+
+// The status's name in projections, manifests, index rows and the
+// RunFinished event: "running", "ok", "failed", "cancelled".
+std::string_view RunStatusName(RunStatus status);
+// The status with that name; nullopt for any other string.
+std::optional<RunStatus> ParseRunStatus(std::string_view name);
+std::ostream& operator<<(std::ostream& os, RunStatus status);
+// JSON holds a run status as its name; these make `json j = status` and
+// `j.get<RunStatus>()` (which would use the enum's number) fail to compile.
+void to_json(json& j, RunStatus status) = delete;
+void from_json(const json& j, RunStatus& status) = delete;
+
 struct RunState {
   std::string run_id;
   std::string kind;
   std::string state = "new";
-  std::string status = "running";  // running | ok | failed | cancelled
+  RunStatus status = RunStatus::kRunning;
   std::string machine;
   std::string tag;
   std::string error;

@@ -88,9 +88,10 @@ void FinishByReason(Decision& d, const std::string& extra_error = "") {
   const bool failed = s.data.contains("failure");
   std::string err = failed ? FailureError(s) : "";
   if (!extra_error.empty()) err = err.empty() ? extra_error : err + "; " + extra_error;
-  if (failed || (!extra_error.empty() && reason != "cancel")) return d.Finish("failed", err);
-  if (s.cancel_requested || reason == "cancel") return d.Finish("cancelled", err.empty() ? "cancelled by request" : err);
-  d.Finish("ok");
+  if (failed || (!extra_error.empty() && reason != "cancel")) return d.Finish(RunStatus::kFailed, err);
+  if (s.cancel_requested || reason == "cancel")
+    return d.Finish(RunStatus::kCancelled, err.empty() ? "cancelled by request" : err);
+  d.Finish(RunStatus::kOk);
 }
 
 json FailureRecord(const std::string& stage, const json& failure) {
@@ -248,7 +249,7 @@ void ServeMachine::OnSignal(Decision& d, const std::string& name, const json& pa
   if (name != "stop") return;
   const bool force = payload.value("force", false);
   const std::string& st = d.state().state;
-  if (st == "queued") return d.Finish("ok");
+  if (st == "queued") return d.Finish(RunStatus::kOk);
   if (st == "launching") return RequestStop(d, "user", force, true);
   if (st == "waiting_ready" || st == "ready") {
     d.AbandonOutstanding("stop requested");

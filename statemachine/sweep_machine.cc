@@ -51,8 +51,9 @@ void FinishIfAllEnded(Decision& d) {
   for (const auto& c : ch)
     if (!Finished(c)) return;
   const std::string v = Verdict(s);
-  if (v == "cancelled") return d.Finish("cancelled", "cancelled by request (every unfinished point was cancelled)");
-  if (v == "ok") return d.Finish("ok");
+  if (v == "cancelled")
+    return d.Finish(RunStatus::kCancelled, "cancelled by request (every unfinished point was cancelled)");
+  if (v == "ok") return d.Finish(RunStatus::kOk);
   std::vector<std::string> parts;
   size_t ok = 0;
   for (const auto& c : ch) {
@@ -60,7 +61,7 @@ void FinishIfAllEnded(Decision& d) {
     parts.push_back(fmt::format("{} ({}): {}", c.value("run_id", ""), PointText(c.value("point", json::object())),
                                 c.value("status", "")));
   }
-  d.Finish("failed", fmt::format("partial: {} of {} points ok; {}", ok, ch.size(), fmt::join(parts, "; ")));
+  d.Finish(RunStatus::kFailed, fmt::format("partial: {} of {} points ok; {}", ok, ch.size(), fmt::join(parts, "; ")));
 }
 
 }  // namespace
@@ -180,9 +181,10 @@ Status SweepMachine::ValidateSpec(json& spec) const {
 void SweepMachine::OnStart(Decision& d) const {
   const RunState& s = d.state();
   if (s.run_id.size() > kMaxSweepIdLength)
-    return d.Finish("failed", fmt::format("the sweep's run id has {} characters; its children need it to have at "
-                                          "most {} (choose a shorter --run-id)",
-                                          s.run_id.size(), kMaxSweepIdLength));
+    return d.Finish(RunStatus::kFailed,
+                    fmt::format("the sweep's run id has {} characters; its children need it to have at "
+                                "most {} (choose a shorter --run-id)",
+                                s.run_id.size(), kMaxSweepIdLength));
   d.Transition("running");
   const size_t n = s.spec.value("points", json::array()).size();
   for (size_t i = 0; i < n; ++i) {
@@ -210,7 +212,7 @@ void SweepMachine::OnSignal(Decision& d, const std::string& name, const json& pa
 
 void SweepMachine::OnCancel(Decision& d) const {
   const std::vector<std::string> open = UnfinishedChildren(d.state());
-  if (open.empty()) return d.Finish("cancelled", "cancelled by request");
+  if (open.empty()) return d.Finish(RunStatus::kCancelled, "cancelled by request");
   for (const auto& id : open) d.Emit(ev::kChildCancelRequested, json{{"run_id", id}});
   d.Transition("cancelling");
 }

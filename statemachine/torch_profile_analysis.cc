@@ -50,7 +50,7 @@ std::string BaseName(const std::string& path) {
 }  // namespace
 
 json TaskResultData(const TaskInfo* t) {
-  if (!t || t->status != "succeeded" || !t->result.is_object()) return nullptr;
+  if (!t || t->status != TaskStatus::kSucceeded || !t->result.is_object()) return nullptr;
   return t->result.value("result", json(nullptr));
 }
 
@@ -77,9 +77,9 @@ bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_
 
 bool AnalysisDone(const RunState& s) {
   const TaskInfo* list = LastTask(s, kTpListDirsTask);
-  if (!list || list->in_flight() || list->status == "retry_wait") return false;
+  if (!list || list->in_flight() || list->status == TaskStatus::kRetryWait) return false;
   for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask))
-    if (t->in_flight() || t->status == "retry_wait") return false;
+    if (t->in_flight() || t->status == TaskStatus::kRetryWait) return false;
   return true;
 }
 
@@ -98,12 +98,12 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
   for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask)) {
     const std::string dir = t->payload.value("dir", "");
     json rec;
-    if (t->status == "succeeded") {
+    if (t->status == TaskStatus::kSucceeded) {
       rec = TaskResultData(t);
-    } else if (t->status == "failed") {
+    } else if (t->status == TaskStatus::kFailed) {
       const json& f = t->result;
       rec = MissingRank(dir, f.value("error_kind", "") + ": " + f.value("error", ""));
-    } else if (t->status == "abandoned") {
+    } else if (t->status == TaskStatus::kAbandoned) {
       rec = MissingRank(dir, "analyse abandoned");
       rec["analysis_status"] = "abandoned";
     } else {
@@ -121,7 +121,7 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
     out["remote_profile_dirs"].push_back(std::move(rec));
   }
   if (AnalysisDone(s)) {
-    if (list->status != "succeeded") {
+    if (list->status != TaskStatus::kSucceeded) {
       out["analysis_status"] = "no_profile_dirs";
     } else {
       out["analysis_status"] = AnalysisGate(statuses, expected_ranks);

@@ -27,7 +27,7 @@ json ServiceOf(const RunState& s) {
   if (!launch) return nullptr;
   json r = TaskResultData(launch);
   if (r.is_object()) return r;
-  if (launch->status != "failed") return nullptr;
+  if (launch->status != TaskStatus::kFailed) return nullptr;
   const json partial = launch->result.value("result", json::object());
   if (partial.is_object() && partial.value("started", true) == false) return nullptr;
   return json{{"runtime_dir", launch->payload.value("runtime_dir", "")}, {"pid", nullptr}};
@@ -39,7 +39,7 @@ bool ServiceStopped(const RunState& s) {
   return r.is_object() && (r.value("stopped", false) || r.value("already_gone", false));
 }
 
-bool Pending(const TaskInfo* t) { return t && (t->in_flight() || t->status == "retry_wait"); }
+bool Pending(const TaskInfo* t) { return t && (t->in_flight() || t->status == TaskStatus::kRetryWait); }
 
 void StepFailed(Decision& d, const std::string& step, const std::string& kind, const std::string& error) {
   d.Emit(kTpStepFailed, json{{"step", step}, {"error_kind", kind}, {"error", error}});
@@ -92,8 +92,8 @@ void BeginCleanup(Decision& d, const std::string& reason) {
     ScheduleStop(d, false);
     return;
   }
-  if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
-  d.Finish("failed", RunError(d.state()));
+  if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
+  d.Finish(RunStatus::kFailed, RunError(d.state()));
 }
 
 void StartLaunch(Decision& d) {
@@ -164,8 +164,8 @@ void AfterFlush(Decision& d, json record) {
 // The service is down (or could not be stopped): analyse, or end the cleanup.
 void AfterStop(Decision& d) {
   const RunState& s = d.state();
-  if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
-  if (s.data.value("cleanup", false)) return d.Finish("failed", RunError(s));
+  if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
+  if (s.data.value("cleanup", false)) return d.Finish(RunStatus::kFailed, RunError(s));
   d.Transition("analysing");
   ScheduleProfileListing(d, ProfileRoot(s), s.spec["analyse_timeout_s"].get<int64_t>());
 }
@@ -177,8 +177,8 @@ void FinishAnalysis(Decision& d) {
                                 {"expected_ranks", ExpectedRanks(d.state().spec)},
                                 {"remote_profile_root", a["remote_profile_root"]}});
   const std::string error = RunError(d.state());
-  if (error.empty()) return d.Finish("ok");
-  d.Finish("failed", error);
+  if (error.empty()) return d.Finish(RunStatus::kOk);
+  d.Finish(RunStatus::kFailed, error);
 }
 
 }  // namespace
@@ -227,7 +227,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   const RunState& s = d.state();
   const std::string role = task.payload.value("role", "");
   if (task.kind == kTpPrepareImageTask) {
-    if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+    if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     return StartLaunch(d);
   }
   if (task.kind == kServiceLaunchTask) {
@@ -307,9 +307,9 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
   const RunState& s = d.state();
   const std::string text = FailureText(failure);
   if (task.kind == kTpPrepareImageTask) {
-    if (s.cancel_requested) return d.Finish("cancelled", "cancelled by request");
+    if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     StepFailed(d, "prepare_image", failure.value("error_kind", ""), failure.value("error", ""));
-    return d.Finish("failed", RunError(d.state()));
+    return d.Finish(RunStatus::kFailed, RunError(d.state()));
   }
   if (task.kind == kServiceStopTask) {
     if (!task.payload.value("force", false)) return ScheduleStop(d, true);
@@ -351,7 +351,8 @@ void TorchProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
 void TorchProfileMachine::OnCancel(Decision& d) const {
   std::vector<std::string> abandon, timers;
   for (const auto& [id, t] : d.state().tasks)
-    if ((t.in_flight() || t.status == "retry_wait") && t.kind != kServiceLaunchTask && t.kind != kServiceStopTask)
+    if ((t.in_flight() || t.status == TaskStatus::kRetryWait) && t.kind != kServiceLaunchTask &&
+        t.kind != kServiceStopTask)
       abandon.push_back(id);
   for (const auto& [id, t] : d.state().timers)
     if (t.armed) timers.push_back(id);

@@ -13,13 +13,14 @@ namespace {
 // failed for good; null while it has not ended (or never ran).
 json StepRecord(const TaskInfo* t) {
   if (!t) return nullptr;
-  if (t->status == "succeeded") return TaskResultData(t);
-  if (t->status == "failed") {
+  if (t->status == TaskStatus::kSucceeded) return TaskResultData(t);
+  if (t->status == TaskStatus::kFailed) {
     json r = {{"ok", false}, {"error_kind", t->result.value("error_kind", "")}, {"error", t->result.value("error", "")}};
     if (t->result.contains("result")) r["partial_result"] = t->result["result"];
     return r;
   }
-  if (t->status == "abandoned") return json{{"ok", false}, {"error_kind", "abandoned"}, {"error", "abandoned"}};
+  if (t->status == TaskStatus::kAbandoned)
+    return json{{"ok", false}, {"error_kind", "abandoned"}, {"error", "abandoned"}};
   return nullptr;
 }
 
@@ -28,7 +29,7 @@ json SpecField(const RunState& s, const char* f) { return s.spec.value(f, json(n
 void AddTimes(const RunState& s, json& m) {
   m["started_at"] = IsoTimeMs(s.created_ms);
   if (s.terminal) {
-    if (s.status == "ok") m["completed_at"] = IsoTimeMs(s.finished_ms);
+    if (s.status == RunStatus::kOk) m["completed_at"] = IsoTimeMs(s.finished_ms);
     else m["failed_at"] = IsoTimeMs(s.finished_ms);
   }
 }
@@ -93,7 +94,7 @@ json TorchProfileManifest(const RunState& s) {
   const json a = AnalysisProjection(s, ExpectedRanks(s.spec));
   for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
   m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
-  m["status"] = s.status;
+  m["status"] = RunStatusName(s.status);
   m["error"] = s.error.empty() ? json(nullptr) : json(s.error);
   m["step_errors"] = s.data.value("errors", json::array());
   return m;
@@ -114,7 +115,7 @@ json AnalyseRootManifest(const RunState& s) {
   for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
   if (m["remote_profile_root"].is_null()) m["remote_profile_root"] = SpecField(s, "profile_root");
   m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
-  m["status"] = s.status;
+  m["status"] = RunStatusName(s.status);
   m["error"] = s.error.empty() ? json(nullptr) : json(s.error);
   m["step_errors"] = s.data.value("errors", json::array());
   return m;

@@ -94,7 +94,7 @@ TEST(Dispatcher, ATaskNoLongerRunnableIsDroppedFromPending) {
   std::vector<ToWorker> out;
   d.Schedule("gone", "t1", "k", &out);  // its run is not in the lookup
   runs.tasks["r"]["t2"] = Task("t2", "k");
-  runs.tasks["r"]["t2"].status = "succeeded";
+  runs.tasks["r"]["t2"].status = sm::TaskStatus::kSucceeded;
   d.Schedule("r", "t2", "k", &out);
   EXPECT_TRUE(DispatchAll(d, runs).empty());
   EXPECT_EQ(d.pending(), 0u);

@@ -78,6 +78,7 @@ TEST_F(MalformedRequests, EveryVerbRefusesNamingTheFieldAndTheServerKeepsServing
       {"events", R"({"run_id":"a","from_seq":"1"})", "field 'from_seq' must be a whole number >= 0, not a string"},
       {"runs", R"({"terminal":"yes"})", "field 'terminal' must be true or false"},
       {"runs", R"({"kind":1.5})", "field 'kind' must be a string, not a number with a fraction"},
+      {"runs", R"({"status":"done"})", "unknown status 'done'"},
       {"cancel", R"({"run_id":{}})", "field 'run_id' must be a string"},
       {"signal", R"({"run_id":"a","name":"stop","payload":[]})", "field 'payload' must be an object"},
       {"signal", R"({"run_id":"a","name":"watched_run_finished","payload":{"run_id":"b"}})",

@@ -209,7 +209,7 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
              {"__prof_device_map__", {{"npu_module_mem_1.csv", {0}}}}},
             {{"msprof_csvs/npu_module_mem_1.csv", "sha-c"}, {"msprof_csvs/npu_mem_1.csv", "sha-n"}});
   EXPECT_TRUE(d.s().terminal);
-  EXPECT_EQ(d.s().status, "ok");
+  EXPECT_EQ(d.s().status, RunStatus::kOk);
 
   const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
   EXPECT_EQ(m["mode"], "standalone");
@@ -242,7 +242,7 @@ TEST(MemoryMachine, MsprofMissingFailsBeforeAnythingIsLaunched) {
   d.Submit(StandaloneSpec());
   d.Fail("msprof_missing", "msprof is not on PATH");
   EXPECT_TRUE(d.s().terminal);
-  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_EQ(d.s().status, RunStatus::kFailed);
   EXPECT_NE(d.s().error.find("msprof"), std::string::npos);
   for (const auto& [id, t] : d.s().tasks) EXPECT_NE(t.kind, kServiceLaunchTask);
 }
@@ -255,7 +255,7 @@ TEST(MemoryMachine, LaunchThatNeverHappenedSkipsLogsAndStop) {
   ASSERT_EQ(d.PendingKind(), kServiceLaunchTask);
   d.Fail("untrusted_runtime", "/tmp/rt/mp9/service-1/launch.json is owned by uid 65534", {{"started", false}});
   EXPECT_TRUE(d.s().terminal);
-  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_EQ(d.s().status, RunStatus::kFailed);
   EXPECT_NE(d.s().error.find("the service was never launched"), std::string::npos) << d.s().error;
   EXPECT_NE(d.s().error.find("uid 65534"), std::string::npos) << d.s().error;
   for (const auto& [id, t] : d.s().tasks) {
@@ -275,7 +275,7 @@ TEST(MemoryMachine, LaunchThatMayHaveStartedIsStoppedAndAStopThatFindsNothingSay
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
   EXPECT_EQ(d.Pending()->payload["pid"], nullptr);
   d.Succeed({{"stopped", true}, {"already_gone", true}, {"never_started", true}});
-  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_EQ(d.s().status, RunStatus::kFailed);
   EXPECT_NE(d.s().error.find("the service was never launched"), std::string::npos) << d.s().error;
 }
 
@@ -292,7 +292,7 @@ TEST(MemoryMachine, NeverReadyCollectsLogsThenStops) {
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
   d.Succeed({{"stopped", true}});
   EXPECT_TRUE(d.s().terminal);
-  EXPECT_EQ(d.s().status, "failed");
+  EXPECT_EQ(d.s().status, RunStatus::kFailed);
   EXPECT_NE(d.s().error.find("never_ready"), std::string::npos);
 }
 
@@ -321,7 +321,7 @@ TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
   ASSERT_TRUE(d.FireTimer("export_timeout"));
   EXPECT_EQ(d.PendingKind(), kMemCollectTask);
   d.Succeed({{"module_mem", json::array()}, {"npu_mem", json::array()}});
-  EXPECT_EQ(d.s().status, "ok");
+  EXPECT_EQ(d.s().status, RunStatus::kOk);
   const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
   EXPECT_EQ(m["report"]["msprof"]["status"], "export_timeout");
   EXPECT_EQ(m["msprof_flush"]["signal"], "timeout");
@@ -354,7 +354,7 @@ TEST(MemoryMachine, CancelAfterLaunchStopsTheService) {
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
   EXPECT_EQ(d.Pending()->payload["force"], true);
   d.Succeed({{"stopped", true}});
-  EXPECT_EQ(d.s().status, "cancelled");
+  EXPECT_EQ(d.s().status, RunStatus::kCancelled);
 }
 
 json AttachSpec(bool wrapped, bool ended) {
@@ -390,7 +390,7 @@ TEST(MemoryMachine, AttachLiveThenContinuesWhenTheServeRunEnds) {
   EXPECT_EQ(d.Pending()->payload["msprof_dir"], "/tmp/rt/s1/service-1/msprof_data");
   d.Succeed({{"status", "ok"}});
   d.Succeed({{"module_mem", json::array()}, {"npu_mem", json::array()}});
-  EXPECT_EQ(d.s().status, "ok");
+  EXPECT_EQ(d.s().status, RunStatus::kOk);
   const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
   EXPECT_TRUE(m["baseline_hbm"].is_null());
   EXPECT_EQ(m["mode"], "attach");
@@ -402,7 +402,7 @@ TEST(MemoryMachine, AttachUnwrappedFinishesWithoutMsprof) {
   EXPECT_EQ(d.PendingKind(), kMemLogsTask);
   d.Succeed({{"summary", json::object()}});
   d.Succeed({{"weights", nullptr}});
-  EXPECT_EQ(d.s().status, "ok");
+  EXPECT_EQ(d.s().status, RunStatus::kOk);
   const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
   EXPECT_EQ(m["report"]["msprof"]["status"], "not_wrapped");
 }

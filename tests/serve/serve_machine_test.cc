@@ -171,7 +171,7 @@ TEST(ServeMachine, StartReadyStop) {
 
   r.Answer(kServiceStopTask, true, {{"stopped", true}, {"signals", {"SIGINT"}}});
   EXPECT_EQ(r.s.state, "completed");
-  EXPECT_EQ(r.s.status, "ok");
+  EXPECT_EQ(r.s.status, RunStatus::kOk);
   EXPECT_EQ(r.Summary()["service"]["status"], "stopped");
 }
 
@@ -201,7 +201,7 @@ TEST(ServeMachine, ReadyServiceIsWatchedAndItsDeathFailsTheRun) {
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->payload["force"], true);
   r.Answer(kServiceStopTask, true, {{"stopped", true}, {"already_gone", true}});
-  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_EQ(r.s.lease.phase, LeasePhase::kReleased);
 }
 
@@ -242,7 +242,7 @@ TEST(ServeMachine, StopDuringLaunchWaitsForThePid) {
   EXPECT_EQ(r.Pending(kServiceWaitReadyTask), nullptr);
   EXPECT_EQ(r.Pending(kServiceStopTask)->payload["pid"], 4242);
   r.Answer(kServiceStopTask, true, {{"stopped", true}});
-  EXPECT_EQ(r.s.status, "ok");
+  EXPECT_EQ(r.s.status, RunStatus::kOk);
 }
 
 TEST(ServeMachine, CancelStopsTheServiceForcefully) {
@@ -255,7 +255,7 @@ TEST(ServeMachine, CancelStopsTheServiceForcefully) {
   EXPECT_EQ(r.Pending(kServiceStopTask)->payload["force"], true);
   r.Answer(kServiceStopTask, true, {{"stopped", true}});
   EXPECT_EQ(r.s.state, "cancelled");
-  EXPECT_EQ(r.s.status, "cancelled");
+  EXPECT_EQ(r.s.status, RunStatus::kCancelled);
 }
 
 TEST(ServeMachine, EarlyDeathFailsAndStillCleansUp) {
@@ -291,7 +291,7 @@ TEST(ServeMachine, LaunchThatNeverHappenedIsNotStopped) {
   ServeRun r;
   r.Submit();
   r.Answer(kServiceLaunchTask, false, {{"started", false}}, "channel_failed");
-  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
   for (const auto& [id, t] : r.s.tasks) EXPECT_NE(t.kind, kServiceStopTask);
   EXPECT_NE(r.s.error.find("the service was never launched"), std::string::npos) << r.s.error;
   EXPECT_EQ(r.s.error.find("may still be running"), std::string::npos) << r.s.error;
@@ -308,7 +308,7 @@ TEST(ServeMachine, LaunchThatMayHaveStartedIsCleanedUp) {
   EXPECT_EQ(stop->payload["runtime_dir"], "/rt/r1/service-1");
   // The stop finds no start marker: the run says so instead of "may still be running".
   r.Answer(kServiceStopTask, true, {{"stopped", true}, {"already_gone", true}, {"never_started", true}});
-  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("launch_lost"), std::string::npos) << r.s.error;
   EXPECT_NE(r.s.error.find("the service was never launched"), std::string::npos) << r.s.error;
 }
@@ -318,7 +318,7 @@ TEST(ServeMachine, AStopThatFailsWithoutAPidNamesTheRuntimeDir) {
   r.Submit();
   r.Answer(kServiceLaunchTask, false, nullptr, "launch_lost");
   r.Answer(kServiceStopTask, false, json::object(), "unreachable");
-  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("a service in /rt/r1/service-1 (pid unknown) may still be running"), std::string::npos)
       << r.s.error;
 }
@@ -338,7 +338,7 @@ TEST(ServeMachine, HealthDeadlineTimerFailsAStuckWait) {
   EXPECT_EQ(r.s.state, "stopping");
   for (const auto& [id, t] : r.s.tasks)
     if (t.kind == kServiceWaitReadyTask) {
-      EXPECT_EQ(t.status, "abandoned");
+      EXPECT_EQ(t.status, TaskStatus::kAbandoned);
     }
   EXPECT_EQ(r.Summary()["failure"]["kind"], "never_ready");
 }
@@ -355,7 +355,7 @@ TEST(ServeMachine, StopWithoutForceThatFailsKeepsTheRunAndForceWorks) {
   r.Signal(true);
   EXPECT_EQ(r.Pending(kServiceStopTask)->payload["force"], true);
   r.Answer(kServiceStopTask, true, {{"stopped", true}});
-  EXPECT_EQ(r.s.status, "ok");
+  EXPECT_EQ(r.s.status, RunStatus::kOk);
 }
 
 TEST(ServeMachine, UnknownSignalAndBadSpecAreRefused) {

@@ -79,7 +79,7 @@ TEST(DeviceLease, ProbeFailureFailsTheRunWithTheReason) {
   res.error = "npu-smi: command not found";
   ASSERT_TRUE(r.Feed(res).ok());
   EXPECT_TRUE(r.s.terminal);
-  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("npu_smi_missing"), std::string::npos) << r.s.error;
 }
 
@@ -136,7 +136,7 @@ TEST(DeviceLease, CancelWhileWaitingEndsWithoutALease) {
   cancel.type = Input::Type::kCancel;
   ASSERT_TRUE(r.Feed(cancel).ok());
   EXPECT_TRUE(r.s.terminal);
-  EXPECT_EQ(r.s.status, "cancelled");
+  EXPECT_EQ(r.s.status, RunStatus::kCancelled);
   EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
   EXPECT_FALSE(r.Grant({0, 1}).ok()) << "no grant after the run ended";
 }
@@ -166,7 +166,7 @@ TEST(DeviceLease, EveryLeasingKindCancelsCleanlyWhileQueued) {
     cancel.type = Input::Type::kCancel;
     ASSERT_TRUE(r.Feed(cancel).ok());
     EXPECT_TRUE(r.s.terminal);
-    EXPECT_EQ(r.s.status, "cancelled");
+    EXPECT_EQ(r.s.status, RunStatus::kCancelled);
     for (const auto& [id, t] : r.s.tasks) EXPECT_FALSE(t.in_flight()) << id << " still in flight";
     auto v = VerifyRunEvents(DefaultKinds(), r.log, StableHash);
     EXPECT_TRUE(v.ok) << v.first_divergence;
@@ -181,7 +181,7 @@ TEST(DeviceLease, RefusalFailsTheRun) {
   no.error = "needs 2 free NPUs";
   ASSERT_TRUE(r.Feed(no).ok());
   EXPECT_TRUE(r.s.terminal);
-  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_EQ(r.s.error, "devices_unavailable: needs 2 free NPUs");
 }
 

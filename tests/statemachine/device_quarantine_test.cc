@@ -87,7 +87,7 @@ TEST(DeviceQuarantine, ServiceMayStillRunReadsTheLaunchAndTheLastStop) {
   TaskInfo launch;
   launch.task_id = "r.t1";
   launch.kind = "service.launch";
-  launch.status = "failed";
+  launch.status = TaskStatus::kFailed;
   launch.result = {{"result", {{"started", false}}}};
   s.tasks["r.t1"] = launch;
   EXPECT_EQ(ServiceMayStillRun(s), "") << "a launch that never started anything";
@@ -96,7 +96,7 @@ TEST(DeviceQuarantine, ServiceMayStillRunReadsTheLaunchAndTheLastStop) {
   TaskInfo stop;
   stop.task_id = "r.t2";
   stop.kind = "service.stop";
-  stop.status = "succeeded";
+  stop.status = TaskStatus::kSucceeded;
   stop.result = {{"result", {{"stopped", false}}}};
   s.tasks["r.t2"] = stop;
   EXPECT_NE(ServiceMayStillRun(s), "");

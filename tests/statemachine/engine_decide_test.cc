@@ -26,7 +26,7 @@ TEST(DecideSubmit, ValidProbeSchedulesTheNpuSmiTask) {
   EXPECT_EQ(evs[2].payload["payload"]["machine"]["host"], "127.0.0.1");
   for (const auto& e : evs) EXPECT_EQ(e.cause, "submit");
   EXPECT_EQ(run.state().state, "probing");
-  EXPECT_EQ(run.state().status, "running");
+  EXPECT_EQ(run.state().status, RunStatus::kRunning);
   EXPECT_EQ(run.state().last_seq, 3u);
   EXPECT_TRUE(run.task("r1.t1").in_flight());
 }
@@ -131,9 +131,9 @@ TEST(DecideResult, SuccessRecordsTheProbeAndCompletes) {
   EXPECT_EQ(evs[3].payload["status"], "ok");
   EXPECT_EQ(evs[0].cause, "task:r1.t1#1");
   EXPECT_TRUE(run.state().terminal);
-  EXPECT_EQ(run.state().status, "ok");
+  EXPECT_EQ(run.state().status, RunStatus::kOk);
   EXPECT_EQ(run.state().state, "completed");
-  EXPECT_EQ(run.task("r1.t1").status, "succeeded");
+  EXPECT_EQ(run.task("r1.t1").status, TaskStatus::kSucceeded);
   EXPECT_EQ(run.Summary()["probe"]["device_count"], 8);
 }
 
@@ -147,7 +147,7 @@ TEST(DecideResult, RetryableFailureSchedulesARetryWithBackoff) {
   EXPECT_EQ(evs[1].payload["task_id"], "r1.t1");
   EXPECT_EQ(evs[1].payload["next_attempt"], 2);
   EXPECT_EQ(evs[1].payload["deadline_ms"], 2000 + 500);  // probe backoff 500 ms
-  EXPECT_EQ(run.task("r1.t1").status, "retry_wait");
+  EXPECT_EQ(run.task("r1.t1").status, TaskStatus::kRetryWait);
   EXPECT_FALSE(run.state().terminal);
   const std::string timer = evs[1].payload["timer_id"];
   ASSERT_TRUE(run.state().timers.count(timer));
@@ -258,9 +258,9 @@ TEST(DecideResult, RetriesExhaustedFailTheRun) {
   EXPECT_EQ(last[2].payload["to"], "failed");
   EXPECT_EQ(last[3].payload["status"], "failed");
   EXPECT_TRUE(run.state().terminal);
-  EXPECT_EQ(run.state().status, "failed");
+  EXPECT_EQ(run.state().status, RunStatus::kFailed);
   EXPECT_NE(run.state().error.find("unreachable"), std::string::npos) << run.state().error;
-  EXPECT_EQ(run.task("r1.t1").status, "failed");
+  EXPECT_EQ(run.task("r1.t1").status, TaskStatus::kFailed);
   EXPECT_EQ(run.task("r1.t1").failures, 3);
   EXPECT_EQ(run.Summary()["probe_failure"]["error_kind"], "unreachable");
 }
@@ -271,7 +271,7 @@ TEST(DecideResult, NonRetryableFailureFailsAtOnce) {
   auto evs = run.Report("r1.t1", 1, false, 2000, /*retryable=*/false, json::object(), "npu_smi_missing");
   EXPECT_EQ(Types(evs), (Strings{"TaskFailed", "ProbeFailed", "StateChanged", "RunFinished"}));
   EXPECT_EQ(evs[0].payload["final"], true);
-  EXPECT_EQ(run.state().status, "failed");
+  EXPECT_EQ(run.state().status, RunStatus::kFailed);
   EXPECT_NE(run.state().error.find("npu_smi_missing"), std::string::npos);
   EXPECT_TRUE(run.state().timers.empty());
 }
@@ -303,7 +303,7 @@ TEST(DecideIgnored, StaleAttemptIsIgnoredAndChangesNothing) {
   // The current attempt's result still counts.
   auto ok = run.Report("r1.t1", 2, true, 2300);
   EXPECT_EQ(ok.front().type, "TaskSucceeded");
-  EXPECT_EQ(run.state().status, "ok");
+  EXPECT_EQ(run.state().status, RunStatus::kOk);
 }
 
 TEST(DecideIgnored, DuplicateResultWhileTheRunGoesOnIsIgnored) {
@@ -312,7 +312,7 @@ TEST(DecideIgnored, DuplicateResultWhileTheRunGoesOnIsIgnored) {
   ASSERT_EQ(run.Report("r1.t1", 1, true, 2000).size(), 1u);  // TaskSucceeded only: b still running
   ExpectOnlyIgnored(run.Report("r1.t1", 1, true, 2001), "duplicate");
   ExpectOnlyIgnored(run.Report("r1.t1", 1, false, 2002, true), "duplicate");
-  EXPECT_EQ(run.task("r1.t1").status, "succeeded");
+  EXPECT_EQ(run.task("r1.t1").status, TaskStatus::kSucceeded);
   EXPECT_FALSE(run.state().terminal);
   // Same for a failure result of a task waiting for its retry.
   auto f = run.Report("r1.t2", 1, false, 2100, true);
@@ -328,7 +328,7 @@ TEST(DecideIgnored, ResultAfterTheRunFinishedIsDroppedWithoutAnEvent) {
   const uint64_t seq = run.state().last_seq;
   EXPECT_TRUE(run.Report("r1.t1", 1, true, 2001).empty()) << "nothing follows RunFinished";
   EXPECT_EQ(run.state().last_seq, seq);
-  EXPECT_EQ(run.state().status, "ok");
+  EXPECT_EQ(run.state().status, RunStatus::kOk);
 }
 
 TEST(DecideIgnored, UnknownTaskIsIgnored) {
@@ -361,7 +361,7 @@ TEST(DecideWorkerLost, RedispatchesThenFailsAfterMaxAttempts) {
   EXPECT_EQ(Types(l3), (Strings{"TaskFailed", "ProbeFailed", "StateChanged", "RunFinished"}));
   EXPECT_EQ(l3[0].payload["error_kind"], "worker_lost");
   EXPECT_EQ(l3[0].payload["final"], true);
-  EXPECT_EQ(run.state().status, "failed");
+  EXPECT_EQ(run.state().status, RunStatus::kFailed);
   EXPECT_TRUE(run.WorkerLost("r1.t1", 3, 5000).empty());
 }
 
@@ -371,7 +371,7 @@ TEST(DecideWorkerLost, UnknownOrWaitingTaskIsNotRedispatched) {
   EXPECT_TRUE(run.WorkerLost("r1.t9", 1, 1500).empty());
   run.Report("r1.t1", 1, false, 2000, true);  // retry_wait
   EXPECT_TRUE(run.WorkerLost("r1.t1", 1, 2100).empty());
-  EXPECT_EQ(run.task("r1.t1").status, "retry_wait");
+  EXPECT_EQ(run.task("r1.t1").status, TaskStatus::kRetryWait);
 }
 
 // ---------------------------------------------------------------- cancel
@@ -385,13 +385,13 @@ TEST(DecideCancel, AbandonsOutstandingWorkAndEndsCancelled) {
   EXPECT_EQ(evs[1].payload["task_id"], "r1.t1");
   EXPECT_EQ(evs[2].payload["to"], "cancelled");
   EXPECT_EQ(evs[3].payload["status"], "cancelled");
-  EXPECT_EQ(run.state().status, "cancelled");
-  EXPECT_EQ(run.task("r1.t1").status, "abandoned");
+  EXPECT_EQ(run.state().status, RunStatus::kCancelled);
+  EXPECT_EQ(run.task("r1.t1").status, TaskStatus::kAbandoned);
   // Late result of the abandoned task, a second cancel, a lost worker: nothing changes.
   EXPECT_TRUE(run.Report("r1.t1", 1, true, 2100).empty()) << "nothing follows RunFinished";
   EXPECT_TRUE(run.Cancel(2200).empty());
   EXPECT_TRUE(run.WorkerLost("r1.t1", 1, 2300).empty());
-  EXPECT_EQ(run.state().status, "cancelled");
+  EXPECT_EQ(run.state().status, RunStatus::kCancelled);
 }
 
 TEST(DecideCancel, CancelsTheArmedRetryTimer) {
@@ -422,7 +422,7 @@ TEST(DecideRecover, RedispatchesInFlightTasksOnly) {
   EXPECT_EQ(evs[1].payload["reason"], "recovery");
   EXPECT_EQ(evs[0].cause, "recovery");
   EXPECT_EQ(run.state().recoveries, 1);
-  EXPECT_EQ(run.task("r1.t1").status, "succeeded");
+  EXPECT_EQ(run.task("r1.t1").status, TaskStatus::kSucceeded);
   EXPECT_EQ(run.task("r1.t1").attempt, 1u);
   // Recovery is not a failure: the retry budget is untouched.
   EXPECT_EQ(run.task("r1.t2").failures, 0);
@@ -440,7 +440,7 @@ TEST(DecideRecover, ProbeInFlightIsRedispatchedAndCompletes) {
   EXPECT_EQ(run.task("r1.t1").attempt, 2u);
   EXPECT_EQ(run.Summary()["recoveries"], 1);
   run.Report("r1.t1", 2, true, 6000);
-  EXPECT_EQ(run.state().status, "ok");
+  EXPECT_EQ(run.state().status, RunStatus::kOk);
 }
 
 TEST(DecideRecover, RetryWaitingTaskKeepsItsTimerAndIsNotRedispatched) {
@@ -505,9 +505,10 @@ TEST(DecideSignal, SignalToAFinishedRunIsANoOp) {
 json Fingerprint(const RunState& s) {
   json tasks = json::object(), timers = json::object();
   for (const auto& [id, t] : s.tasks)
-    tasks[id] = {t.kind, t.attempt, t.failures, t.payload, TaskPolicyToJson(t.policy), t.status, t.result};
+    tasks[id] = {t.kind,    t.attempt, t.failures, t.payload, TaskPolicyToJson(t.policy), TaskStatusName(t.status),
+                 t.result};
   for (const auto& [id, t] : s.timers) timers[id] = {t.purpose, t.deadline_ms, t.payload, t.armed};
-  return {s.run_id,     s.kind,        s.state,      s.status,      s.machine,          s.tag,
+  return {s.run_id,     s.kind,        s.state,      RunStatusName(s.status), s.machine,          s.tag,
           s.error,      s.spec,        s.data,       tasks,         timers,             s.last_seq,
           s.last_hash,  s.created_ms,  s.updated_ms, s.finished_ms, s.terminal,         s.cancel_requested,
           s.recoveries, s.lease.phase, s.watching,   s.next_task_no, s.next_timer_no};

@@ -33,13 +33,13 @@ json Everything(const RunState& s) {
   json tasks = json::object();
   for (const auto& [id, t] : s.tasks)
     tasks[id] = {{"kind", t.kind},     {"attempt", t.attempt}, {"failures", t.failures},
-                 {"status", t.status}, {"payload", t.payload}, {"result", t.result},
+                 {"status", TaskStatusName(t.status)}, {"payload", t.payload}, {"result", t.result},
                  {"policy", TaskPolicyToJson(t.policy)}};
   json timers = json::object();
   for (const auto& [id, t] : s.timers)
     timers[id] = {{"purpose", t.purpose}, {"deadline_ms", t.deadline_ms}, {"payload", t.payload}, {"armed", t.armed}};
   return {{"run_id", s.run_id},         {"kind", s.kind},
-          {"state", s.state},           {"status", s.status},
+          {"state", s.state},           {"status", RunStatusName(s.status)},
           {"machine", s.machine},       {"tag", s.tag},
           {"error", s.error},           {"spec", s.spec},
           {"data", s.data},             {"tasks", tasks},
@@ -53,7 +53,7 @@ json Everything(const RunState& s) {
 
 TEST(Replay, FoldReproducesTheDecidedState) {
   Driver run = BusyProbeRun();
-  ASSERT_EQ(run.state().status, "ok");
+  ASSERT_EQ(run.state().status, RunStatus::kOk);
   const RunState folded = Fold(run.kinds(), run.log()).value();
   EXPECT_EQ(Everything(folded), Everything(run.state()));
   EXPECT_EQ(Dump(run.kinds(), folded), Dump(run.kinds(), run.state()));
@@ -136,8 +136,8 @@ TEST(Replay, CancelledAndFailedRunsReplayToo) {
   Driver f("f1");
   f.Submit("two-task", json::object(), 1000);
   f.Report("f1.t1", 1, false, 1500, false);
-  ASSERT_EQ(f.state().status, "failed");
-  EXPECT_EQ(f.task("f1.t2").status, "abandoned");
+  ASSERT_EQ(f.state().status, RunStatus::kFailed);
+  EXPECT_EQ(f.task("f1.t2").status, TaskStatus::kAbandoned);
   EXPECT_EQ(Everything(Fold(f.kinds(), f.log()).value()), Everything(f.state()));
 }
 

@@ -47,12 +47,12 @@ class TwoTaskKind : public RunKind {
   }
   void OnTaskSucceeded(Decision& d, const TaskInfo&, const json&) const override {
     for (const auto& [id, t] : d.state().tasks)
-      if (t.status != "succeeded") return;
-    d.Finish("ok");
+      if (t.status != TaskStatus::kSucceeded) return;
+    d.Finish(RunStatus::kOk);
   }
   void OnTaskFailed(Decision& d, const TaskInfo& task, const json&) const override {
     d.AbandonOutstanding("sibling failed");
-    d.Finish("failed", task.task_id + " failed");
+    d.Finish(RunStatus::kFailed, task.task_id + " failed");
   }
 };
 

@@ -138,14 +138,14 @@ TEST(Sweep, OkOnlyWhenEveryChildIsOkElsePartial) {
   EXPECT_FALSE(ok.s.terminal);
   ASSERT_TRUE(ok.ChildEnded("sw1-p0", "ok").ok());
   EXPECT_TRUE(ok.s.terminal);
-  EXPECT_EQ(ok.s.status, "ok");
+  EXPECT_EQ(ok.s.status, RunStatus::kOk);
   EXPECT_EQ(ok.Summary()["points_ok"], 2);
 
   SweepRun partial;
   ASSERT_TRUE(partial.Submit(Spec({"0.8", "0.9"})).ok());
   ASSERT_TRUE(partial.ChildEnded("sw1-p0", "ok").ok());
   ASSERT_TRUE(partial.ChildEnded("sw1-p1", "failed").ok());
-  EXPECT_EQ(partial.s.status, "failed");
+  EXPECT_EQ(partial.s.status, RunStatus::kFailed);
   EXPECT_NE(partial.s.error.find("partial: 1 of 2 points ok"), std::string::npos) << partial.s.error;
   const json sum = partial.Summary();
   EXPECT_EQ(sum["sweep_status"], "partial");
@@ -169,14 +169,14 @@ TEST(Sweep, CancelReachesEveryUnfinishedChildThenEnds) {
   EXPECT_FALSE(r.s.terminal);
   ASSERT_TRUE(r.ChildEnded("sw1-p2", "cancelled").ok());
   EXPECT_TRUE(r.s.terminal);
-  EXPECT_EQ(r.s.status, "cancelled");
+  EXPECT_EQ(r.s.status, RunStatus::kCancelled);
   EXPECT_EQ(r.Summary()["sweep_status"], "cancelled");
 }
 
 TEST(Sweep, ARunIdTooLongForItsChildrenFailsAtOnce) {
   SweepRun r;
   ASSERT_TRUE(r.Submit(Spec({"0.8"}), std::string(59, 's')).ok());
-  EXPECT_EQ(r.s.status, "failed");
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("at most 58"), std::string::npos) << r.s.error;
   EXPECT_TRUE(r.s.watching.empty());
 }

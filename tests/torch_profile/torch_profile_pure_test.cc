@@ -332,7 +332,7 @@ TEST(TorchProfileFlow, CleanRunCompletesWithEveryManifestField) {
   EXPECT_FALSE(f.state().terminal);
   ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/b_ascend_pt")), "");
   EXPECT_TRUE(f.state().terminal);
-  EXPECT_EQ(f.state().status, "ok");
+  EXPECT_EQ(f.state().status, RunStatus::kOk);
   EXPECT_EQ(f.state().state, "completed");
   const json m = f.Manifest();
   for (const auto& field : TorchProfileManifestFields()) EXPECT_TRUE(m.contains(field)) << field;
@@ -406,7 +406,7 @@ TEST(TorchProfileFlow, FlushTimeoutGoesOnAndIsRecorded) {
   EXPECT_EQ(m["remote_profile_dirs"][0]["analysis_status"], "ok");
   EXPECT_EQ(m["remote_profile_dirs"][1]["analysis_status"], "partial");
   EXPECT_EQ(m["remote_profile_dirs"][1]["finalised"], false);
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
 }
 
 TEST(TorchProfileFlow, FailedFlushWaitStillStopsAndAnalyses) {
@@ -428,7 +428,7 @@ TEST(TorchProfileFlow, CancelDuringFlushWaitStopsService) {
   EXPECT_EQ(f.Pending(kTpWaitFlushTask), nullptr);
   ASSERT_EQ(f.state().state, "stopping_service");
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
-  EXPECT_EQ(f.state().status, "cancelled");
+  EXPECT_EQ(f.state().status, RunStatus::kCancelled);
 }
 
 TEST(TorchProfileFlow, BelowThresholdStillAnalysesThenFails) {
@@ -436,7 +436,7 @@ TEST(TorchProfileFlow, BelowThresholdStillAnalysesThenFails) {
   RunToAnalysing(f, json::array({{{"ok", true}}, {{"ok", false}}}));
   ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt"}}}), "");
   ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_NE(f.state().error.find("workload gate: benchmark_below_threshold"), std::string::npos) << f.state().error;
   EXPECT_NE(f.state().error.find("analysis gate: rank_count_mismatch"), std::string::npos);
   EXPECT_NE(f.state().error.find("re-collect required"), std::string::npos);
@@ -448,7 +448,7 @@ TEST(TorchProfileFlow, NoProfileDirs) {
   Flow f;
   RunToAnalysing(f);
   ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", json::array()}}), "");
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_EQ(f.Manifest()["analysis_status"], "no_profile_dirs");
 }
 
@@ -465,7 +465,7 @@ TEST(TorchProfileFlow, StartProfile500StopsServiceAndFails) {
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", false}}), "");
   EXPECT_EQ(f.Pending(kServiceStopTask)->payload["force"], true);
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_NE(f.state().error.find("start_profile"), std::string::npos);
   EXPECT_EQ(f.PendingCount(kTpListDirsTask), 0);
 }
@@ -477,7 +477,7 @@ TEST(TorchProfileFlow, NeverReadyStopsService) {
   ASSERT_EQ(f.Result(kServiceWaitReadyTask, json::object(), "", false, "never_ready"), "");
   EXPECT_EQ(f.state().state, "stopping_service");
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_NE(f.state().error.find("never_ready"), std::string::npos) << f.state().error;
 }
 
@@ -492,7 +492,7 @@ TEST(TorchProfileFlow, CancelDuringWorkloadStopsServiceThenCancelled) {
   EXPECT_EQ(f.PendingCount(kTpRequestsTask), 0);
   EXPECT_FALSE(f.state().terminal);
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
-  EXPECT_EQ(f.state().status, "cancelled");
+  EXPECT_EQ(f.state().status, RunStatus::kCancelled);
 }
 
 TEST(TorchProfileFlow, CancelDuringLaunchWaitsForPidThenStops) {
@@ -505,14 +505,14 @@ TEST(TorchProfileFlow, CancelDuringLaunchWaitsForPidThenStops) {
   EXPECT_EQ(f.state().state, "stopping_service");
   EXPECT_EQ(f.PendingCount(kServiceWaitReadyTask), 0);
   ASSERT_EQ(f.Result(kServiceStopTask, {{"already_gone", true}}), "");
-  EXPECT_EQ(f.state().status, "cancelled");
+  EXPECT_EQ(f.state().status, RunStatus::kCancelled);
 }
 
 TEST(TorchProfileFlow, LaunchFailureWithoutPidFailsAtOnce) {
   Flow f;
   ASSERT_EQ(f.Submit(BaseSpec()), "");
   ASSERT_EQ(f.Result(kServiceLaunchTask, {{"started", false}}, "", false, "devices_unavailable"), "");
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_NE(f.state().error.find("devices_unavailable"), std::string::npos);
   EXPECT_NE(f.state().error.find("the service was never launched"), std::string::npos) << f.state().error;
   EXPECT_EQ(f.PendingCount(kServiceStopTask), 0);
@@ -528,7 +528,7 @@ TEST(TorchProfileFlow, LaunchLostStillStopsByRuntimeDir) {
   EXPECT_EQ(stop->payload["runtime_dir"], "/rt/r1/service-1");
   EXPECT_TRUE(stop->payload["pid"].is_null());
   ASSERT_EQ(f.Result(kServiceStopTask, {{"already_gone", true}}), "");
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
 }
 
 TEST(TorchProfileFlow, VlPreparesImageFirst) {
@@ -566,7 +566,7 @@ TEST(AnalyseRootFlow, GatesAndManifest) {
   partial["analysis_status"] = "partial";
   ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
   ASSERT_EQ(f.Result(kTpAnalyseRankTask, partial), "");
-  EXPECT_EQ(f.state().status, "failed");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
   const json m = f.Manifest();
   EXPECT_EQ(m["analysis_status"], "partial");
   EXPECT_EQ(m["rank_count"], 2);
