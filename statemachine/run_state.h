@@ -64,10 +64,6 @@ struct TimerInfo {
   bool armed = true;
 };
 
-// The run's hold on NPUs of its machine (see statemachine/device_lease.h).
-//   phase "": needs none; "probing": finding free devices (devices: null);
-//   "waiting": DevicesRequested, queued until the broker grants; "held";
-//   "released".
 // Where a run's device lease stands (statemachine/device_lease.h has the
 // order): kNone before any request (or for a kind that needs no NPUs),
 // kProbing while the lease probe looks for free ones, kWaiting once
@@ -78,7 +74,11 @@ enum class LeasePhase { kNone, kProbing, kWaiting, kHeld, kReleased, kRefused };
 // The phase's name in projections and messages ("none", "probing", ...).
 std::string_view LeasePhaseName(LeasePhase phase);
 std::ostream& operator<<(std::ostream& os, LeasePhase phase);
+// Not JSON by itself (it would be written as its number): write its name.
+void to_json(json& j, LeasePhase phase) = delete;
+void from_json(const json& j, LeasePhase& phase) = delete;
 
+// The run's hold on NPUs of its machine (statemachine/device_lease.h).
 struct LeaseInfo {
   LeasePhase phase = LeasePhase::kNone;
   std::string machine;
