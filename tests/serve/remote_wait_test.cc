@@ -15,6 +15,7 @@
 #include "workers/handlers/service_scripts.h"
 #include "workers/remote_wait.h"
 #include "workers/ssh/shell_quote.h"
+#include "tests/support/temp_dir.h"
 
 namespace npuprof::workers {
 namespace {
@@ -22,14 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/npuprof-remote-wait-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using TempDir = npuprof::testing::TempDir;
 
 Result<RemoteWaitResult> RunLocally(const RemoteCheck& check, milliseconds slice) {
   std::string out;

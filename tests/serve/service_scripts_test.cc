@@ -16,6 +16,7 @@
 #include "workers/handlers/service_runtime_dir.h"
 #include "workers/handlers/service_scripts.h"
 #include "workers/ssh/shell_quote.h"
+#include "tests/support/temp_dir.h"
 
 namespace npuprof::workers::service {
 namespace {
@@ -32,14 +33,7 @@ std::string Shell(const std::string& cmd) {
   return out;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/npuprof-serve-scripts-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using TempDir = npuprof::testing::TempDir;
 
 json Record(const std::string& dir) {
   return json{{"run_id", "r1"},

@@ -13,6 +13,7 @@
 
 #include "tests/ssh/local_shell.h"
 #include "workers/handlers/flush_signals.h"
+#include "tests/support/temp_dir.h"
 
 namespace npuprof::workers {
 namespace {
@@ -20,14 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using ssh::testing::RunLocalArgv;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/npuprof-flush-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using TempDir = npuprof::testing::TempDir;
 
 void Write(const std::string& path, const std::string& body) {
   fs::create_directories(fs::path(path).parent_path());
