@@ -13,6 +13,8 @@ namespace {
 // $1 = slice in ms, then the check's args. _w_ms reads /proc/uptime
 // ("12345.67") as ms; when it cannot, the loop's summed sleeps stand in
 // (_w_slept never exceeds the real elapsed time, so the slice still ends).
+// A `sleep` that takes no fractions (strict POSIX) sleeps 1 s instead, so
+// the loop never spins.
 constexpr const char* kLoop = R"SH(
 _w_ms() {
   _w_u=; { read -r _w_u _w_rest < /proc/uptime; } 2>/dev/null
@@ -31,8 +33,7 @@ while :; do
   if [ -n "$_w_now" ] && [ -n "$_w_t0" ]; then _w_el=$((_w_now - _w_t0)); else _w_el=$_w_slept; fi
   [ "$_w_el" -lt "$_w_slept" ] && _w_el=$_w_slept
   [ "$_w_el" -ge "$_w_slice" ] && break
-  sleep "0.0$_w_sleep"
-  _w_slept=$((_w_slept + _w_sleep))
+  if sleep "0.0$_w_sleep" 2>/dev/null; then _w_slept=$((_w_slept + _w_sleep)); else sleep 1; _w_slept=$((_w_slept + 1000)); fi
   _w_sleep=$((_w_sleep * 2)); [ "$_w_sleep" -gt 50 ] && _w_sleep=50
 done
 _w_ms

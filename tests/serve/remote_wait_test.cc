@@ -25,9 +25,10 @@ using std::chrono::milliseconds;
 
 using TempDir = npuprof::testing::TempDir;
 
-Result<RemoteWaitResult> RunLocally(const RemoteCheck& check, milliseconds slice) {
+Result<RemoteWaitResult> RunLocally(const RemoteCheck& check, milliseconds slice, const std::string& path_prefix = "") {
   std::string out;
-  FILE* f = popen(ssh::BuildCommand(RemoteWaitArgv(check, slice)).c_str(), "r");
+  const std::string env = path_prefix.empty() ? "" : "PATH=" + ssh::ShellQuote(path_prefix) + ":\"$PATH\" ";
+  FILE* f = popen((env + ssh::BuildCommand(RemoteWaitArgv(check, slice))).c_str(), "r");
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
@@ -85,6 +86,21 @@ TEST(RemoteWait, ASliceWithoutTheSignalEndsWithTimeoutAfterTheSlice) {
   ASSERT_TRUE(zero.ok());
   EXPECT_FALSE(zero->signalled);
   EXPECT_EQ(zero->polls, 1);  // a zero slice still looks once
+}
+
+TEST(RemoteWait, ASleepWithoutFractionsDoesNotMakeTheLoopSpin) {
+  TempDir t;
+  fs::create_directories(t.path + "/bin");
+  {
+    std::ofstream f(t.path + "/bin/sleep");
+    f << "#!/bin/sh\ncase $1 in *.*) echo \"sleep: invalid time interval '$1'\" >&2; exit 1;; esac\nexec /bin/sleep \"$@\"\n";
+  }
+  fs::permissions(t.path + "/bin/sleep", fs::perms::owner_all);
+  auto r = RunLocally(FileExistsCheck(t.path + "/never"), milliseconds(1500), t.path + "/bin");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->signalled);
+  EXPECT_GE(r->waited_ms, 1500);
+  EXPECT_LE(r->polls, 4);  // one poll per whole second, not thousands
 }
 
 TEST(RemoteWait, ArgumentsTravelVerbatim) {
