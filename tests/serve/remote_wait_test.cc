@@ -8,14 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "tests/ssh/local_shell.h"
+#include "tests/support/temp_dir.h"
 #include "workers/handlers/service_scripts.h"
 #include "workers/remote_wait.h"
-#include "workers/ssh/shell_quote.h"
-#include "tests/support/temp_dir.h"
 
 namespace npuprof::workers {
 namespace {
@@ -25,16 +24,12 @@ using std::chrono::milliseconds;
 
 using TempDir = npuprof::testing::TempDir;
 
-Result<RemoteWaitResult> RunLocally(const RemoteCheck& check, milliseconds slice, const std::string& path_prefix = "") {
-  std::string out;
-  const std::string env = path_prefix.empty() ? "" : "PATH=" + ssh::ShellQuote(path_prefix) + ":\"$PATH\" ";
-  FILE* f = popen((env + ssh::BuildCommand(RemoteWaitArgv(check, slice))).c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  const int status = pclose(f);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Status::Io("loop exited with " + std::to_string(status));
-  return ParseRemoteWait(out);
+// The loop under /bin/sh here, as the target would run it (path_env: the
+// whole PATH, when given).
+Result<RemoteWaitResult> RunLocally(const RemoteCheck& check, milliseconds slice, const std::string& path_env = "") {
+  const auto r = ssh::testing::RunLocalArgv(RemoteWaitArgv(check, slice), "", path_env);
+  if (r.status != 0) return Status::Io("the loop exited " + std::to_string(r.status) + ": " + r.err);
+  return ParseRemoteWait(r.out);
 }
 
 // A child in its own process group that runs `script` with `env` (a
@@ -96,7 +91,7 @@ TEST(RemoteWait, ASleepWithoutFractionsDoesNotMakeTheLoopSpin) {
     f << "#!/bin/sh\ncase $1 in *.*) echo \"sleep: invalid time interval '$1'\" >&2; exit 1;; esac\nexec /bin/sleep \"$@\"\n";
   }
   fs::permissions(t.path + "/bin/sleep", fs::perms::owner_all);
-  auto r = RunLocally(FileExistsCheck(t.path + "/never"), milliseconds(1500), t.path + "/bin");
+  auto r = RunLocally(FileExistsCheck(t.path + "/never"), milliseconds(1500), t.path + "/bin:/usr/bin:/bin");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->signalled);
   EXPECT_GE(r->waited_ms, 1500);

@@ -106,15 +106,16 @@ TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
   // on with the group check and a back-off sleep instead (the log cannot
   // un-say it).
   bool log_hint = true;
+  auto marker = ServiceMarker(rt);
+  if (!marker.ok()) return TaskOutcome::Failure("bad_payload", marker.status().message(), false);
+  const RemoteCheck ready_check = ReadySignalCheck(pid, *marker, rt);
   PollBackoff backoff(std::chrono::milliseconds(250));
   while (true) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
     const auto step = std::min(backoff.Next(), std::chrono::milliseconds(std::max<int64_t>(0, deadline - NowMs())));
     bool hinted = false;  // this round's probe comes because the log said ready
     if (log_hint) {
-      auto marker = ServiceMarker(rt);
-      if (!marker.ok()) return TaskOutcome::Failure("bad_payload", marker.status().message(), false);
-      auto w = RunRemoteWait(*c.session, ReadySignalCheck(pid, *marker, rt), step);
+      auto w = RunRemoteWait(*c.session, ready_check, step);
       if (!w.ok()) return RemoteFailure(w.status(), c.target);
       if (w->observation.rfind("leader=gone", 0) == 0) return Died(*c.session, rt, pid, false);
       if (w->observation.rfind("leader=foreign", 0) == 0) return Died(*c.session, rt, pid, true);
