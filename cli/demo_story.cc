@@ -103,8 +103,13 @@ std::vector<std::string> Service(const json& j, bool stopped) {
   if (svc.is_object()) {
     out.push_back(fmt::format("service {}: devices {}, pid {}, 127.0.0.1:{}, served model '{}'", S(svc, "status"),
                               Field(svc, "devices").dump(), S(svc, "pid"), S(svc, "port"), S(svc, "served_model_name")));
-    if (const json& r = Field(svc, "ready"); r.is_object() && !stopped)
-      out.push_back(fmt::format("ready after {} ms ({} health rounds)", I(r, "ready_after_ms"), I(r, "rounds")));
+    if (const json& r = Field(svc, "ready"); r.is_object() && !stopped) {
+      const std::string by = S(r, "seen_by");
+      const std::string how = by == "log"     ? "; HTTP asked as soon as its log said start-up complete"
+                              : by == "probe" ? "; found by the HTTP probe"
+                                              : "";
+      out.push_back(fmt::format("ready after {} ms ({} rounds{})", I(r, "ready_after_ms"), I(r, "rounds"), how));
+    }
   }
   if (const json& l = Field(j, "devices_lease"); l.is_object())
     out.push_back(fmt::format("NPU lease: {} {} on {}", S(l, "phase"), Field(l, "devices").dump(), S(l, "machine")));

@@ -32,6 +32,21 @@ TEST(DemoStory, ProbeIsADeviceTableWithTheBusyReason) {
   EXPECT_NE(out.find("free [0]"), std::string::npos) << out;
 }
 
+TEST(DemoStory, AServiceSaysWhereItRunsAndHowItsReadinessWasSeen) {
+  json serve = {{"run_id", "r2"}, {"state", "ready"}, {"status", "running"},
+                {"service", {{"status", "ready"}, {"devices", {0, 1}}, {"pid", 42}, {"port", 8123},
+                             {"served_model_name", "demo"},
+                             {"ready", {{"ready_after_ms", 552}, {"rounds", 4}, {"seen_by", "log"}}}}}};
+  std::string out = Joined(StoryLines(StoryView::kService, serve.dump(2)));
+  EXPECT_NE(out.find("devices [0,1], pid 42, 127.0.0.1:8123, served model 'demo'"), std::string::npos) << out;
+  EXPECT_NE(out.find("ready after 552 ms (4 rounds; HTTP asked as soon as its log said start-up complete)"),
+            std::string::npos)
+      << out;
+  serve["service"]["ready"]["seen_by"] = "probe";
+  out = Joined(StoryLines(StoryView::kService, serve.dump(2)));
+  EXPECT_NE(out.find("(4 rounds; found by the HTTP probe)"), std::string::npos) << out;
+}
+
 TEST(DemoStory, TorchShowsBothGatesAndEveryRank) {
   json tp = {{"run_id", "r2"}, {"state", "completed"}, {"status", "ok"}, {"analysis_status", "ok"},
              {"rank_count", 2}, {"expected_ranks", 2},
