@@ -265,6 +265,8 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
     if (t == ev::kTaskScheduled || t == ev::kTaskRedispatched) {
       const std::string task_id = p.value("task_id", "");
       const sm::TaskInfo* task = s->FindTask(task_id);
+      // A task the same decision already failed (its payload was refused) is never sent.
+      if (task && !task->in_flight()) continue;
       std::vector<ToWorker> cancels;
       dispatcher_.Schedule(run_id, task_id, task ? task->kind : std::string(), &cancels);
       Send(cancels);

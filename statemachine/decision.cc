@@ -6,6 +6,7 @@
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
 #include "statemachine/run_kind.h"
+#include "statemachine/task_schema.h"
 
 namespace npuprof::sm {
 
@@ -37,6 +38,10 @@ void Decision::Transition(const std::string& to, const std::string& reason) {
 
 std::string Decision::ScheduleTask(const std::string& task_kind, json payload, const TaskPolicy& policy) {
   std::string id = fmt::format("{}.t{}", state_.run_id, state_.next_task_no);
+  if (Status s = CheckTaskPayload(task_kind, payload); !s.ok())
+    refused_tasks_.emplace_back(id, fmt::format("npuprof built a {} task it cannot send: {}; nothing was sent to the "
+                                                "machine (a bug in npuprof: please report it)",
+                                                task_kind, s.message()));
   Emit(ev::kTaskScheduled, json{{"task_id", id},
                                 {"kind", task_kind},
                                 {"attempt", 1},

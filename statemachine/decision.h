@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -37,6 +38,12 @@ class Decision {
 
   // Helpers for the common events.
   void Transition(const std::string& to, const std::string& reason = "");
+  // The payload is judged against the task kind's message (task_schema.h).
+  // A task whose payload does not match is still recorded (TaskScheduled,
+  // so the log shows what was asked) and kept in refused_tasks(): the
+  // engine fails it at once, in the same decision, as a worker would have
+  // answered `bad_payload` — final, never dispatched, nothing reaches the
+  // machine — and the kind's own failure path (its cleanup) runs.
   std::string ScheduleTask(const std::string& task_kind, json payload, const TaskPolicy& policy = {});
   std::string ScheduleTimer(const std::string& purpose, int64_t delay_ms, json payload = json::object());
   void CancelTimer(const std::string& timer_id);
@@ -57,6 +64,9 @@ class Decision {
   const std::vector<NewEvent>& events() const { return events_; }
   const Status& status() const { return status_; }
   bool failed() const { return !status_.ok(); }
+  // Tasks of this decision whose payload was refused: (task id, why). The
+  // engine takes them (and fails each).
+  std::vector<std::pair<std::string, std::string>> TakeRefusedTasks() { return std::exchange(refused_tasks_, {}); }
 
  private:
   const RunKind& kind_;
@@ -65,6 +75,7 @@ class Decision {
   std::string cause_;
   std::vector<NewEvent> events_;
   Status status_;
+  std::vector<std::pair<std::string, std::string>> refused_tasks_;
 };
 
 }  // namespace npuprof::sm

@@ -406,6 +406,24 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       break;
     }
   }
+  // Tasks whose payload did not match their message fail at once, final,
+  // before any worker sees them; the kind's failure path may schedule more
+  // (cleanup), which are judged the same way. Bounded: a kind that keeps
+  // building bad payloads gets the decision refused.
+  for (int round = 0; !d.failed(); ++round) {
+    auto refused = d.TakeRefusedTasks();
+    if (refused.empty()) break;
+    if (round == 8) return Status::Internal(fmt::format("run {}: {}", state.run_id, refused.front().second));
+    for (const auto& [task_id, why] : refused) {
+      const TaskInfo* task = d.state().FindTask(task_id);
+      if (task == nullptr || !task->in_flight()) continue;
+      const TaskInfo before = *task;
+      OnFailure(*kind, d, before,
+                json{{"task_id", task_id}, {"attempt", before.attempt}, {"error", why}, {"error_kind", "bad_payload"},
+                     {"retryable", false}, {"worker", ""}},
+                /*retryable=*/false);
+    }
+  }
   if (d.failed()) return d.status();
   return std::move(d).Take();
 }

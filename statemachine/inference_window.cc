@@ -50,11 +50,14 @@ json ChosenWindowToJson(const ChosenWindow& w) {
 
 std::optional<ChosenWindow> ChosenWindowFromJson(const json& j) {
   const auto start = Number(j, "start_us"), end = Number(j, "end_us"), margin = Number(j, "margin_us");
-  if (!start || !end || !margin || *margin < 0 || *end < *start || !j.contains("clock") || !j["clock"].is_string())
-    return std::nullopt;
-  const std::string clock = j["clock"].get<std::string>();
-  if (clock != "target" && clock != "server") return std::nullopt;
-  return ChosenWindow{{*start, *end}, clock, *margin, Number(j, "ready_us")};
+  if (!start || !end || !margin || !j.contains("clock") || !j["clock"].is_string()) return std::nullopt;
+  return UsableWindow(ChosenWindow{{*start, *end}, j["clock"].get<std::string>(), *margin, Number(j, "ready_us")});
+}
+
+std::optional<ChosenWindow> UsableWindow(ChosenWindow w) {
+  if (w.margin_us < 0 || w.window.end_us < w.window.start_us) return std::nullopt;
+  if (w.clock != "target" && w.clock != "server") return std::nullopt;
+  return w;
 }
 
 ActivationPeakOptions PeakOptionsFor(const ChosenWindow& w) {

@@ -58,6 +58,8 @@ std::optional<ChosenWindow> ChooseInferenceWindow(const json& inference_record);
 // absent; a missing or non-numeric ready_us is just unset).
 json ChosenWindowToJson(const ChosenWindow& w);
 std::optional<ChosenWindow> ChosenWindowFromJson(const json& j);
+// w when it is usable (a known clock, margin >= 0, end >= start), else nullopt.
+std::optional<ChosenWindow> UsableWindow(ChosenWindow w);
 
 // ActivationPeakOptions for a window: the defaults with its margin, and the
 // level taken after its ready instant.

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "statemachine/json_message_table.h"
 #include "statemachine/service_spec.h"
+#include "task_payloads.pb.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
@@ -107,6 +109,14 @@ Status MachineInventory::ValidateAdd(json& rec) {
   if (!rec.contains("accept_new_host_key")) rec["accept_new_host_key"] = false;
   if (!rec["accept_new_host_key"].is_boolean())
     return Status::Invalid("accept_new_host_key must be true or false");
+  // The record travels in every task's payload as tasks.Machine: a key that
+  // message does not declare would make every task for it unsendable.
+  if (rec.contains("accepted_host_key"))
+    return Status::Invalid("accepted_host_key is recorded by npuprof on first contact, not given: leave it out");
+  tasks::Machine machine;
+  if (auto why = JsonMessageTable::Parse(rec.dump(-1, ' ', false, json::error_handler_t::replace), machine,
+                                         /*tolerate_unknown_keys=*/false))
+    return Status::Invalid(fmt::format("machine record does not match proto/task_payloads.proto Machine: {}", *why));
   return Status::Ok();
 }
 

@@ -183,6 +183,10 @@ std::string RuntimeBaseOf(const json& machine_record) {
   if (machine_record.is_object() && machine_record.contains("runtime_base") &&
       machine_record["runtime_base"].is_string())
     base = machine_record["runtime_base"].get<std::string>();
+  return RuntimeBaseOf(std::move(base));
+}
+
+std::string RuntimeBaseOf(std::string base) {
   if (base.empty()) base = kDefaultRuntimeBase;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   return base;

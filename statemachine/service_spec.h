@@ -54,6 +54,8 @@ Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults = {});
 // The machine record's runtime_base (default kDefaultRuntimeBase), without
 // trailing slashes. May start with "~/".
 std::string RuntimeBaseOf(const json& machine_record);
+// The same for the record's runtime_base as given ("" = the default).
+std::string RuntimeBaseOf(std::string runtime_base);
 
 // "<runtime_base>/<run_id>/service-<launch_no>": deterministic, so a
 // re-dispatched launch finds the runtime dir (and pid) of its first attempt.

@@ -11,20 +11,21 @@
 
 namespace npuprof::workers {
 
-Result<ssh::SshTarget> TargetFromMachine(const json& m) {
-  if (!m.is_object()) return Status::Invalid("task payload lacks the machine record");
+Result<ssh::SshTarget> TargetFromMachine(const tasks::Machine& m) {
   ssh::SshTarget t;
-  t.host = m.value("host", "");
-  t.port = m.value("port", 22);
-  t.user = m.value("user", "");
-  t.identity_file = m.value("identity_file", "");
-  t.known_hosts_file = m.value("known_hosts_file", "");
-  t.env_script = m.value("env_script", "");
-  t.host_key_policy = m.value("accept_new_host_key", false) ? ssh::HostKeyPolicy::kAcceptNew
-                                                           : ssh::HostKeyPolicy::kStrict;
+  t.host = m.host();
+  t.port = m.port() != 0 ? m.port() : 22;
+  t.user = m.user();
+  t.identity_file = m.identity_file();
+  t.known_hosts_file = m.known_hosts_file();
+  t.env_script = m.env_script();
+  t.host_key_policy = m.accept_new_host_key() ? ssh::HostKeyPolicy::kAcceptNew : ssh::HostKeyPolicy::kStrict;
   if (t.host.empty() || t.user.empty()) return Status::Invalid("machine record lacks host or user");
+  if (m.port() < 0 || m.port() > 65535) return Status::Invalid(fmt::format("machine record's port {} is not a TCP port", m.port()));
   return t;
 }
+
+std::string MachineName(const tasks::Machine& machine) { return machine.name().empty() ? machine.host() : machine.name(); }
 
 Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout,
@@ -88,7 +89,7 @@ Result<std::string> ReadHeadTail(ssh::SshSession& session, const std::string& pa
   return *head + ssh::OmittedMarker(st->size - head_bytes - tail_bytes) + *tail;
 }
 
-void NoteHostKeyAcceptance(ssh::SshSession& session, const json& machine, json& result) {
+void NoteHostKeyAcceptance(ssh::SshSession& session, const tasks::Machine& machine, json& result) {
   static std::mutex mu;
   static std::set<std::string> reported;
   auto fp = session.accepted_new_fingerprint();
@@ -96,7 +97,7 @@ void NoteHostKeyAcceptance(ssh::SshSession& session, const json& machine, json& 
   std::lock_guard<std::mutex> lock(mu);
   const std::string key = session.target().Endpoint() + " " + *fp;
   if (!reported.insert(key).second) return;
-  result["host_key_accepted"] = {{"machine", machine.value("name", "")}, {"fingerprint", *fp}};
+  result["host_key_accepted"] = {{"machine", machine.name()}, {"fingerprint", *fp}};
 }
 
 std::string TailLines(const std::string& text, int n) {

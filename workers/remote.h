@@ -10,13 +10,18 @@
 #include <vector>
 
 #include "common/status.h"
+#include "task_payloads.pb.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_session.h"
 #include "workers/task_outcome.h"
 
 namespace npuprof::workers {
 
-Result<ssh::SshTarget> TargetFromMachine(const json& machine);
+// The machine record of a task payload (port 0 = 22); a record without host
+// or user is Status::Invalid.
+Result<ssh::SshTarget> TargetFromMachine(const tasks::Machine& machine);
+// The name the machine was added under, or its host when the record has none.
+std::string MachineName(const tasks::Machine& machine);
 
 // Runs argv on the machine after sourcing its env script (if any).
 Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<std::string>& argv,
@@ -31,7 +36,7 @@ TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target);
 
 // Adds {"host_key_accepted": {...}} to result the first time this process
 // sees an accept-new acceptance on the session (the broker records it).
-void NoteHostKeyAcceptance(ssh::SshSession& session, const json& machine, json& result);
+void NoteHostKeyAcceptance(ssh::SshSession& session, const tasks::Machine& machine, json& result);
 
 // Caps on reads of remote logs (docs/RELIABILITY.md, "Caps").
 inline constexpr uint64_t kLogReadCap = uint64_t{32} << 20;  // a log read as evidence (ReadHeadTail)

@@ -17,6 +17,7 @@
 #include "common/time_util.h"
 #include "common/utf8.h"
 #include "proto/wire.h"
+#include "statemachine/task_schema.h"
 #include "workers/fault_injection.h"
 #include "workers/result_cap.h"
 #include "workers/shown_text.h"
@@ -159,6 +160,9 @@ struct WorkerRuntime::Impl {
       TaskOutcome out;
       if (!handler) {
         out = TaskOutcome::Failure("unknown_task_kind", "this worker has no handler for " + task.kind(), false);
+      } else if (Status bad = sm::CheckTaskPayloadText(task.kind(), task.payload_json()); !bad.ok()) {
+        // Judged before the handler runs: nothing reaches the machine.
+        out = TaskOutcome::Failure("bad_payload", bad.message(), false);
       } else {
         TaskContext ctx{pool,
                         [this, &task](const std::string& m) {
@@ -173,6 +177,13 @@ struct WorkerRuntime::Impl {
           out = handler(task, ctx);
         } catch (const std::exception& e) {
           out = TaskOutcome::Failure("handler_exception", e.what(), false);
+        }
+        // The handler's answer is held to its result message: a key the
+        // message does not declare is a bug here, not something for the
+        // machine to guess at.
+        if (Status bad = sm::CheckTaskResult(task.kind(), out.result); !bad.ok()) {
+          spdlog::error("task {} ({}): {}", task.task_id(), task.kind(), bad.message());
+          out = TaskOutcome::Failure("bad_result", bad.message(), false);
         }
       }
       proto::WorkerToBroker msg;

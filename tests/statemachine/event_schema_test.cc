@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "events.pb.h"
+#include "message_fill.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/event_schema.h"
 #include "statemachine/event_types.h"
@@ -19,6 +20,7 @@ namespace {
 
 using json = nlohmann::json;
 namespace pb = google::protobuf;
+using npuprof::testing_support::FillEveryField;
 
 Status Strict(std::string_view type, const json& payload) {
   return CheckEventPayload(type, payload, UnknownKeys::kReject);
@@ -81,53 +83,6 @@ TEST(EventSchema, EveryEventTypeTheCodeNamesHasAMessage) {
   EXPECT_EQ(SchemaEventTypes().size(), 24u);
 }
 
-// Gives every field of `m` a value that is not its default, recursively for
-// nested messages (well-known types get a small value of their own).
-void Fill(pb::Message* m, int depth = 0) {
-  const pb::Descriptor* d = m->GetDescriptor();
-  const pb::Reflection* r = m->GetReflection();
-  if (d->full_name() == "google.protobuf.Struct") {
-    pb::util::JsonStringToMessage(R"({"k": [1, "v", {"n": null}]})", m);
-    return;
-  }
-  if (d->full_name() == "google.protobuf.Value") {
-    pb::util::JsonStringToMessage(R"({"a": 1.5})", m);
-    return;
-  }
-  if (d->full_name() == "google.protobuf.ListValue") {
-    pb::util::JsonStringToMessage(R"([0, 3])", m);
-    return;
-  }
-  for (int i = 0; i < d->field_count(); ++i) {
-    const pb::FieldDescriptor* f = d->field(i);
-    const std::string text = f->name() + "-value";
-    for (int n = 0; n < (f->is_repeated() ? 2 : 1); ++n) {
-      switch (f->cpp_type()) {
-        case pb::FieldDescriptor::CPPTYPE_STRING:
-          f->is_repeated() ? r->AddString(m, f, text) : r->SetString(m, f, text);
-          break;
-        case pb::FieldDescriptor::CPPTYPE_INT64:
-          f->is_repeated() ? r->AddInt64(m, f, 1700000000123 + n) : r->SetInt64(m, f, 1700000000123);
-          break;
-        case pb::FieldDescriptor::CPPTYPE_INT32:
-          f->is_repeated() ? r->AddInt32(m, f, 7 + n) : r->SetInt32(m, f, 7);
-          break;
-        case pb::FieldDescriptor::CPPTYPE_UINT32:
-          f->is_repeated() ? r->AddUInt32(m, f, 3 + n) : r->SetUInt32(m, f, 3);
-          break;
-        case pb::FieldDescriptor::CPPTYPE_BOOL:
-          f->is_repeated() ? r->AddBool(m, f, true) : r->SetBool(m, f, true);
-          break;
-        case pb::FieldDescriptor::CPPTYPE_MESSAGE:
-          if (depth < 3) Fill(f->is_repeated() ? r->AddMessage(m, f) : r->MutableMessage(m, f), depth + 1);
-          break;
-        default:
-          ADD_FAILURE() << "no filler for " << f->full_name() << "; extend the test";
-      }
-    }
-  }
-}
-
 TEST(EventSchema, EveryMessageRoundTripsThroughItsStoredJson) {
   const pb::FileDescriptor* file = events::RunSubmitted::descriptor()->file();
   for (const std::string& type : SchemaEventTypes()) {
@@ -135,7 +90,7 @@ TEST(EventSchema, EveryMessageRoundTripsThroughItsStoredJson) {
     ASSERT_NE(d, nullptr) << type;
     const pb::Message* proto = pb::MessageFactory::generated_factory()->GetPrototype(d);
     std::unique_ptr<pb::Message> original(proto->New());
-    Fill(original.get());
+    FillEveryField(*original);
     std::string text;
     pb::util::JsonPrintOptions print;
     print.preserve_proto_field_names = true;

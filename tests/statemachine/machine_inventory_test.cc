@@ -78,6 +78,17 @@ TEST(MachineInventoryValidate, ErrorsNameTheField) {
   Status st = MachineInventory::ValidateAdd(rec);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("accept_new_host_key"), std::string::npos) << st.message();
+  // The record goes into every task's payload (tasks.Machine): an undeclared
+  // key would make every task for the machine unsendable.
+  rec = GoodRecord();
+  rec["identity"] = "/k";
+  st = MachineInventory::ValidateAdd(rec);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("identity"), std::string::npos) << st.message();
+  rec = GoodRecord();
+  rec["accepted_host_key"] = "SHA256:x";
+  st = MachineInventory::ValidateAdd(rec);
+  EXPECT_NE(st.message().find("recorded by npuprof"), std::string::npos) << st.message();
 }
 
 proto::Event Stored(uint64_t seq, const std::string& type, const json& payload) {

@@ -10,15 +10,10 @@
 
 namespace npuprof::workers {
 
-TaskOutcome WaitForFlush(TaskContext& ctx, const ssh::SshTarget& target, const json& payload,
+TaskOutcome WaitForFlush(TaskContext& ctx, const ssh::SshTarget& target, int64_t timeout_s, int64_t deadline_ms,
                          const std::string& what, const FlushPollFn& poll) {
   const int64_t start = NowMs();
-  int64_t timeout_s = 300;
-  if (payload.contains("timeout_s") && payload["timeout_s"].is_number_integer())
-    timeout_s = std::clamp<int64_t>(payload["timeout_s"].get<int64_t>(), 0, 86400);
-  int64_t deadline = start + timeout_s * 1000;
-  if (payload.contains("deadline_ms") && payload["deadline_ms"].is_number_integer())
-    deadline = std::min(deadline, payload["deadline_ms"].get<int64_t>());
+  const int64_t deadline = std::min(start + std::clamp<int64_t>(timeout_s, 0, 86400) * 1000, deadline_ms);
   PollBackoff backoff(std::chrono::milliseconds(1000));
   int polls = 0;
   json detail = json::object();

@@ -7,10 +7,8 @@
 
 namespace npuprof::workers {
 
-TaskOutcome MachineCheck(const proto::Task& task, TaskContext& ctx) {
-  const json payload = json::parse(task.payload_json(), nullptr, false);
-  if (payload.is_discarded()) return TaskOutcome::Failure("bad_payload", "task payload is not JSON", false);
-  const json machine = payload.value("machine", json::object());
+TaskOutcome MachineCheck(const tasks::MachineCheck& payload, const proto::Task&, TaskContext& ctx) {
+  const tasks::Machine& machine = payload.machine();
   auto target = TargetFromMachine(machine);
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
   auto session = ctx.pool.Get(*target);

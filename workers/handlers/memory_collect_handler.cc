@@ -41,8 +41,8 @@ json ComponentRow(const ProfCsvEntry& e, const ModuleMemComponent& m) {
 // One row per device that has a "Device" series: the peak measured on the
 // series of the file DeviceSeriesFiles picks for it.
 json ActivationPeaks(const json& npu_mem_rows, const std::map<std::string, NpuMemTable>& tables,
-                     const std::map<std::string, std::vector<int>>& file_devices, const json& window_json) {
-  const std::optional<sm::ChosenWindow> window = sm::ChosenWindowFromJson(window_json);
+                     const std::map<std::string, std::vector<int>>& file_devices,
+                     const std::optional<sm::ChosenWindow>& window) {
   json out = json::array();
   for (const auto& [dev, file] : sm::DeviceSeriesFiles(npu_mem_rows)) {
     auto t = tables.find(file);
@@ -68,13 +68,23 @@ json ActivationPeaks(const json& npu_mem_rows, const std::map<std::string, NpuMe
   return out;
 }
 
+// The payload's window, when it has a usable one.
+std::optional<sm::ChosenWindow> WindowOf(const tasks::MemoryCollectCsvs& p) {
+  if (!p.has_inference_window()) return std::nullopt;
+  const tasks::InferenceWindow& w = p.inference_window();
+  return sm::UsableWindow(sm::ChosenWindow{{w.start_us(), w.end_us()},
+                                           w.clock(),
+                                           w.margin_us(),
+                                           w.has_ready_us() ? std::optional<double>(w.ready_us()) : std::nullopt});
+}
+
 }  // namespace
 
-TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
+TaskOutcome MemCollectCsvs(const tasks::MemoryCollectCsvs& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
-  auto c = mem::Open(task, tc, &fail);
+  auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
-  const std::string dir = c->payload.value("msprof_dir", "");
+  const std::string& dir = p.msprof_dir();
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "msprof_dir must be absolute", false);
   auto run = RunRemote(*c->session, {"sh", "-c", kCollect, "sh", dir}, std::chrono::seconds(600));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
@@ -139,8 +149,7 @@ TaskOutcome MemCollectCsvs(const proto::Task& task, TaskContext& tc) {
                 {"prof_dirs", full["prof_dirs"]},
                 {"module_mem", module_mem},
                 {"npu_mem", npu_mem},
-                {"activation_peaks", ActivationPeaks(npu_mem, npu_mem_tables, file_devices,
-                                                     c->payload.value("inference_window", json(nullptr)))},
+                {"activation_peaks", ActivationPeaks(npu_mem, npu_mem_tables, file_devices, WindowOf(p))},
                 {"parse_errors", parse_errors}};
   return out;
 }

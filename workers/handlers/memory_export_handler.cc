@@ -4,6 +4,8 @@
 // server restart) that finds the pid marker waits for that export instead of
 // starting another.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "workers/memory/memory_common.h"
@@ -27,14 +29,14 @@ constexpr const char* kAlive = R"SH(p=$(cat "$1.export.pid" 2>/dev/null) && kill
 
 }  // namespace
 
-TaskOutcome MemExport(const proto::Task& task, TaskContext& tc) {
+TaskOutcome MemExport(const tasks::MemoryExport& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
-  auto c = mem::Open(task, tc, &fail);
+  auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
   auto& s = *c->session;
-  const std::string dir = c->payload.value("msprof_dir", "");
+  const std::string& dir = p.msprof_dir();
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "msprof_dir must be absolute", false);
-  const int64_t timeout_s = c->payload.value("timeout_s", int64_t{1860});
+  const int64_t timeout_s = std::clamp<int64_t>(p.timeout_s(), 1, 86400);
 
   auto st = s.Stat(dir);
   if (!st.ok()) {

@@ -11,25 +11,23 @@
 
 namespace npuprof::workers {
 
-TaskOutcome MemWaitFlush(const proto::Task& task, TaskContext& ctx) {
-  service::Call c = service::Open(task, ctx);
+TaskOutcome MemWaitFlush(const tasks::MemoryWaitFlush& p, const proto::Task&, TaskContext& ctx) {
+  service::Call c = service::Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
-  const json& p = c.payload;
-  auto dir = service::ResolveRemotePath(*c.session, p.value("msprof_dir", ""));
+  auto dir = service::ResolveRemotePath(*c.session, p.msprof_dir());
   if (!dir.ok()) return service::RemoteFailure(dir.status(), c.target);
-  auto rt = service::ResolveRemotePath(*c.session, p.value("runtime_dir", ""));
+  auto rt = service::ResolveRemotePath(*c.session, p.runtime_dir());
   if (!rt.ok()) return service::RemoteFailure(rt.status(), c.target);
-  const std::string log_in = p.contains("stdout_log") && p["stdout_log"].is_string() ? p["stdout_log"].get<std::string>()
-                                                                                    : *rt + "/stdout.log";
+  const std::string log_in = !p.stdout_log().empty() ? p.stdout_log() : *rt + "/stdout.log";
   auto log = service::ResolveRemotePath(*c.session, log_in);
   if (!log.ok()) return service::RemoteFailure(log.status(), c.target);
   if (dir->empty() || (*dir)[0] != '/' || (*log)[0] != '/')
     return TaskOutcome::Failure("bad_payload", "msprof_dir and stdout_log must be absolute paths", false);
-  int64_t pgid = p.contains("pid") && p["pid"].is_number_integer() ? p["pid"].get<int64_t>() : 0;
+  int64_t pgid = p.pid();
   if (pgid > 0 && !service::ServiceMarker(*rt).ok()) pgid = 0;  // no marked group to look at: markers only
   auto argv = MsprofFlushPollArgv(*dir, *log, pgid, *rt);
   if (!argv.ok()) return TaskOutcome::Failure("bad_payload", argv.status().message(), false);
-  return WaitForFlush(ctx, c.target, p, "msprof to finish its flush", [&](json& detail) -> Result<std::optional<std::string>> {
+  return WaitForFlush(ctx, c.target, p.timeout_s(), p.deadline_ms(), "msprof to finish its flush", [&](json& detail) -> Result<std::optional<std::string>> {
     auto r = RunRemote(*c.session, *argv, std::chrono::seconds(30));
     if (!r.ok()) return r.status();
     if (r->exit_status != 0)

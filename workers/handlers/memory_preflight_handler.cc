@@ -24,9 +24,9 @@ exec msprof --output="$runtime_dir/msprof_data" --sys-hardware-mem=on --sys-hard
                      mem_freq_hz);
 }
 
-TaskOutcome MemPreflight(const proto::Task& task, TaskContext& tc) {
+TaskOutcome MemPreflight(const tasks::MemoryPreflight& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
-  auto c = mem::Open(task, tc, &fail);
+  auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
   auto& s = *c->session;
   const std::string where = fmt::format("{} (env script '{}')", mem::MachineName(*c), c->target.env_script);
@@ -69,10 +69,12 @@ TaskOutcome MemPreflight(const proto::Task& task, TaskContext& tc) {
 
   // The wrap script lives in the run's runtime dir: "~/" resolved, the dirs
   // created 0700 and checked like a service's (service_runtime_dir.h).
-  auto resolved = service::ResolveRemotePath(s, c->payload.value("wrap_script", ""));
+  auto resolved = service::ResolveRemotePath(s, p.wrap_script());
   if (!resolved.ok()) return service::RemoteFailure(resolved.status(), c->target);
   const std::string wrap = *resolved;
-  const int freq = c->payload.value("msprof_mem_freq", 50);
+  const int64_t freq = p.msprof_mem_freq();
+  if (freq < 1 || freq > 100)
+    return TaskOutcome::Failure("bad_payload", fmt::format("msprof_mem_freq {} is not 1..100 Hz", freq), false);
   if (wrap.empty() || wrap[0] != '/' || wrap.rfind('/') == 0)
     return TaskOutcome::Failure("bad_payload", "wrap_script must be an absolute path", false);
   const std::string dir = wrap.substr(0, wrap.rfind('/'));
@@ -85,7 +87,7 @@ TaskOutcome MemPreflight(const proto::Task& task, TaskContext& tc) {
   }
   if (auto why = service::UntrustedFile(*checked, dir, name, "the msprof wrap script"))
     return TaskOutcome::Failure("untrusted_runtime", *why + ". Nothing was launched.", false);
-  if (Status st = s.WriteFile(wrap, MsprofWrapScript(freq), 0700); !st.ok())
+  if (Status st = s.WriteFile(wrap, MsprofWrapScript(static_cast<int>(freq)), 0700); !st.ok())
     return TaskOutcome::Failure("remote_error", fmt::format("writing {} failed: {}", wrap, st.message()), true);
 
   TaskOutcome out = TaskOutcome::Success(json{{"msprof_path", msprof_path},

@@ -1,5 +1,6 @@
 // memory.npu_smi, memory.logs, memory.infer: the live phases of a memory
 // profile (read-only on the target, except the one inference request).
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -12,11 +13,11 @@
 
 namespace npuprof::workers {
 
-TaskOutcome MemNpuSmi(const proto::Task& task, TaskContext& tc) {
+TaskOutcome MemNpuSmi(const tasks::MemoryNpuSmi& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
-  auto c = mem::Open(task, tc, &fail);
+  auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
-  const std::string phase = c->payload.value("phase", "snapshot");
+  const std::string phase = p.phase().empty() ? "snapshot" : p.phase();
   auto run = RunRemote(*c->session, {"npu-smi", "info"}, std::chrono::seconds(60));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
   if (run->exit_status == 127 || (run->stdout_data.empty() && run->stderr_data.find("not found") != std::string::npos))
@@ -43,14 +44,15 @@ TaskOutcome MemNpuSmi(const proto::Task& task, TaskContext& tc) {
   return out;
 }
 
-TaskOutcome MemLogs(const proto::Task& task, TaskContext& tc) {
+TaskOutcome MemLogs(const tasks::MemoryLogs& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
-  auto c = mem::Open(task, tc, &fail);
+  auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
   std::string text;
   json parts = json::object();
-  for (const char* f : {"stdout_log", "stderr_log"}) {
-    auto resolved = service::ResolveRemotePath(*c->session, c->payload.value(f, ""));  // "~/" runtime dirs
+  for (const auto& [f, given] : {std::pair<const char*, const std::string&>{"stdout_log", p.stdout_log()},
+                                 std::pair<const char*, const std::string&>{"stderr_log", p.stderr_log()}}) {
+    auto resolved = service::ResolveRemotePath(*c->session, given);  // "~/" runtime dirs
     if (!resolved.ok()) return service::RemoteFailure(resolved.status(), c->target);
     const std::string path = *resolved;
     if (path.empty()) continue;
@@ -95,22 +97,21 @@ Result<int64_t> ReadTargetClockNs(ssh::SshSession& session) {
 
 }  // namespace
 
-TaskOutcome MemInfer(const proto::Task& task, TaskContext& tc) {
+TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
-  auto c = mem::Open(task, tc, &fail);
+  auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
-  const json& p = c->payload;
-  if (!p.contains("port") || !p["port"].is_number_integer())
+  if (!p.has_port() || p.port() <= 0 || p.port() > 65535)
     return TaskOutcome::Failure("bad_payload", "inference needs the service port", false);
-  const std::string model = p.value("served_model_name", "");
-  const int max_tokens = p.value("max_tokens", 128);
-  const std::string prompt = p.value("prompt", "");
-  const bool image = p.contains("image_url") && p["image_url"].is_string();
+  const std::string& model = p.served_model_name();
+  const int64_t max_tokens = p.max_tokens();
+  const std::string& prompt = p.prompt();
+  const bool image = p.has_image_url();
   ssh::HttpRequest req;
-  req.remote_port = p["port"].get<int>();
+  req.remote_port = p.port();
   req.method = "POST";
   req.headers = {{"Content-Type", "application/json"}};
-  req.timeout = std::chrono::seconds(p.value("timeout_s", 600));
+  req.timeout = std::chrono::seconds(std::clamp<int64_t>(p.timeout_s(), 1, 86400));
   json body;
   if (image) {
     req.path = "/v1/chat/completions";
@@ -119,7 +120,7 @@ TaskOutcome MemInfer(const proto::Task& task, TaskContext& tc) {
             {"temperature", 0},
             {"messages", json::array({{{"role", "user"},
                                        {"content", json::array({{{"type", "image_url"},
-                                                                 {"image_url", {{"url", p["image_url"]}}}},
+                                                                 {"image_url", {{"url", p.image_url()}}}},
                                                                 {{"type", "text"}, {"text", prompt}}})}}})}};
   } else {
     req.path = "/v1/completions";

@@ -28,12 +28,12 @@ int HiddenLayers(const json& config) {
 
 }  // namespace
 
-TaskOutcome MemWeights(const proto::Task& task, TaskContext& tc) {
+TaskOutcome MemWeights(const tasks::MemoryWeights& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
-  auto c = mem::Open(task, tc, &fail);
+  auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
   auto& s = *c->session;
-  std::string model = c->payload.value("model", "");
+  std::string model = p.model();
   while (model.size() > 1 && model.back() == '/') model.pop_back();
   if (model.empty() || model[0] != '/') return TaskOutcome::Failure("bad_payload", "model must be an absolute path", false);
 
@@ -85,9 +85,9 @@ TaskOutcome MemWeights(const proto::Task& task, TaskContext& tc) {
   }
 
   ParallelConfig pc;
-  pc.tp = c->payload.value("tp", 1);
-  pc.dp = c->payload.value("dp", 1);
-  pc.expert_parallel = c->payload.value("expert_parallel", false);
+  pc.tp = p.tp() > 0 ? p.tp() : 1;
+  pc.dp = p.dp() > 0 ? p.dp() : 1;
+  pc.expert_parallel = p.expert_parallel();
   pc.num_hidden_layers = HiddenLayers(config);
 
   json weights = nullptr;

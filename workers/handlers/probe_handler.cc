@@ -6,10 +6,8 @@
 
 namespace npuprof::workers {
 
-TaskOutcome ProbeNpuSmi(const proto::Task& task, TaskContext& ctx) {
-  const json payload = json::parse(task.payload_json(), nullptr, false);
-  if (payload.is_discarded()) return TaskOutcome::Failure("bad_payload", "task payload is not JSON", false);
-  const json machine = payload.value("machine", json::object());
+TaskOutcome ProbeNpuSmi(const tasks::ProbeNpuSmi& payload, const proto::Task&, TaskContext& ctx) {
+  const tasks::Machine& machine = payload.machine();
   auto target = TargetFromMachine(machine);
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
   auto session = ctx.pool.Get(*target);
@@ -17,7 +15,7 @@ TaskOutcome ProbeNpuSmi(const proto::Task& task, TaskContext& ctx) {
   if (!run.ok()) return OutcomeFromSsh(run.status(), *target);
 
   const std::string& raw = run->stdout_data;
-  const std::string machine_name = machine.value("name", target->host);
+  const std::string machine_name = MachineName(machine);
   if (run->exit_status == 127 || (raw.empty() && run->stderr_data.find("not found") != std::string::npos)) {
     return TaskOutcome::Failure(
         "npu_smi_missing",
@@ -38,7 +36,7 @@ TaskOutcome ProbeNpuSmi(const proto::Task& task, TaskContext& ctx) {
     out.error = "npu-smi output could not be parsed (raw text kept as evidence): " + snap.status().message();
     return out;
   }
-  const int64_t threshold = payload.value("busy_threshold_mb", parsers::kDefaultBusyThresholdMb);
+  const int64_t threshold = payload.has_busy_threshold_mb() ? payload.busy_threshold_mb() : parsers::kDefaultBusyThresholdMb;
   json free_ids = json::array(), busy = json::array();
   for (const auto& d : parsers::ClassifyDevices(*snap, threshold)) {
     if (d.busy)

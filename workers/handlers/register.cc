@@ -1,12 +1,11 @@
-#include "statemachine/machine_check_machine.h"
-#include "statemachine/probe_machine.h"
 #include "workers/handlers/handlers.h"
+#include "workers/typed_handler.h"
 
 namespace npuprof::workers {
 
 void RegisterDefaultHandlers(WorkerRuntime& runtime) {
-  runtime.Register(sm::kProbeTask, ProbeNpuSmi);
-  runtime.Register(sm::kMachineCheckTask, MachineCheck);
+  RegisterTyped(runtime, ProbeNpuSmi);
+  RegisterTyped(runtime, MachineCheck);
   RegisterServiceHandlers(runtime);
   RegisterTorchProfileHandlers(runtime);
   RegisterMemoryProfileHandlers(runtime);

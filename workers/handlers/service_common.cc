@@ -11,14 +11,9 @@
 
 namespace npuprof::workers::service {
 
-Call Open(const proto::Task& task, TaskContext& ctx) {
+Call Open(const tasks::Machine& machine, TaskContext& ctx) {
   Call c;
-  c.payload = json::parse(task.payload_json(), nullptr, false);
-  if (c.payload.is_discarded() || !c.payload.is_object()) {
-    c.failure = TaskOutcome::Failure("bad_payload", "task payload is not a JSON object", false);
-    return c;
-  }
-  auto target = TargetFromMachine(c.payload.value("machine", json::object()));
+  auto target = TargetFromMachine(machine);
   if (!target.ok()) {
     c.failure = TaskOutcome::Failure("bad_payload", target.status().message(), false);
     return c;
@@ -62,15 +57,15 @@ Result<std::string> ResolveRemotePath(ssh::SshSession& session, const std::strin
   return h + path.substr(1);
 }
 
-Result<std::string> RuntimeBase(ssh::SshSession& session, const json& machine) {
-  auto resolved = ResolveRemotePath(session, sm::RuntimeBaseOf(machine));
+Result<std::string> RuntimeBase(ssh::SshSession& session, const tasks::Machine& machine) {
+  auto resolved = ResolveRemotePath(session, sm::RuntimeBaseOf(machine.runtime_base()));
   if (!resolved.ok()) return resolved.status();
   std::string b = *resolved;
   while (b.size() > 1 && b.back() == '/') b.pop_back();
   return b;
 }
 
-Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const json& machine, const std::string& dir,
+Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const tasks::Machine& machine, const std::string& dir,
                                            bool create, const std::vector<std::string>& entries) {
   auto resolved = RuntimeBase(session, machine);
   if (!resolved.ok()) return resolved.status();

@@ -1,5 +1,5 @@
 // Helpers shared by the service.* handlers (launch, wait_ready, stop, watch):
-// the task payload, "~/" paths resolved on the target, the runtime dir check,
+// the session to the payload's machine, "~/" paths resolved on the target, the runtime dir check,
 // the service's process group status on the target, log tails and the
 // start-up diagnostics (stderr tail, known environment errors with a hint).
 #pragma once
@@ -16,15 +16,14 @@
 
 namespace npuprof::workers::service {
 
-// A parsed payload and a session to its machine; `failure` is set when
-// either could not be had (then nothing else is valid).
+// A session to the payload's machine; `failure` is set when it could not be
+// had (then nothing else is valid).
 struct Call {
-  json payload;
   ssh::SshTarget target;
   std::shared_ptr<ssh::SshSession> session;
   std::optional<TaskOutcome> failure;
 };
-Call Open(const proto::Task& task, TaskContext& ctx);
+Call Open(const tasks::Machine& machine, TaskContext& ctx);
 
 // The SSH user's home on the target ($HOME of its login shell), looked up
 // once per target (user@host:port) in this worker process and kept.
@@ -35,13 +34,13 @@ Result<std::string> RemoteHome(ssh::SshSession& session);
 Result<std::string> ResolveRemotePath(ssh::SshSession& session, const std::string& path);
 
 // The machine record's runtime base, resolved (default sm::kDefaultRuntimeBase).
-Result<std::string> RuntimeBase(ssh::SshSession& session, const json& machine);
+Result<std::string> RuntimeBase(ssh::SshSession& session, const tasks::Machine& machine);
 
 // Runs RuntimeDirArgv for dir (absolute): from the machine's runtime base
 // down when dir is below it, else (a path of an older layout) from dir's
 // parent. A refused dir is Status::Denied with the script's message
 // (IsRuntimeDirRefusal); SSH failures keep their kind.
-Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const json& machine, const std::string& dir,
+Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const tasks::Machine& machine, const std::string& dir,
                                            bool create, const std::vector<std::string>& entries);
 
 // True for InspectRuntimeDir's refusal (not an SSH failure).

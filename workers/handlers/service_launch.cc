@@ -36,6 +36,29 @@ TaskOutcome NotStarted(std::string kind, std::string error, bool retryable, json
   return o;
 }
 
+// The launch record (launch.json) of a first launch, from its payload: what
+// the start scripts and every later attempt read. "Not given" is null.
+json LaunchRecord(const tasks::ServiceLaunch& p, const std::string& rt, const std::string& env_script) {
+  json devices = nullptr, env = json::object(), args = json::array();
+  if (p.devices_size() > 0) devices = json(std::vector<int32_t>(p.devices().begin(), p.devices().end()));
+  for (const auto& [k, v] : p.env()) env[k] = v;
+  for (const std::string& a : p.extra_args()) args.push_back(a);
+  return json{{"run_id", p.run_id()},
+              {"launch_no", p.launch_no()},
+              {"runtime_dir", rt},
+              {"model", p.model()},
+              {"served_model_name", p.has_served_model_name() ? json(p.served_model_name()) : json(nullptr)},
+              {"tp", p.tp() > 0 ? p.tp() : 1},
+              {"dp", p.dp() > 0 ? p.dp() : 1},
+              {"devices", devices},
+              {"port", p.has_port() ? json(p.port()) : json(nullptr)},
+              {"env", env},
+              {"extra_args", args},
+              {"wrap_script", p.has_wrap_script() ? json(p.wrap_script()) : json(nullptr)},
+              {"env_script", env_script},
+              {"busy_threshold_mb", p.has_busy_threshold_mb() ? p.busy_threshold_mb() : int64_t{4096}}};
+}
+
 // Picks tp*dp free devices from `npu-smi info`; refusal lists free and busy ones.
 std::optional<TaskOutcome> SelectDevices(Call& c, json& rec, TaskOutcome& out) {
   const int64_t need = rec.value("tp", 1) * rec.value("dp", 1);
@@ -118,10 +141,9 @@ void FaultPause(TaskContext& ctx) {
 
 }  // namespace
 
-TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
-  Call c = Open(task, ctx);
+TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskContext& ctx) {
+  Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
-  const json& p = c.payload;
   // Until the runtime dir is seen, only a first attempt knows nothing was started.
   bool nothing_started = task.attempt() <= 1;
   auto before_start = [&](TaskOutcome o) {
@@ -132,7 +154,7 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
     if (IsRuntimeDirRefusal(s)) return before_start(TaskOutcome::Failure("unsafe_runtime_dir", s.message(), false));
     return before_start(RemoteFailure(s, c.target));
   };
-  const std::string given = p.value("runtime_dir", "");
+  const std::string& given = p.runtime_dir();
   if (given.size() < 2 || (given[0] != '/' && given.rfind("~/", 0) != 0))
     return before_start(TaskOutcome::Failure("bad_payload", "runtime_dir must be an absolute or ~/ path", false));
   auto resolved = ResolveRemotePath(*c.session, given);
@@ -142,7 +164,7 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
   if (!marker.ok()) return before_start(TaskOutcome::Failure("bad_payload", marker.status().message(), false));
 
   ctx.progress("checking the runtime dir " + rt);
-  auto dir = InspectRuntimeDir(*c.session, p.value("machine", json::object()), rt, /*create=*/true,
+  auto dir = InspectRuntimeDir(*c.session, p.machine(), rt, /*create=*/true,
                                {"launch.json", ".started", "pid"});
   if (!dir.ok()) return ssh_failure(dir.status());
   nothing_started = dir->Entry(".started").type == "absent";
@@ -162,17 +184,8 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
     }
     rec = *existing;
   } else {
-    rec = {{"run_id", p.value("run_id", "")},     {"launch_no", p.value("launch_no", 1)},
-           {"runtime_dir", rt},                   {"model", p.value("model", "")},
-           {"served_model_name", p.value("served_model_name", json(nullptr))},
-           {"tp", p.value("tp", 1)},              {"dp", p.value("dp", 1)},
-           {"devices", p.value("devices", json(nullptr))},
-           {"port", p.value("port", json(nullptr))},
-           {"env", p.value("env", json::object())},
-           {"extra_args", p.value("extra_args", json::array())},
-           {"wrap_script", p.value("wrap_script", json(nullptr))},
-           {"env_script", c.target.env_script},   {"busy_threshold_mb", p.value("busy_threshold_mb", 4096)},
-           {"service_marker", "NPUPROF_SERVICE=" + *marker}};
+    rec = LaunchRecord(p, rt, c.target.env_script);
+    rec["service_marker"] = "NPUPROF_SERVICE=" + *marker;
     if (rec["devices"].is_null()) {
       ctx.progress("selecting free devices (npu-smi info)");
       if (auto fail = SelectDevices(c, rec, out)) {
@@ -240,7 +253,7 @@ TaskOutcome Launch(const proto::Task& task, TaskContext& ctx) {
         "was reused by another process (not adopted)",
         pid_text, rt, *marker);
   if (rec.contains("device_selection")) out.result["device_selection"] = rec["device_selection"];
-  NoteHostKeyAcceptance(*c.session, p.value("machine", json::object()), out.result);
+  NoteHostKeyAcceptance(*c.session, p.machine(), out.result);
   return out;
 }
 

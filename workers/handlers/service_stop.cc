@@ -10,6 +10,8 @@
 // "already gone" for this service (not_ours says so) and is never signalled.
 // The pid file is read only from a runtime dir the checks accept
 // (service_runtime_dir.h).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "workers/handlers/service_common.h"
@@ -64,14 +66,13 @@ Result<bool> WaitGone(Call& c, int64_t pid, int64_t grace_ms, TaskContext& ctx, 
 
 }  // namespace
 
-TaskOutcome Stop(const proto::Task& task, TaskContext& ctx) {
-  Call c = Open(task, ctx);
+TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& ctx) {
+  Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
-  const json& p = c.payload;
-  const bool force = p.value("force", false);
-  const int64_t grace_ms = p.value("grace_s", int64_t{10}) * 1000;
-  int64_t pid = p.contains("pid") && p["pid"].is_number_integer() ? p["pid"].get<int64_t>() : 0;
-  auto resolved = ResolveRemotePath(*c.session, p.value("runtime_dir", ""));
+  const bool force = p.force();
+  const int64_t grace_ms = std::clamp<int64_t>(p.grace_s(), 0, 3600) * 1000;
+  int64_t pid = p.pid();
+  auto resolved = ResolveRemotePath(*c.session, p.runtime_dir());
   if (!resolved.ok()) return RemoteFailure(resolved.status(), c.target);
   const std::string rt = *resolved;
   if (!ServiceMarker(rt).ok())
@@ -94,7 +95,7 @@ TaskOutcome Stop(const proto::Task& task, TaskContext& ctx) {
     return out;
   };
 
-  auto dir = InspectRuntimeDir(*c.session, p.value("machine", json::object()), rt, /*create=*/false, {"pid", ".started"});
+  auto dir = InspectRuntimeDir(*c.session, p.machine(), rt, /*create=*/false, {"pid", ".started"});
   if (!dir.ok()) {
     if (!IsRuntimeDirRefusal(dir.status())) return RemoteFailure(dir.status(), c.target);
     if (pid <= 0)
@@ -132,7 +133,7 @@ TaskOutcome Stop(const proto::Task& task, TaskContext& ctx) {
   if (force) steps.emplace_back("KILL", 5000);
   // kill_at_once: an earlier stop of this service already sent SIGINT and
   // SIGTERM and waited out their graces (only with force).
-  if (force && p.value("kill_at_once", false)) steps = {{"KILL", 5000}};
+  if (force && p.kill_at_once()) steps = {{"KILL", 5000}};
   for (const auto& [sig, wait_ms] : steps) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "stop cancelled", false);
     auto sent = SignalGroup(*c.session, sig, pid, rt);

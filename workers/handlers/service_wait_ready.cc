@@ -7,6 +7,8 @@
 // "log", or "probe" for a round without the line). Read-only;
 // a re-dispatched attempt only waits for what is left of the absolute
 // deadline.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/time_util.h"
@@ -81,20 +83,19 @@ TaskOutcome Died(ssh::SshSession& session, const std::string& rt, int64_t pid, b
 
 }  // namespace
 
-TaskOutcome WaitReady(const proto::Task& task, TaskContext& ctx) {
-  Call c = Open(task, ctx);
+TaskOutcome WaitReady(const tasks::ServiceWaitReady& p, const proto::Task&, TaskContext& ctx) {
+  Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
-  const json& p = c.payload;
-  auto resolved = ResolveRemotePath(*c.session, p.value("runtime_dir", ""));
+  auto resolved = ResolveRemotePath(*c.session, p.runtime_dir());
   if (!resolved.ok()) return RemoteFailure(resolved.status(), c.target);
   const std::string rt = *resolved;
-  const int64_t pid = p.value("pid", int64_t{0});
-  const int port = p.value("port", 0);
-  const std::string served = p.value("served_model_name", "");
+  const int64_t pid = p.pid();
+  const int port = p.port();
+  const std::string& served = p.served_model_name();
   if (pid <= 0 || port <= 0) return TaskOutcome::Failure("bad_payload", "wait_ready needs pid and port", false);
-  const int64_t timeout_ms = p.value("health_timeout_s", int64_t{300}) * 1000;
+  const int64_t timeout_ms = std::clamp<int64_t>(p.health_timeout_s(), 0, 86400) * 1000;
   const int64_t start = NowMs();
-  const int64_t deadline = std::min(start + timeout_ms, p.value("deadline_ms", start + timeout_ms));
+  const int64_t deadline = std::min(start + timeout_ms, p.deadline_ms());
 
   std::string last = "not polled yet";
   int rounds = 0;

@@ -5,6 +5,8 @@
 // stopping). Read-only, so re-dispatch after a lost worker or a
 // server restart simply watches again. Each poll reports progress, which
 // keeps the task's lease alive.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "workers/handlers/service_common.h"
@@ -12,15 +14,14 @@
 
 namespace npuprof::workers::service {
 
-TaskOutcome Watch(const proto::Task& task, TaskContext& ctx) {
-  Call c = Open(task, ctx);
+TaskOutcome Watch(const tasks::ServiceWatch& p, const proto::Task&, TaskContext& ctx) {
+  Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
-  const json& p = c.payload;
-  auto resolved = ResolveRemotePath(*c.session, p.value("runtime_dir", ""));
+  auto resolved = ResolveRemotePath(*c.session, p.runtime_dir());
   if (!resolved.ok()) return RemoteFailure(resolved.status(), c.target);
   const std::string rt = *resolved;
-  const int64_t pid = p.contains("pid") && p["pid"].is_number_integer() ? p["pid"].get<int64_t>() : 0;
-  const int64_t poll_ms = std::max<int64_t>(1, p.value("poll_s", int64_t{10})) * 1000;
+  const int64_t pid = p.pid();
+  const int64_t poll_ms = std::clamp<int64_t>(p.poll_s(), 1, 3600) * 1000;
   if (pid <= 0) return TaskOutcome::Failure("bad_payload", "service.watch needs the service pid", false);
   int polls = 0;
   while (true) {

@@ -57,20 +57,12 @@ json CheckOutput(ssh::SshSession& session, const std::string& path, bool kernel_
   return rec;
 }
 
-Result<json> Payload(const proto::Task& task) {
-  json p = json::parse(task.payload_json(), nullptr, false);
-  if (p.is_discarded() || !p.is_object()) return Status::Invalid("task payload is not a JSON object");
-  return p;
-}
-
 }  // namespace
 
-TaskOutcome TorchProfileListDirs(const proto::Task& task, TaskContext& ctx) {
-  auto p = Payload(task);
-  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
-  auto target = TargetFromMachine(p->value("machine", json::object()));
+TaskOutcome TorchProfileListDirs(const tasks::TorchProfileListProfileDirs& p, const proto::Task&, TaskContext& ctx) {
+  auto target = TargetFromMachine(p.machine());
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
-  const std::string root = p->value("profile_root", "");
+  const std::string& root = p.profile_root();
   if (root.empty() || root[0] != '/') return TaskOutcome::Failure("bad_payload", "profile_root must be absolute", false);
   auto session = ctx.pool.Get(*target);
   auto st = session->Stat(root);
@@ -92,14 +84,12 @@ TaskOutcome TorchProfileListDirs(const proto::Task& task, TaskContext& ctx) {
       json{{"profile_root", root}, {"root_exists", true}, {"dirs", dirs}, {"other_entries", others}});
 }
 
-TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx) {
-  auto p = Payload(task);
-  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
-  auto target = TargetFromMachine(p->value("machine", json::object()));
+TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, const proto::Task& task, TaskContext& ctx) {
+  auto target = TargetFromMachine(p.machine());
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
-  const std::string dir = p->value("dir", "");
+  const std::string& dir = p.dir();
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "dir must be absolute", false);
-  const auto timeout = std::chrono::seconds(p->value("analyse_timeout_s", 1800));
+  const auto timeout = std::chrono::seconds(std::clamp<int64_t>(p.analyse_timeout_s(), 1, 7 * 86400));
   const std::string marker = profiling::AnalyseMarker(dir, task.task_id());
   auto session = ctx.pool.Get(*target);
 

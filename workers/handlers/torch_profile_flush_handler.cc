@@ -11,18 +11,18 @@
 
 namespace npuprof::workers {
 
-TaskOutcome TorchProfileWaitFlush(const proto::Task& task, TaskContext& ctx) {
-  service::Call c = service::Open(task, ctx);
+TaskOutcome TorchProfileWaitFlush(const tasks::TorchProfileWaitFlush& p, const proto::Task&, TaskContext& ctx) {
+  service::Call c = service::Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
-  auto root = service::ResolveRemotePath(*c.session, c.payload.value("profile_root", ""));
+  auto root = service::ResolveRemotePath(*c.session, p.profile_root());
   if (!root.ok()) return service::RemoteFailure(root.status(), c.target);
   if (root->empty() || (*root)[0] != '/')
     return TaskOutcome::Failure("bad_payload", "profile_root must be an absolute path", false);
-  const int64_t expected = c.payload.value("expected_ranks", int64_t{1});
+  const int64_t expected = p.expected_ranks();
   const auto argv = TorchFlushPollArgv(*root);
   TorchFlushPoll prev;
   bool have_prev = false;
-  TaskOutcome out = WaitForFlush(ctx, c.target, c.payload, "torch_npu to finalise every rank", [&](json& detail) -> Result<std::optional<std::string>> {
+  TaskOutcome out = WaitForFlush(ctx, c.target, p.timeout_s(), p.deadline_ms(), "torch_npu to finalise every rank", [&](json& detail) -> Result<std::optional<std::string>> {
     auto r = RunRemote(*c.session, argv, std::chrono::seconds(30));
     if (!r.ok()) return r.status();
     if (r->exit_status != 0)

@@ -1,16 +1,18 @@
-// Task handlers of the torch-profile and analyse-root runs (task kinds in
-// statemachine/torch_profile_tasks.h, contract in docs/TASKS.md).
+// Task handlers of the torch-profile and analyse-root runs: each is given
+// its kind's payload message (proto/task_payloads.proto); what it answers is
+// in docs/TASKS.md.
 #pragma once
 
+#include "task_payloads.pb.h"
 #include "workers/task_outcome.h"
 
 namespace npuprof::workers {
 
-TaskOutcome TorchProfilePrepareImage(const proto::Task& task, TaskContext& ctx);
-TaskOutcome TorchProfileControl(const proto::Task& task, TaskContext& ctx);
-TaskOutcome TorchProfileRequests(const proto::Task& task, TaskContext& ctx);
-TaskOutcome TorchProfileListDirs(const proto::Task& task, TaskContext& ctx);
-TaskOutcome TorchProfileAnalyseRank(const proto::Task& task, TaskContext& ctx);
-TaskOutcome TorchProfileWaitFlush(const proto::Task& task, TaskContext& ctx);
+TaskOutcome TorchProfilePrepareImage(const tasks::TorchProfilePrepareImage& p, const proto::Task& task, TaskContext& ctx);
+TaskOutcome TorchProfileControl(const tasks::TorchProfileControl& p, const proto::Task& task, TaskContext& ctx);
+TaskOutcome TorchProfileRequests(const tasks::TorchProfileRequests& p, const proto::Task& task, TaskContext& ctx);
+TaskOutcome TorchProfileListDirs(const tasks::TorchProfileListProfileDirs& p, const proto::Task& task, TaskContext& ctx);
+TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, const proto::Task& task, TaskContext& ctx);
+TaskOutcome TorchProfileWaitFlush(const tasks::TorchProfileWaitFlush& p, const proto::Task& task, TaskContext& ctx);
 
 }  // namespace npuprof::workers

@@ -17,12 +17,6 @@ namespace npuprof::workers {
 
 namespace {
 
-Result<json> Payload(const proto::Task& task) {
-  json p = json::parse(task.payload_json(), nullptr, false);
-  if (p.is_discarded() || !p.is_object()) return Status::Invalid("task payload is not a JSON object");
-  return p;
-}
-
 // Runs fn on another thread, reporting progress (which extends the lease)
 // every two seconds until it returns.
 template <typename Fn>
@@ -43,6 +37,12 @@ std::shared_ptr<ssh::SshSession> OwnSession(TaskContext& ctx, const ssh::SshTarg
   return ctx.pool.Acquire(target);
 }
 
+// An image height the payload left unset is the usual 480.
+int ImageHeight(int64_t given) { return given > 0 ? static_cast<int>(std::min<int64_t>(given, 1 << 14)) : 480; }
+
+// More requests than one task should ever hold in memory at once.
+constexpr int64_t kMaxRequestsPerTask = 1'000'000;
+
 std::string Printable(std::string_view s, size_t max) {
   std::string out;
   for (char c : s.substr(0, max)) out += (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) ? c : '?';
@@ -51,31 +51,28 @@ std::string Printable(std::string_view s, size_t max) {
 
 }  // namespace
 
-TaskOutcome TorchProfilePrepareImage(const proto::Task& task, TaskContext&) {
-  auto p = Payload(task);
-  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
-  const std::string path = p->value("image_path", "");
-  auto img = profiling::PrepareImageFile(path, p->value("image_height", 480));
+
+TaskOutcome TorchProfilePrepareImage(const tasks::TorchProfilePrepareImage& p, const proto::Task&, TaskContext&) {
+  const std::string& path = p.image_path();
+  auto img = profiling::PrepareImageFile(path, ImageHeight(p.image_height()));
   if (!img.ok()) return TaskOutcome::Failure("bad_image", img.status().message(), false);
   TaskOutcome out = TaskOutcome::Success(json{{"image_meta", profiling::ImageMeta(path, *img)}});
   out.blobs.emplace_back("image.png", img->png);
   return out;
 }
 
-TaskOutcome TorchProfileControl(const proto::Task& task, TaskContext& ctx) {
-  auto p = Payload(task);
-  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
-  const std::string action = p->value("action", "");
+TaskOutcome TorchProfileControl(const tasks::TorchProfileControl& p, const proto::Task&, TaskContext& ctx) {
+  const std::string& action = p.action();
   if (action != "start_profile" && action != "stop_profile")
     return TaskOutcome::Failure("bad_payload", "action must be start_profile or stop_profile", false);
-  auto target = TargetFromMachine(p->value("machine", json::object()));
+  auto target = TargetFromMachine(p.machine());
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
   auto session = OwnSession(ctx, *target);
   ssh::HttpRequest req;
-  req.remote_port = p->value("port", 0);
+  req.remote_port = p.port();
   req.method = "POST";
   req.path = "/" + action;
-  req.timeout = std::chrono::seconds(p->value("timeout_s", 600));
+  req.timeout = std::chrono::seconds(std::clamp<int64_t>(p.timeout_s(), 1, 86400));
   auto r = WithProgress(ctx, "waiting for /" + action, [&] { return session->Http(req); });
   if (!r.ok()) {
     TaskOutcome o = OutcomeFromSsh(r.status(), *target);
@@ -93,36 +90,36 @@ TaskOutcome TorchProfileControl(const proto::Task& task, TaskContext& ctx) {
   return out;
 }
 
-TaskOutcome TorchProfileRequests(const proto::Task& task, TaskContext& ctx) {
-  auto p = Payload(task);
-  if (!p.ok()) return TaskOutcome::Failure("bad_payload", p.status().message(), false);
-  auto target = TargetFromMachine(p->value("machine", json::object()));
+TaskOutcome TorchProfileRequests(const tasks::TorchProfileRequests& p, const proto::Task&, TaskContext& ctx) {
+  auto target = TargetFromMachine(p.machine());
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
-  const std::string role = p->value("role", "wave");
-  const int64_t total = p->value("total", int64_t{0});
-  const int64_t first = p->value("first_index", int64_t{0});
+  const std::string& role = p.role();
+  const int64_t total = p.total();
+  const int64_t first = p.first_index();
+  if (total < 0 || total > kMaxRequestsPerTask)
+    return TaskOutcome::Failure("bad_payload", fmt::format("total {} is not 0..{} requests", total, kMaxRequestsPerTask),
+                                false);
   std::string image_url;
-  if (p->value("request_kind", "text") == "vl") {
-    auto img = profiling::PrepareImageFile(p->value("image_path", ""), p->value("image_height", 480));
+  if (p.request_kind() == "vl") {
+    auto img = profiling::PrepareImageFile(p.image_path(), ImageHeight(p.image_height()));
     if (!img.ok()) return TaskOutcome::Failure("bad_image", img.status().message(), false);
     image_url = profiling::PngDataUrl(*img);
   }
   std::vector<ssh::HttpRequest> reqs;
   for (int64_t i = 0; i < total; ++i) {
     ssh::HttpRequest req;
-    req.remote_port = p->value("port", 0);
+    req.remote_port = p.port();
     req.method = "POST";
     req.path = "/v1/chat/completions";
     req.headers = {{"Content-Type", "application/json"}};
-    req.body = profiling::ChatBody(p->value("served_model_name", ""),
-                                   profiling::BuildPrompt(first + i, p->value("prompt_tokens", int64_t{2000})),
-                                   p->value("max_tokens", int64_t{16}), image_url)
+    req.body = profiling::ChatBody(p.served_model_name(), profiling::BuildPrompt(first + i, p.prompt_tokens()),
+                                   p.max_tokens(), image_url)
                    .dump();
-    req.timeout = std::chrono::seconds(p->value("timeout_s", 900));
+    req.timeout = std::chrono::seconds(std::clamp<int64_t>(p.timeout_s(), 1, 86400));
     reqs.push_back(std::move(req));
   }
   auto session = OwnSession(ctx, *target);
-  const int concurrency = static_cast<int>(std::max<int64_t>(1, p->value("concurrency", int64_t{1})));
+  const int concurrency = static_cast<int>(std::clamp<int64_t>(p.concurrency(), 1, 4096));
   const auto wave_start = std::chrono::steady_clock::now();
   auto responses = WithProgress(ctx, fmt::format("{}: {} requests in flight", role, total),
                                 [&] { return session->HttpMany(reqs, concurrency); });

@@ -1,16 +1,16 @@
-#include "statemachine/torch_profile_tasks.h"
 #include "workers/handlers/handlers.h"
 #include "workers/handlers/torch_profile_handlers.h"
+#include "workers/typed_handler.h"
 
 namespace npuprof::workers {
 
 void RegisterTorchProfileHandlers(WorkerRuntime& runtime) {
-  runtime.Register(sm::kTpPrepareImageTask, TorchProfilePrepareImage);
-  runtime.Register(sm::kTpControlTask, TorchProfileControl);
-  runtime.Register(sm::kTpRequestsTask, TorchProfileRequests);
-  runtime.Register(sm::kTpListDirsTask, TorchProfileListDirs);
-  runtime.Register(sm::kTpAnalyseRankTask, TorchProfileAnalyseRank);
-  runtime.Register(sm::kTpWaitFlushTask, TorchProfileWaitFlush);
+  RegisterTyped(runtime, TorchProfilePrepareImage);
+  RegisterTyped(runtime, TorchProfileControl);
+  RegisterTyped(runtime, TorchProfileRequests);
+  RegisterTyped(runtime, TorchProfileListDirs);
+  RegisterTyped(runtime, TorchProfileAnalyseRank);
+  RegisterTyped(runtime, TorchProfileWaitFlush);
 }
 
 }  // namespace npuprof::workers

@@ -1,4 +1,5 @@
-// Shared plumbing of the memory-profile handlers: payload, target, session.
+// Shared plumbing of the memory-profile handlers: the payload's machine, its
+// target and the pooled session.
 #pragma once
 
 #include <memory>
@@ -11,22 +12,16 @@
 namespace npuprof::workers::mem {
 
 struct Ctx {
-  json payload;
-  json machine;
+  tasks::Machine machine;
   ssh::SshTarget target;
   std::shared_ptr<ssh::SshSession> session;
 };
 
-// Parses the payload and opens (lazily) the pooled session. On error the
+// Opens (lazily) the pooled session to the payload's machine. On error the
 // outcome to return is in *failure.
-inline std::optional<Ctx> Open(const proto::Task& task, TaskContext& tc, TaskOutcome* failure) {
+inline std::optional<Ctx> Open(const tasks::Machine& machine, TaskContext& tc, TaskOutcome* failure) {
   Ctx c;
-  c.payload = json::parse(task.payload_json(), nullptr, false);
-  if (c.payload.is_discarded() || !c.payload.is_object()) {
-    *failure = TaskOutcome::Failure("bad_payload", "task payload is not a JSON object", false);
-    return std::nullopt;
-  }
-  c.machine = c.payload.value("machine", json::object());
+  c.machine = machine;
   auto target = TargetFromMachine(c.machine);
   if (!target.ok()) {
     *failure = TaskOutcome::Failure("bad_payload", target.status().message(), false);
@@ -37,6 +32,6 @@ inline std::optional<Ctx> Open(const proto::Task& task, TaskContext& tc, TaskOut
   return c;
 }
 
-inline std::string MachineName(const Ctx& c) { return c.machine.value("name", c.target.host); }
+inline std::string MachineName(const Ctx& c) { return workers::MachineName(c.machine); }
 
 }  // namespace npuprof::workers::mem

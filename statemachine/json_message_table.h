@@ -1,0 +1,56 @@
+// JsonMessageTable: the messages of one compiled .proto file, keyed by a name
+// each message carries (an event type, a task kind), used to judge JSON
+// payloads against them. The one place that knows how a JSON payload is held
+// to its message: event_schema.h (stored events), task_schema.h (task
+// payloads and results).
+//
+// Judging is protobuf's JSON parse of the text into a new message of the
+// key's type (field names as written in the .proto), after a check that the
+// keys the file marks as needed are present (JSON null counts as present).
+// Pure: no I/O; immutable after construction, so thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <nlohmann/json.hpp>
+
+namespace npuprof::sm {
+
+class JsonMessageTable {
+ public:
+  // The key of a message ("" leaves it out: a part, not an entry).
+  using KeyOf = std::function<std::string(const google::protobuf::Descriptor&)>;
+  // Whether a payload must hold this field's key.
+  using IsNeeded = std::function<bool(const google::protobuf::FieldDescriptor&)>;
+
+  JsonMessageTable(const google::protobuf::FileDescriptor& file, const KeyOf& key_of, const IsNeeded& is_needed);
+
+  // The message kept under key, or nullptr.
+  const google::protobuf::Message* Prototype(std::string_view key) const;
+  // The keys in the file's order.
+  const std::vector<std::string>& Keys() const { return keys_; }
+
+  // The first needed key of key's message that payload (an object) lacks, or "".
+  std::string MissingKey(std::string_view key, const nlohmann::json& payload) const;
+
+  // Parses text into out; the parser's complaint when it does not fit.
+  static std::optional<std::string> Parse(std::string_view text, google::protobuf::Message& out,
+                                          bool tolerate_unknown_keys);
+
+ private:
+  struct Entry {
+    const google::protobuf::Message* prototype;
+    std::vector<std::string> needed;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+  std::vector<std::string> keys_;
+};
+
+}  // namespace npuprof::sm

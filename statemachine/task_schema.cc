@@ -1,0 +1,106 @@
+#include "statemachine/task_schema.h"
+
+#include <google/protobuf/descriptor.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "statemachine/json_message_table.h"
+#include "task_payloads.pb.h"
+#include "task_results.pb.h"
+
+namespace npuprof::sm {
+
+namespace {
+
+namespace pb = google::protobuf;
+using json = nlohmann::json;
+
+// Built once from the compiled files; referencing a generated message keeps
+// their descriptors linked into every binary that checks payloads.
+const JsonMessageTable& Payloads() {
+  static const JsonMessageTable* kTable =
+      new JsonMessageTable(*tasks::Machine::descriptor()->file(), TaskKindOf,
+                           [](const pb::FieldDescriptor& f) { return f.options().GetExtension(tasks::needed); });
+  return *kTable;
+}
+
+const JsonMessageTable& Results() {
+  static const JsonMessageTable* kTable = new JsonMessageTable(*results::HostKeyAccepted::descriptor()->file(),
+                                                               ResultKindOf,
+                                                               [](const pb::FieldDescriptor&) { return false; });
+  return *kTable;
+}
+
+Status Refused(std::string_view kind, const std::string& why) {
+  return Status::Invalid(fmt::format("{} task payload {} (proto/task_payloads.proto)", kind, why));
+}
+
+// The (needed) keys, then the message's own parse of the text.
+Status Judge(std::string_view kind, const json& payload, std::string_view text, pb::Message& out) {
+  if (!payload.is_object()) return Refused(kind, "is not a JSON object");
+  if (const std::string key = Payloads().MissingKey(kind, payload); !key.empty())
+    return Refused(kind, fmt::format("has no '{}', which the task needs", key));
+  if (auto why = JsonMessageTable::Parse(text, out, /*tolerate_unknown_keys=*/false))
+    return Refused(kind, fmt::format("does not match its message {}: {}", out.GetDescriptor()->name(), *why));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string TaskKindOf(const pb::Descriptor& message) { return message.options().GetExtension(tasks::task_kind); }
+
+bool HasTaskSchema(std::string_view task_kind) { return Payloads().Prototype(task_kind) != nullptr; }
+
+std::vector<std::string> SchemaTaskKinds() { return Payloads().Keys(); }
+
+Status CheckTaskPayload(std::string_view task_kind, const json& payload) {
+  const pb::Message* prototype = Payloads().Prototype(task_kind);
+  if (prototype == nullptr) return Status::Ok();
+  if (!payload.is_object()) return Refused(task_kind, "is not a JSON object");
+  std::unique_ptr<pb::Message> msg(prototype->New());
+  const std::string text = payload.dump(-1, ' ', false, json::error_handler_t::replace);
+  return Judge(task_kind, payload, text, *msg);
+}
+
+Status CheckTaskPayloadText(std::string_view task_kind, std::string_view payload_json) {
+  const pb::Message* prototype = Payloads().Prototype(task_kind);
+  if (prototype == nullptr) return Status::Ok();
+  const json payload = json::parse(payload_json, nullptr, /*allow_exceptions=*/false);
+  if (payload.is_discarded()) return Refused(task_kind, "is not JSON");
+  std::unique_ptr<pb::Message> msg(prototype->New());
+  return Judge(task_kind, payload, payload_json, *msg);
+}
+
+Status DecodeTaskPayload(std::string_view task_kind, std::string_view payload_json, pb::Message& out) {
+  const pb::Message* prototype = Payloads().Prototype(task_kind);
+  if (prototype == nullptr || prototype->GetDescriptor() != out.GetDescriptor())
+    return Status::Internal(fmt::format("a handler decodes {} payloads as {}, which proto/task_payloads.proto does "
+                                        "not declare for that kind",
+                                        task_kind, out.GetDescriptor()->full_name()));
+  const json payload = json::parse(payload_json, nullptr, /*allow_exceptions=*/false);
+  if (payload.is_discarded()) return Refused(task_kind, "is not JSON");
+  return Judge(task_kind, payload, payload_json, out);
+}
+
+std::string ResultKindOf(const pb::Descriptor& message) { return message.options().GetExtension(results::result_of); }
+
+bool HasResultSchema(std::string_view task_kind) { return Results().Prototype(task_kind) != nullptr; }
+
+std::vector<std::string> ResultSchemaTaskKinds() { return Results().Keys(); }
+
+Status CheckTaskResult(std::string_view task_kind, const json& result) {
+  const pb::Message* prototype = Results().Prototype(task_kind);
+  if (prototype == nullptr || result.is_null() || (result.is_object() && result.empty())) return Status::Ok();
+  if (!result.is_object())
+    return Status::Invalid(fmt::format("{} task result is not a JSON object (proto/task_results.proto)", task_kind));
+  std::unique_ptr<pb::Message> msg(prototype->New());
+  const std::string text = result.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (auto why = JsonMessageTable::Parse(text, *msg, /*tolerate_unknown_keys=*/false))
+    return Status::Invalid(fmt::format("{} task result does not match its message {} (proto/task_results.proto): {}",
+                                       task_kind, prototype->GetDescriptor()->name(), *why));
+  return Status::Ok();
+}
+
+}  // namespace npuprof::sm

@@ -1,0 +1,273 @@
+// Every task payload is judged against its message in
+// proto/task_payloads.proto: when a machine schedules it and when a worker
+// receives it. Every message round-trips through its JSON mapping, and every
+// task the recorded runs scheduled decodes against the message of its kind.
+#include <gtest/gtest.h>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
+#include <map>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "message_fill.h"
+#include "sm_test_util.h"
+#include "statemachine/task_policies.h"
+#include "statemachine/task_schema.h"
+#include "task_payloads.pb.h"
+#include "task_results.pb.h"
+
+namespace npuprof::sm::testing {
+namespace {
+
+namespace pb = google::protobuf;
+using npuprof::testing_support::FillEveryField;
+
+const json kMachine = {{"name", "sim1"}, {"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}};
+
+TEST(TaskSchema, EveryTaskKindWithAPolicyHasAMessageAndNoMessageIsForAnUnknownKind) {
+  std::set<std::string> with_policy;
+  for (const NamedTaskPolicy& p : TaskPolicies()) with_policy.insert(std::string(p.task_kind));
+  const std::vector<std::string> kinds = SchemaTaskKinds();
+  const std::set<std::string> with_message(kinds.begin(), kinds.end());
+  EXPECT_EQ(kinds.size(), with_message.size()) << "a task kind has two messages";
+  for (const std::string& k : with_policy) EXPECT_TRUE(with_message.count(k)) << k << " has a policy but no message";
+  for (const std::string& k : with_message)
+    EXPECT_TRUE(with_policy.count(k) || k == "service.watch") << k << " has a message but no policy";
+  // service.watch's policy follows its poll period (ServeWatchPolicy), not the table.
+  for (const std::string& k : kinds) EXPECT_TRUE(HasTaskSchema(k)) << k;
+  EXPECT_FALSE(HasTaskSchema("test.a")) << "a kind a test registers has no message";
+}
+
+TEST(TaskSchema, EveryMessageRoundTripsThroughItsJsonMapping) {
+  const pb::FileDescriptor* file = tasks::Machine::descriptor()->file();
+  int checked = 0;
+  for (int i = 0; i < file->message_type_count(); ++i) {
+    const pb::Descriptor* d = file->message_type(i);
+    const std::string kind = TaskKindOf(*d);
+    if (kind.empty()) continue;
+    std::unique_ptr<pb::Message> filled(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
+    FillEveryField(*filled);
+    std::string text;
+    pb::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = true;
+    ASSERT_TRUE(pb::util::MessageToJsonString(*filled, &text, print).ok()) << kind;
+    EXPECT_TRUE(CheckTaskPayloadText(kind, text).ok()) << kind << ": " << CheckTaskPayloadText(kind, text).message();
+    std::unique_ptr<pb::Message> back(filled->New());
+    ASSERT_TRUE(DecodeTaskPayload(kind, text, *back).ok()) << kind << ": " << text;
+    EXPECT_TRUE(pb::util::MessageDifferencer::Equals(*filled, *back)) << kind << ": " << text;
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
+TEST(TaskSchema, AMissingNeededKeyAWrongTypeAndAnUndeclaredKeyAreRefusedNamingTheKey) {
+  const json good = {{"machine", kMachine}, {"phase", "baseline"}, {"step", "baseline"}};
+  EXPECT_TRUE(CheckTaskPayload("memory.npu_smi", good).ok()) << CheckTaskPayload("memory.npu_smi", good).message();
+
+  json missing = good;
+  missing.erase("phase");
+  Status s = CheckTaskPayload("memory.npu_smi", missing);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("memory.npu_smi task payload has no 'phase'"), std::string::npos) << s.message();
+
+  json wrong = good;
+  wrong["phase"] = 3;
+  s = CheckTaskPayload("memory.npu_smi", wrong);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("phase"), std::string::npos) << s.message();
+
+  json typo = good;
+  typo["phsae"] = "baseline";
+  s = CheckTaskPayload("memory.npu_smi", typo);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << "a misspelled key is an error, never a silent default";
+  EXPECT_NE(s.message().find("phsae"), std::string::npos) << s.message();
+
+  json bad_machine = good;
+  bad_machine["machine"]["port"] = "twenty-two";
+  EXPECT_EQ(CheckTaskPayload("memory.npu_smi", bad_machine).code(), Code::kInvalidArgument) << "the parts are judged too";
+
+  EXPECT_EQ(CheckTaskPayload("memory.npu_smi", json::array()).code(), Code::kInvalidArgument);
+  EXPECT_EQ(CheckTaskPayloadText("memory.npu_smi", "{not json").code(), Code::kInvalidArgument);
+  EXPECT_EQ(CheckTaskPayloadText("memory.npu_smi", "[1]").code(), Code::kInvalidArgument);
+  EXPECT_TRUE(CheckTaskPayloadText("test.a", "{\"anything\": 1}").ok()) << "no message: the handler reads it";
+}
+
+TEST(TaskSchema, NullMeansNotGivenForAFieldWithPresence) {
+  const json launch = {{"machine", kMachine},   {"run_id", "r"},           {"launch_no", 1},
+                       {"runtime_dir", "/x/r"}, {"model", "/models/m"},    {"served_model_name", nullptr},
+                       {"devices", nullptr},    {"port", nullptr},         {"wrap_script", nullptr},
+                       {"env", json::object()}, {"extra_args", json::array()}};
+  ASSERT_TRUE(CheckTaskPayload("service.launch", launch).ok()) << CheckTaskPayload("service.launch", launch).message();
+  tasks::ServiceLaunch out;
+  ASSERT_TRUE(DecodeTaskPayload("service.launch", launch.dump(), out).ok());
+  EXPECT_FALSE(out.has_port());
+  EXPECT_FALSE(out.has_served_model_name());
+  EXPECT_EQ(out.machine().host(), "127.0.0.1");
+}
+
+TEST(TaskSchema, DecodingIntoAnotherKindsMessageIsAProgrammingError) {
+  tasks::MemoryExport out;
+  const Status s = DecodeTaskPayload("memory.npu_smi", R"({"machine":{"host":"h","user":"u"},"phase":"p"})", out);
+  EXPECT_EQ(s.code(), Code::kInternal) << s.message();
+}
+
+TEST(TaskSchema, ARefusedPayloadIsRecordedAndHandedToTheEngine) {
+  RunState state;
+  state.run_id = "r1";
+  state.kind = "probe";
+  Decision d(*DefaultKinds().Find("probe"), state, 1000, "test");
+  const std::string id = d.ScheduleTask("probe.npu_smi", json{{"machine", kMachine}, {"busy_treshold_mb", 100}});
+  EXPECT_FALSE(d.failed()) << "the run, not the decision, pays for it";
+  ASSERT_EQ(d.events().size(), 1u);
+  EXPECT_EQ(d.events()[0].type, ev::kTaskScheduled) << "the log shows what was asked";
+  auto refused = d.TakeRefusedTasks();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].first, id);
+  EXPECT_NE(refused[0].second.find("busy_treshold_mb"), std::string::npos) << refused[0].second;
+  EXPECT_TRUE(d.TakeRefusedTasks().empty());
+}
+
+// A kind that asks for a task with a misspelled key, then cleans up with a
+// good one when that task fails.
+class MisspellingKind : public RunKind {
+ public:
+  std::string_view name() const override { return "misspelling"; }
+  const TransitionTable& transitions() const override {
+    static const TransitionTable table({{"queued", "working"},
+                                        {"working", "cleanup"},
+                                        {"cleanup", "failed"},
+                                        {"working", "completed"},
+                                        {"queued", "cancelled"},
+                                        {"working", "cancelled"},
+                                        {"cleanup", "cancelled"}},
+                                       {"completed", "failed", "cancelled"});
+    return table;
+  }
+  Status ValidateSpec(json&) const override { return Status::Ok(); }
+  void OnStart(Decision& d) const override {
+    d.Transition("working");
+    d.ScheduleTask("memory.npu_smi", json{{"machine", kMachine}, {"phsae", "baseline"}});
+  }
+  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json&) const override {
+    if (task.kind == "machine.check") d.Finish(RunStatus::kFailed, d.state().error);
+  }
+  void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const override {
+    EXPECT_EQ(task.kind, "memory.npu_smi");
+    EXPECT_EQ(failure["error_kind"], "bad_payload");
+    EXPECT_EQ(failure["final"], true);
+    d.Transition("cleanup", failure.value("error", ""));
+    d.ScheduleTask("machine.check", json{{"machine", kMachine}});
+  }
+};
+
+TEST(TaskSchema, ATaskWhosePayloadIsRefusedFailsAtOnceAndTheKindsFailurePathRuns) {
+  KindRegistry kinds;
+  kinds.Register(std::make_unique<MisspellingKind>());
+  Driver run("bad", kinds);
+  const auto events = run.Submit("misspelling", json::object(), 1000);
+  std::vector<std::string> types;
+  for (const auto& e : events) types.push_back(e.type);
+  // Scheduled, failed at once (final), the cleanup scheduled and in flight.
+  const auto failed = std::find(types.begin(), types.end(), ev::kTaskFailed);
+  ASSERT_NE(failed, types.end()) << json(types).dump();
+  const json& f = events[failed - types.begin()].payload;
+  EXPECT_EQ(f["task_id"], "bad.t1");
+  EXPECT_EQ(f["error_kind"], "bad_payload");
+  EXPECT_NE(f["error"].get<std::string>().find("has no 'phase'"), std::string::npos) << f.dump();
+  EXPECT_EQ(run.state().tasks.at("bad.t1").status, TaskStatus::kFailed) << "never dispatched";
+  EXPECT_TRUE(run.state().tasks.at("bad.t2").in_flight()) << "the cleanup task was scheduled";
+  EXPECT_EQ(run.state().state, "cleanup");
+  // The stored events fold to the same state.
+  const RunState folded = Fold(kinds, run.log()).value();
+  EXPECT_EQ(folded.state, "cleanup");
+  EXPECT_EQ(folded.tasks.at("bad.t1").status, TaskStatus::kFailed);
+}
+
+// The recorded memory-profile and torch-profile runs were scheduled by the
+// machines before the messages existed: every task payload they hold decodes
+// against the message of its kind.
+TEST(TaskSchema, EveryTaskTheRecordedRunsScheduledMatchesItsMessage) {
+  std::set<std::string> kinds_seen;
+  for (const char* name : {"memory_profile", "torch_profile"}) {
+    std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/" + name + ".events.json");
+    std::stringstream text;
+    text << f.rdbuf();
+    const json doc = json::parse(text.str(), nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << name;
+    for (const auto& e : doc["events"]) {
+      if (e["type"] != ev::kTaskScheduled) continue;
+      const std::string kind = e["payload"]["kind"];
+      const Status s = CheckTaskPayload(kind, e["payload"]["payload"]);
+      EXPECT_TRUE(s.ok()) << name << ": " << s.message();
+      EXPECT_TRUE(HasTaskSchema(kind)) << kind;
+      kinds_seen.insert(kind);
+    }
+  }
+  EXPECT_GE(kinds_seen.size(), 15u);
+}
+
+TEST(TaskSchema, EveryTaskKindHasAResultMessageThatRoundTrips) {
+  EXPECT_EQ(ResultSchemaTaskKinds(), SchemaTaskKinds()) << "a result message per payload message, in the same order";
+  const pb::FileDescriptor* file = results::HostKeyAccepted::descriptor()->file();
+  int checked = 0;
+  for (int i = 0; i < file->message_type_count(); ++i) {
+    const pb::Descriptor* d = file->message_type(i);
+    const std::string kind = ResultKindOf(*d);
+    if (kind.empty()) continue;
+    std::unique_ptr<pb::Message> filled(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
+    FillEveryField(*filled);
+    std::string text;
+    pb::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = true;
+    ASSERT_TRUE(pb::util::MessageToJsonString(*filled, &text, print).ok()) << kind;
+    const Status s = CheckTaskResult(kind, json::parse(text));
+    EXPECT_TRUE(s.ok()) << kind << ": " << s.message() << "\n" << text;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 20);
+}
+
+TEST(TaskSchema, AResultKeyTheMessageDoesNotDeclareIsRefusedAndNoResultPasses) {
+  EXPECT_TRUE(CheckTaskResult("memory.export", {{"status", "ok"}, {"exit_code", 0}}).ok());
+  const Status s = CheckTaskResult("memory.export", {{"status", "ok"}, {"exit_cdoe", 0}});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("exit_cdoe"), std::string::npos) << s.message();
+  EXPECT_EQ(CheckTaskResult("memory.export", {{"status", 3}}).code(), Code::kInvalidArgument) << "a wrong type";
+  EXPECT_EQ(CheckTaskResult("memory.export", json::array()).code(), Code::kInvalidArgument);
+  EXPECT_TRUE(CheckTaskResult("memory.export", json(nullptr)).ok()) << "a failure may carry no result";
+  EXPECT_TRUE(CheckTaskResult("memory.export", json::object()).ok());
+  EXPECT_TRUE(CheckTaskResult("test.a", {{"anything", 1}}).ok()) << "no message: the machine reads it";
+}
+
+// Every result the recorded runs hold (success and failure) matches the
+// result message of its task's kind.
+TEST(TaskSchema, EveryResultTheRecordedRunsHoldMatchesItsMessage) {
+  int checked = 0;
+  for (const char* name : {"memory_profile", "torch_profile"}) {
+    std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/" + name + ".events.json");
+    std::stringstream text;
+    text << f.rdbuf();
+    const json doc = json::parse(text.str(), nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << name;
+    std::map<std::string, std::string> kind_of;
+    for (const auto& e : doc["events"]) {
+      const json& p = e["payload"];
+      if (e["type"] == ev::kTaskScheduled) kind_of[p["task_id"]] = p["kind"];
+      if ((e["type"] != ev::kTaskSucceeded && e["type"] != ev::kTaskFailed) || !p.contains("result")) continue;
+      const std::string kind = kind_of[p["task_id"]];
+      const Status s = CheckTaskResult(kind, p["result"]);
+      EXPECT_TRUE(s.ok()) << name << " " << p["task_id"] << ": " << s.message();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+}  // namespace
+}  // namespace npuprof::sm::testing
