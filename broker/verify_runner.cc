@@ -43,11 +43,11 @@ json VerifyOneRun(const std::string& id, const VerifyJob& job, const store::Even
       vr.first_divergence = "the summary folded from the events differs from the one served";
     }
   }
-  // The index row of a run last written before a state was renamed holds the old name.
-  if (vr.ok && k && idx && idx->last_seq() == evs->size() && k->transitions().Current(idx->state()) != vr.state.state) {
-    vr.ok = false;
-    vr.first_divergence =
-        fmt::format("run index says state '{}' but the events fold to '{}'", idx->state(), vr.state.state);
+  if (vr.ok && k && idx) {
+    if (std::string why = sm::IndexRowDivergence(*k, *idx, vr.state, evs->size()); !why.empty()) {
+      vr.ok = false;
+      vr.first_divergence = std::move(why);
+    }
   }
   row["ok"] = vr.ok;
   row["error"] = vr.ok ? json(nullptr) : json(vr.first_divergence);

@@ -37,6 +37,26 @@ std::string LeaseStepError(const RunState& s, const std::string& type) {
 
 }  // namespace
 
+std::string IndexRowDivergence(const RunKind& kind, const proto::RunIndexRow& row, const RunState& folded,
+                               uint64_t events) {
+  const std::optional<RunStatus> status = ParseRunStatus(row.status());
+  if (!status)
+    return fmt::format("run index row has status '{}', which is no run status (running, ok, failed, cancelled)",
+                       row.status());
+  if (row.last_seq() != events) return "";
+  if (row.kind() != folded.kind)
+    return fmt::format("run index says kind '{}' but the events are of kind '{}'", row.kind(), folded.kind);
+  if (kind.transitions().Current(row.state()) != folded.state)
+    return fmt::format("run index says state '{}' but the events fold to '{}'", row.state(), folded.state);
+  if (*status != folded.status)
+    return fmt::format("run index says status '{}' but the events fold to '{}'", row.status(),
+                       RunStatusName(folded.status));
+  if (row.terminal() != folded.terminal)
+    return fmt::format("run index says terminal={} but the events fold to terminal={}", row.terminal(),
+                       folded.terminal);
+  return "";
+}
+
 VerifyResult VerifyChainOnly(const std::vector<proto::Event>& events, const EventHasher& hash) {
   VerifyResult r;
   if (events.empty()) return r;

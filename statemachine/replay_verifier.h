@@ -25,6 +25,15 @@ using EventHasher = std::function<std::string(const proto::Event&)>;
 VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto::Event>& events,
                              const EventHasher& hash);
 
+// The run index row written with the last of `events` events against the
+// fold of those events: its status must be a known name and, like its kind,
+// state (an old state name maps to the current one), terminal flag and
+// last_seq, agree with the fold. A row written with a shorter prefix (the run
+// moved on since it was written) is judged only for its status's name.
+// Returns the divergence, "" when it agrees.
+std::string IndexRowDivergence(const RunKind& kind, const proto::RunIndexRow& row, const RunState& folded,
+                               uint64_t events);
+
 // The machines stream has no state machine: only sequence and hash chain.
 VerifyResult VerifyChainOnly(const std::vector<proto::Event>& events, const EventHasher& hash);
 

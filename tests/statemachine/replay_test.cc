@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "sm_test_util.h"
+#include "statemachine/replay_verifier.h"
 
 namespace npuprof::sm::testing {
 namespace {
@@ -49,6 +50,46 @@ json Everything(const RunState& s) {
           {"cancel_requested", s.cancel_requested}, {"recoveries", s.recoveries},
           {"watching", s.watching},     {"next_task_no", s.next_task_no},
           {"next_timer_no", s.next_timer_no}};
+}
+
+// verify judges the run index row against the fold: an unknown status name
+// always, the rest when the row was written with the last event.
+TEST(Replay, TheIndexRowIsJudgedAgainstTheFold) {
+  Driver run = BusyProbeRun();
+  const RunState folded = Fold(run.kinds(), run.log()).value();
+  const RunKind& kind = *run.kinds().Find(folded.kind);
+  proto::RunIndexRow row;
+  row.set_run_id(folded.run_id);
+  row.set_kind(folded.kind);
+  row.set_state(folded.state);
+  row.set_status("ok");
+  row.set_terminal(true);
+  row.set_last_seq(run.log().size());
+  EXPECT_EQ(IndexRowDivergence(kind, row, folded, run.log().size()), "");
+
+  proto::RunIndexRow bad = row;
+  bad.set_status("done");
+  EXPECT_NE(IndexRowDivergence(kind, bad, folded, run.log().size()).find("status 'done', which is no run status"),
+            std::string::npos);
+  bad.set_last_seq(1);
+  EXPECT_NE(IndexRowDivergence(kind, bad, folded, run.log().size()), "") << "an unknown name is wrong at any prefix";
+
+  bad = row;
+  bad.set_status("failed");
+  EXPECT_EQ(IndexRowDivergence(kind, bad, folded, run.log().size()),
+            "run index says status 'failed' but the events fold to 'ok'");
+  bad.set_last_seq(3);
+  EXPECT_EQ(IndexRowDivergence(kind, bad, folded, run.log().size()), "") << "written with an earlier prefix";
+
+  bad = row;
+  bad.set_terminal(false);
+  EXPECT_NE(IndexRowDivergence(kind, bad, folded, run.log().size()).find("terminal"), std::string::npos);
+  bad = row;
+  bad.set_kind("serve");
+  EXPECT_NE(IndexRowDivergence(kind, bad, folded, run.log().size()).find("kind 'serve'"), std::string::npos);
+  bad = row;
+  bad.set_state("probing");
+  EXPECT_NE(IndexRowDivergence(kind, bad, folded, run.log().size()).find("state 'probing'"), std::string::npos);
 }
 
 TEST(Replay, FoldReproducesTheDecidedState) {
