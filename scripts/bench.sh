@@ -5,7 +5,7 @@
 #   BUILD_DIR=build-bench scripts/bench.sh
 #   MIN_TIME=0.5 scripts/bench.sh    # seconds per store benchmark (default 0.2; broker
 #                                    # and ssh benchmarks run fixed iteration counts)
-#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh overhead scale compare)
+#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh task_schema overhead scale compare)
 #   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every Google Benchmark binary
 #   OVERHEAD_RUNS=3 scripts/bench.sh       # runs per kind (torch-profile, memory-profile) of the overhead bench
 #   BENCHES=overhead OVERHEAD_DELAYS=reference scripts/bench.sh
@@ -13,7 +13,7 @@
 #                                          # (docs/PERFORMANCE.md "Against the one-shot scripts")
 #   SCALE_RUNS=20,200 SCALE_TARGETS=20 scripts/bench.sh   # concurrent probe runs / simulated targets
 #
-# store, broker and ssh are Google Benchmark binaries; overhead and scale are
+# store, broker, ssh and task_schema are Google Benchmark binaries; overhead and scale are
 # whole installations (npuprof server + loopback sshd + simulated targets,
 # built only with the test harness) and print their own tables too.
 # Builds only the benchmark targets (and what they need), -j$JOBS (default 2).
@@ -26,7 +26,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 MIN_TIME="${MIN_TIME:-0.2}"
-read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh overhead scale compare}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema overhead scale compare}"
 FILTER="${FILTER:-}"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
 OVERHEAD_DELAYS="${OVERHEAD_DELAYS:-zero}"
