@@ -8,6 +8,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <memory>
 #include <string>
 
 namespace npuprof::testing_support {
@@ -63,6 +64,19 @@ inline void FillEveryField(pb::Message& msg, int depth = 0) {
       }
     }
   }
+}
+
+// A new message of d's type with every field filled, and its JSON text with
+// the field names as written in the .proto.
+inline std::string FilledJson(const pb::Descriptor& d, std::unique_ptr<pb::Message>* out = nullptr) {
+  std::unique_ptr<pb::Message> m(pb::MessageFactory::generated_factory()->GetPrototype(&d)->New());
+  FillEveryField(*m);
+  std::string text;
+  pb::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  EXPECT_TRUE(pb::util::MessageToJsonString(*m, &text, print).ok()) << d.full_name();
+  if (out) *out = std::move(m);
+  return text;
 }
 
 }  // namespace npuprof::testing_support

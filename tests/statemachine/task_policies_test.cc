@@ -2,11 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <set>
 #include <string>
 
+#include "recorded_runs.h"
 #include "sm_test_util.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/engine.h"
@@ -69,14 +68,9 @@ TEST(TaskPolicies, AScheduledTaskCarriesItsTablePolicy) {
 // table row, with the policy it was given then.
 TEST(TaskPolicies, TheRecordedRunsTasksHaveTheirRowsAndTheirPolicies) {
   int checked = 0;
-  for (const char* name : {"memory_profile", "torch_profile"}) {
-    std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/" + name + ".events.json");
-    std::stringstream text;
-    text << f.rdbuf();
-    const json doc = json::parse(text.str(), nullptr, false);
-    ASSERT_TRUE(doc.is_object()) << name;
+  for (const char* name : testing_support::kRecordedRuns) {
     std::string run_kind;
-    for (const auto& e : doc["events"]) {
+    for (const auto& e : testing_support::RecordedRunEvents(name)) {
       if (e["type"] == ev::kRunSubmitted) run_kind = e["payload"]["kind"];
       if (e["type"] != ev::kTaskScheduled) continue;
       const json& p = e["payload"];

@@ -10,12 +10,11 @@
 
 #include <algorithm>
 #include <map>
-#include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include "message_fill.h"
+#include "recorded_runs.h"
 #include "sm_test_util.h"
 #include "statemachine/task_policies.h"
 #include "statemachine/task_schema.h"
@@ -26,7 +25,9 @@ namespace npuprof::sm::testing {
 namespace {
 
 namespace pb = google::protobuf;
-using npuprof::testing_support::FillEveryField;
+using npuprof::testing_support::FilledJson;
+using npuprof::testing_support::kRecordedRuns;
+using npuprof::testing_support::RecordedRunEvents;
 
 const json kMachine = {{"name", "sim1"}, {"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}};
 
@@ -51,12 +52,8 @@ TEST(TaskSchema, EveryMessageRoundTripsThroughItsJsonMapping) {
     const pb::Descriptor* d = file->message_type(i);
     const std::string kind = TaskKindOf(*d);
     if (kind.empty()) continue;
-    std::unique_ptr<pb::Message> filled(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
-    FillEveryField(*filled);
-    std::string text;
-    pb::util::JsonPrintOptions print;
-    print.preserve_proto_field_names = true;
-    ASSERT_TRUE(pb::util::MessageToJsonString(*filled, &text, print).ok()) << kind;
+    std::unique_ptr<pb::Message> filled;
+    const std::string text = FilledJson(*d, &filled);
     EXPECT_TRUE(CheckTaskPayloadText(kind, text).ok()) << kind << ": " << CheckTaskPayloadText(kind, text).message();
     std::unique_ptr<pb::Message> back(filled->New());
     ASSERT_TRUE(DecodeTaskPayload(kind, text, *back).ok()) << kind << ": " << text;
@@ -194,13 +191,8 @@ TEST(TaskSchema, ATaskWhosePayloadIsRefusedFailsAtOnceAndTheKindsFailurePathRuns
 // against the message of its kind.
 TEST(TaskSchema, EveryTaskTheRecordedRunsScheduledMatchesItsMessage) {
   std::set<std::string> kinds_seen;
-  for (const char* name : {"memory_profile", "torch_profile"}) {
-    std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/" + name + ".events.json");
-    std::stringstream text;
-    text << f.rdbuf();
-    const json doc = json::parse(text.str(), nullptr, false);
-    ASSERT_TRUE(doc.is_object()) << name;
-    for (const auto& e : doc["events"]) {
+  for (const char* name : kRecordedRuns) {
+    for (const auto& e : RecordedRunEvents(name)) {
       if (e["type"] != ev::kTaskScheduled) continue;
       const std::string kind = e["payload"]["kind"];
       const Status s = CheckTaskPayload(kind, e["payload"]["payload"]);
@@ -220,12 +212,7 @@ TEST(TaskSchema, EveryTaskKindHasAResultMessageThatRoundTrips) {
     const pb::Descriptor* d = file->message_type(i);
     const std::string kind = ResultKindOf(*d);
     if (kind.empty()) continue;
-    std::unique_ptr<pb::Message> filled(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
-    FillEveryField(*filled);
-    std::string text;
-    pb::util::JsonPrintOptions print;
-    print.preserve_proto_field_names = true;
-    ASSERT_TRUE(pb::util::MessageToJsonString(*filled, &text, print).ok()) << kind;
+    const std::string text = FilledJson(*d);
     const Status s = CheckTaskResult(kind, json::parse(text));
     EXPECT_TRUE(s.ok()) << kind << ": " << s.message() << "\n" << text;
     ++checked;
@@ -249,14 +236,9 @@ TEST(TaskSchema, AResultKeyTheMessageDoesNotDeclareIsRefusedAndNoResultPasses) {
 // result message of its task's kind.
 TEST(TaskSchema, EveryResultTheRecordedRunsHoldMatchesItsMessage) {
   int checked = 0;
-  for (const char* name : {"memory_profile", "torch_profile"}) {
-    std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/" + name + ".events.json");
-    std::stringstream text;
-    text << f.rdbuf();
-    const json doc = json::parse(text.str(), nullptr, false);
-    ASSERT_TRUE(doc.is_object()) << name;
+  for (const char* name : kRecordedRuns) {
     std::map<std::string, std::string> kind_of;
-    for (const auto& e : doc["events"]) {
+    for (const auto& e : RecordedRunEvents(name)) {
       const json& p = e["payload"];
       if (e["type"] == ev::kTaskScheduled) kind_of[p["task_id"]] = p["kind"];
       if ((e["type"] != ev::kTaskSucceeded && e["type"] != ev::kTaskFailed) || !p.contains("result")) continue;
