@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "events.pb.h"
+#include "kind_events.pb.h"
 #include "statemachine/json_message_table.h"
 
 namespace npuprof::sm {
@@ -26,23 +27,38 @@ const JsonMessageTable& Table() {
   return *kTable;
 }
 
+// The kinds' own events (proto/kind_events.proto): verify and import judge
+// them too; a kind's fold reads its events itself.
+const JsonMessageTable& KindTable() {
+  static const JsonMessageTable* kTable = new JsonMessageTable(
+      *kind_events::ProbeRecorded::descriptor()->file(), [](const pb::Descriptor& d) { return d.name(); },
+      [](const pb::FieldDescriptor& f) { return f.options().GetExtension(kind_events::needed); });
+  return *kTable;
+}
+
 }  // namespace
 
 bool HasEventSchema(std::string_view type) { return Table().Prototype(type) != nullptr; }
 
 std::vector<std::string> SchemaEventTypes() { return Table().Keys(); }
 
+bool HasKindEventSchema(std::string_view type) { return KindTable().Prototype(type) != nullptr; }
+
+std::vector<std::string> KindEventTypes() { return KindTable().Keys(); }
+
 Status CheckEventPayload(std::string_view type, std::string_view payload_json, const json& payload,
                          UnknownKeys unknown) {
   if (!payload.is_object()) return Status::Corruption(fmt::format("{} payload is not a JSON object", type));
-  const pb::Message* prototype = Table().Prototype(type);
+  const bool shared = Table().Prototype(type) != nullptr;
+  const JsonMessageTable& table = shared ? Table() : KindTable();
+  const char* file = shared ? "proto/events.proto" : "proto/kind_events.proto";
+  const pb::Message* prototype = table.Prototype(type);
   if (prototype == nullptr) return Status::Ok();
-  if (const std::string key = Table().MissingKey(type, payload); !key.empty())
-    return Status::Corruption(fmt::format("{} payload has no '{}' (proto/events.proto: {}.{} is required)", type,
-                                          key, type, key));
+  if (const std::string key = table.MissingKey(type, payload); !key.empty())
+    return Status::Corruption(fmt::format("{} payload has no '{}' ({}: {}.{} is required)", type, key, file, type, key));
   std::unique_ptr<pb::Message> msg(prototype->New());
   if (auto why = JsonMessageTable::Parse(payload_json, *msg, unknown == UnknownKeys::kTolerate))
-    return Status::Corruption(fmt::format("{} payload does not match proto/events.proto: {}", type, *why));
+    return Status::Corruption(fmt::format("{} payload does not match {}: {}", type, file, *why));
   return Status::Ok();
 }
 

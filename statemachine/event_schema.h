@@ -1,4 +1,4 @@
-// The shared events' payloads judged against their messages in
+// The events' payloads judged against their messages: the shared events in
 // proto/events.proto (one message per event type, named as the type): the
 // single statement of what each shared event carries.
 //
@@ -6,8 +6,10 @@
 // of the wrong type is Corruption naming the event type and the key. With
 // UnknownKeys::kReject a key the message does not declare is Corruption too
 // (`npuprof verify`, `import`); the fold that rebuilds a run uses kTolerate
-// (a newer writer may have added a key). An event type without a message is
-// a kind's own event and passes: its kind's fold reads it.
+// (a newer writer may have added a key). The kinds' own events are judged
+// the same way against proto/kind_events.proto (one message per type, named
+// as the type); their kinds' folds read them. An event type in neither file
+// (a kind registered by a test or a plugin) passes.
 // Pure: no I/O; thread-safe.
 #pragma once
 
@@ -27,6 +29,10 @@ enum class UnknownKeys { kReject, kTolerate };
 bool HasEventSchema(std::string_view type);
 // The event types proto/events.proto declares, in its order.
 std::vector<std::string> SchemaEventTypes();
+// Whether proto/kind_events.proto declares a message for this event type,
+// and the types it declares in its order.
+bool HasKindEventSchema(std::string_view type);
+std::vector<std::string> KindEventTypes();
 
 // `payload_json` is the stored text, `payload` the same parsed.
 Status CheckEventPayload(std::string_view type, std::string_view payload_json, const nlohmann::json& payload,

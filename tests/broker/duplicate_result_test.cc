@@ -49,7 +49,7 @@ class FakeWorker {
                             {"devices", json::array()},
                             {"free_devices", {0}},
                             {"busy_devices", json::array()},
-                            {"reported_by_attempt", attempt}}
+                            {"tool_version", "attempt-" + std::to_string(attempt)}}
                            .dump());
     Send(m);
   }
@@ -202,7 +202,7 @@ TEST(BrokerIgnoredResults, OldAttemptResultIsIgnoredAndTheCurrentOneCounts) {
   const auto succeeded = EventsOfType(events, "TaskSucceeded");
   ASSERT_EQ(succeeded.size(), 1u) << TypesOf(events);
   EXPECT_EQ(succeeded[0]["payload"]["attempt"], 2);
-  EXPECT_EQ(succeeded[0]["payload"]["result"]["reported_by_attempt"], 2);
+  EXPECT_EQ(succeeded[0]["payload"]["result"]["tool_version"], "attempt-2");
   EXPECT_EQ(EventsOfType(events, "TaskResultIgnored").size(), 1u);
   EXPECT_EQ(WorkerHolding(h, task_id), 0u);
 }

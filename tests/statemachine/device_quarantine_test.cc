@@ -36,7 +36,7 @@ void Launched(LeaseRun& r) {
   Waiting(r);
   ASSERT_TRUE(r.Grant({0, 1}).ok());
   r.Answer("service.launch", true, {{"pid", 4242}, {"started", true}, {"port", 8000}});
-  r.Answer("service.wait_ready", true, {{"ready", true}});
+  r.Answer("service.wait_ready", true, {{"ready_after_ms", 40}, {"rounds", 2}, {"seen_by", "log"}});
 }
 
 void Cancel(LeaseRun& r) {
@@ -67,7 +67,8 @@ TEST(DeviceQuarantine, AStopThatFailedQuarantinesTheReleasedDevices) {
   ASSERT_TRUE(rel.contains("quarantine")) << rel.dump();
   EXPECT_NE(rel["quarantine"].get<std::string>().find("service.stop failed: unreachable"), std::string::npos)
       << rel.dump();
-  EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r.log, StableHash).ok);
+  const VerifyResult vr = VerifyRunEvents(DefaultKinds(), r.log, StableHash);
+  EXPECT_TRUE(vr.ok) << vr.first_divergence;
 }
 
 TEST(DeviceQuarantine, AConfirmedStopReleasesWithoutQuarantine) {

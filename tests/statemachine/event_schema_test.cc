@@ -8,12 +8,22 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <memory>
+#include <set>
 
 #include "events.pb.h"
+#include "kind_events.pb.h"
 #include "message_fill.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/event_schema.h"
 #include "statemachine/event_types.h"
+#include "statemachine/machine_check_machine.h"
+#include "statemachine/machine_inventory.h"
+#include "statemachine/memory_profile_events.h"
+#include "statemachine/memory_profile_machine.h"
+#include "statemachine/probe_machine.h"
+#include "statemachine/serve_machine.h"
+#include "statemachine/sweep_machine.h"
+#include "statemachine/torch_profile_machine.h"
 
 namespace npuprof::sm {
 namespace {
@@ -21,6 +31,7 @@ namespace {
 using json = nlohmann::json;
 namespace pb = google::protobuf;
 using npuprof::testing_support::FillEveryField;
+using npuprof::testing_support::FilledJson;
 
 Status Strict(std::string_view type, const json& payload) {
   return CheckEventPayload(type, payload, UnknownKeys::kReject);
@@ -34,7 +45,7 @@ TEST(EventSchema, WellFormedPayloadsPass) {
       << "null devices means any free ones";
   EXPECT_TRUE(Strict("TaskSucceeded", {{"task_id", "t"}, {"result", {1, "two", {{"x", 3.5}}}}}).ok())
       << "a result is any JSON value";
-  EXPECT_TRUE(Strict("SomeKindEvent", {{"anything", 1}}).ok()) << "kind events are the kinds' business";
+  EXPECT_TRUE(Strict("SomeKindEvent", {{"anything", 1}}).ok()) << "a type in no file (a test's or a plugin's kind)";
 }
 
 TEST(EventSchema, WrongTypesMissingFieldsAndNonObjectsAreCorruption) {
@@ -104,6 +115,39 @@ TEST(EventSchema, EveryMessageRoundTripsThroughItsStoredJson) {
     ASSERT_TRUE(pb::util::JsonStringToMessage(text, back.get()).ok()) << type;
     EXPECT_TRUE(pb::util::MessageDifferencer::Equals(*original, *back)) << type << "\n" << text;
   }
+}
+
+// The kinds' own events (proto/kind_events.proto): every type the built-in
+// kinds emit has a message, each round-trips, and verify's judgement names
+// the key.
+TEST(EventSchema, EveryKindEventTypeHasAMessageThatRoundTrips) {
+  std::vector<std::string> types = {kProbeRecorded, kProbeFailed, kMachineChecked, kServiceLaunched, kServiceReady,
+                                    kServiceFailed, kServiceStopRequested, kServiceStopped, kServiceStopFailed,
+                                    kSweepChildFinished, kTpStepFailed, kTpWorkloadGated, kTpCleanupStarted,
+                                    kTpAnalysisGated, kTpFlushWaited, kMemRecorded, kMemStepFailed, kMemRunFailing,
+                                    kMachineAdded, kMachineRemoved, kMachineHostKeyAccepted, kDevicesQuarantined,
+                                    kDevicesCleared};
+  for (const MemoryEvidenceEvent& e : MemoryEvidenceEvents()) types.emplace_back(e.type);
+  for (const std::string& type : types) EXPECT_TRUE(HasKindEventSchema(type)) << type;
+  const pb::FileDescriptor* file = kind_events::ProbeRecorded::descriptor()->file();
+  for (const std::string& type : KindEventTypes()) {
+    EXPECT_FALSE(HasEventSchema(type)) << type << " is declared twice";
+    const std::string text = FilledJson(*file->FindMessageTypeByName(type));
+    const Status s = CheckEventPayload(type, text, json::parse(text), UnknownKeys::kReject);
+    EXPECT_TRUE(s.ok()) << type << ": " << s.message() << "\n" << text;
+  }
+  EXPECT_EQ(KindEventTypes().size(), std::set<std::string>(types.begin(), types.end()).size())
+      << "a message for a type no kind emits";
+}
+
+TEST(EventSchema, AKindEventWithAnUndeclaredKeyOrAWrongTypeIsCorruption) {
+  EXPECT_TRUE(Strict(kMemStepFailed, {{"step", "export"}, {"error_kind", "export_failed"}, {"error", "x"}}).ok())
+      << Strict(kMemStepFailed, {{"step", "export"}, {"error_kind", "export_failed"}, {"error", "x"}}).message();
+  Status s = Strict(kMemStepFailed, {{"stpe", "export"}, {"error", "x"}});
+  EXPECT_EQ(s.code(), Code::kCorruption);
+  EXPECT_NE(s.message().find("proto/kind_events.proto"), std::string::npos) << s.message();
+  s = Strict(kTpCleanupStarted, {{"reason", 3}});
+  EXPECT_EQ(s.code(), Code::kCorruption) << s.message();
 }
 
 }  // namespace

@@ -113,7 +113,8 @@ json Normalise(json m, const std::string& tmp_dir) {
     svc.erase("pgid");
     if (svc.contains("port")) svc["port"] = 0;
     if (svc["ready"].is_object()) {
-      for (const char* k : {"pid", "ready_after_ms", "rounds"}) svc["ready"].erase(k);
+      // seen_by: whether the start-up line or a plain probe round saw readiness (timing)
+      for (const char* k : {"pid", "ready_after_ms", "rounds", "seen_by"}) svc["ready"].erase(k);
       if (svc["ready"].contains("port")) svc["ready"]["port"] = 0;
     }
     if (svc["serve_argv"].is_array()) {
