@@ -8,8 +8,8 @@
 // when it is not a JSON object, lacks a (needed) key, holds a key of the
 // wrong type, or holds a key the message does not declare. Both ends judge
 // it: Decision::ScheduleTask before the TaskScheduled event exists, and the
-// worker (CheckTaskPayloadText, then DecodeTaskPayload into the handler's
-// message, workers/typed_handler.h) before its handler runs.
+// worker, decoding it into the handler's message (DecodeTaskPayload,
+// workers/typed_handler.h) before its handler runs.
 //
 // A result is judged the same way (no key is needed; an empty result, "" or
 // null, passes: a failure may carry none) by the worker before it answers:

@@ -7,9 +7,9 @@
 // A payload that does not decode (not a JSON object, a (needed) key missing,
 // a key of the wrong type or one the message does not declare) answers
 // `bad_payload`, not retryable, before the handler runs: nothing reaches the
-// machine. The worker runtime judges every payload that has a message the
-// same way before any handler runs (worker_runtime.cc), so this decode
-// cannot fail for a payload that reached it; it stays a Status all the same.
+// machine. This decode is the worker's one judgement of a payload; the
+// worker runtime judges the handler's result against its result message
+// (worker_runtime.cc).
 #pragma once
 
 #include <functional>
