@@ -22,6 +22,12 @@ std::optional<double> NumField(const json& j, std::string_view key) {
   return v.get<double>();
 }
 
+std::optional<int64_t> IntField(const json& j, std::string_view key) {
+  const json& v = Field(j, key);
+  if (!v.is_number_integer()) return std::nullopt;
+  return v.get<int64_t>();
+}
+
 const json& ArrField(const json& j, std::string_view key) {
   static const json kEmpty = json::array();
   const json& v = Field(j, key);

@@ -6,6 +6,7 @@
 // that must be decoded with an error use common/json_shape.h instead.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,8 @@ const nlohmann::json& Field(const nlohmann::json& j, std::string_view key);
 std::string StrField(const nlohmann::json& j, std::string_view key, std::string_view fallback = "");
 // The number at key, else nullopt.
 std::optional<double> NumField(const nlohmann::json& j, std::string_view key);
+// The integer at key (a JSON integer, not a fraction), else nullopt.
+std::optional<int64_t> IntField(const nlohmann::json& j, std::string_view key);
 // The array at key, else an empty array.
 const nlohmann::json& ArrField(const nlohmann::json& j, std::string_view key);
 

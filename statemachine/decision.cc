@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "task_payloads.pb.h"
+
 #include "statemachine/device_lease.h"
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
+#include "statemachine/message_json.h"
 #include "statemachine/run_kind.h"
+#include "statemachine/task_policies.h"
 #include "statemachine/task_schema.h"
 
 namespace npuprof::sm {
@@ -48,6 +52,26 @@ std::string Decision::ScheduleTask(const std::string& task_kind, json payload, c
                                 {"payload", std::move(payload)},
                                 {"policy", TaskPolicyToJson(policy)}});
   return id;
+}
+
+std::string Decision::Schedule(const google::protobuf::Message& payload) {
+  return Schedule(payload, PolicyFor(state_.kind, TaskKindOf(*payload.GetDescriptor())));
+}
+
+std::string Decision::Schedule(const google::protobuf::Message& payload, const TaskPolicy& policy) {
+  const std::string task_kind = TaskKindOf(*payload.GetDescriptor());
+  if (task_kind.empty()) {
+    if (status_.ok())
+      status_ = Status::Internal(fmt::format("run {}: {} is no task payload (it has no task_kind)", state_.run_id,
+                                             payload.GetDescriptor()->full_name()));
+    return "";
+  }
+  json j = MessageToJson(payload);
+  const auto* machine = payload.GetDescriptor()->FindFieldByName("machine");
+  if (machine && machine->message_type() == tasks::Machine::descriptor() &&
+      !payload.GetReflection()->HasField(payload, machine))
+    j["machine"] = state_.spec.value("machine_record", json::object());
+  return ScheduleTask(task_kind, std::move(j), policy);
 }
 
 std::string Decision::ScheduleTimer(const std::string& purpose, int64_t delay_ms, json payload) {

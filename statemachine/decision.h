@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/message.h>
+
 #include "common/status.h"
 #include "statemachine/run_state.h"
 
@@ -44,7 +46,21 @@ class Decision {
   // engine fails it at once, in the same decision, as a worker would have
   // answered `bad_payload` — final, never dispatched, nothing reaches the
   // machine — and the kind's own failure path (its cleanup) runs.
+  //
+  // Built-in kinds schedule with Schedule() below; this form is for task
+  // kinds proto/task_payloads.proto does not declare (a test's, a plugin's).
   std::string ScheduleTask(const std::string& task_kind, json payload, const TaskPolicy& policy = {});
+  // Schedules the task whose payload is `payload`, one of the messages of
+  // proto/task_payloads.proto: the task kind is the message's (task_kind),
+  // the payload is the message in its JSON form (message_json.h), and the
+  // retry policy is the run kind's for that task kind (task_policies.h)
+  // unless one is given. A payload whose `machine` is left unset goes to the
+  // run's machine: the decision writes the run's machine record there
+  // (spec.machine_record, as the inventory recorded it), and the record is
+  // judged with the rest, as ScheduleTask says. A message without a
+  // (task_kind) marks the decision failed (a bug) and schedules nothing.
+  std::string Schedule(const google::protobuf::Message& payload);
+  std::string Schedule(const google::protobuf::Message& payload, const TaskPolicy& policy);
   std::string ScheduleTimer(const std::string& purpose, int64_t delay_ms, json payload = json::object());
   void CancelTimer(const std::string& timer_id);
   // Asks the broker to send this run the signal "watched_run_finished" when

@@ -20,9 +20,8 @@ DeviceNeed ServiceDeviceNeed(const RunState& s) {
   n.devices = s.spec.value("devices", json(nullptr));
   n.count = static_cast<int>(s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1}));
   if (n.devices.is_array()) n.count = static_cast<int>(n.devices.size());
-  n.probe_payload = {{"machine", s.spec.value("machine_record", json::object())},
-                     {"busy_threshold_mb", s.spec.value("busy_threshold_mb", int64_t{4096})},
-                     {"purpose", kLeaseProbePurpose}};
+  n.probe_payload.set_busy_threshold_mb(s.spec.value("busy_threshold_mb", int64_t{4096}));
+  n.probe_payload.set_purpose(kLeaseProbePurpose);
   return n;
 }
 
@@ -37,7 +36,7 @@ void RequestDevicesOrStart(const RunKind& kind, Decision& d) {
     return;
   }
   // Any free ones: find out which are free first (the probe runs while queued).
-  d.ScheduleTask(kProbeTask, need->probe_payload, PolicyFor("device-lease", kProbeTask));
+  d.Schedule(need->probe_payload, PolicyFor("device-lease", kProbeTask));
 }
 
 bool IsLeaseProbe(const TaskInfo& task) {
@@ -132,11 +131,11 @@ void CheckQuarantinedDevices(Decision& d, const json& devices) {
   if (s.terminal || s.lease.phase != LeasePhase::kWaiting || !devices.is_array() || devices.empty()) return;
   for (const auto& [id, t] : s.tasks)
     if (IsQuarantineProbe(t) && (t.in_flight() || t.status == TaskStatus::kRetryWait)) return;  // one at a time
-  json payload = {{"machine", s.spec.value("machine_record", json::object())},
-                  {"busy_threshold_mb", s.spec.value("busy_threshold_mb", int64_t{4096})},
-                  {"purpose", kQuarantineProbePurpose},
-                  {"devices", devices}};
-  d.ScheduleTask(kProbeTask, std::move(payload), PolicyFor("device-quarantine", kProbeTask));
+  tasks::ProbeNpuSmi p;
+  p.set_busy_threshold_mb(s.spec.value("busy_threshold_mb", int64_t{4096}));
+  p.set_purpose(kQuarantineProbePurpose);
+  for (const auto& id : devices) p.add_devices(id.get<int64_t>());
+  d.Schedule(p, PolicyFor("device-quarantine", kProbeTask));
 }
 
 bool IsQuarantineProbe(const TaskInfo& task) {

@@ -24,6 +24,7 @@
 
 #include "common/status.h"
 #include "npuprof.pb.h"
+#include "task_payloads.pb.h"
 #include "statemachine/decision.h"
 #include "statemachine/run_state.h"
 
@@ -45,7 +46,7 @@ struct DeviceNeed {
   std::string machine;
   json devices = nullptr;
   int count = 0;
-  json probe_payload = json::object();  // probe.npu_smi payload when devices is null
+  tasks::ProbeNpuSmi probe_payload;  // probe.npu_smi payload when devices is null
 };
 
 // The need of a service spec (serve, torch-profile, standalone memory-profile):

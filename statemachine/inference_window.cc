@@ -48,6 +48,16 @@ json ChosenWindowToJson(const ChosenWindow& w) {
   return j;
 }
 
+tasks::InferenceWindow ChosenWindowToMessage(const ChosenWindow& w) {
+  tasks::InferenceWindow m;
+  m.set_start_us(w.window.start_us);
+  m.set_end_us(w.window.end_us);
+  m.set_clock(w.clock);
+  m.set_margin_us(w.margin_us);
+  if (w.ready_us) m.set_ready_us(*w.ready_us);
+  return m;
+}
+
 std::optional<ChosenWindow> ChosenWindowFromJson(const json& j) {
   const auto start = Number(j, "start_us"), end = Number(j, "end_us"), margin = Number(j, "margin_us");
   if (!start || !end || !margin || !j.contains("clock") || !j["clock"].is_string()) return std::nullopt;

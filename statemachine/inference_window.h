@@ -35,6 +35,7 @@
 
 #include "statemachine/activation_peak.h"
 #include "statemachine/run_state.h"
+#include "task_payloads.pb.h"
 
 namespace npuprof::sm {
 
@@ -57,6 +58,8 @@ std::optional<ChosenWindow> ChooseInferenceWindow(const json& inference_record);
 // (nullopt when a field is missing or wrong: the window is then treated as
 // absent; a missing or non-numeric ready_us is just unset).
 json ChosenWindowToJson(const ChosenWindow& w);
+// The same as memory.collect_csvs carries it (its inference_window).
+tasks::InferenceWindow ChosenWindowToMessage(const ChosenWindow& w);
 std::optional<ChosenWindow> ChosenWindowFromJson(const json& j);
 // w when it is usable (a known clock, margin >= 0, end >= start), else nullopt.
 std::optional<ChosenWindow> UsableWindow(ChosenWindow w);

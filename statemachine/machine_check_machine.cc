@@ -1,9 +1,9 @@
+#include "task_payloads.pb.h"
 #include "statemachine/machine_check_machine.h"
 
 #include <fmt/format.h>
 
 #include "statemachine/spec_checks.h"
-#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -24,8 +24,7 @@ Status MachineCheckMachine::ValidateSpec(json& spec) const {
 
 void MachineCheckMachine::OnStart(Decision& d) const {
   d.Transition("checking");
-  d.ScheduleTask(kMachineCheckTask, json{{"machine", d.state().spec["machine_record"]}},
-                 PolicyFor(name(), kMachineCheckTask));
+  d.Schedule(tasks::MachineCheck());
 }
 
 void MachineCheckMachine::OnTaskSucceeded(Decision& d, const TaskInfo&, const json& result) const {

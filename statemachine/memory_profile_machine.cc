@@ -13,7 +13,7 @@
 #include "statemachine/memory_report.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
-#include "statemachine/task_policies.h"
+#include "task_payloads.pb.h"
 #include "statemachine/memory_profile_events.h"
 
 namespace npuprof::sm {
@@ -68,7 +68,7 @@ bool Wrapped(const RunState& s) {
   return svc.contains("wrap_script") && svc["wrap_script"].is_string() && !svc["wrap_script"].get<std::string>().empty();
 }
 
-std::string MsprofDir(const RunState& s) { return ServiceOf(s).value("runtime_dir", "") + "/msprof_data"; }
+std::string MsprofDir(const RunState& s) { return StrField(ServiceOf(s), "runtime_dir") + "/msprof_data"; }
 
 bool ServeEnded(const RunState& s) { return s.data.contains("serve_ended"); }
 
@@ -129,76 +129,91 @@ bool LaunchNeverHappened(const RunState& s) {
 
 // ---- scheduling of each step ---------------------------------------------
 
+// The attached or launched service's log path: the record's, else the
+// launch's conventional one.
+std::string LogOf(const json& svc, const char* key, const std::string& rt, const char* file) {
+  return StrField(svc, key, rt + "/" + file);
+}
+
+std::string ServedNameOf(const json& svc) { return StrField(svc, "served_model_name", StrField(svc, "model", "")); }
+
 void Schedule(Decision& d, const std::string& step) {
   const RunState& s = d.state();
   const json machine = MachineOf(s);
   const json svc = ServiceOf(s);
   MoveTo(d, step);  // the run's state is the step in progress
   if (step == "preflight") {
-    d.ScheduleTask(kMemPreflightTask,
-                   json{{"step", step}, {"machine", machine}, {"run_id", s.run_id},
-                        {"wrap_script", MemoryWrapScriptPath(machine, s.run_id)},
-                        {"msprof_mem_freq", s.spec.value("msprof_mem_freq", 50)}},
-                   PolicyFor(d.state().kind, kMemPreflightTask));
+    tasks::MemoryPreflight p;
+    p.set_step(step);
+    p.set_run_id(s.run_id);
+    p.set_wrap_script(MemoryWrapScriptPath(machine, s.run_id));
+    p.set_msprof_mem_freq(s.spec.value("msprof_mem_freq", 50));
+    d.Schedule(p);
   } else if (step == "baseline" || step == "after_ready" || step == "after_infer") {
-    d.ScheduleTask(kMemNpuSmiTask, json{{"step", step}, {"machine", machine}, {"phase", step}}, PolicyFor(d.state().kind, kMemNpuSmiTask));
+    tasks::MemoryNpuSmi p;
+    p.set_step(step);
+    p.set_phase(step);
+    d.Schedule(p);
   } else if (step == "service") {
-    json p = BuildLaunchPayload(s.run_id, 1, s.spec, MemoryServeArgs(s.spec));
-    p["served_model_name"] = MemoryServedName(s.spec, s.run_id);
-    p["wrap_script"] = StrField(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id));
-    p["step"] = step;
-    Record(d, "launch_attempted", json{{"runtime_dir", p["runtime_dir"]}});
-    d.ScheduleTask(kServiceLaunchTask, p, PolicyFor(d.state().kind, kServiceLaunchTask));
+    tasks::ServiceLaunch p = BuildLaunchPayload(s.run_id, 1, s.spec, MemoryServeArgs(s.spec));
+    p.set_served_model_name(MemoryServedName(s.spec, s.run_id));
+    p.set_wrap_script(StrField(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id)));
+    p.set_step(step);
+    Record(d, "launch_attempted", json{{"runtime_dir", p.runtime_dir()}});
+    d.Schedule(p);
   } else if (step == "ready") {
-    json p;
+    tasks::ServiceWaitReady p;
     if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
       p = BuildWaitReadyPayload(launch->payload, Field(launch->result, "result"), d.now_ms());
     } else {
       const int64_t timeout_s = s.spec.value("attach_ready_timeout_s", 60);
-      p = json{{"machine", machine},
-               {"runtime_dir", svc.value("runtime_dir", "")},
-               {"pid", svc.value("pid", json(nullptr))},
-               {"port", svc.value("port", json(nullptr))},
-               {"served_model_name", svc.value("served_model_name", svc.value("model", ""))},
-               {"health_timeout_s", timeout_s},
-               {"deadline_ms", d.now_ms() + timeout_s * 1000}};
+      p.set_runtime_dir(StrField(svc, "runtime_dir"));
+      if (auto pid = IntField(svc, "pid")) p.set_pid(*pid);
+      if (auto port = IntField(svc, "port")) p.set_port(static_cast<int32_t>(*port));
+      p.set_served_model_name(ServedNameOf(svc));
+      p.set_health_timeout_s(timeout_s);
+      p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
     }
-    p["step"] = step;
-    d.ScheduleTask(kServiceWaitReadyTask, p, PolicyFor(d.state().kind, kServiceWaitReadyTask));
+    p.set_step(step);
+    d.Schedule(p);
   } else if (step == "vllm_log") {
     const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
-    d.ScheduleTask(kMemLogsTask,
-                   json{{"step", step}, {"machine", machine}, {"runtime_dir", rt},
-                        {"stdout_log", svc.value("stdout_log", json(rt + "/stdout.log"))},
-                        {"stderr_log", svc.value("stderr_log", json(rt + "/stderr.log"))}},
-                   PolicyFor(d.state().kind, kMemLogsTask));
+    tasks::MemoryLogs p;
+    p.set_step(step);
+    p.set_runtime_dir(rt);
+    p.set_stdout_log(LogOf(svc, "stdout_log", rt, "stdout.log"));
+    p.set_stderr_log(LogOf(svc, "stderr_log", rt, "stderr.log"));
+    d.Schedule(p);
   } else if (step == "inference") {
-    d.ScheduleTask(kMemInferTask,
-                   json{{"step", step}, {"machine", machine}, {"port", svc.value("port", json(nullptr))},
-                        {"served_model_name", svc.value("served_model_name", svc.value("model", ""))},
-                        {"prompt", s.spec.value("prompt", "")}, {"image_url", s.spec.value("image_url", json(nullptr))},
-                        {"max_tokens", s.spec.value("max_tokens", 128)}, {"timeout_s", 600},
-                        {"server_scheduled_ms", d.now_ms()}},
-                   PolicyFor(d.state().kind, kMemInferTask));
+    tasks::MemoryInfer p;
+    p.set_step(step);
+    if (auto port = IntField(svc, "port")) p.set_port(static_cast<int32_t>(*port));
+    p.set_served_model_name(ServedNameOf(svc));
+    p.set_prompt(StrField(s.spec, "prompt"));
+    if (Field(s.spec, "image_url").is_string()) p.set_image_url(s.spec["image_url"].get<std::string>());
+    p.set_max_tokens(s.spec.value("max_tokens", 128));
+    p.set_timeout_s(600);
+    p.set_server_scheduled_ms(d.now_ms());
+    d.Schedule(p);
   } else if (step == "stopped") {
     const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
     const bool force = s.cancel_requested || s.data.contains("stop_escalated");
-    json p = BuildStopPayload(machine, rt, svc.value("pid", json(nullptr)), force, s.spec.value("stop_grace_s", 30));
+    tasks::ServiceStop p = BuildStopPayload(rt, Field(svc, "pid"), force, s.spec.value("stop_grace_s", 30));
     // The graceful stop already sent SIGINT and SIGTERM and waited out both
     // graces: the escalation goes straight to SIGKILL (a hung msprof would
     // otherwise cost both graces again).
-    if (Field(s.data, "stop_escalated").is_object() &&
-        Field(s.data, "stop_escalated").value("error_kind", "") == "still_running")
-      p["kill_at_once"] = true;
-    p["step"] = step;
-    d.ScheduleTask(kServiceStopTask, p, PolicyFor(d.state().kind, kServiceStopTask));
+    if (StrField(Field(s.data, "stop_escalated"), "error_kind") == "still_running") p.set_kill_at_once(true);
+    p.set_step(step);
+    d.Schedule(p);
   } else if (step == "weights") {
-    d.ScheduleTask(kMemWeightsTask,
-                   json{{"step", step}, {"machine", machine}, {"model", svc.value("model", s.spec.value("model", ""))},
-                        {"tp", svc.value("tp", s.spec.value("tp", 1))}, {"dp", svc.value("dp", s.spec.value("dp", 1))},
-                        {"expert_parallel", ExpertParallel(s)}},
-                   PolicyFor(d.state().kind, kMemWeightsTask));
+    tasks::MemoryWeights p;
+    p.set_step(step);
+    p.set_model(StrField(svc, "model", StrField(s.spec, "model")));
+    p.set_tp(static_cast<int32_t>(IntField(svc, "tp").value_or(IntField(s.spec, "tp").value_or(1))));
+    p.set_dp(static_cast<int32_t>(IntField(svc, "dp").value_or(IntField(s.spec, "dp").value_or(1))));
+    p.set_expert_parallel(ExpertParallel(s));
+    d.Schedule(p);
   } else if (step == "flushed") {
     // flush_s is a minimum before the wait polls (0 = none); the wait itself
     // ends on msprof's own completion signals, or at its deadline.
@@ -208,26 +223,32 @@ void Schedule(Decision& d, const std::string& step) {
       return;
     }
     const int64_t timeout_s = s.spec.value("flush_timeout_s", 300);
-    const std::string rt = StrField(svc, "runtime_dir", "");
-    d.ScheduleTask(kMemWaitFlushTask,
-                   json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}, {"runtime_dir", rt},
-                        {"pid", svc.value("pid", json(nullptr))},
-                        {"stdout_log", svc.value("stdout_log", json(rt + "/stdout.log"))},
-                        {"timeout_s", timeout_s}, {"deadline_ms", d.now_ms() + timeout_s * 1000}},
-                   PolicyFor(d.state().kind, kMemWaitFlushTask));
+    const std::string rt = StrField(svc, "runtime_dir");
+    tasks::MemoryWaitFlush p;
+    p.set_step(step);
+    p.set_msprof_dir(MsprofDir(s));
+    p.set_runtime_dir(rt);
+    if (auto pid = IntField(svc, "pid")) p.set_pid(*pid);
+    p.set_stdout_log(LogOf(svc, "stdout_log", rt, "stdout.log"));
+    p.set_timeout_s(timeout_s);
+    p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
+    d.Schedule(p);
   } else if (step == "export") {
     const int64_t timeout_s = s.spec.value("export_timeout_s", 1800);
-    d.ScheduleTask(kMemExportTask,
-                   json{{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)},
-                        {"timeout_s", timeout_s + 60}},
-                   PolicyFor(d.state().kind, kMemExportTask));
+    tasks::MemoryExport p;
+    p.set_step(step);
+    p.set_msprof_dir(MsprofDir(s));
+    p.set_timeout_s(timeout_s + 60);
+    d.Schedule(p);
     d.ScheduleTimer("export_timeout", timeout_s * 1000);
   } else if (step == "msprof") {
-    json p = {{"step", step}, {"machine", machine}, {"msprof_dir", MsprofDir(s)}};
+    tasks::MemoryCollectCsvs p;
+    p.set_step(step);
+    p.set_msprof_dir(MsprofDir(s));
     // The window the handler cuts each device's npu_mem series at (the
     // activation peak); absent when the inference gave none.
-    if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) p["inference_window"] = ChosenWindowToJson(*w);
-    d.ScheduleTask(kMemCollectTask, p, PolicyFor(d.state().kind, kMemCollectTask));
+    if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
+    d.Schedule(p);
   }
 }
 

@@ -1,9 +1,9 @@
+#include "task_payloads.pb.h"
 #include "statemachine/probe_machine.h"
 
 #include <fmt/format.h>
 
 #include "statemachine/spec_checks.h"
-#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -27,10 +27,9 @@ Status ProbeMachine::ValidateSpec(json& spec) const {
 
 void ProbeMachine::OnStart(Decision& d) const {
   d.Transition("probing");
-  d.ScheduleTask(kProbeTask,
-                 json{{"machine", d.state().spec["machine_record"]},
-                      {"busy_threshold_mb", d.state().spec["busy_threshold_mb"]}},
-                 PolicyFor(name(), kProbeTask));
+  tasks::ProbeNpuSmi p;
+  p.set_busy_threshold_mb(d.state().spec["busy_threshold_mb"].get<int64_t>());
+  d.Schedule(p);
 }
 
 void ProbeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {

@@ -37,10 +37,8 @@ void StartWatch(Decision& d) {
   const int64_t poll_s = s.spec.value("watch_poll_s", int64_t{10});
   if (poll_s <= 0) return;
   const json svc = s.data.value("service", json::object());
-  d.ScheduleTask(kServiceWatchTask,
-                 BuildWatchPayload(s.spec.value("machine_record", json::object()), svc.value("runtime_dir", ""),
-                                   svc.value("pid", json(nullptr)), poll_s),
-                 ServeWatchPolicy(poll_s));
+  d.Schedule(BuildWatchPayload(svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), poll_s),
+             ServeWatchPolicy(poll_s));
 }
 
 std::string CurrentReason(const RunState& s) { return s.data.value("stop", json::object()).value("reason", ""); }
@@ -61,11 +59,9 @@ void ScheduleStop(Decision& d) {
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
   const std::string rt = svc.value("runtime_dir", launch ? launch->payload.value("runtime_dir", "") : "");
   if (s.state != "stopping") d.Transition("stopping", CurrentReason(s));
-  d.ScheduleTask(kServiceStopTask,
-                 BuildStopPayload(s.spec.value("machine_record", json::object()), rt, svc.value("pid", json(nullptr)),
-                                  s.data.value("stop", json::object()).value("force", false),
-                                  s.spec.value("stop_grace_s", 10)),
-                 PolicyFor(d.state().kind, kServiceStopTask));
+  d.Schedule(BuildStopPayload(rt, svc.value("pid", json(nullptr)),
+                              s.data.value("stop", json::object()).value("force", false),
+                              s.spec.value("stop_grace_s", 10)));
 }
 
 void StartStop(Decision& d, const std::string& reason, bool force) {
@@ -141,7 +137,7 @@ std::optional<DeviceNeed> ServeMachine::DevicesNeeded(const RunState& s) const {
 
 void ServeMachine::OnStart(Decision& d) const {
   d.Transition("launching");
-  d.ScheduleTask(kServiceLaunchTask, BuildLaunchPayload(d.state().run_id, 1, d.state().spec), PolicyFor(d.state().kind, kServiceLaunchTask));
+  d.Schedule(BuildLaunchPayload(d.state().run_id, 1, d.state().spec));
 }
 
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
@@ -155,9 +151,9 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
                        d.state().cancel_requested || stop.value("force", false));
     }
     d.Transition("waiting_ready");
-    const json wait = BuildWaitReadyPayload(task.payload, result, d.now_ms());
-    d.ScheduleTask(kServiceWaitReadyTask, wait, PolicyFor(d.state().kind, kServiceWaitReadyTask));
-    d.ScheduleTimer(kHealthDeadline, wait.value("health_timeout_s", int64_t{300}) * 1000 + kHealthTimerSlackMs);
+    const tasks::ServiceWaitReady wait = BuildWaitReadyPayload(task.payload, result, d.now_ms());
+    d.Schedule(wait);
+    d.ScheduleTimer(kHealthDeadline, wait.health_timeout_s() * 1000 + kHealthTimerSlackMs);
     return;
   }
   if (task.kind == kServiceWaitReadyTask) {

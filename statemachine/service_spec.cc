@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_field.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
@@ -202,52 +203,62 @@ std::string EffectiveServedName(const json& j) {
   return j.value("model", "");
 }
 
-json BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
-                        const std::vector<std::string>& kind_args, const json& kind_env) {
-  const json machine = spec.value("machine_record", json::object());
-  json env = kind_env.is_object() ? kind_env : json::object();
-  const json user_env = spec.value("env", json::object());
-  for (const auto& [k, v] : user_env.items()) env[k] = v;
-  json args = json::array();
-  for (const auto& a : kind_args) args.push_back(a);
-  for (const auto& a : spec.value("extra_args", json::array())) args.push_back(a);
-  return json{{"machine", machine},
-              {"run_id", run_id},
-              {"launch_no", launch_no},
-              {"runtime_dir", ServiceRuntimeDir(machine, run_id, launch_no)},
-              {"model", spec.value("model", "")},
-              {"served_model_name", spec.value("served_model_name", json(nullptr))},
-              {"tp", spec.value("tp", 1)},
-              {"dp", spec.value("dp", 1)},
-              {"devices", spec.value("devices", json(nullptr))},
-              {"port", spec.value("port", json(nullptr))},
-              {"env", env},
-              {"extra_args", args},
-              {"wrap_script", spec.value("wrap_script", json(nullptr))},
-              {"health_timeout_s", spec.value("health_timeout_s", 300)},
-              {"stop_grace_s", spec.value("stop_grace_s", 10)},
-              {"busy_threshold_mb", spec.value("busy_threshold_mb", 4096)}};
+tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
+                                        const std::vector<std::string>& kind_args, const json& kind_env) {
+  tasks::ServiceLaunch p;
+  p.set_run_id(run_id);
+  p.set_launch_no(launch_no);
+  p.set_runtime_dir(ServiceRuntimeDir(spec.value("machine_record", json::object()), run_id, launch_no));
+  p.set_model(spec.value("model", ""));
+  if (spec.contains("served_model_name") && spec["served_model_name"].is_string())
+    p.set_served_model_name(spec["served_model_name"].get<std::string>());
+  p.set_tp(spec.value("tp", 1));
+  p.set_dp(spec.value("dp", 1));
+  for (const auto& d : ArrField(spec, "devices")) p.add_devices(d.get<int32_t>());
+  if (auto port = IntField(spec, "port")) p.set_port(static_cast<int32_t>(*port));
+  auto& env = *p.mutable_env();
+  if (kind_env.is_object())
+    for (const auto& [k, v] : kind_env.items()) env[k] = v.get<std::string>();
+  const json& user_env = Field(spec, "env");
+  if (user_env.is_object())
+    for (const auto& [k, v] : user_env.items()) env[k] = v.get<std::string>();
+  for (const auto& a : kind_args) p.add_extra_args(a);
+  for (const auto& a : ArrField(spec, "extra_args")) p.add_extra_args(a.get<std::string>());
+  if (spec.contains("wrap_script") && spec["wrap_script"].is_string())
+    p.set_wrap_script(spec["wrap_script"].get<std::string>());
+  p.set_health_timeout_s(spec.value("health_timeout_s", 300));
+  p.set_stop_grace_s(spec.value("stop_grace_s", 10));
+  p.set_busy_threshold_mb(spec.value("busy_threshold_mb", 4096));
+  return p;
 }
 
-json BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms) {
+tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms) {
   const int64_t timeout_s = launch_payload.value("health_timeout_s", int64_t{300});
-  return json{{"machine", launch_payload.value("machine", json::object())},
-              {"runtime_dir", launch_result.value("runtime_dir", launch_payload.value("runtime_dir", ""))},
-              {"pid", launch_result.value("pid", json(nullptr))},
-              {"port", launch_result.value("port", json(nullptr))},
-              {"served_model_name", EffectiveServedName(launch_payload)},
-              {"health_timeout_s", timeout_s},
-              {"deadline_ms", now_ms + timeout_s * 1000}};
+  tasks::ServiceWaitReady p;
+  p.set_runtime_dir(launch_result.value("runtime_dir", launch_payload.value("runtime_dir", "")));
+  if (auto pid = IntField(launch_result, "pid")) p.set_pid(*pid);
+  if (auto port = IntField(launch_result, "port")) p.set_port(static_cast<int32_t>(*port));
+  p.set_served_model_name(EffectiveServedName(launch_payload));
+  p.set_health_timeout_s(timeout_s);
+  p.set_deadline_ms(now_ms + timeout_s * 1000);
+  return p;
 }
 
-json BuildWatchPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, int64_t poll_s) {
-  return json{{"machine", machine_record}, {"runtime_dir", runtime_dir}, {"pid", pid}, {"poll_s", poll_s}};
+tasks::ServiceWatch BuildWatchPayload(const std::string& runtime_dir, const json& pid, int64_t poll_s) {
+  tasks::ServiceWatch p;
+  p.set_runtime_dir(runtime_dir);
+  if (pid.is_number_integer()) p.set_pid(pid.get<int64_t>());
+  p.set_poll_s(poll_s);
+  return p;
 }
 
-json BuildStopPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, bool force,
-                      int64_t grace_s) {
-  return json{{"machine", machine_record}, {"runtime_dir", runtime_dir}, {"pid", pid}, {"force", force},
-              {"grace_s", grace_s}};
+tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, const json& pid, bool force, int64_t grace_s) {
+  tasks::ServiceStop p;
+  p.set_runtime_dir(runtime_dir);
+  if (pid.is_number_integer()) p.set_pid(pid.get<int64_t>());
+  p.set_force(force);
+  p.set_grace_s(grace_s);
+  return p;
 }
 
 json ServiceRecordFromLaunch(const json& p, const json& r) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "task_payloads.pb.h"
 #include "statemachine/run_state.h"
 
 namespace npuprof::sm {
@@ -63,23 +64,26 @@ std::string RuntimeBaseOf(std::string runtime_base);
 // is the absolute dir every later task uses.
 std::string ServiceRuntimeDir(const json& machine_record, const std::string& run_id, int launch_no);
 
+// The payloads below leave `machine` unset: Decision::Schedule sends them to
+// the run's machine.
+
 // The service.launch payload for launch number launch_no of run_id, from a
 // validated spec (which holds machine_record). kind_args go before the
 // user's extra_args; kind_env is merged under the user's env (user wins).
-json BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
-                        const std::vector<std::string>& kind_args = {}, const json& kind_env = json::object());
+tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
+                                        const std::vector<std::string>& kind_args = {},
+                                        const json& kind_env = json::object());
 
-// service.wait_ready payload from the launch payload and its result. The
-// readiness deadline is absolute (now_ms + health timeout) so a re-dispatched
-// attempt only waits for what is left.
-json BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms);
+// service.wait_ready payload from the launch payload (as stored) and its
+// result. The readiness deadline is absolute (now_ms + health timeout) so a
+// re-dispatched attempt only waits for what is left.
+tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms);
 
 // service.watch payload: poll the process group of pid every poll_s seconds.
-json BuildWatchPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, int64_t poll_s);
+tasks::ServiceWatch BuildWatchPayload(const std::string& runtime_dir, const json& pid, int64_t poll_s);
 
 // service.stop payload. pid may be null: the handler then reads <runtime>/pid.
-json BuildStopPayload(const json& machine_record, const std::string& runtime_dir, const json& pid, bool force,
-                      int64_t grace_s);
+tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, const json& pid, bool force, int64_t grace_s);
 
 // The service state record (model, served name, tp, dp, devices, env,
 // extra args, port, pid, runtime dir, logs, wrap script, serve argv) from a

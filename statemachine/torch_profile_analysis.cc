@@ -1,3 +1,4 @@
+#include "task_payloads.pb.h"
 #include "statemachine/torch_profile_analysis.h"
 
 #include <algorithm>
@@ -5,7 +6,6 @@
 
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_tasks.h"
-#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
@@ -55,22 +55,20 @@ json TaskResultData(const TaskInfo* t) {
 }
 
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s) {
-  d.ScheduleTask(kTpListDirsTask,
-                 json{{"machine", d.state().spec.value("machine_record", json::object())},
-                      {"profile_root", root},
-                      {"analyse_timeout_s", analyse_timeout_s}},
-                 PolicyFor(d.state().kind, kTpListDirsTask));
+  tasks::TorchProfileListProfileDirs p;
+  p.set_profile_root(root);
+  p.set_analyse_timeout_s(analyse_timeout_s);
+  d.Schedule(p);
 }
 
 bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_timeout_s) {
   const json dirs = list_result.value("dirs", json::array());
   if (!dirs.is_array() || dirs.empty()) return false;
   for (const auto& dir : dirs) {
-    d.ScheduleTask(kTpAnalyseRankTask,
-                   json{{"machine", d.state().spec.value("machine_record", json::object())},
-                        {"dir", dir},
-                        {"analyse_timeout_s", analyse_timeout_s}},
-                   PolicyFor(d.state().kind, kTpAnalyseRankTask));
+    tasks::TorchProfileAnalyseRank p;
+    p.set_dir(dir.get<std::string>());
+    p.set_analyse_timeout_s(analyse_timeout_s);
+    d.Schedule(p);
   }
   return true;
 }

@@ -10,14 +10,10 @@
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
-#include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
 
 namespace {
-
-
-json Machine(const Decision& d) { return d.state().spec.value("machine_record", json::object()); }
 
 // The service to stop: the launch result; for a failed launch that may have
 // started something (anything but started=false), the payload's runtime dir
@@ -47,10 +43,8 @@ void StepFailed(Decision& d, const std::string& step, const std::string& kind, c
 
 void ScheduleStop(Decision& d, bool force) {
   const json svc = ServiceOf(d.state());
-  d.ScheduleTask(kServiceStopTask,
-                 BuildStopPayload(Machine(d), svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), force,
-                                  d.state().spec.value("stop_grace_s", 10)),
-                 PolicyFor(d.state().kind, kServiceStopTask));
+  d.Schedule(BuildStopPayload(svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), force,
+                              d.state().spec.value("stop_grace_s", 10)));
 }
 
 std::string FailureText(const json& f) {
@@ -98,40 +92,37 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 
 void StartLaunch(Decision& d) {
   d.Transition("launching");
-  d.ScheduleTask(kServiceLaunchTask, TorchProfileLaunchPayload(d.state().run_id, d.state().spec),
-                 PolicyFor(d.state().kind, kServiceLaunchTask));
+  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, d.state().spec));
 }
 
 void ScheduleControl(Decision& d, const std::string& action) {
   const json svc = ServiceOf(d.state());
-  d.ScheduleTask(kTpControlTask,
-                 json{{"machine", Machine(d)},
-                      {"role", action},
-                      {"action", action},
-                      {"port", svc.value("port", 0)},
-                      {"timeout_s", d.state().spec.value("profile_control_timeout", 600)}},
-                 PolicyFor(d.state().kind, kTpControlTask));
+  tasks::TorchProfileControl p;
+  p.set_role(action);
+  p.set_action(action);
+  p.set_port(svc.value("port", 0));
+  p.set_timeout_s(d.state().spec.value("profile_control_timeout", 600));
+  d.Schedule(p);
 }
 
 void ScheduleRequests(Decision& d, const std::string& role) {
   const json& spec = d.state().spec;
   const json svc = ServiceOf(d.state());
   const bool wave = role == "wave";
-  d.ScheduleTask(kTpRequestsTask,
-                 json{{"machine", Machine(d)},
-                      {"role", role},
-                      {"port", svc.value("port", 0)},
-                      {"served_model_name", spec["served_model_name"]},
-                      {"total", wave ? spec["benchmark_total_requests"].get<int64_t>() : 1},
-                      {"concurrency", wave ? spec["benchmark_concurrency"].get<int64_t>() : 1},
-                      {"first_index", wave ? 0 : spec["benchmark_total_requests"].get<int64_t>()},
-                      {"prompt_tokens", spec["prompt_tokens"]},
-                      {"max_tokens", wave ? spec["benchmark_output_tokens"] : spec["followup_output_tokens"]},
-                      {"timeout_s", spec["request_timeout"]},
-                      {"request_kind", spec["request_kind"]},
-                      {"image_path", spec["image_path"]},
-                      {"image_height", spec["image_height"]}},
-                 PolicyFor(d.state().kind, kTpRequestsTask));
+  tasks::TorchProfileRequests p;
+  p.set_role(role);
+  p.set_port(svc.value("port", 0));
+  if (spec["served_model_name"].is_string()) p.set_served_model_name(spec["served_model_name"].get<std::string>());
+  p.set_total(wave ? spec["benchmark_total_requests"].get<int64_t>() : 1);
+  p.set_concurrency(wave ? spec["benchmark_concurrency"].get<int64_t>() : 1);
+  p.set_first_index(wave ? 0 : spec["benchmark_total_requests"].get<int64_t>());
+  p.set_prompt_tokens(spec["prompt_tokens"].get<int64_t>());
+  p.set_max_tokens((wave ? spec["benchmark_output_tokens"] : spec["followup_output_tokens"]).get<int64_t>());
+  p.set_timeout_s(spec["request_timeout"].get<int64_t>());
+  p.set_request_kind(spec["request_kind"].get<std::string>());
+  if (spec["image_path"].is_string()) p.set_image_path(spec["image_path"].get<std::string>());
+  if (spec["image_height"].is_number_integer()) p.set_image_height(spec["image_height"].get<int64_t>());
+  d.Schedule(p);
 }
 
 std::string ProfileRoot(const RunState& s) {
@@ -143,13 +134,12 @@ std::string ProfileRoot(const RunState& s) {
 void ScheduleFlushWait(Decision& d) {
   const RunState& s = d.state();
   const int64_t timeout_s = s.spec["flush_timeout"].get<int64_t>();
-  d.ScheduleTask(kTpWaitFlushTask,
-                 json{{"machine", Machine(d)},
-                      {"profile_root", ProfileRoot(s)},
-                      {"expected_ranks", ExpectedRanks(s.spec)},
-                      {"timeout_s", timeout_s},
-                      {"deadline_ms", d.now_ms() + timeout_s * 1000}},
-                 PolicyFor(d.state().kind, kTpWaitFlushTask));
+  tasks::TorchProfileWaitFlush p;
+  p.set_profile_root(ProfileRoot(s));
+  p.set_expected_ranks(ExpectedRanks(s.spec));
+  p.set_timeout_s(timeout_s);
+  p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
+  d.Schedule(p);
 }
 
 // The flush wait has ended (by a signal, its timeout or a failed task): the
@@ -215,9 +205,10 @@ void TorchProfileMachine::OnStart(Decision& d) const {
   const json& spec = d.state().spec;
   if (spec["request_kind"] == "vl") {
     d.Transition("preparing_image");
-    d.ScheduleTask(kTpPrepareImageTask,
-                   json{{"machine", Machine(d)}, {"image_path", spec["image_path"]}, {"image_height", spec["image_height"]}},
-                   PolicyFor(d.state().kind, kTpPrepareImageTask));
+    tasks::TorchProfilePrepareImage p;
+    p.set_image_path(spec["image_path"].get<std::string>());
+    p.set_image_height(spec["image_height"].get<int64_t>());
+    d.Schedule(p);
     return;
   }
   StartLaunch(d);
@@ -232,8 +223,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kServiceLaunchTask) {
     if (s.cancel_requested) return BeginCleanup(d, "cancelled");
-    d.ScheduleTask(kServiceWaitReadyTask, BuildWaitReadyPayload(task.payload, result, d.now_ms()),
-                   PolicyFor(d.state().kind, kServiceWaitReadyTask));
+    d.Schedule(BuildWaitReadyPayload(task.payload, result, d.now_ms()));
     return;
   }
   if (task.kind == kServiceWaitReadyTask) {

@@ -204,7 +204,7 @@ std::vector<std::string> TorchProfileServeArgs(const json& spec) {
   return a;
 }
 
-json TorchProfileLaunchPayload(const std::string& run_id, const json& spec) {
+tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const json& spec) {
   return BuildLaunchPayload(run_id, 1, spec, TorchProfileServeArgs(spec),
                             json{{"PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True"}});
 }

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "statemachine/run_state.h"
+#include "task_payloads.pb.h"
 
 namespace npuprof::sm {
 
@@ -40,7 +41,7 @@ std::vector<std::string> TorchProfileServeArgs(const json& spec);
 
 // The service.launch payload (launch number 1) for a validated spec: the
 // serve args above plus PYTORCH_NPU_ALLOC_CONF=expandable_segments:True.
-json TorchProfileLaunchPayload(const std::string& run_id, const json& spec);
+tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const json& spec);
 
 // A path relative to the service's runtime dir: no leading '/', no "..",
 // characters from [A-Za-z0-9._/-].

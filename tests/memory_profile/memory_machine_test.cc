@@ -273,7 +273,8 @@ TEST(MemoryMachine, LaunchThatMayHaveStartedIsStoppedAndAStopThatFindsNothingSay
   EXPECT_EQ(d.PendingKind(), kMemLogsTask);
   d.Succeed({{"summary", json::object()}});
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
-  EXPECT_EQ(d.Pending()->payload["pid"], nullptr);
+  EXPECT_FALSE(d.Pending()->payload.contains("pid")) << "pid not given: the handler reads <runtime_dir>/pid";
+  EXPECT_EQ(d.Pending()->payload["runtime_dir"], "/tmp/rt/mp8/service-1");
   d.Succeed({{"stopped", true}, {"already_gone", true}, {"never_started", true}});
   EXPECT_EQ(d.s().status, RunStatus::kFailed);
   EXPECT_NE(d.s().error.find("the service was never launched"), std::string::npos) << d.s().error;

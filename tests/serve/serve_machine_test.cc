@@ -304,7 +304,7 @@ TEST(ServeMachine, LaunchThatMayHaveStartedIsCleanedUp) {
   r.Answer(kServiceLaunchTask, false, nullptr, "launch_lost");
   EXPECT_EQ(r.s.state, "stopping");
   const TaskInfo* stop = r.Pending(kServiceStopTask);
-  EXPECT_EQ(stop->payload["pid"], nullptr);  // the handler reads <runtime>/pid
+  EXPECT_FALSE(stop->payload.contains("pid"));  // the handler reads <runtime>/pid
   EXPECT_EQ(stop->payload["runtime_dir"], "/rt/r1/service-1");
   // The stop finds no start marker: the run says so instead of "may still be running".
   r.Answer(kServiceStopTask, true, {{"stopped", true}, {"already_gone", true}, {"never_started", true}});

@@ -2,6 +2,7 @@
 // fields (each error names the field and the fix) and the task payloads.
 #include <gtest/gtest.h>
 
+#include "statemachine/message_json.h"
 #include "statemachine/service_spec.h"
 
 namespace npuprof::sm {
@@ -119,12 +120,15 @@ TEST(ServiceSpec, LaunchPayload) {
   s["env"] = {{"A", "user"}};
   s["extra_args"] = {"--enforce-eager"};
   ASSERT_TRUE(ValidateServiceSpec(s).ok());
-  json p = BuildLaunchPayload("r9", 2, s, {"--max-model-len", "4096"}, json{{"A", "kind"}, {"B", "kind"}});
+  json p = MessageToJson(BuildLaunchPayload("r9", 2, s, {"--max-model-len", "4096"}, json{{"A", "kind"}, {"B", "kind"}}));
   EXPECT_EQ(p["runtime_dir"], "/tmp/np/r9/service-2");
   EXPECT_EQ(p["extra_args"], json({"--max-model-len", "4096", "--enforce-eager"}));
   EXPECT_EQ(p["env"], json({{"A", "user"}, {"B", "kind"}}));
-  EXPECT_EQ(p["machine"]["host"], "h");
-  json w = BuildWaitReadyPayload(p, json{{"pid", 7}, {"port", 9000}}, 1000);
+  // The machine is the run's: Decision::Schedule writes it (task_schema_test).
+  EXPECT_FALSE(p.contains("machine"));
+  json w = MessageToJson(BuildWaitReadyPayload(p, json{{"pid", 7}, {"port", 9000}}, 1000));
+  EXPECT_EQ(w["pid"], 7);
+  EXPECT_EQ(w["port"], 9000);
   EXPECT_EQ(w["deadline_ms"], 1000 + 300 * 1000);
   EXPECT_EQ(w["served_model_name"], "m");
   json rec = ServiceRecordFromLaunch(p, json{{"pid", 7}, {"port", 9000}, {"devices", {0}}});

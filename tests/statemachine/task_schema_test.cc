@@ -16,6 +16,8 @@
 #include "message_fill.h"
 #include "recorded_runs.h"
 #include "sm_test_util.h"
+#include "statemachine/json_message_table.h"
+#include "statemachine/message_json.h"
 #include "statemachine/task_policies.h"
 #include "statemachine/task_schema.h"
 #include "task_payloads.pb.h"
@@ -128,6 +130,80 @@ TEST(TaskSchema, ARefusedPayloadIsRecordedAndHandedToTheEngine) {
   EXPECT_EQ(refused[0].first, id);
   EXPECT_NE(refused[0].second.find("busy_treshold_mb"), std::string::npos) << refused[0].second;
   EXPECT_TRUE(d.TakeRefusedTasks().empty());
+}
+
+TEST(TaskSchema, AMessageIsWrittenAsItsJsonWithIntegersAsNumbersAndPresenceKept) {
+  tasks::ServiceLaunch p;
+  p.set_run_id("r1");
+  p.set_health_timeout_s(int64_t{1} << 40);
+  p.add_devices(3);
+  (*p.mutable_env())["A"] = "b";
+  const json j = MessageToJson(p);
+  EXPECT_EQ(j["health_timeout_s"], int64_t{1} << 40) << "a 64-bit integer is a JSON number, not a string";
+  EXPECT_EQ(j["launch_no"], 0) << "a field without presence is written with its default (a needed key stays present)";
+  EXPECT_EQ(j["model"], "");
+  EXPECT_FALSE(j.contains("port")) << "an optional field left unset is not given";
+  EXPECT_FALSE(j.contains("machine")) << "a message field left unset is not given";
+  EXPECT_EQ(j["devices"], json::array({3}));
+  EXPECT_EQ(j["env"], json({{"A", "b"}}));
+  EXPECT_EQ(j["extra_args"], json::array());
+  p.set_port(0);
+  EXPECT_EQ(MessageToJson(p)["port"], 0) << "an optional field set to its default is given";
+  // What protobuf's own parser reads back is the message.
+  p.mutable_machine()->set_host("h");
+  tasks::ServiceLaunch back;
+  ASSERT_TRUE(DecodeTaskPayload("service.launch", MessageToJson(p).dump(), back).ok());
+  EXPECT_TRUE(pb::util::MessageDifferencer::Equals(p, back));
+}
+
+TEST(TaskSchema, EveryFilledMessageIsWrittenAsTheJsonItIsParsedFrom) {
+  for (const pb::FileDescriptor* file :
+       {tasks::Machine::descriptor()->file(), results::ProbeNpuSmiResult::descriptor()->file()}) {
+    for (int i = 0; i < file->message_type_count(); ++i) {
+      std::unique_ptr<pb::Message> filled;
+      FilledJson(*file->message_type(i), &filled);
+      std::unique_ptr<pb::Message> back(filled->New());
+      const std::string text = MessageToJson(*filled).dump();
+      ASSERT_FALSE(JsonMessageTable::Parse(text, *back, false).has_value()) << text;
+      EXPECT_TRUE(pb::util::MessageDifferencer::Equals(*filled, *back)) << file->message_type(i)->name() << ": " << text;
+    }
+  }
+}
+
+TEST(TaskSchema, ScheduleTakesTheKindFromTheMessageThePolicyFromTheTableAndTheMachineFromTheRun) {
+  RunState state;
+  state.run_id = "r1";
+  state.kind = "memory-profile";
+  state.spec = {{"machine_record", kMachine}};
+  Decision d(*DefaultKinds().Find("memory-profile"), state, 1000, "test");
+  tasks::MemoryExport p;
+  p.set_step("export");
+  p.set_msprof_dir("/rt/msprof_data");
+  p.set_timeout_s(1860);
+  const std::string id = d.Schedule(p);
+  ASSERT_FALSE(d.failed()) << d.status().message();
+  EXPECT_TRUE(d.TakeRefusedTasks().empty());
+  const TaskInfo* t = d.state().FindTask(id);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->kind, "memory.export");
+  EXPECT_EQ(t->payload["machine"], kMachine) << "the run's machine record, as the inventory recorded it";
+  EXPECT_EQ(t->payload["timeout_s"], 1860);
+  EXPECT_EQ(t->policy.lease_ms, PolicyFor("memory-profile", "memory.export").lease_ms);
+  EXPECT_EQ(t->policy.max_attempts, PolicyFor("memory-profile", "memory.export").max_attempts);
+
+  // A run whose machine record the message does not declare: refused as any payload.
+  state.spec["machine_record"]["pasword"] = "x";
+  Decision bad(*DefaultKinds().Find("memory-profile"), state, 1000, "test");
+  bad.Schedule(p);
+  const auto refused = bad.TakeRefusedTasks();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].second.find("pasword"), std::string::npos) << refused[0].second;
+
+  // A message that is no task payload is a bug: the decision fails.
+  Decision wrong(*DefaultKinds().Find("memory-profile"), state, 1000, "test");
+  EXPECT_EQ(wrong.Schedule(tasks::Machine()), "");
+  EXPECT_TRUE(wrong.failed());
+  EXPECT_TRUE(wrong.events().empty());
 }
 
 // A kind that asks for a task with a misspelled key, then cleans up with a

@@ -7,6 +7,7 @@
 
 #include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
+#include "statemachine/message_json.h"
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_spec.h"
@@ -141,7 +142,7 @@ TEST(TorchProfileSpec, ServeArgsPerMode) {
   EXPECT_TRUE(Has(more, "--enable-expert-parallel"));
   EXPECT_TRUE(Has(more, "--api-server-count", "2"));
   ASSERT_TRUE(ValidateTorchProfileSpec(spec).ok());
-  json payload = TorchProfileLaunchPayload("r1", spec);
+  json payload = MessageToJson(TorchProfileLaunchPayload("r1", spec));
   EXPECT_EQ(payload["run_id"], "r1");
   EXPECT_EQ(payload["extra_args"][0], "--max-model-len");
   EXPECT_EQ(payload["env"]["PYTORCH_NPU_ALLOC_CONF"], "expandable_segments:True");
@@ -526,7 +527,7 @@ TEST(TorchProfileFlow, LaunchLostStillStopsByRuntimeDir) {
   const TaskInfo* stop = f.Pending(kServiceStopTask);
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->payload["runtime_dir"], "/rt/r1/service-1");
-  EXPECT_TRUE(stop->payload["pid"].is_null());
+  EXPECT_FALSE(stop->payload.contains("pid")) << "pid not given: the handler reads <runtime_dir>/pid";
   ASSERT_EQ(f.Result(kServiceStopTask, {{"already_gone", true}}), "");
   EXPECT_EQ(f.state().status, RunStatus::kFailed);
 }
