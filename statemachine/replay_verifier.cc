@@ -4,6 +4,7 @@
 
 #include "statemachine/device_lease.h"
 #include "statemachine/event_schema.h"
+#include "statemachine/kind_data_schema.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::sm {
@@ -117,6 +118,11 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
       return fail(i, fmt::format("RunFinished while in non-terminal state '{}'", r.state.state));
     if (Status st = ApplyStored(kinds, r.state, e); !st.ok())
       return fail(i, fmt::format("corruption: the {} fold cannot read this event: {}", kind->name(), st.message()));
+    // After each event a kind folds into its data: its own events, and the
+    // shared events of child runs the sweep keeps.
+    if (HasKindEventSchema(e.type()) || e.type() == ev::kChildRunRequested || e.type() == ev::kChildCancelRequested)
+      if (Status st = CheckKindData(kind->name(), r.state.data); !st.ok())
+        return fail(i, fmt::format("corruption: folding this event: {}", st.message()));
     r.events++;
   }
   return r;
