@@ -8,6 +8,7 @@
 
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
+#include "statemachine/task_schema.h"
 
 namespace npuprof::sm {
 
@@ -307,7 +308,24 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
         Ignore(d, in, fmt::format("duplicate result (task is {})", TaskStatusName(task->status)));
         break;
       }
-      if (in.ok) {
+      // A result is held to its message (task_schema.h) here too, not only
+      // by our own worker: whatever answers, nothing undeclared reaches the
+      // log or the kind. A success whose result does not fit is a final
+      // failure (bad_result); a failure's result that does not fit is dropped.
+      const Status fits = CheckTaskResult(task->kind, in.result);
+      if (in.ok && !fits.ok()) {
+        json f = {{"task_id", in.task_id},
+                  {"attempt", in.attempt},
+                  {"error", fmt::format("worker {} answered a result npuprof cannot read: {}; the task failed rather "
+                                        "than the run reading it",
+                                        in.worker, fits.message())},
+                  {"error_kind", "bad_result"},
+                  {"retryable", false},
+                  {"worker", in.worker}};
+        if (in.blobs.is_object() && !in.blobs.empty()) f["blobs"] = in.blobs;
+        const TaskInfo before = *task;
+        OnFailure(*kind, d, before, f, false);
+      } else if (in.ok) {
         json p = {{"task_id", in.task_id}, {"attempt", in.attempt}, {"result", in.result}, {"worker", in.worker}};
         if (in.blobs.is_object() && !in.blobs.empty()) p["blobs"] = in.blobs;
         d.Emit(ev::kTaskSucceeded, p);
@@ -318,7 +336,8 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       } else {
         json f = {{"task_id", in.task_id},   {"attempt", in.attempt}, {"error", in.error},
                   {"error_kind", in.error_kind}, {"retryable", in.retryable}, {"worker", in.worker}};
-        if (!in.result.is_null()) f["result"] = in.result;
+        if (!in.result.is_null() && fits.ok()) f["result"] = in.result;
+        if (!fits.ok()) f["error"] = fmt::format("{} (its result was dropped: {})", in.error, fits.message());
         if (in.blobs.is_object() && !in.blobs.empty()) f["blobs"] = in.blobs;
         const TaskInfo before = *task;  // OnFailure reads it after applying TaskFailed
         OnFailure(*kind, d, before, f, in.retryable);

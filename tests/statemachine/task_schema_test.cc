@@ -18,6 +18,7 @@
 #include "sm_test_util.h"
 #include "statemachine/json_message_table.h"
 #include "statemachine/message_json.h"
+#include "statemachine/replay_verifier.h"
 #include "statemachine/task_policies.h"
 #include "statemachine/task_schema.h"
 #include "task_payloads.pb.h"
@@ -204,6 +205,37 @@ TEST(TaskSchema, ScheduleTakesTheKindFromTheMessageThePolicyFromTheTableAndTheMa
   EXPECT_EQ(wrong.Schedule(tasks::Machine()), "");
   EXPECT_TRUE(wrong.failed());
   EXPECT_TRUE(wrong.events().empty());
+}
+
+TEST(TaskSchema, AResultThatDoesNotFitItsMessageFailsTheTaskFinallyWhoeverAnswered) {
+  // The broker's own check, whatever worker answered (ours holds its
+  // handlers to the message before answering; a foreign one may not).
+  Driver run("p1", DefaultKinds());
+  run.Submit("probe", json{{"machine", "sim1"}, {"machine_record", kMachine}});
+  std::string id;
+  for (const auto& [tid, t] : run.state().tasks) id = tid;
+  ASSERT_EQ(run.task(id).kind, "probe.npu_smi");
+  const auto events = run.Report(id, 1, true, 2000, false, json{{"devices", json::array()}, {"smuggled", "x"}});
+  for (const auto& e : events) EXPECT_NE(e.type, ev::kTaskSucceeded) << "nothing undeclared reaches the log";
+  EXPECT_EQ(run.task(id).status, TaskStatus::kFailed);
+  EXPECT_EQ(run.task(id).result["error_kind"], "bad_result");
+  EXPECT_EQ(run.task(id).result["final"], true) << "an answer that does not fit is not retried";
+  const std::string error = run.task(id).result["error"];
+  EXPECT_NE(error.find("smuggled"), std::string::npos) << error;
+  EXPECT_NE(error.find("w1"), std::string::npos) << "names the worker: " << error;
+  EXPECT_EQ(run.state().status, RunStatus::kFailed) << "the probe kind's failure path ran";
+
+  // A failure's result that does not fit is dropped; the failure stands.
+  Driver other("p2", DefaultKinds());
+  other.Submit("probe", json{{"machine", "sim1"}, {"machine_record", kMachine}});
+  for (const auto& [tid, t] : other.state().tasks) id = tid;
+  other.Report(id, 1, false, 2000, false, json{{"smuggled", "x"}}, "ssh_failed");
+  EXPECT_EQ(other.task(id).result["error_kind"], "ssh_failed");
+  EXPECT_FALSE(other.task(id).result.contains("result"));
+  EXPECT_NE(other.task(id).result["error"].get<std::string>().find("dropped"), std::string::npos);
+  // What the log holds verifies.
+  for (const auto* r : {&run, &other})
+    EXPECT_TRUE(VerifyRunEvents(DefaultKinds(), r->log(), [](const proto::Event& e) { return e.hash(); }).ok);
 }
 
 // A kind that asks for a task with a misspelled key, then cleans up with a
