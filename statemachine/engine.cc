@@ -8,6 +8,7 @@
 
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
+#include "statemachine/run_spec_schema.h"
 #include "statemachine/task_schema.h"
 
 namespace npuprof::sm {
@@ -281,6 +282,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       json spec = in.spec.is_object() ? in.spec : json::object();
       Status st = kind->ValidateSpec(spec);
       if (!st.ok()) return st;
+      if (st = CheckRunSpec(kind_name, spec); !st.ok()) return st;
       d.Emit(ev::kRunSubmitted, json{{"kind", kind_name},
                                      {"spec", spec},
                                      {"machine", spec.value("machine", "")},

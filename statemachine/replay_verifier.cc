@@ -5,6 +5,7 @@
 #include "statemachine/device_lease.h"
 #include "statemachine/event_schema.h"
 #include "statemachine/kind_data_schema.h"
+#include "statemachine/run_spec_schema.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::sm {
@@ -100,6 +101,8 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
       if (e.type() != ev::kRunSubmitted) return fail(i, "a run must start with RunSubmitted");
       kind = kinds.Find(p.value("kind", ""));
       if (!kind) return fail(i, fmt::format("unknown run kind '{}'", p.value("kind", "")));
+      if (Status st = CheckRunSpec(kind->name(), p.value("spec", json::object())); !st.ok())
+        return fail(i, "corruption: " + st.message());
     } else if (e.type() == ev::kRunSubmitted) {
       return fail(i, "RunSubmitted in the middle of a run");
     }
