@@ -8,7 +8,7 @@
 
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
-#include "statemachine/run_spec_schema.h"
+#include "statemachine/kind_schemas.h"
 #include "statemachine/task_schema.h"
 
 namespace npuprof::sm {

@@ -4,8 +4,7 @@
 
 #include "statemachine/device_lease.h"
 #include "statemachine/event_schema.h"
-#include "statemachine/kind_data_schema.h"
-#include "statemachine/run_spec_schema.h"
+#include "statemachine/kind_schemas.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::sm {

@@ -1,0 +1,70 @@
+#include "statemachine/kind_schemas.h"
+
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
+
+#include "kind_data.pb.h"
+#include "run_specs.pb.h"
+#include "statemachine/json_message_table.h"
+
+namespace npuprof::sm {
+
+namespace {
+
+namespace pb = google::protobuf;
+using json = nlohmann::json;
+
+bool NothingNeeded(const pb::FieldDescriptor&) { return false; }
+
+const JsonMessageTable& Specs() {
+  static const JsonMessageTable* kTable =
+      new JsonMessageTable(*run_specs::ProbeSpec::descriptor()->file(), SpecKindOf, NothingNeeded);
+  return *kTable;
+}
+
+const JsonMessageTable& Data() {
+  static const JsonMessageTable* kTable =
+      new JsonMessageTable(*kind_data::ProbeData::descriptor()->file(), DataKindOf, NothingNeeded);
+  return *kTable;
+}
+
+// Why `doc` does not fit the message kept under kind, or nullopt when it
+// does (or when there is no message).
+std::optional<std::string> Mismatch(const JsonMessageTable& table, std::string_view kind, const json& doc,
+                                    const char* what, const char* file) {
+  const pb::Message* prototype = table.Prototype(kind);
+  if (prototype == nullptr) return std::nullopt;
+  const std::string name = prototype->GetDescriptor()->name();
+  if (!doc.is_object()) return fmt::format("the {} {} is not a JSON object ({} {})", kind, what, file, name);
+  std::unique_ptr<pb::Message> msg(prototype->New());
+  const std::string text = doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (auto why = JsonMessageTable::Parse(text, *msg, /*tolerate_unknown_keys=*/false))
+    return fmt::format("the {} {} does not fit its message {} ({} lists every field it may hold): {}", kind, what,
+                       name, file, *why);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string SpecKindOf(const pb::Descriptor& message) { return message.options().GetExtension(run_specs::spec_of); }
+bool HasRunSpecSchema(std::string_view kind) { return Specs().Prototype(kind) != nullptr; }
+std::vector<std::string> RunSpecKinds() { return Specs().Keys(); }
+
+Status CheckRunSpec(std::string_view kind, const json& spec) {
+  if (auto why = Mismatch(Specs(), kind, spec, "spec", "proto/run_specs.proto")) return Status::Invalid(*why);
+  return Status::Ok();
+}
+
+std::string DataKindOf(const pb::Descriptor& message) { return message.options().GetExtension(kind_data::data_of); }
+bool HasKindDataSchema(std::string_view kind) { return Data().Prototype(kind) != nullptr; }
+std::vector<std::string> KindDataKinds() { return Data().Keys(); }
+
+Status CheckKindData(std::string_view kind, const json& data) {
+  if (auto why = Mismatch(Data(), kind, data, "data", "proto/kind_data.proto")) return Status::Corruption(*why);
+  return Status::Ok();
+}
+
+}  // namespace npuprof::sm

@@ -1,0 +1,159 @@
+// A run kind's spec and data are declared in proto/run_specs.proto and
+// proto/kind_data.proto (statemachine/kind_schemas.h): a submission whose
+// spec holds a key its message does not declare is refused naming the key
+// (nothing runs); `verify` reports a stored spec that does not fit, or a fold
+// to an undeclared data key, as corruption naming the event; the recorded
+// runs fit both at every step.
+#include <gtest/gtest.h>
+
+#include <google/protobuf/descriptor.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "kind_data.pb.h"
+#include "message_fill.h"
+#include "recorded_runs.h"
+#include "run_specs.pb.h"
+#include "sm_test_util.h"
+#include "statemachine/kind_registrations.h"
+#include "statemachine/kind_schemas.h"
+#include "statemachine/memory_profile_machine.h"
+#include "statemachine/replay_verifier.h"
+
+namespace npuprof::sm::testing {
+namespace {
+
+namespace pb = google::protobuf;
+using npuprof::testing_support::EventsAsLog;
+using npuprof::testing_support::FilledJson;
+using npuprof::testing_support::kRecordedRuns;
+using npuprof::testing_support::RecordedRunEvents;
+using npuprof::testing_support::SeqHash;
+
+const json kMachine = {{"name", "sim1"}, {"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}};
+
+TEST(RunSpec, EveryBuiltInKindHasASpecMessageAndNoMessageIsForAnUnknownKind) {
+  const std::vector<std::string> declared = RunSpecKinds();
+  const std::set<std::string> with_message(declared.begin(), declared.end());
+  EXPECT_EQ(declared.size(), with_message.size()) << "a kind has two messages";
+  const std::vector<std::string> names = DefaultKinds().Names();
+  for (const std::string& k : names) EXPECT_TRUE(HasRunSpecSchema(k)) << k << " has no message in run_specs.proto";
+  for (const std::string& k : with_message)
+    EXPECT_NE(std::find(names.begin(), names.end(), k), names.end()) << k << " is no run kind";
+  EXPECT_TRUE(CheckRunSpec("test-kind", json{{"anything", 1}}).ok()) << "a kind without a message is not judged";
+}
+
+TEST(RunSpec, EveryMessageFilledIsASpecItsKindAccepts) {
+  const pb::FileDescriptor* file = run_specs::ProbeSpec::descriptor()->file();
+  for (int i = 0; i < file->message_type_count(); ++i) {
+    const pb::Descriptor* d = file->message_type(i);
+    const std::string kind = SpecKindOf(*d);
+    ASSERT_FALSE(kind.empty()) << d->name() << " has no (spec_of)";
+    const Status s = CheckRunSpec(kind, json::parse(FilledJson(*d)));
+    EXPECT_TRUE(s.ok()) << kind << ": " << s.message();
+  }
+}
+
+TEST(RunSpec, AMisspelledSpecKeyRefusesTheSubmissionNamingItAndNothingRuns) {
+  RunState none;
+  none.run_id = "p1";
+  const auto refused = Decide(DefaultKinds(), none,
+                              SubmitInput("probe", json{{"machine", "sim1"}, {"machine_record", kMachine},
+                                                        {"busy_treshold_mb", 100}},
+                                          1000));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("busy_treshold_mb"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("ProbeSpec"), std::string::npos) << refused.status().message();
+  // Spelled right, the same submission starts.
+  const auto ok = Decide(DefaultKinds(), none,
+                         SubmitInput("probe", json{{"machine", "sim1"}, {"machine_record", kMachine},
+                                                   {"busy_threshold_mb", 100}},
+                                     1000));
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_FALSE(ok->empty());
+}
+
+TEST(RunSpec, TheRecordedRunsSpecsFitAndAStoredSpecWithAnUnknownKeyIsCorruption) {
+  for (const char* name : kRecordedRuns) {
+    json events = RecordedRunEvents(name);
+    ASSERT_TRUE(events.is_array() && !events.empty()) << name;
+    const VerifyResult good = VerifyRunEvents(DefaultKinds(), EventsAsLog(name, events), SeqHash);
+    ASSERT_TRUE(good.ok) << name << ": " << good.first_divergence;
+    events[0]["payload"]["spec"]["helth_timeout_s"] = 30;
+    const VerifyResult bad = VerifyRunEvents(DefaultKinds(), EventsAsLog(name, events), SeqHash);
+    ASSERT_FALSE(bad.ok) << name;
+    EXPECT_NE(bad.first_divergence.find("event #1"), std::string::npos) << bad.first_divergence;
+    EXPECT_NE(bad.first_divergence.find("corruption"), std::string::npos) << bad.first_divergence;
+    EXPECT_NE(bad.first_divergence.find("helth_timeout_s"), std::string::npos) << bad.first_divergence;
+  }
+}
+
+TEST(KindData, EveryBuiltInKindHasADataMessageAndNoMessageIsForAnUnknownKind) {
+  const std::vector<std::string> declared = KindDataKinds();
+  const std::set<std::string> with_message(declared.begin(), declared.end());
+  EXPECT_EQ(declared.size(), with_message.size()) << "a kind has two messages";
+  const std::vector<std::string> names = DefaultKinds().Names();
+  const std::set<std::string> kinds(names.begin(), names.end());
+  for (const std::string& k : kinds) EXPECT_TRUE(HasKindDataSchema(k)) << k << " has no message in kind_data.proto";
+  for (const std::string& k : with_message) EXPECT_TRUE(kinds.count(k)) << k << " is no run kind";
+  EXPECT_FALSE(HasKindDataSchema("test-kind"));
+  EXPECT_TRUE(CheckKindData("test-kind", json{{"anything", 1}}).ok()) << "a kind without a message is not judged";
+}
+
+TEST(KindData, EveryMessageFilledIsDataItsKindAccepts) {
+  const pb::FileDescriptor* file = kind_data::ProbeData::descriptor()->file();
+  for (int i = 0; i < file->message_type_count(); ++i) {
+    const pb::Descriptor* d = file->message_type(i);
+    const std::string kind = DataKindOf(*d);
+    ASSERT_FALSE(kind.empty()) << d->name() << " has no (data_of)";
+    const json data = json::parse(FilledJson(*d));
+    const Status s = CheckKindData(kind, data);
+    EXPECT_TRUE(s.ok()) << kind << ": " << s.message();
+  }
+}
+
+TEST(KindData, TheRecordedRunsFitTheirKindsMessageAfterEveryEvent) {
+  for (const char* name : kRecordedRuns) {
+    const auto log = EventsAsLog(name, RecordedRunEvents(name));
+    ASSERT_GT(log.size(), 10u) << name;
+    const VerifyResult v = VerifyRunEvents(DefaultKinds(), log, SeqHash);
+    ASSERT_TRUE(v.ok) << name << ": " << v.first_divergence;
+    EXPECT_FALSE(v.state.data.empty()) << name;
+    RunState s;
+    for (const auto& e : log) {
+      ASSERT_TRUE(ApplyStored(DefaultKinds(), s, e).ok());
+      const Status st = CheckKindData(s.kind, s.data);
+      ASSERT_TRUE(st.ok()) << name << " after #" << e.seq() << " " << e.type() << ": " << st.message();
+    }
+  }
+}
+
+TEST(KindData, AFoldToAKeyTheMessageDoesNotDeclareIsCorruptionNamingTheEvent) {
+  json events = RecordedRunEvents("memory_profile");
+  ASSERT_TRUE(events.is_array() && events.size() > 10);
+  // A generic record of a field no memory-profile data declares: the event
+  // itself fits MemoryEvidenceRecorded ({field, value}); what it folds to does not.
+  json bogus = {{"type", kMemRecorded}, {"payload", {{"field", "baselien"}, {"value", {{"hbm", 1}}}}}};
+  events.insert(events.begin() + 3, bogus);
+  const VerifyResult v = VerifyRunEvents(DefaultKinds(), EventsAsLog("mp", events), SeqHash);
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.first_divergence.find("event #4"), std::string::npos) << v.first_divergence;
+  EXPECT_NE(v.first_divergence.find("corruption"), std::string::npos) << v.first_divergence;
+  EXPECT_NE(v.first_divergence.find("baselien"), std::string::npos) << v.first_divergence;
+  EXPECT_NE(v.first_divergence.find("MemoryProfileData"), std::string::npos) << v.first_divergence;
+}
+
+TEST(KindData, AValueOfTheWrongTypeIsCorruption) {
+  const Status s = CheckKindData("torch-profile", json{{"cleanup", 5}});
+  EXPECT_EQ(s.code(), Code::kCorruption) << s.message();
+  EXPECT_NE(s.message().find("cleanup"), std::string::npos) << s.message();
+  EXPECT_EQ(CheckKindData("serve", json::array()).code(), Code::kCorruption);
+  EXPECT_TRUE(CheckKindData("serve", json::object()).ok()) << "a run that folded nothing yet";
+}
+
+}  // namespace
+}  // namespace npuprof::sm::testing
