@@ -134,7 +134,8 @@ void CheckQuarantinedDevices(Decision& d, const json& devices) {
   tasks::ProbeNpuSmi p;
   p.set_busy_threshold_mb(s.spec.value("busy_threshold_mb", int64_t{4096}));
   p.set_purpose(kQuarantineProbePurpose);
-  for (const auto& id : devices) p.add_devices(id.get<int64_t>());
+  for (const auto& id : devices)
+    if (id.is_number_integer()) p.add_devices(id.get<int64_t>());
   d.Schedule(p, PolicyFor("device-quarantine", kProbeTask));
 }
 

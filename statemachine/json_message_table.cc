@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <fmt/format.h>
+
 namespace npuprof::sm {
 
 namespace pb = google::protobuf;
@@ -31,13 +33,58 @@ std::string JsonMessageTable::MissingKey(std::string_view key, const nlohmann::j
   return "";
 }
 
+namespace {
+
+bool WellKnown(const pb::Descriptor& d) { return d.file()->name().rfind("google/protobuf/", 0) == 0; }
+
+// The first key below `j` (the JSON of a message d) that is not one of its
+// fields' names as written in the .proto ("a.b" for a nested one), with the
+// name to write instead when the key is the field's lowerCamelCase JSON name;
+// "" when every key is a name. Values of well-known types (Struct, Value,
+// ...) are documents of their own and are not looked into.
+std::string KeyNotAName(const nlohmann::json& j, const pb::Descriptor& d, const std::string& at) {
+  if (!j.is_object() || WellKnown(d)) return "";
+  for (const auto& [key, value] : j.items()) {
+    const pb::FieldDescriptor* f = d.FindFieldByName(key);
+    if (f == nullptr) {
+      const pb::FieldDescriptor* json_named = d.FindFieldByCamelcaseName(key);
+      return json_named ? fmt::format("{}{}: write the field's name, {}", at, key, json_named->name())
+                        : fmt::format("{}{}: no such field", at, key);
+    }
+    if (f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE || value.is_null()) continue;
+    const std::string here = at + key;
+    if (f->is_map()) {
+      const pb::FieldDescriptor* v = f->message_type()->map_value();
+      if (v->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE || !value.is_object()) continue;
+      for (const auto& [k, item] : value.items())
+        if (std::string bad = KeyNotAName(item, *v->message_type(), here + "." + k + "."); !bad.empty()) return bad;
+    } else if (f->is_repeated()) {
+      if (!value.is_array()) continue;
+      for (size_t i = 0; i < value.size(); ++i)
+        if (std::string bad = KeyNotAName(value[i], *f->message_type(), fmt::format("{}[{}].", here, i));
+            !bad.empty())
+          return bad;
+    } else if (std::string bad = KeyNotAName(value, *f->message_type(), here + "."); !bad.empty()) {
+      return bad;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::optional<std::string> JsonMessageTable::Parse(std::string_view text, pb::Message& out,
                                                    bool tolerate_unknown_keys) {
   pb::util::JsonParseOptions options;
   options.ignore_unknown_fields = tolerate_unknown_keys;
   const auto st = pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &out, options);
-  if (st.ok()) return std::nullopt;
-  return std::string(st.message());
+  if (!st.ok()) return std::string(st.message());
+  if (tolerate_unknown_keys) return std::nullopt;
+  // protobuf's parser also takes a field's lowerCamelCase name; a key must be
+  // written as the .proto names it, so that what is stored is what is read.
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (std::string bad = KeyNotAName(j, *out.GetDescriptor(), ""); !bad.empty()) return bad;
+  return std::nullopt;
 }
 
 }  // namespace npuprof::sm

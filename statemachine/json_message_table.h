@@ -40,7 +40,9 @@ class JsonMessageTable {
   // The first needed key of key's message that payload (an object) lacks, or "".
   std::string MissingKey(std::string_view key, const nlohmann::json& payload) const;
 
-  // Parses text into out; the parser's complaint when it does not fit.
+  // Parses text into out; the parser's complaint when it does not fit. Unless
+  // unknown keys are tolerated, a key must be a field's name as written in
+  // the .proto (protobuf's parser would also take its lowerCamelCase form).
   static std::optional<std::string> Parse(std::string_view text, google::protobuf::Message& out,
                                           bool tolerate_unknown_keys);
 

@@ -1,7 +1,11 @@
 #include "statemachine/message_json.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+
+#include <fmt/format.h>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
@@ -32,6 +36,17 @@ std::string Base64(const std::string& bytes) {
 
 json Double(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// A float as the shortest decimal that reads back as it (0.1f is 0.1, not
+// the double 0.100000001...).
+json Float(float v) { return std::isfinite(v) ? json(std::stod(fmt::format("{}", v))) : json(nullptr); }
+
+// An enum value by name; a number this build does not know (an open enum
+// may hold one) by its number, as the JSON mapping writes it.
+json Enum(const pb::FieldDescriptor& f, int number) {
+  const pb::EnumValueDescriptor* v = f.enum_type()->FindValueByNumber(number);
+  return v ? json(v->name()) : json(number);
+}
+
 // One value of field f: the singular value, or element i of a repeated field.
 json Value(const pb::Message& m, const pb::FieldDescriptor& f, int i) {
   const pb::Reflection& r = *m.GetReflection();
@@ -42,9 +57,9 @@ json Value(const pb::Message& m, const pb::FieldDescriptor& f, int i) {
     case pb::FieldDescriptor::CPPTYPE_UINT32: return rep ? r.GetRepeatedUInt32(m, &f, i) : r.GetUInt32(m, &f);
     case pb::FieldDescriptor::CPPTYPE_UINT64: return rep ? r.GetRepeatedUInt64(m, &f, i) : r.GetUInt64(m, &f);
     case pb::FieldDescriptor::CPPTYPE_DOUBLE: return Double(rep ? r.GetRepeatedDouble(m, &f, i) : r.GetDouble(m, &f));
-    case pb::FieldDescriptor::CPPTYPE_FLOAT: return Double(rep ? r.GetRepeatedFloat(m, &f, i) : r.GetFloat(m, &f));
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: return Float(rep ? r.GetRepeatedFloat(m, &f, i) : r.GetFloat(m, &f));
     case pb::FieldDescriptor::CPPTYPE_BOOL: return rep ? r.GetRepeatedBool(m, &f, i) : r.GetBool(m, &f);
-    case pb::FieldDescriptor::CPPTYPE_ENUM: return (rep ? r.GetRepeatedEnum(m, &f, i) : r.GetEnum(m, &f))->name();
+    case pb::FieldDescriptor::CPPTYPE_ENUM: return Enum(f, rep ? r.GetRepeatedEnumValue(m, &f, i) : r.GetEnumValue(m, &f));
     case pb::FieldDescriptor::CPPTYPE_STRING: {
       std::string s = rep ? r.GetRepeatedString(m, &f, i) : r.GetString(m, &f);
       return f.type() == pb::FieldDescriptor::TYPE_BYTES ? json(Base64(s)) : json(std::move(s));
@@ -70,10 +85,14 @@ json PrintedByProtobuf(const pb::Message& m) {
   return j.is_discarded() ? json(nullptr) : j;
 }
 
+// google.protobuf.Int64Value and the other wrappers: the JSON of their value.
+bool Wrapper(const pb::Descriptor& d) { return d.file()->name() == "google/protobuf/wrappers.proto"; }
+
 }  // namespace
 
 json MessageToJson(const pb::Message& m) {
   const pb::Descriptor& d = *m.GetDescriptor();
+  if (Wrapper(d)) return Value(m, *d.field(0), 0);
   if (WellKnown(d)) return PrintedByProtobuf(m);
   json out = json::object();
   const pb::Reflection& r = *m.GetReflection();

@@ -12,8 +12,11 @@
 //   * 64-bit integers as JSON numbers (protobuf's own printer writes them as
 //     strings; the stored payloads and the code that reads them back hold
 //     them as numbers), enums by name, bytes base64 as the mapping says.
-// Non-finite doubles become null ("not given"). A well-known type (Struct,
-// Value, ...) is written as protobuf's printer writes it.
+// A wrapper (Int64Value, ...) is written as its value. Non-finite doubles
+// become null (read back as the field's default, or unset where it has
+// presence). An enum number this build does not know is written as the
+// number. Any other well-known type (Struct, Value, Timestamp, ...) is
+// written as protobuf's printer writes it (null if the printer refuses it).
 // Pure: no I/O; thread-safe.
 #pragma once
 

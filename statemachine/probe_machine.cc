@@ -1,4 +1,5 @@
 #include "task_payloads.pb.h"
+#include "common/json_field.h"
 #include "statemachine/probe_machine.h"
 
 #include <fmt/format.h>
@@ -28,7 +29,7 @@ Status ProbeMachine::ValidateSpec(json& spec) const {
 void ProbeMachine::OnStart(Decision& d) const {
   d.Transition("probing");
   tasks::ProbeNpuSmi p;
-  p.set_busy_threshold_mb(d.state().spec["busy_threshold_mb"].get<int64_t>());
+  p.set_busy_threshold_mb(IntField(d.state().spec, "busy_threshold_mb").value_or(4096));
   d.Schedule(p);
 }
 

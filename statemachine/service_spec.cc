@@ -214,16 +214,22 @@ tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no
     p.set_served_model_name(spec["served_model_name"].get<std::string>());
   p.set_tp(spec.value("tp", 1));
   p.set_dp(spec.value("dp", 1));
-  for (const auto& d : ArrField(spec, "devices")) p.add_devices(d.get<int32_t>());
+  // Values of another type cannot be here (ValidateServiceSpec and the
+  // spec's message refused them at submit); they are skipped, never thrown on.
+  for (const auto& d : ArrField(spec, "devices"))
+    if (d.is_number_integer()) p.add_devices(d.get<int32_t>());
   if (auto port = IntField(spec, "port")) p.set_port(static_cast<int32_t>(*port));
   auto& env = *p.mutable_env();
   if (kind_env.is_object())
-    for (const auto& [k, v] : kind_env.items()) env[k] = v.get<std::string>();
+    for (const auto& [k, v] : kind_env.items())
+      if (v.is_string()) env[k] = v.get<std::string>();
   const json& user_env = Field(spec, "env");
   if (user_env.is_object())
-    for (const auto& [k, v] : user_env.items()) env[k] = v.get<std::string>();
+    for (const auto& [k, v] : user_env.items())
+      if (v.is_string()) env[k] = v.get<std::string>();
   for (const auto& a : kind_args) p.add_extra_args(a);
-  for (const auto& a : ArrField(spec, "extra_args")) p.add_extra_args(a.get<std::string>());
+  for (const auto& a : ArrField(spec, "extra_args"))
+    if (a.is_string()) p.add_extra_args(a.get<std::string>());
   if (spec.contains("wrap_script") && spec["wrap_script"].is_string())
     p.set_wrap_script(spec["wrap_script"].get<std::string>());
   p.set_health_timeout_s(spec.value("health_timeout_s", 300));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "statemachine/event_types.h"
+#include "statemachine/kind_schemas.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
@@ -164,6 +165,10 @@ Status SweepMachine::ValidateSpec(json& spec) const {
       return Status::Invalid(fmt::format("grid point {} ({}): a sweep's points each pick a free port; drop --port",
                                          i, PointText(p["point"])));
     if (Status st = kind->ValidateSpec(child); !st.ok())
+      return Status::Invalid(fmt::format("grid point {} ({}): {}", i, PointText(p["point"]), st.message()));
+    // Judged as the child's submission will be, so a sweep is refused now
+    // rather than its children later.
+    if (Status st = CheckRunSpec(child_kind, child); !st.ok())
       return Status::Invalid(fmt::format("grid point {} ({}): {}", i, PointText(p["point"]), st.message()));
     json key = child;
     key.erase("machine_record");

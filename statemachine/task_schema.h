@@ -7,13 +7,15 @@
 // A payload is refused (Status::Invalid naming the task kind and the key)
 // when it is not a JSON object, lacks a (needed) key, holds a key of the
 // wrong type, or holds a key the message does not declare. Both ends judge
-// it: Decision::ScheduleTask before the TaskScheduled event exists, and the
+// it: Decision::Schedule / ScheduleTask before the TaskScheduled event exists, and the
 // worker, decoding it into the handler's message (DecodeTaskPayload,
 // workers/typed_handler.h) before its handler runs.
 //
 // A result is judged the same way (no key is needed; an empty result, "" or
-// null, passes: a failure may carry none) by the worker before it answers:
-// a handler cannot hand back a key its result message does not declare.
+// null, passes: a failure may carry none) by the worker before it answers
+// (a handler cannot hand back a key its result message does not declare),
+// and again by the engine when it arrives, whoever answered (engine.cc: a
+// success that does not fit fails its task, bad_result).
 //
 // A task kind without a message (a kind registered by a test or a plugin)
 // passes unchecked and its handler reads the JSON itself.

@@ -65,6 +65,7 @@ bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_
   const json dirs = list_result.value("dirs", json::array());
   if (!dirs.is_array() || dirs.empty()) return false;
   for (const auto& dir : dirs) {
+    if (!dir.is_string()) continue;  // the listing's result message holds strings only
     tasks::TorchProfileAnalyseRank p;
     p.set_dir(dir.get<std::string>());
     p.set_analyse_timeout_s(analyse_timeout_s);

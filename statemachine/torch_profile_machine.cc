@@ -1,3 +1,4 @@
+#include "common/json_field.h"
 #include "statemachine/torch_profile_machine.h"
 
 #include <fmt/format.h>
@@ -100,8 +101,8 @@ void ScheduleControl(Decision& d, const std::string& action) {
   tasks::TorchProfileControl p;
   p.set_role(action);
   p.set_action(action);
-  p.set_port(svc.value("port", 0));
-  p.set_timeout_s(d.state().spec.value("profile_control_timeout", 600));
+  p.set_port(static_cast<int32_t>(IntField(svc, "port").value_or(0)));
+  p.set_timeout_s(IntField(d.state().spec, "profile_control_timeout").value_or(600));
   d.Schedule(p);
 }
 
@@ -109,19 +110,22 @@ void ScheduleRequests(Decision& d, const std::string& role) {
   const json& spec = d.state().spec;
   const json svc = ServiceOf(d.state());
   const bool wave = role == "wave";
+  // The spec's fields were checked and filled at submit (torch_profile_spec.h,
+  // proto/run_specs.proto); they are read without throwing all the same.
+  const auto num = [&](const char* key) { return IntField(spec, key).value_or(0); };
   tasks::TorchProfileRequests p;
   p.set_role(role);
-  p.set_port(svc.value("port", 0));
-  if (spec["served_model_name"].is_string()) p.set_served_model_name(spec["served_model_name"].get<std::string>());
-  p.set_total(wave ? spec["benchmark_total_requests"].get<int64_t>() : 1);
-  p.set_concurrency(wave ? spec["benchmark_concurrency"].get<int64_t>() : 1);
-  p.set_first_index(wave ? 0 : spec["benchmark_total_requests"].get<int64_t>());
-  p.set_prompt_tokens(spec["prompt_tokens"].get<int64_t>());
-  p.set_max_tokens((wave ? spec["benchmark_output_tokens"] : spec["followup_output_tokens"]).get<int64_t>());
-  p.set_timeout_s(spec["request_timeout"].get<int64_t>());
-  p.set_request_kind(spec["request_kind"].get<std::string>());
-  if (spec["image_path"].is_string()) p.set_image_path(spec["image_path"].get<std::string>());
-  if (spec["image_height"].is_number_integer()) p.set_image_height(spec["image_height"].get<int64_t>());
+  p.set_port(static_cast<int32_t>(IntField(svc, "port").value_or(0)));
+  if (Field(spec, "served_model_name").is_string()) p.set_served_model_name(StrField(spec, "served_model_name"));
+  p.set_total(wave ? num("benchmark_total_requests") : 1);
+  p.set_concurrency(wave ? num("benchmark_concurrency") : 1);
+  p.set_first_index(wave ? 0 : num("benchmark_total_requests"));
+  p.set_prompt_tokens(num("prompt_tokens"));
+  p.set_max_tokens(num(wave ? "benchmark_output_tokens" : "followup_output_tokens"));
+  p.set_timeout_s(num("request_timeout"));
+  p.set_request_kind(StrField(spec, "request_kind"));
+  if (Field(spec, "image_path").is_string()) p.set_image_path(StrField(spec, "image_path"));
+  if (auto h = IntField(spec, "image_height")) p.set_image_height(*h);
   d.Schedule(p);
 }
 
@@ -206,8 +210,8 @@ void TorchProfileMachine::OnStart(Decision& d) const {
   if (spec["request_kind"] == "vl") {
     d.Transition("preparing_image");
     tasks::TorchProfilePrepareImage p;
-    p.set_image_path(spec["image_path"].get<std::string>());
-    p.set_image_height(spec["image_height"].get<int64_t>());
+    p.set_image_path(StrField(spec, "image_path"));
+    p.set_image_height(IntField(spec, "image_height").value_or(0));
     d.Schedule(p);
     return;
   }

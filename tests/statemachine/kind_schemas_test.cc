@@ -77,6 +77,20 @@ TEST(RunSpec, AMisspelledSpecKeyRefusesTheSubmissionNamingItAndNothingRuns) {
   EXPECT_FALSE(ok->empty());
 }
 
+TEST(RunSpec, AKeyInCamelCaseIsRefusedWithTheNameToWrite) {
+  // protobuf's JSON parser would take busyThresholdMb for busy_threshold_mb;
+  // the spec would then keep its filled-in default and the run use it.
+  const Status s = CheckRunSpec("probe", json{{"machine", "sim1"}, {"busyThresholdMb", 5}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("busyThresholdMb: write the field's name, busy_threshold_mb"), std::string::npos)
+      << s.message();
+  // Nested too: a key of the machine record.
+  const Status nested = CheckRunSpec("probe", json{{"machine", "sim1"}, {"machine_record", {{"knownHostsFile", "/k"}}}});
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.message().find("machine_record.knownHostsFile"), std::string::npos) << nested.message();
+  EXPECT_EQ(CheckKindData("torch-profile", json{{"cleanupReason", "x"}}).code(), Code::kCorruption);
+}
+
 TEST(RunSpec, TheRecordedRunsSpecsFitAndAStoredSpecWithAnUnknownKeyIsCorruption) {
   for (const char* name : kRecordedRuns) {
     json events = RecordedRunEvents(name);

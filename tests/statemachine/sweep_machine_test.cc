@@ -103,6 +103,14 @@ TEST(Sweep, ValidatesEveryPointBeforeAnythingIsSubmitted) {
   json port = Spec({"0.8"});
   port["points"][0]["spec"]["port"] = 8000;
   EXPECT_NE(r.Submit(port).message().find("drop --port"), std::string::npos);
+  // A point's spec is judged as the child's submission will be: refused now,
+  // naming the point and the key, not child by child later.
+  json typo = Spec({"0.8"});
+  typo["points"][0]["spec"]["gpu_memory_utilisation"] = 0.8;
+  const std::string why = r.Submit(typo).message();
+  EXPECT_NE(why.find("grid point 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("gpu_memory_utilisation"), std::string::npos) << why;
+  EXPECT_TRUE(r.types.empty()) << "nothing was submitted";
   json kind = Spec({"0.8"});
   kind["child_kind"] = "serve";
   EXPECT_NE(r.Submit(kind).message().find("memory-profile or torch-profile"), std::string::npos);

@@ -7,6 +7,9 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <google/protobuf/wrappers.pb.h>
+
+#include <cmath>
 
 #include <algorithm>
 #include <map>
@@ -155,6 +158,31 @@ TEST(TaskSchema, AMessageIsWrittenAsItsJsonWithIntegersAsNumbersAndPresenceKept)
   tasks::ServiceLaunch back;
   ASSERT_TRUE(DecodeTaskPayload("service.launch", MessageToJson(p).dump(), back).ok());
   EXPECT_TRUE(pb::util::MessageDifferencer::Equals(p, back));
+}
+
+TEST(TaskSchema, APayloadOrResultKeyInCamelCaseIsRefused) {
+  const Status p = CheckTaskPayload(
+      "memory.infer", json{{"machine", kMachine}, {"max_tokens", 8}, {"timeout_s", 1}, {"servedModelName", "m"}});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.message().find("servedModelName: write the field's name, served_model_name"), std::string::npos)
+      << p.message();
+  tasks::MemoryExport out;
+  EXPECT_FALSE(DecodeTaskPayload("memory.export",
+                                 R"({"machine":{"host":"h","user":"u"},"msprof_dir":"/d","timeoutS":1})", out)
+                   .ok());
+  EXPECT_FALSE(CheckTaskResult("probe.npu_smi", json{{"busyThresholdMb", 1}}).ok());
+}
+
+TEST(TaskSchema, WrappersFloatsAndNonFiniteNumbersAreWrittenAsTheMappingSays) {
+  pb::Int64Value big;
+  big.set_value(int64_t{1} << 40);
+  EXPECT_EQ(MessageToJson(big), int64_t{1} << 40) << "a wrapper is its value, a 64-bit one a number";
+  pb::FloatValue f;
+  f.set_value(0.1f);
+  EXPECT_EQ(MessageToJson(f), 0.1) << "the shortest decimal of the float";
+  tasks::InferenceWindow w;
+  w.set_start_us(std::nan(""));
+  EXPECT_TRUE(MessageToJson(w)["start_us"].is_null());
 }
 
 TEST(TaskSchema, EveryFilledMessageIsWrittenAsTheJsonItIsParsedFrom) {
