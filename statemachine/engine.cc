@@ -58,13 +58,13 @@ int64_t RetryDelayMs(const TaskPolicy& policy, uint32_t next_attempt) {
 
 // ------------------------------------------------------------------ apply
 
-void Apply(const KindRegistry& kinds, RunState& s, const std::string& type, const json& p, uint64_t seq,
+bool Apply(const KindRegistry& kinds, RunState& s, const std::string& type, const json& p, uint64_t seq,
            int64_t time_ms) {
   const RunKind* kind = kinds.Find(type == ev::kRunSubmitted ? p.value("kind", "") : s.kind);
-  ApplyWith(kind, s, type, p, seq, time_ms);
+  return ApplyWith(kind, s, type, p, seq, time_ms);
 }
 
-void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const json& p, uint64_t seq,
+bool ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const json& p, uint64_t seq,
                int64_t time_ms) {
   s.last_seq = seq;
   s.updated_ms = time_ms;
@@ -163,7 +163,9 @@ void ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     // device lease (statemachine/device_lease.h)
   } else if (kind) {
     kind->ApplyKindEvent(s, type, p);
+    return true;
   }
+  return false;
 }
 
 namespace {
@@ -176,14 +178,15 @@ json StagedPayloadOf(const proto::Event& e) {
 
 }  // namespace
 
-Status ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e) {
+Status ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e, bool* to_kind) {
   json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
   if (p.is_discarded() || !p.is_object())
     return Status::Corruption(fmt::format("run {} event #{} ({}): the payload is not a JSON object", e.run_id(),
                                           e.seq(), e.type()));
   if (s.run_id.empty()) s.run_id = e.run_id();
   try {
-    Apply(kinds, s, e.type(), p, e.seq(), e.time_ms());
+    const bool kind_read = Apply(kinds, s, e.type(), p, e.seq(), e.time_ms());
+    if (to_kind != nullptr) *to_kind = kind_read;
   } catch (const std::exception& ex) {
     return Status::Corruption(
         fmt::format("run {} event #{} ({}): the fold cannot read it: {}", e.run_id(), e.seq(), e.type(), ex.what()));

@@ -73,18 +73,21 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state
 Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& state, const Input& input);
 
 // Folds one stored event into state (common events, then the kind's own).
-void Apply(const KindRegistry& kinds, RunState& state, const std::string& type, const json& payload,
+// True when the event went to the kind's own fold (ApplyKindEvent), which is
+// what may change RunState.data.
+bool Apply(const KindRegistry& kinds, RunState& state, const std::string& type, const json& payload,
            uint64_t seq, int64_t time_ms);
 // Same, with the kind already resolved (nullptr = common events only).
-void ApplyWith(const RunKind* kind, RunState& state, const std::string& type, const json& payload,
+bool ApplyWith(const RunKind* kind, RunState& state, const std::string& type, const json& payload,
                uint64_t seq, int64_t time_ms);
 // Folds one stored event. A payload that is not a JSON object, or that the
 // fold cannot read (a key of the wrong type, a RunFinished status other than
 // "ok", "failed" or "cancelled"), is Corruption naming the run,
 // the event's seq and its type; the state may then be partly updated and is
 // to be dropped. The schema check of proto/events.proto is `verify`'s
-// (statemachine/event_schema.h); the fold stays cheap.
-Status ApplyStored(const KindRegistry& kinds, RunState& state, const proto::Event& ev);
+// (statemachine/event_schema.h); the fold stays cheap. When to_kind is given
+// it is set to Apply's answer: whether the kind's own fold read the event.
+Status ApplyStored(const KindRegistry& kinds, RunState& state, const proto::Event& ev, bool* to_kind = nullptr);
 // An event decided but not stored yet (no seq, hash or position): applied as
 // the decision applied it, with the seq after the state's last; the state's
 // hash stays the last stored one.

@@ -2,7 +2,6 @@
 
 #include <google/protobuf/descriptor.h>
 
-#include <memory>
 
 #include <fmt/format.h>
 
@@ -52,14 +51,12 @@ Status CheckEventPayload(std::string_view type, std::string_view payload_json, c
   const bool shared = Table().Prototype(type) != nullptr;
   const JsonMessageTable& table = shared ? Table() : KindTable();
   const char* file = shared ? "proto/events.proto" : "proto/kind_events.proto";
-  const pb::Message* prototype = table.Prototype(type);
-  if (prototype == nullptr) return Status::Ok();
-  if (const std::string key = table.MissingKey(type, payload); !key.empty())
-    return Status::Corruption(fmt::format("{} payload has no '{}' ({}: {}.{} is required)", type, key, file, type, key));
-  std::unique_ptr<pb::Message> msg(prototype->New());
-  if (auto why = JsonMessageTable::Parse(payload_json, *msg, unknown == UnknownKeys::kTolerate))
-    return Status::Corruption(fmt::format("{} payload does not match {}: {}", type, file, *why));
-  return Status::Ok();
+  auto misfit = table.Judge(type, payload, payload_json, unknown == UnknownKeys::kTolerate);
+  if (!misfit) return Status::Ok();
+  if (!misfit->missing_key.empty())
+    return Status::Corruption(fmt::format("{} payload has no '{}' ({}: {}.{} is required)", type,
+                                          misfit->missing_key, file, type, misfit->missing_key));
+  return Status::Corruption(fmt::format("{} payload does not match {}: {}", type, file, misfit->why));
 }
 
 Status CheckEventPayload(std::string_view type, const json& payload, UnknownKeys unknown) {

@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <memory>
+
 #include <fmt/format.h>
 
 namespace npuprof::sm {
@@ -25,12 +27,25 @@ const pb::Message* JsonMessageTable::Prototype(std::string_view key) const {
   return it == entries_.end() ? nullptr : it->second.prototype;
 }
 
-std::string JsonMessageTable::MissingKey(std::string_view key, const nlohmann::json& payload) const {
+std::optional<JsonMessageTable::Misfit> JsonMessageTable::Judge(std::string_view key, const nlohmann::json& payload,
+                                                                 std::string_view text, bool tolerate_unknown_keys,
+                                                                 pb::Message* out) const {
   auto it = entries_.find(key);
-  if (it == entries_.end() || !payload.is_object()) return "";
+  if (it == entries_.end()) return std::nullopt;
   for (const std::string& k : it->second.needed)
-    if (!payload.contains(k)) return k;
-  return "";
+    if (!payload.is_object() || !payload.contains(k)) return Misfit{k, ""};
+  std::unique_ptr<pb::Message> own;
+  if (out == nullptr) {
+    own.reset(it->second.prototype->New());
+    out = own.get();
+  }
+  std::string dumped;
+  if (text.empty()) {
+    dumped = payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    text = dumped;
+  }
+  if (auto why = Parse(text, *out, tolerate_unknown_keys, &payload)) return Misfit{"", std::move(*why)};
+  return std::nullopt;
 }
 
 namespace {
@@ -74,7 +89,7 @@ std::string KeyNotAName(const nlohmann::json& j, const pb::Descriptor& d, const 
 }  // namespace
 
 std::optional<std::string> JsonMessageTable::Parse(std::string_view text, pb::Message& out,
-                                                   bool tolerate_unknown_keys) {
+                                                   bool tolerate_unknown_keys, const nlohmann::json* parsed) {
   pb::util::JsonParseOptions options;
   options.ignore_unknown_fields = tolerate_unknown_keys;
   const auto st = pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &out, options);
@@ -82,6 +97,10 @@ std::optional<std::string> JsonMessageTable::Parse(std::string_view text, pb::Me
   if (tolerate_unknown_keys) return std::nullopt;
   // protobuf's parser also takes a field's lowerCamelCase name; a key must be
   // written as the .proto names it, so that what is stored is what is read.
+  if (parsed != nullptr) {
+    if (std::string bad = KeyNotAName(*parsed, *out.GetDescriptor(), ""); !bad.empty()) return bad;
+    return std::nullopt;
+  }
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (std::string bad = KeyNotAName(j, *out.GetDescriptor(), ""); !bad.empty()) return bad;
   return std::nullopt;

@@ -4,9 +4,10 @@
 // to its message: event_schema.h (stored events), task_schema.h (task
 // payloads and results).
 //
-// Judging is protobuf's JSON parse of the text into a new message of the
+// Judging (Judge) is protobuf's JSON parse of the text into a message of the
 // key's type (field names as written in the .proto), after a check that the
 // keys the file marks as needed are present (JSON null counts as present).
+// Callers word the complaint for their document (event, payload, spec...).
 // Pure: no I/O; immutable after construction, so thread-safe.
 #pragma once
 
@@ -37,14 +38,25 @@ class JsonMessageTable {
   // The keys in the file's order.
   const std::vector<std::string>& Keys() const { return keys_; }
 
-  // The first needed key of key's message that payload (an object) lacks, or "".
-  std::string MissingKey(std::string_view key, const nlohmann::json& payload) const;
+  // Why a document does not fit its message: the first needed key it lacks,
+  // or else the parser's complaint (which names the key). One is set.
+  struct Misfit {
+    std::string missing_key;
+    std::string why;
+  };
+  // Judges payload, a JSON object whose text is `text` ("" = dump payload,
+  // invalid UTF-8 replaced), against the message kept under key; nullopt
+  // when it fits or when key has none. `out`, when given, must be of key's
+  // message type and receives the parse.
+  std::optional<Misfit> Judge(std::string_view key, const nlohmann::json& payload, std::string_view text,
+                              bool tolerate_unknown_keys, google::protobuf::Message* out = nullptr) const;
 
   // Parses text into out; the parser's complaint when it does not fit. Unless
   // unknown keys are tolerated, a key must be a field's name as written in
-  // the .proto (protobuf's parser would also take its lowerCamelCase form).
+  // the .proto (protobuf's parser would also take its lowerCamelCase form);
+  // `parsed`, when given, is the text already parsed (saves a second parse).
   static std::optional<std::string> Parse(std::string_view text, google::protobuf::Message& out,
-                                          bool tolerate_unknown_keys);
+                                          bool tolerate_unknown_keys, const nlohmann::json* parsed = nullptr);
 
  private:
   struct Entry {

@@ -1,6 +1,5 @@
 #include "statemachine/kind_schemas.h"
 
-#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -39,11 +38,9 @@ std::optional<std::string> Mismatch(const JsonMessageTable& table, std::string_v
   if (prototype == nullptr) return std::nullopt;
   const std::string name = prototype->GetDescriptor()->name();
   if (!doc.is_object()) return fmt::format("the {} {} is not a JSON object ({} {})", kind, what, file, name);
-  std::unique_ptr<pb::Message> msg(prototype->New());
-  const std::string text = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (auto why = JsonMessageTable::Parse(text, *msg, /*tolerate_unknown_keys=*/false))
+  if (auto misfit = table.Judge(kind, doc, "", /*tolerate_unknown_keys=*/false))
     return fmt::format("the {} {} does not fit its message {} ({} lists every field it may hold): {}", kind, what,
-                       name, file, *why);
+                       name, file, misfit->why);
   return std::nullopt;
 }
 

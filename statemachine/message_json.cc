@@ -1,14 +1,13 @@
 #include "statemachine/message_json.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <string>
 
 #include <fmt/format.h>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/wrappers.pb.h>
 
 namespace npuprof::sm {
 
@@ -16,23 +15,6 @@ namespace pb = google::protobuf;
 using nlohmann::json;
 
 namespace {
-
-std::string Base64(const std::string& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
-    if (n > 1) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    if (n > 2) v |= static_cast<uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += n > 1 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += n > 2 ? kAlphabet[v & 63] : '=';
-  }
-  return out;
-}
 
 json Double(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -45,6 +27,15 @@ json Float(float v) { return std::isfinite(v) ? json(std::stod(fmt::format("{}",
 json Enum(const pb::FieldDescriptor& f, int number) {
   const pb::EnumValueDescriptor* v = f.enum_type()->FindValueByNumber(number);
   return v ? json(v->name()) : json(number);
+}
+
+json PrintedByProtobuf(const pb::Message& m);
+
+// Bytes as the mapping writes them (base64), by protobuf's printer.
+json Bytes(std::string bytes) {
+  pb::BytesValue wrapped;
+  wrapped.set_value(std::move(bytes));
+  return PrintedByProtobuf(wrapped);
 }
 
 // One value of field f: the singular value, or element i of a repeated field.
@@ -62,7 +53,7 @@ json Value(const pb::Message& m, const pb::FieldDescriptor& f, int i) {
     case pb::FieldDescriptor::CPPTYPE_ENUM: return Enum(f, rep ? r.GetRepeatedEnumValue(m, &f, i) : r.GetEnumValue(m, &f));
     case pb::FieldDescriptor::CPPTYPE_STRING: {
       std::string s = rep ? r.GetRepeatedString(m, &f, i) : r.GetString(m, &f);
-      return f.type() == pb::FieldDescriptor::TYPE_BYTES ? json(Base64(s)) : json(std::move(s));
+      return f.type() == pb::FieldDescriptor::TYPE_BYTES ? Bytes(std::move(s)) : json(std::move(s));
     }
     case pb::FieldDescriptor::CPPTYPE_MESSAGE:
       return MessageToJson(rep ? r.GetRepeatedMessage(m, &f, i) : r.GetMessage(m, &f));

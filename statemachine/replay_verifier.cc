@@ -118,11 +118,12 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
     if (std::string err = LeaseStepError(r.state, e.type()); !err.empty()) return fail(i, err);
     if (e.type() == ev::kRunFinished && !kind->transitions().IsTerminal(r.state.state))
       return fail(i, fmt::format("RunFinished while in non-terminal state '{}'", r.state.state));
-    if (Status st = ApplyStored(kinds, r.state, e); !st.ok())
+    bool to_kind = false;
+    if (Status st = ApplyStored(kinds, r.state, e, &to_kind); !st.ok())
       return fail(i, fmt::format("corruption: the {} fold cannot read this event: {}", kind->name(), st.message()));
-    // After each event a kind folds into its data: its own events, and the
-    // shared events of child runs the sweep keeps.
-    if (HasKindEventSchema(e.type()) || e.type() == ev::kChildRunRequested || e.type() == ev::kChildCancelRequested)
+    // After each event the kind's own fold read (the fold says which: its
+    // own events, and shared ones such as a sweep's child events).
+    if (to_kind)
       if (Status st = CheckKindData(kind->name(), r.state.data); !st.ok())
         return fail(i, fmt::format("corruption: folding this event: {}", st.message()));
     r.events++;

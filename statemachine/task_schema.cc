@@ -2,8 +2,6 @@
 
 #include <google/protobuf/descriptor.h>
 
-#include <memory>
-
 #include <fmt/format.h>
 
 #include "statemachine/json_message_table.h"
@@ -38,13 +36,14 @@ Status Refused(std::string_view kind, const std::string& why) {
 }
 
 // The (needed) keys, then the message's own parse of the text.
-Status Judge(std::string_view kind, const json& payload, std::string_view text, pb::Message& out) {
+Status Judge(std::string_view kind, const json& payload, std::string_view text, pb::Message* out) {
   if (!payload.is_object()) return Refused(kind, "is not a JSON object");
-  if (const std::string key = Payloads().MissingKey(kind, payload); !key.empty())
-    return Refused(kind, fmt::format("has no '{}', which the task needs", key));
-  if (auto why = JsonMessageTable::Parse(text, out, /*tolerate_unknown_keys=*/false))
-    return Refused(kind, fmt::format("does not match its message {}: {}", out.GetDescriptor()->name(), *why));
-  return Status::Ok();
+  auto misfit = Payloads().Judge(kind, payload, text, /*tolerate_unknown_keys=*/false, out);
+  if (!misfit) return Status::Ok();
+  if (!misfit->missing_key.empty())
+    return Refused(kind, fmt::format("has no '{}', which the task needs", misfit->missing_key));
+  return Refused(kind, fmt::format("does not match its message {}: {}",
+                                   Payloads().Prototype(kind)->GetDescriptor()->name(), misfit->why));
 }
 
 }  // namespace
@@ -58,10 +57,7 @@ std::vector<std::string> SchemaTaskKinds() { return Payloads().Keys(); }
 Status CheckTaskPayload(std::string_view task_kind, const json& payload) {
   const pb::Message* prototype = Payloads().Prototype(task_kind);
   if (prototype == nullptr) return Status::Ok();
-  if (!payload.is_object()) return Refused(task_kind, "is not a JSON object");
-  std::unique_ptr<pb::Message> msg(prototype->New());
-  const std::string text = payload.dump(-1, ' ', false, json::error_handler_t::replace);
-  return Judge(task_kind, payload, text, *msg);
+  return Judge(task_kind, payload, "", nullptr);
 }
 
 Status CheckTaskPayloadText(std::string_view task_kind, std::string_view payload_json) {
@@ -69,8 +65,7 @@ Status CheckTaskPayloadText(std::string_view task_kind, std::string_view payload
   if (prototype == nullptr) return Status::Ok();
   const json payload = json::parse(payload_json, nullptr, /*allow_exceptions=*/false);
   if (payload.is_discarded()) return Refused(task_kind, "is not JSON");
-  std::unique_ptr<pb::Message> msg(prototype->New());
-  return Judge(task_kind, payload, payload_json, *msg);
+  return Judge(task_kind, payload, payload_json, nullptr);
 }
 
 Status DecodeTaskPayload(std::string_view task_kind, std::string_view payload_json, pb::Message& out) {
@@ -81,7 +76,7 @@ Status DecodeTaskPayload(std::string_view task_kind, std::string_view payload_js
                                         task_kind, out.GetDescriptor()->full_name()));
   const json payload = json::parse(payload_json, nullptr, /*allow_exceptions=*/false);
   if (payload.is_discarded()) return Refused(task_kind, "is not JSON");
-  return Judge(task_kind, payload, payload_json, out);
+  return Judge(task_kind, payload, payload_json, &out);
 }
 
 std::string ResultKindOf(const pb::Descriptor& message) { return message.options().GetExtension(results::result_of); }
@@ -95,11 +90,9 @@ Status CheckTaskResult(std::string_view task_kind, const json& result) {
   if (prototype == nullptr || result.is_null() || (result.is_object() && result.empty())) return Status::Ok();
   if (!result.is_object())
     return Status::Invalid(fmt::format("{} task result is not a JSON object (proto/task_results.proto)", task_kind));
-  std::unique_ptr<pb::Message> msg(prototype->New());
-  const std::string text = result.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (auto why = JsonMessageTable::Parse(text, *msg, /*tolerate_unknown_keys=*/false))
+  if (auto misfit = Results().Judge(task_kind, result, "", /*tolerate_unknown_keys=*/false))
     return Status::Invalid(fmt::format("{} task result does not match its message {} (proto/task_results.proto): {}",
-                                       task_kind, prototype->GetDescriptor()->name(), *why));
+                                       task_kind, prototype->GetDescriptor()->name(), misfit->why));
   return Status::Ok();
 }
 

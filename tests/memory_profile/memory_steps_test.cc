@@ -3,10 +3,8 @@
 // makes plus the failure and cancel paths; an illegal move is rejected by a
 // Decision and by Decide (the whole input); a log stored under the states'
 // old names still folds, verifies and projects as before.
-#include <fstream>
 #include <set>
 #include <string_view>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -20,6 +18,7 @@
 #include "statemachine/memory_profile_machine.h"
 #include "statemachine/memory_profile_steps.h"
 #include "statemachine/replay_verifier.h"
+#include "tests/statemachine/recorded_runs.h"
 
 namespace npuprof::sm {
 namespace {
@@ -143,32 +142,15 @@ TEST(MemorySteps, DecideRejectsTheWholeInputOfAnIllegalMove) {
 // proto events, re-chained with a test hash; `rename` rewrites the states to
 // today's names.
 std::vector<proto::Event> FixtureLog(bool rename) {
-  std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/memory_profile.events.json");
-  std::stringstream text;
-  text << f.rdbuf();
-  const json doc = json::parse(text.str());
-  std::vector<proto::Event> log;
-  for (const auto& e : doc["events"]) {
-    json p = e["payload"];
-    if (rename && e["type"] == ev::kStateChanged)
-      for (const char* k : {"from", "to"})
-        if (p.contains(k)) p[k] = Table().Current(p[k].get<std::string>());
-    proto::Event pe;
-    pe.set_run_id(doc["run_id"].get<std::string>());
-    pe.set_seq(e["seq"].get<uint64_t>());
-    pe.set_global_pos(e["global_pos"].get<uint64_t>());
-    pe.set_type(e["type"].get<std::string>());
-    pe.set_time_ms(e["time_ms"].get<int64_t>());
-    pe.set_payload_json(p.dump());
-    pe.set_cause(e["cause"].get<std::string>());
-    pe.set_prev_hash(log.empty() ? "" : log.back().hash());
-    pe.set_hash(std::to_string(pe.seq()));
-    log.push_back(pe);
-  }
-  return log;
+  json events = testing_support::RecordedRunEvents("memory_profile");
+  if (rename)
+    for (auto& e : events)
+      if (e["type"] == ev::kStateChanged)
+        for (const char* k : {"from", "to"})
+          if (e["payload"].contains(k)) e["payload"][k] = Table().Current(e["payload"][k].get<std::string>());
+  return testing_support::EventsAsLog("mp-fixture", events);
 }
 
-std::string SeqHash(const proto::Event& e) { return std::to_string(e.seq()); }
 
 TEST(MemorySteps, OldNamedLogFoldsVerifiesAndProjectsAsBefore) {
   const auto old_log = FixtureLog(false);
@@ -178,7 +160,7 @@ TEST(MemorySteps, OldNamedLogFoldsVerifiesAndProjectsAsBefore) {
     if (e.type() == ev::kStateChanged && e.payload_json().find("\"waiting_ready\"") != std::string::npos) old_named++;
   ASSERT_EQ(old_named, 2) << "the fixture is expected to carry the old state names";
 
-  const VerifyResult v = VerifyRunEvents(DefaultKinds(), old_log, SeqHash);
+  const VerifyResult v = VerifyRunEvents(DefaultKinds(), old_log, testing_support::SeqHash);
   ASSERT_TRUE(v.ok) << v.first_divergence;
   EXPECT_EQ(v.events, old_log.size());
   EXPECT_EQ(v.state.state, "completed");
@@ -194,7 +176,7 @@ TEST(MemorySteps, OldNamedLogFoldsVerifiesAndProjectsAsBefore) {
 
   // The same run under today's names folds to the same projections, byte for byte.
   const auto new_log = FixtureLog(true);
-  ASSERT_TRUE(VerifyRunEvents(DefaultKinds(), new_log, SeqHash).ok);
+  ASSERT_TRUE(VerifyRunEvents(DefaultKinds(), new_log, testing_support::SeqHash).ok);
   const RunKind& kind = *DefaultKinds().Find("memory-profile");
   const RunState a = Fold(DefaultKinds(), old_log).value(), b = Fold(DefaultKinds(), new_log).value();
   EXPECT_EQ(a.state, b.state);
@@ -214,7 +196,7 @@ TEST(MemorySteps, AnOldLogWithAMoveTheStepsNeverMakeFailsVerify) {
       break;
     }
   }
-  const VerifyResult v = VerifyRunEvents(DefaultKinds(), log, SeqHash);
+  const VerifyResult v = VerifyRunEvents(DefaultKinds(), log, testing_support::SeqHash);
   ASSERT_FALSE(v.ok);
   EXPECT_NE(v.first_divergence.find("illegal transition baseline -> ready"), std::string::npos) << v.first_divergence;
 }
@@ -251,7 +233,7 @@ TEST(MemoryEvents, ALogOfGenericRecordsFoldsAsTheSameLogOfDomainEvents) {
     new_log.push_back(e);
   }
   ASSERT_GT(converted, 10);
-  const VerifyResult v = VerifyRunEvents(DefaultKinds(), new_log, SeqHash);
+  const VerifyResult v = VerifyRunEvents(DefaultKinds(), new_log, testing_support::SeqHash);
   ASSERT_TRUE(v.ok) << v.first_divergence;
   const RunKind& kind = *DefaultKinds().Find("memory-profile");
   const RunState a = Fold(DefaultKinds(), old_log).value(), b = Fold(DefaultKinds(), new_log).value();

@@ -30,7 +30,8 @@ inline nlohmann::json RecordedRunEvents(const std::string& name) {
 }
 
 // `events` (in the form above) as a stored log of run_id: seq from 1, each
-// event's hash its seq and prev_hash the one before (verify with SeqHash).
+// event's hash its seq and prev_hash the one before (verify with SeqHash);
+// an event's global_pos is kept when it has one.
 inline std::vector<npuprof::proto::Event> EventsAsLog(const std::string& run_id, const nlohmann::json& events) {
   std::vector<npuprof::proto::Event> log;
   for (const auto& e : events) {
@@ -41,6 +42,7 @@ inline std::vector<npuprof::proto::Event> EventsAsLog(const std::string& run_id,
     pe.set_time_ms(e.value("time_ms", int64_t{0}));
     pe.set_payload_json(e["payload"].dump());
     pe.set_cause(e.value("cause", ""));
+    pe.set_global_pos(e.value("global_pos", uint64_t{0}));
     pe.set_prev_hash(log.empty() ? "" : log.back().hash());
     pe.set_hash(std::to_string(pe.seq()));
     log.push_back(pe);

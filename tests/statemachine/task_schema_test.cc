@@ -180,6 +180,9 @@ TEST(TaskSchema, WrappersFloatsAndNonFiniteNumbersAreWrittenAsTheMappingSays) {
   pb::FloatValue f;
   f.set_value(0.1f);
   EXPECT_EQ(MessageToJson(f), 0.1) << "the shortest decimal of the float";
+  pb::BytesValue raw;
+  raw.set_value(std::string("\x00\xff ab", 5));
+  EXPECT_EQ(MessageToJson(raw), "AP8gYWI=") << "bytes are base64, any byte included";
   tasks::InferenceWindow w;
   w.set_start_us(std::nan(""));
   EXPECT_TRUE(MessageToJson(w)["start_us"].is_null());
