@@ -85,6 +85,21 @@ void Broker::RebuildCachedRun(const std::string& run_id) {
   cached->second = std::move(rebuilt);
 }
 
+// The kind threw on `failed` (DecideAndStage): the run is cancelled, so that
+// its cleanup (stop the service, release the devices) runs now. If the kind
+// throws on the cancel too, the run is left as it is and the log says so.
+void Broker::CancelAfterKindFailure(const std::string& run_id, const sm::Input& failed, const std::string& what) {
+  const sm::RunState* s = LoadRun(run_id);
+  if (s == nullptr || s->terminal || s->cancel_requested) return;
+  sm::Input cancel;
+  cancel.type = sm::Input::Type::kCancel;
+  cancel.now_ms = failed.now_ms;
+  cancel.by = fmt::format("npuprof: the {} kind failed on {}: {}", s->kind, sm::InputCause(failed), what);
+  spdlog::error("run {}: cancelled because its kind failed on an input: {}", run_id, what);
+  if (Status st = DecideAndStage(run_id, cancel); !st.ok())
+    spdlog::error("run {}: left as it is, the cancel failed too: {}", run_id, st.ToString());
+}
+
 Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input) {
   sm::RunState* s = LoadRun(run_id);
   sm::RunState fresh;
@@ -94,16 +109,22 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
   // Decides on the cached state itself (no copy of a run's whole state per
   // input); a rejected input leaves it unusable, so it is rebuilt.
   // A kind that throws on an input it did not expect rejects that input; it
-  // never ends the broker.
+  // never ends the broker. The run would then wait for an input that never
+  // comes, holding its devices and its service: it is cancelled instead,
+  // through the kind's own cleanup, with the failure named in CancelRequested.
   Result<sm::Decided> decided = Status::Internal("not decided");
+  std::string threw;
   try {
     decided = sm::DecideWithState(kinds_, s ? std::move(*s) : std::move(fresh), input);
   } catch (const std::exception& e) {
-    decided = Status::Internal(std::string("the run's kind failed on this input: ") + e.what());
+    threw = e.what();
+    decided = Status::Internal(std::string("the run's kind failed on this input: ") + threw);
   }
   if (!decided.ok()) {
     spdlog::warn("run {}: input rejected: {}", run_id, decided.status().ToString());
     if (s) RebuildCachedRun(run_id);
+    if (!threw.empty() && s && input.type != sm::Input::Type::kCancel && input.type != sm::Input::Type::kSubmit)
+      CancelAfterKindFailure(run_id, input, threw);
     return decided.status();
   }
   if (decided->events.empty()) {

@@ -209,9 +209,7 @@ Result<RunState> Fold(const KindRegistry& kinds, const std::vector<proto::Event>
 
 // ------------------------------------------------------------------ decide
 
-namespace {
-
-std::string CauseOf(const Input& in) {
+std::string InputCause(const Input& in) {
   switch (in.type) {
     case Input::Type::kSubmit: return "submit";
     case Input::Type::kTaskResult: return fmt::format("task:{}#{}", in.task_id, in.attempt);
@@ -226,6 +224,8 @@ std::string CauseOf(const Input& in) {
   }
   return "unknown";
 }
+
+namespace {
 
 void Ignore(Decision& d, const Input& in, const std::string& reason) {
   d.Emit(ev::kTaskResultIgnored, json{{"task_id", in.task_id},
@@ -276,7 +276,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
   const RunKind* kind = kinds.Find(kind_name);
   if (!kind) return Status::Invalid(fmt::format("unknown run kind '{}'; known kinds: {}", kind_name,
                                                 fmt::join(kinds.Names(), ", ")));
-  Decision d(*kind, std::move(moved_in), in.now_ms, CauseOf(in));
+  Decision d(*kind, std::move(moved_in), in.now_ms, InputCause(in));
   const RunState& state = d.state();  // changes as events are applied
 
   switch (in.type) {

@@ -72,6 +72,10 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, const RunState& state
 // state is lost: a caller that keeps states must rebuild that run's.
 Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& state, const Input& input);
 
+// The cause an input's events record ("submit", "task:<id>#<attempt>",
+// "timer:<id>", "cancel:<by>", ...).
+std::string InputCause(const Input& input);
+
 // Folds one stored event into state (common events, then the kind's own).
 // True when the event went to the kind's own fold (ApplyKindEvent), which is
 // what may change RunState.data.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -40,8 +41,45 @@ const sm::KindRegistry& FanoutOnly() {
   return *kinds;
 }
 
+// A kind with a bug: it throws on its task's result.
+class ThrowingKind : public sm::RunKind {
+ public:
+  std::string_view name() const override { return "test-throws"; }
+  const sm::TransitionTable& transitions() const override {
+    static const sm::TransitionTable table(
+        {{"queued", "running"}, {"running", "completed"}, {"queued", "cancelled"}, {"running", "cancelled"}},
+        {"completed", "cancelled"});
+    return table;
+  }
+  Status ValidateSpec(sm::json&) const override { return Status::Ok(); }
+  void OnStart(sm::Decision& d) const override {
+    d.Transition("running");
+    sm::TaskPolicy once;
+    once.max_attempts = 1;
+    d.ScheduleTask(bench::kFanoutTask, json{{"index", 0}}, once);
+  }
+  void OnTaskSucceeded(sm::Decision&, const sm::TaskInfo&, const json& result) const override {
+    throw std::runtime_error("no rule for index " + result.value("index", json()).dump());
+  }
+  void OnTaskFailed(sm::Decision& d, const sm::TaskInfo&, const json&) const override {
+    d.Finish(sm::RunStatus::kFailed, "task failed");
+  }
+};
+
+const sm::KindRegistry& FanoutAndThrowing() {
+  static const sm::KindRegistry* kinds = [] {
+    auto* r = new sm::KindRegistry;
+    r->Register(bench::MakeFanoutKind());
+    r->Register(std::make_unique<ThrowingKind>());
+    return r;
+  }();
+  return *kinds;
+}
+
 class CustomKindsTest : public ::testing::Test {
  protected:
+  virtual const sm::KindRegistry& Kinds() const { return FanoutOnly(); }
+
   void SetUp() override {
     std::string tmpl = (std::filesystem::temp_directory_path() / "npuprof_custom_kinds_XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
@@ -49,7 +87,7 @@ class CustomKindsTest : public ::testing::Test {
     broker::BrokerOptions o;
     o.data_dir = dir_;
     o.sync = false;
-    o.kinds = &FanoutOnly();
+    o.kinds = &Kinds();
     auto b = broker::Broker::Open(o);
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     broker_ = std::move(b).value();
@@ -254,6 +292,42 @@ TEST_F(CustomKindsTest, AVerifyJobJudgesEachRunAsItWasServed) {
   a = broker::RunVerifyJob(broker::VerifyJob{}, **store, FanoutOnly(), stop);
   EXPECT_FALSE(a.ok);
   EXPECT_NE(a.body.value("error", "").find("cut short"), std::string::npos) << a.body.dump();
+}
+
+}  // namespace
+}  // namespace npuprof::testing
+
+namespace npuprof::testing {
+namespace {
+
+class ThrowingKindTest : public CustomKindsTest {
+ protected:
+  const sm::KindRegistry& Kinds() const override { return FanoutAndThrowing(); }
+};
+
+TEST_F(ThrowingKindTest, AKindThatThrowsOnAResultCancelsItsRunInsteadOfStallingIt) {
+  StartBroker();
+  StartNoopWorker();
+  ASSERT_EQ(Call("submit", json{{"kind", "test-throws"}, {"run_id", "thr1"}, {"spec", json::object()}})
+                .value("run_id", ""),
+            "thr1");
+  const json shown = WaitFinished("thr1");
+  ASSERT_TRUE(shown.is_object()) << shown.dump();
+  EXPECT_EQ(shown.value("status", ""), "cancelled") << shown.dump();
+  EXPECT_EQ(shown.value("state", ""), "cancelled") << shown.dump();
+
+  const json evs = Call("events", json{{"run_id", "thr1"}})["events"];
+  json cancel;
+  for (const auto& e : evs)
+    if (e["type"] == "CancelRequested") cancel = e["payload"];
+  ASSERT_TRUE(cancel.is_object()) << evs.dump();
+  const std::string by = cancel.value("by", "");
+  EXPECT_NE(by.find("the test-throws kind failed on task:thr1."), std::string::npos) << by;
+  EXPECT_NE(by.find("no rule for index 0"), std::string::npos) << by;
+  // The result that made the kind throw was not recorded: nothing half-decided.
+  for (const auto& e : evs) EXPECT_NE(e["type"], "TaskSucceeded") << evs.dump();
+  const json verified = Call("verify", json::object());
+  EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
 }
 
 }  // namespace
