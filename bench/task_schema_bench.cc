@@ -3,7 +3,9 @@
 // (DecodeTaskPayload), the judgement of the handler's result
 // (CheckTaskResult), and the machine-side check at scheduling
 // (CheckTaskPayload), over every task of the recorded memory-profile and
-// torch-profile runs (tests/data/views). Figures: docs/PERFORMANCE.md.
+// torch-profile runs (tests/data/views); and what the fold adds per run, the
+// spec decoded into its kind's message when RunSubmitted is folded
+// (RefreshTypedSpec), beside the whole run's fold. Figures: docs/PERFORMANCE.md.
 #include <benchmark/benchmark.h>
 
 #include <google/protobuf/message.h>
@@ -17,12 +19,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "npuprof.pb.h"
+#include "statemachine/engine.h"
 #include "statemachine/task_schema.h"
+#include "statemachine/typed_spec.h"
 #include "task_payloads.pb.h"
 
 namespace {
 
 using json = nlohmann::json;
+
+json RecordedEvents(const char* name) {
+  std::ifstream f(std::string(NPUPROF_BENCH_DATA_DIR) + "/views/" + name + ".events.json");
+  std::stringstream text;
+  text << f.rdbuf();
+  const json doc = json::parse(text.str(), nullptr, false);
+  return doc.is_object() && doc.contains("events") ? doc["events"] : json::array();
+}
 
 struct RecordedTask {
   std::string kind;
@@ -35,13 +48,8 @@ const std::vector<RecordedTask>& Recorded() {
   static const std::vector<RecordedTask> tasks = [] {
     std::vector<RecordedTask> out;
     for (const char* name : {"memory_profile", "torch_profile"}) {
-      std::ifstream f(std::string(NPUPROF_BENCH_DATA_DIR) + "/views/" + name + ".events.json");
-      std::stringstream text;
-      text << f.rdbuf();
-      const json doc = json::parse(text.str(), nullptr, false);
-      if (!doc.is_object()) continue;
       std::map<std::string, size_t> index;
-      for (const auto& e : doc["events"]) {
+      for (const auto& e : RecordedEvents(name)) {
         const json& p = e["payload"];
         if (e["type"] == "TaskScheduled") {
           index[p["task_id"]] = out.size();
@@ -100,6 +108,58 @@ void BM_WorkerJudgesResult(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_WorkerJudgesResult);
+
+// The recorded runs as stored logs (hash and chain are not looked at by the fold).
+const std::vector<std::vector<npuprof::proto::Event>>& RecordedLogs() {
+  static const std::vector<std::vector<npuprof::proto::Event>> logs = [] {
+    std::vector<std::vector<npuprof::proto::Event>> out;
+    for (const char* name : {"memory_profile", "torch_profile"}) {
+      std::vector<npuprof::proto::Event> log;
+      for (const auto& e : RecordedEvents(name)) {
+        npuprof::proto::Event pe;
+        pe.set_run_id(name);
+        pe.set_seq(log.size() + 1);
+        pe.set_type(e["type"].get<std::string>());
+        pe.set_payload_json(e["payload"].dump());
+        log.push_back(std::move(pe));
+      }
+      out.push_back(std::move(log));
+    }
+    return out;
+  }();
+  return logs;
+}
+
+// Per run folded: its spec filled by the kind's ValidateSpec and decoded.
+void BM_FoldDecodesRunSpec(benchmark::State& state) {
+  std::vector<npuprof::sm::RunState> runs;
+  for (const auto& log : RecordedLogs()) {
+    const json p = json::parse(log.front().payload_json());
+    npuprof::sm::RunState s;
+    s.kind = p["kind"];
+    s.spec = p["spec"];
+    runs.push_back(std::move(s));
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    npuprof::sm::RunState& s = runs[i++ % runs.size()];
+    benchmark::DoNotOptimize(npuprof::sm::RefreshTypedSpec(s, npuprof::sm::DefaultKinds().Find(s.kind)));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_FoldDecodesRunSpec);
+
+// Per run folded: every event of a recorded run (the decode above included).
+void BM_FoldRecordedRun(benchmark::State& state) {
+  const auto& logs = RecordedLogs();
+  size_t i = 0;
+  for (auto _ : state) {
+    auto folded = npuprof::sm::Fold(npuprof::sm::DefaultKinds(), logs[i++ % logs.size()]);
+    benchmark::DoNotOptimize(folded);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_FoldRecordedRun);
 
 }  // namespace
 

@@ -2,19 +2,24 @@
 
 #include <fmt/format.h>
 
+#include "run_specs.pb.h"
+
 #include "statemachine/spec_checks.h"
 #include "statemachine/torch_profile_analysis.h"
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_machine.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
+#include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
 
 namespace {
 
+const run_specs::AnalyseRootSpec& Spec(const RunState& s) { return SpecOf<run_specs::AnalyseRootSpec>(s); }
+
 void FinishAnalysis(Decision& d) {
-  const int expected = d.state().spec["expected_ranks"].get<int>();
+  const int expected = static_cast<int>(Spec(d.state()).expected_ranks());
   const json a = AnalysisProjection(d.state(), expected);
   d.Emit(kTpAnalysisGated, json{{"analysis_status", a["analysis_status"]},
                                 {"rank_count", a["rank_count"]},
@@ -61,13 +66,12 @@ Status AnalyseRootMachine::ValidateSpec(json& spec) const {
 
 void AnalyseRootMachine::OnStart(Decision& d) const {
   d.Transition("analysing");
-  ScheduleProfileListing(d, d.state().spec["profile_root"].get<std::string>(),
-                         d.state().spec["analyse_timeout_s"].get<int64_t>());
+  ScheduleProfileListing(d, Spec(d.state()).profile_root(), Spec(d.state()).analyse_timeout_s());
 }
 
 void AnalyseRootMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
   if (task.kind == kTpListDirsTask) {
-    if (!ScheduleRankAnalyses(d, result, d.state().spec["analyse_timeout_s"].get<int64_t>())) FinishAnalysis(d);
+    if (!ScheduleRankAnalyses(d, result, Spec(d.state()).analyse_timeout_s())) FinishAnalysis(d);
     return;
   }
   if (task.kind == kTpAnalyseRankTask && AnalysisDone(d.state())) FinishAnalysis(d);

@@ -1,11 +1,14 @@
 #include "statemachine/device_lease.h"
 
 #include <map>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "common/json_field.h"
+#include "run_specs.pb.h"
 #include "statemachine/event_types.h"
 #include "statemachine/probe_machine.h"
 #include "statemachine/run_kind.h"
@@ -14,16 +17,37 @@
 
 namespace npuprof::sm {
 
-DeviceNeed ServiceDeviceNeed(const RunState& s) {
+namespace {
+
+// Devices as serve and torch-profile declare them (null, or a list of
+// indices) and as memory-profile does (always a list).
+json DevicesJson(const google::protobuf::Value& devices) {
+  if (!devices.has_list_value()) return nullptr;
+  json out = json::array();
+  for (const auto& d : devices.list_value().values()) out.push_back(static_cast<int64_t>(d.number_value()));
+  return out;
+}
+json DevicesJson(const google::protobuf::RepeatedField<int64_t>& devices) {
+  return json(std::vector<int64_t>(devices.begin(), devices.end()));
+}
+
+}  // namespace
+
+template <class Spec>
+DeviceNeed ServiceDeviceNeed(const RunState& s, const Spec& spec) {
   DeviceNeed n;
   n.machine = s.machine;
-  n.devices = s.spec.value("devices", json(nullptr));
-  n.count = static_cast<int>(s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1}));
+  n.devices = DevicesJson(spec.devices());
+  n.count = static_cast<int>(spec.tp() * spec.dp());
   if (n.devices.is_array()) n.count = static_cast<int>(n.devices.size());
-  n.probe_payload.set_busy_threshold_mb(s.spec.value("busy_threshold_mb", int64_t{4096}));
+  n.probe_payload.set_busy_threshold_mb(spec.busy_threshold_mb());
   n.probe_payload.set_purpose(kLeaseProbePurpose);
   return n;
 }
+
+template DeviceNeed ServiceDeviceNeed(const RunState&, const run_specs::ServeSpec&);
+template DeviceNeed ServiceDeviceNeed(const RunState&, const run_specs::TorchProfileSpec&);
+template DeviceNeed ServiceDeviceNeed(const RunState&, const run_specs::MemoryProfileSpec&);
 
 void RequestDevicesOrStart(const RunKind& kind, Decision& d) {
   std::optional<DeviceNeed> need = kind.DevicesNeeded(d.state());
@@ -43,9 +67,10 @@ bool IsLeaseProbe(const TaskInfo& task) {
   return task.kind == kProbeTask && task.payload.value("purpose", "") == kLeaseProbePurpose;
 }
 
-void OnLeaseProbeSucceeded(Decision& d, const json& result) {
+void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const json& result) {
   const RunState& s = d.state();
-  const int count = static_cast<int>(s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1}));
+  const std::optional<DeviceNeed> need = kind.DevicesNeeded(s);
+  const int count = need ? need->count : 0;
   json busy = json::array();
   for (const auto& b : result.value("busy_devices", json::array()))
     if (b.is_object() && b.contains("logical_id")) busy.push_back(b["logical_id"]);
@@ -126,13 +151,15 @@ std::string ServiceMayStillRun(const RunState& s) {
   return fmt::format("its service.stop did not finish ({})", TaskStatusName(stop->status));
 }
 
-void CheckQuarantinedDevices(Decision& d, const json& devices) {
+void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devices) {
   const RunState& s = d.state();
   if (s.terminal || s.lease.phase != LeasePhase::kWaiting || !devices.is_array() || devices.empty()) return;
   for (const auto& [id, t] : s.tasks)
     if (IsQuarantineProbe(t) && (t.in_flight() || t.status == TaskStatus::kRetryWait)) return;  // one at a time
+  const std::optional<DeviceNeed> need = kind.DevicesNeeded(s);
+  if (!need) return;
   tasks::ProbeNpuSmi p;
-  p.set_busy_threshold_mb(s.spec.value("busy_threshold_mb", int64_t{4096}));
+  p.set_busy_threshold_mb(need->probe_payload.busy_threshold_mb());
   p.set_purpose(kQuarantineProbePurpose);
   for (const auto& id : devices)
     if (id.is_number_integer()) p.add_devices(id.get<int64_t>());
@@ -187,6 +214,7 @@ bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
     l.phase = LeasePhase::kHeld;
     l.granted = p.value("devices", json::array());
     // "Any free ones": from now on the run uses exactly the leased ones.
+    // (The fold then decodes the spec's message again: engine.cc.)
     if (!s.spec.value("devices", json(nullptr)).is_array()) s.spec["devices"] = l.granted;
   } else if (type == kDevicesReleased) {
     l.phase = LeasePhase::kReleased;
@@ -200,12 +228,14 @@ bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
   return true;
 }
 
-json LeaseSummary(const RunState& s) {
+json LeaseSummary(const RunKind& kind, const RunState& s) {
   const LeaseInfo& l = s.lease;
   if (l.phase == LeasePhase::kNone) return nullptr;
   json j = {{"phase", LeasePhaseName(l.phase)}, {"machine", l.machine.empty() ? s.machine : l.machine}, {"count", l.count}};
   if (l.phase == LeasePhase::kProbing) {
-    j["count"] = s.spec.value("tp", int64_t{1}) * s.spec.value("dp", int64_t{1});
+    // Not recorded until DevicesRequested: the need says it.
+    const std::optional<DeviceNeed> need = kind.DevicesNeeded(s);
+    j["count"] = need ? need->count : 0;
   }
   j["devices"] = l.granted.is_array() ? l.granted : l.devices;
   return j;

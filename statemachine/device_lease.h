@@ -49,9 +49,12 @@ struct DeviceNeed {
   tasks::ProbeNpuSmi probe_payload;  // probe.npu_smi payload when devices is null
 };
 
-// The need of a service spec (serve, torch-profile, standalone memory-profile):
-// spec.devices or tp*dp free ones on spec.machine.
-DeviceNeed ServiceDeviceNeed(const RunState& s);
+// The need of a service spec as its message (typed_spec.h: serve's,
+// torch-profile's, standalone memory-profile's): spec.devices, or tp*dp free
+// ones on the run's machine. The lease reads every number it needs (count,
+// busy threshold) from the kind's DevicesNeeded, never from the spec itself.
+template <class Spec>
+DeviceNeed ServiceDeviceNeed(const RunState& s, const Spec& spec);
 
 class RunKind;
 
@@ -60,7 +63,7 @@ class RunKind;
 void RequestDevicesOrStart(const RunKind& kind, Decision& d);
 // The lease's probe task ended (engine routes it here instead of the kind).
 bool IsLeaseProbe(const TaskInfo& task);
-void OnLeaseProbeSucceeded(Decision& d, const json& result);
+void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const json& result);
 void OnLeaseProbeFailed(Decision& d, const json& failure);
 // The broker's answers.
 Status CheckLeaseGrant(const RunState& s, const json& devices);
@@ -78,7 +81,7 @@ std::string ServiceMayStillRun(const RunState& s);
 
 // The broker asks a waiting run to probe quarantined devices (Input
 // kCheckDevices): one npu-smi probe task, unless one is already out.
-void CheckQuarantinedDevices(Decision& d, const json& devices);
+void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devices);
 bool IsQuarantineProbe(const TaskInfo& task);
 void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const json& result);
 void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const json& failure);
@@ -86,7 +89,7 @@ void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const json& fail
 // Fold of the lease events (called by the engine's Apply).
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& payload);
 // The lease part of `npuprof show`.
-json LeaseSummary(const RunState& s);
+json LeaseSummary(const RunKind& kind, const RunState& s);
 
 // Audit over the whole log in global order: no device is ever held by two
 // runs at once. Returns the first violation ("" when none).

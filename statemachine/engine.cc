@@ -10,6 +10,7 @@
 #include "statemachine/event_types.h"
 #include "statemachine/kind_schemas.h"
 #include "statemachine/task_schema.h"
+#include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
 
@@ -71,6 +72,9 @@ bool ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
   if (type == ev::kRunSubmitted) {
     s.kind = p.value("kind", "");
     s.spec = p.value("spec", json::object());
+    // Read by the kinds as its message from here on (typed_spec.h); a spec
+    // that cannot be read is the fold's error (ApplyStored: Corruption).
+    if (Status st = RefreshTypedSpec(s, kind); !st.ok()) throw std::runtime_error(st.message());
     s.machine = p.value("machine", "");
     s.tag = p.value("tag", "");
     s.state = "queued";
@@ -160,7 +164,10 @@ bool ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
   } else if (type == ev::kTaskResultIgnored) {
     // audit only
   } else if (ApplyLeaseEvent(s, type, p)) {
-    // device lease (statemachine/device_lease.h)
+    // device lease (statemachine/device_lease.h); leased devices may have
+    // become the spec's
+    if (type == kDevicesLeased)
+      if (Status st = RefreshTypedSpec(s, kind); !st.ok()) throw std::runtime_error(st.message());
   } else if (kind) {
     kind->ApplyKindEvent(s, type, p);
     return true;
@@ -335,7 +342,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
         if (in.blobs.is_object() && !in.blobs.empty()) p["blobs"] = in.blobs;
         d.Emit(ev::kTaskSucceeded, p);
         const TaskInfo* after = d.state().FindTask(in.task_id);
-        if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(d, in.result);
+        if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(*kind, d, in.result);
         else if (IsQuarantineProbe(*after)) OnQuarantineProbeSucceeded(d, *after, in.result);
         else kind->OnTaskSucceeded(d, *after, in.result);
       } else {
@@ -405,7 +412,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       break;
     }
     case Input::Type::kCheckDevices: {
-      CheckQuarantinedDevices(d, in.devices);
+      CheckQuarantinedDevices(*kind, d, in.devices);
       break;
     }
     case Input::Type::kLeaseRefused: {

@@ -8,6 +8,8 @@
 #include "kind_data.pb.h"
 #include "run_specs.pb.h"
 #include "statemachine/json_message_table.h"
+#include "statemachine/run_kind.h"
+#include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
 
@@ -52,6 +54,29 @@ std::vector<std::string> RunSpecKinds() { return Specs().Keys(); }
 
 Status CheckRunSpec(std::string_view kind, const json& spec) {
   if (auto why = Mismatch(Specs(), kind, spec, "spec", "proto/run_specs.proto")) return Status::Invalid(*why);
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<const pb::Message>> DecodeRunSpec(std::string_view kind, const json& spec) {
+  const pb::Message* prototype = Specs().Prototype(kind);
+  if (prototype == nullptr) return std::shared_ptr<const pb::Message>();
+  if (!spec.is_object())
+    return Status::Corruption(fmt::format("the {} spec is not a JSON object (proto/run_specs.proto)", kind));
+  std::shared_ptr<pb::Message> msg(prototype->New());
+  if (auto misfit = Specs().Judge(kind, spec, "", /*tolerate_unknown_keys=*/true, msg.get()))
+    return Status::Corruption(fmt::format("the {} spec cannot be read as {} (proto/run_specs.proto): {}", kind,
+                                          prototype->GetDescriptor()->name(), misfit->why));
+  return std::shared_ptr<const pb::Message>(std::move(msg));
+}
+
+Status RefreshTypedSpec(RunState& s, const RunKind* kind) {
+  s.typed_spec.reset();
+  if (!HasRunSpecSchema(s.kind)) return Status::Ok();
+  json filled = s.spec;
+  const bool refilled = kind != nullptr && kind->ValidateSpec(filled).ok();
+  auto decoded = DecodeRunSpec(s.kind, refilled ? filled : s.spec);
+  if (!decoded.ok()) return decoded.status();
+  s.typed_spec = std::move(decoded).value();
   return Status::Ok();
 }
 

@@ -17,6 +17,7 @@
 // Pure: no I/O; thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,13 @@ std::vector<std::string> RunSpecKinds();
 std::string SpecKindOf(const google::protobuf::Descriptor& message);
 // Status::Invalid naming the key when `spec` does not fit kind's message.
 Status CheckRunSpec(std::string_view kind, const nlohmann::json& spec);
+
+// The spec decoded as kind's message, for the fold to keep (RunState.
+// typed_spec): keys the message does not declare are passed over (an older
+// store's; `verify` reports them), a value of the wrong type is Corruption
+// naming the key. nullptr for a kind without a spec message.
+Result<std::shared_ptr<const google::protobuf::Message>> DecodeRunSpec(std::string_view kind,
+                                                                       const nlohmann::json& spec);
 
 // Data: the same for proto/kind_data.proto.
 bool HasKindDataSchema(std::string_view kind);

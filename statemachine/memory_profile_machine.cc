@@ -13,14 +13,23 @@
 #include "statemachine/memory_report.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
-#include "task_payloads.pb.h"
 #include "statemachine/memory_profile_events.h"
+#include "statemachine/typed_spec.h"
+#include "run_specs.pb.h"
+#include "task_payloads.pb.h"
 
 namespace npuprof::sm {
 
 namespace {
 
-std::string Mode(const RunState& s) { return s.spec.value("mode", "standalone"); }
+// The run's validated spec (read at the point of use: a lease grant may
+// replace the decoded message). ValidateMemorySpec fills the standalone
+// fields (stop_grace_s, model, tp, ...) only in standalone mode: they are
+// read from it only in standalone steps. What may be either the service's or
+// the spec's (model, tp, dp of the weights step) is the service's first.
+const run_specs::MemoryProfileSpec& Spec(const RunState& s) { return SpecOf<run_specs::MemoryProfileSpec>(s); }
+
+const std::string& Mode(const RunState& s) { return Spec(s).mode(); }
 bool Standalone(const RunState& s) { return Mode(s) == "standalone"; }
 
 bool Failed(const RunState& s, const std::string& step) {
@@ -112,7 +121,7 @@ void MoveTo(Decision& d, const std::string& state) {
 json MachineOf(const RunState& s) { return s.spec.value("machine_record", json::object()); }
 
 bool ExpertParallel(const RunState& s) {
-  if (Standalone(s)) return s.spec.value("enable_expert_parallel", false);
+  if (Standalone(s)) return Spec(s).enable_expert_parallel();
   for (const auto& a : ServiceOf(s).value("extra_args", json::array()))
     if (a == "--enable-expert-parallel") return true;
   return false;
@@ -147,7 +156,7 @@ void Schedule(Decision& d, const std::string& step) {
     p.set_step(step);
     p.set_run_id(s.run_id);
     p.set_wrap_script(MemoryWrapScriptPath(machine, s.run_id));
-    p.set_msprof_mem_freq(s.spec.value("msprof_mem_freq", 50));
+    p.set_msprof_mem_freq(Spec(s).msprof_mem_freq());
     d.Schedule(p);
   } else if (step == "baseline" || step == "after_ready" || step == "after_infer") {
     tasks::MemoryNpuSmi p;
@@ -155,8 +164,8 @@ void Schedule(Decision& d, const std::string& step) {
     p.set_phase(step);
     d.Schedule(p);
   } else if (step == "service") {
-    tasks::ServiceLaunch p = BuildLaunchPayload(s.run_id, 1, s.spec, MemoryServeArgs(s.spec));
-    p.set_served_model_name(MemoryServedName(s.spec, s.run_id));
+    tasks::ServiceLaunch p = BuildLaunchPayload(s.run_id, 1, Spec(s), MemoryServeArgs(Spec(s)));
+    p.set_served_model_name(MemoryServedName(Spec(s), s.run_id));
     p.set_wrap_script(StrField(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id)));
     p.set_step(step);
     Record(d, "launch_attempted", json{{"runtime_dir", p.runtime_dir()}});
@@ -166,7 +175,7 @@ void Schedule(Decision& d, const std::string& step) {
     if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
       p = BuildWaitReadyPayload(launch->payload, Field(launch->result, "result"), d.now_ms());
     } else {
-      const int64_t timeout_s = s.spec.value("attach_ready_timeout_s", 60);
+      const int64_t timeout_s = Spec(s).attach_ready_timeout_s();
       p.set_runtime_dir(StrField(svc, "runtime_dir"));
       if (auto pid = IntField(svc, "pid")) p.set_pid(*pid);
       if (auto port = IntField(svc, "port")) p.set_port(static_cast<int32_t>(*port));
@@ -189,9 +198,9 @@ void Schedule(Decision& d, const std::string& step) {
     p.set_step(step);
     if (auto port = IntField(svc, "port")) p.set_port(static_cast<int32_t>(*port));
     p.set_served_model_name(ServedNameOf(svc));
-    p.set_prompt(StrField(s.spec, "prompt"));
-    if (Field(s.spec, "image_url").is_string()) p.set_image_url(s.spec["image_url"].get<std::string>());
-    p.set_max_tokens(s.spec.value("max_tokens", 128));
+    p.set_prompt(Spec(s).prompt());
+    if (Spec(s).has_image_url()) p.set_image_url(Spec(s).image_url());
+    p.set_max_tokens(Spec(s).max_tokens());
     p.set_timeout_s(600);
     p.set_server_scheduled_ms(d.now_ms());
     d.Schedule(p);
@@ -199,7 +208,8 @@ void Schedule(Decision& d, const std::string& step) {
     const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
     const bool force = s.cancel_requested || s.data.contains("stop_escalated");
-    tasks::ServiceStop p = BuildStopPayload(rt, Field(svc, "pid"), force, s.spec.value("stop_grace_s", 30));
+    // A standalone step (memory_profile_steps.cc): the spec holds stop_grace_s.
+    tasks::ServiceStop p = BuildStopPayload(rt, Field(svc, "pid"), force, Spec(s).stop_grace_s());
     // The graceful stop already sent SIGINT and SIGTERM and waited out both
     // graces: the escalation goes straight to SIGKILL (a hung msprof would
     // otherwise cost both graces again).
@@ -217,12 +227,12 @@ void Schedule(Decision& d, const std::string& step) {
   } else if (step == "flushed") {
     // flush_s is a minimum before the wait polls (0 = none); the wait itself
     // ends on msprof's own completion signals, or at its deadline.
-    const int64_t min_s = s.spec.value("flush_s", 0);
+    const int64_t min_s = Spec(s).flush_s();
     if (min_s > 0 && !s.data.contains("flush_min")) {
       d.ScheduleTimer("flush", min_s * 1000);
       return;
     }
-    const int64_t timeout_s = s.spec.value("flush_timeout_s", 300);
+    const int64_t timeout_s = Spec(s).flush_timeout_s();
     const std::string rt = StrField(svc, "runtime_dir");
     tasks::MemoryWaitFlush p;
     p.set_step(step);
@@ -234,7 +244,7 @@ void Schedule(Decision& d, const std::string& step) {
     p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
     d.Schedule(p);
   } else if (step == "export") {
-    const int64_t timeout_s = s.spec.value("export_timeout_s", 1800);
+    const int64_t timeout_s = Spec(s).export_timeout_s();
     tasks::MemoryExport p;
     p.set_step(step);
     p.set_msprof_dir(MsprofDir(s));
@@ -297,16 +307,16 @@ json BaselineFromSpec(const RunState& s) {
     const json& data = Field(rec, "data");
     const json& b = Field(data, "baseline");
     if (b.is_object() && b.contains("hbm"))
-      return json{{"hbm", b["hbm"]}, {"source", "baseline_run"}, {"origin", s.spec.value("baseline_run", "")},
+      return json{{"hbm", b["hbm"]}, {"source", "baseline_run"}, {"origin", Spec(s).baseline_run()},
                   {"blob", b.value("blob", "")}, {"file", "baseline_npu_smi.txt"}};
     const json& p = Field(data, "probe");
     if (p.is_object() && p.contains("hbm"))
-      return json{{"hbm", p["hbm"]}, {"source", "baseline_run"}, {"origin", s.spec.value("baseline_run", "")},
+      return json{{"hbm", p["hbm"]}, {"source", "baseline_run"}, {"origin", Spec(s).baseline_run()},
                   {"blob", StrField(Field(p, "evidence"), "npu_smi_info.txt", "")}, {"file", "baseline_npu_smi.txt"}};
   }
   if (s.spec.contains("baseline_hbm") && s.spec["baseline_hbm"].is_object())
     return json{{"hbm", s.spec["baseline_hbm"]}, {"source", "baseline_file"},
-                {"origin", s.spec.value("baseline_origin", "")}, {"blob", ""}, {"file", "baseline_npu_smi.txt"}};
+                {"origin", Spec(s).baseline_origin()}, {"blob", ""}, {"file", "baseline_npu_smi.txt"}};
   return nullptr;
 }
 
@@ -324,7 +334,7 @@ std::optional<DeviceNeed> MemoryProfileMachine::DevicesNeeded(const RunState& s)
   // attach observes a serve run's service (that run holds the devices);
   // install_wrapper only writes a script.
   if (Mode(s) != "standalone") return std::nullopt;
-  return ServiceDeviceNeed(s);
+  return ServiceDeviceNeed(s, Spec(s));
 }
 
 void MemoryProfileMachine::OnStart(Decision& d) const {
@@ -337,10 +347,10 @@ void MemoryProfileMachine::OnStart(Decision& d) const {
     const json& rec = Field(s.spec, "attach_run_record");
     const bool ended = !Field(rec, "finished_at").is_null() && Field(rec, "finished_at").is_string();
     if (ended)
-      Record(d, "serve_ended", json{{"run_id", s.spec.value("attach_run", "")}, {"status", rec.value("status", "")},
+      Record(d, "serve_ended", json{{"run_id", Spec(s).attach_run()}, {"status", rec.value("status", "")},
                                     {"state", rec.value("state", "")}, {"at_submit", true}});
     else
-      d.WatchRun(s.spec.value("attach_run", ""));
+      d.WatchRun(Spec(s).attach_run());
   }
   Advance(d);
 }
@@ -388,7 +398,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
                                    {"blob", BlobOf(task, "config.json")}, {"file", "model_config.json"}});
   } else if (task.kind == kMemWaitFlushTask) {
     json r = result;
-    r["min_wait_s"] = d.state().spec.value("flush_s", 0);
+    r["min_wait_s"] = Spec(d.state()).flush_s();
     Record(d, "flushed", r);
   } else if (task.kind == kMemExportTask) {
     for (const auto& [id, t] : d.state().timers)
@@ -437,14 +447,14 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
 
 void MemoryProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
   if (timer.purpose == "flush") {
-    Record(d, "flush_min", json{{"flush_s", d.state().spec.value("flush_s", 0)}});  // next: the wait task
+    Record(d, "flush_min", json{{"flush_s", Spec(d.state()).flush_s()}});  // next: the wait task
   } else if (timer.purpose == "export_timeout") {
     if (d.state().data.contains("export")) return;
     for (const auto& [id, t] : d.state().tasks)
       if (t.kind == kMemExportTask && (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait))
         d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "msprof export timed out"}});
     Record(d, "export", json{{"status", "export_timeout"},
-                             {"timeout_s", d.state().spec.value("export_timeout_s", 1800)}});
+                             {"timeout_s", Spec(d.state()).export_timeout_s()}});
   }
   Advance(d);
 }

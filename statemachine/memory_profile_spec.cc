@@ -160,29 +160,25 @@ Status ValidateMemorySpec(json& spec) {
   return ValidateServiceSpec(spec, defaults);
 }
 
-std::vector<std::string> MemoryServeArgs(const json& spec) {
-  std::vector<std::string> a = {"--gpu-memory-utilization", fmt::format("{}", spec.value("gpu_memory_utilization", 0.85)),
-                                "--max-model-len", std::to_string(spec.value("max_model_len", 2048)),
-                                "--trust-remote-code"};
-  if (spec.value("enable_expert_parallel", false)) a.push_back("--enable-expert-parallel");
-  if (spec.value("enforce_eager", false)) a.push_back("--enforce-eager");
-  for (const auto& [f, flag] : std::vector<std::pair<const char*, const char*>>{
-           {"speculative_config", "--speculative-config"},
-           {"compilation_config", "--compilation-config"},
-           {"additional_config", "--additional-config"},
-           {"quantization", "--quantization"}}) {
-    if (spec.contains(f) && spec[f].is_string() && !spec[f].get<std::string>().empty()) {
-      a.push_back(flag);
-      a.push_back(spec[f].get<std::string>());
-    }
-  }
+std::vector<std::string> MemoryServeArgs(const run_specs::MemoryProfileSpec& spec) {
+  std::vector<std::string> a = {"--gpu-memory-utilization", fmt::format("{}", spec.gpu_memory_utilization()),
+                                "--max-model-len", std::to_string(spec.max_model_len()), "--trust-remote-code"};
+  if (spec.enable_expert_parallel()) a.push_back("--enable-expert-parallel");
+  if (spec.enforce_eager()) a.push_back("--enforce-eager");
+  const auto given = [&](bool has, const std::string& value, const char* flag) {
+    if (!has || value.empty()) return;
+    a.push_back(flag);
+    a.push_back(value);
+  };
+  given(spec.has_speculative_config(), spec.speculative_config(), "--speculative-config");
+  given(spec.has_compilation_config(), spec.compilation_config(), "--compilation-config");
+  given(spec.has_additional_config(), spec.additional_config(), "--additional-config");
+  given(spec.has_quantization(), spec.quantization(), "--quantization");
   return a;
 }
 
-std::string MemoryServedName(const json& spec, const std::string& run_id) {
-  if (IsSet(spec, "served_model_name") && spec["served_model_name"].is_string())
-    return spec["served_model_name"].get<std::string>();
-  return "npuprof-mem-" + run_id;
+std::string MemoryServedName(const run_specs::MemoryProfileSpec& spec, const std::string& run_id) {
+  return spec.has_served_model_name() ? spec.served_model_name() : "npuprof-mem-" + run_id;
 }
 
 std::string MemoryWrapScriptPath(const json& machine_record, const std::string& run_id) {

@@ -22,14 +22,16 @@
 #include <vector>
 
 #include "common/status.h"
+#include "run_specs.pb.h"
 #include "statemachine/run_state.h"
 
 namespace npuprof::sm {
 
 Status ValidateMemorySpec(json& spec);
 
-// The vLLM arguments the memory workflow adds (before the user's extra args).
-std::vector<std::string> MemoryServeArgs(const json& spec);
+// The vLLM arguments the memory workflow adds (before the user's extra args),
+// from a standalone run's validated spec as its message (typed_spec.h).
+std::vector<std::string> MemoryServeArgs(const run_specs::MemoryProfileSpec& spec);
 
 // The wrap script path of a run: "<runtime_base>/<run_id>/msprof_wrap.sh"
 // (may start with "~/": memory.preflight resolves it and answers the path).
@@ -37,6 +39,6 @@ std::string MemoryWrapScriptPath(const json& machine_record, const std::string& 
 
 // The served name of a standalone profile's service: the spec's, else
 // "npuprof-mem-<run_id>".
-std::string MemoryServedName(const json& spec, const std::string& run_id);
+std::string MemoryServedName(const run_specs::MemoryProfileSpec& spec, const std::string& run_id);
 
 }  // namespace npuprof::sm

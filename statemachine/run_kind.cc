@@ -43,7 +43,7 @@ json RunKind::Summary(const RunState& s) const {
             {"armed_timers", timers},
             {"recoveries", s.recoveries},
             {"last_seq", s.last_seq}};
-  if (json lease = LeaseSummary(s); !lease.is_null()) j["devices_lease"] = lease;
+  if (json lease = LeaseSummary(*this, s); !lease.is_null()) j["devices_lease"] = lease;
   return j;
 }
 

@@ -5,12 +5,17 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+namespace google::protobuf {
+class Message;
+}
 
 namespace npuprof::sm {
 
@@ -115,6 +120,11 @@ struct RunState {
   std::string tag;
   std::string error;
   json spec = json::object();
+  // The spec as its kind's message (proto/run_specs.proto; null for a kind
+  // without one), decoded once when RunSubmitted is folded and again when
+  // the fold changes `spec` (a lease's devices); the kinds read it through
+  // SpecOf (statemachine/typed_spec.h). Shared: copying a state copies no spec.
+  std::shared_ptr<const google::protobuf::Message> typed_spec;
   json data = json::object();  // kind-specific fold (probe results, manifests...)
   std::map<std::string, TaskInfo> tasks;
   std::map<std::string, TimerInfo> timers;

@@ -4,11 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "run_specs.pb.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 #include "statemachine/task_policies.h"
+#include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
 
@@ -26,6 +28,10 @@ constexpr int64_t kHealthTimerSlackMs = 30000;
 // The run's error when service.launch failed before anything was started.
 constexpr const char* kNeverLaunched = "the service was never launched (nothing to stop)";
 
+// The run's validated spec (read at the point of use: a lease grant may
+// replace the decoded message).
+const run_specs::ServeSpec& Spec(const RunState& s) { return SpecOf<run_specs::ServeSpec>(s); }
+
 int ReasonRank(const std::string& r) { return r == "failure" ? 3 : r == "cancel" ? 2 : r == "user" ? 1 : 0; }
 
 
@@ -34,7 +40,7 @@ int ReasonRank(const std::string& r) { return r == "failure" ? 3 : r == "cancel"
 // answers when the service died (zero events while it is healthy).
 void StartWatch(Decision& d) {
   const RunState& s = d.state();
-  const int64_t poll_s = s.spec.value("watch_poll_s", int64_t{10});
+  const int64_t poll_s = Spec(s).watch_poll_s();
   if (poll_s <= 0) return;
   const json svc = s.data.value("service", json::object());
   d.Schedule(BuildWatchPayload(svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), poll_s),
@@ -61,7 +67,7 @@ void ScheduleStop(Decision& d) {
   if (s.state != "stopping") d.Transition("stopping", CurrentReason(s));
   d.Schedule(BuildStopPayload(rt, svc.value("pid", json(nullptr)),
                               s.data.value("stop", json::object()).value("force", false),
-                              s.spec.value("stop_grace_s", 10)));
+                              Spec(s).stop_grace_s()));
 }
 
 void StartStop(Decision& d, const std::string& reason, bool force) {
@@ -133,11 +139,11 @@ Status ServeMachine::ValidateSpec(json& spec) const {
   return ValidateServiceSpec(spec);
 }
 
-std::optional<DeviceNeed> ServeMachine::DevicesNeeded(const RunState& s) const { return ServiceDeviceNeed(s); }
+std::optional<DeviceNeed> ServeMachine::DevicesNeeded(const RunState& s) const { return ServiceDeviceNeed(s, Spec(s)); }
 
 void ServeMachine::OnStart(Decision& d) const {
   d.Transition("launching");
-  d.Schedule(BuildLaunchPayload(d.state().run_id, 1, d.state().spec));
+  d.Schedule(BuildLaunchPayload(d.state().run_id, 1, Spec(d.state())));
 }
 
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
@@ -234,7 +240,7 @@ void ServeMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
   d.Emit(kServiceFailed, json{{"stage", "wait_ready"},
                               {"kind", "never_ready"},
                               {"error", fmt::format("no readiness verdict within {} s (+{} s)",
-                                                    d.state().spec.value("health_timeout_s", 300),
+                                                    Spec(d.state()).health_timeout_s(),
                                                     kHealthTimerSlackMs / 1000)}});
   StartStop(d, "failure", true);
 }

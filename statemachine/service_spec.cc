@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/json_field.h"
+#include "run_specs.pb.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
@@ -193,8 +194,16 @@ std::string RuntimeBaseOf(std::string base) {
   return base;
 }
 
+namespace {
+
+std::string RuntimeDirUnder(const std::string& base, const std::string& run_id, int launch_no) {
+  return fmt::format("{}/{}/service-{}", RuntimeBaseOf(base), run_id, launch_no);
+}
+
+}  // namespace
+
 std::string ServiceRuntimeDir(const json& machine_record, const std::string& run_id, int launch_no) {
-  return fmt::format("{}/{}/service-{}", RuntimeBaseOf(machine_record), run_id, launch_no);
+  return RuntimeDirUnder(StrField(machine_record, "runtime_base"), run_id, launch_no);
 }
 
 std::string EffectiveServedName(const json& j) {
@@ -203,40 +212,62 @@ std::string EffectiveServedName(const json& j) {
   return j.value("model", "");
 }
 
-tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
+namespace {
+
+// Devices as serve and torch-profile declare them (null, or a list of
+// indices) and as memory-profile does (always a list).
+void AddDevices(tasks::ServiceLaunch& p, const google::protobuf::Value& devices) {
+  for (const auto& d : devices.list_value().values()) p.add_devices(static_cast<int32_t>(d.number_value()));
+}
+void AddDevices(tasks::ServiceLaunch& p, const google::protobuf::RepeatedField<int64_t>& devices) {
+  for (int64_t d : devices) p.add_devices(static_cast<int32_t>(d));
+}
+
+void AddKindEnv(google::protobuf::Map<std::string, std::string>& env, const json& kind_env) {
+  if (!kind_env.is_object()) return;
+  for (const auto& [k, v] : kind_env.items())
+    if (v.is_string()) env[k] = v.get<std::string>();
+}
+
+}  // namespace
+
+template <class Spec>
+tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no, const Spec& spec,
                                         const std::vector<std::string>& kind_args, const json& kind_env) {
   tasks::ServiceLaunch p;
   p.set_run_id(run_id);
   p.set_launch_no(launch_no);
-  p.set_runtime_dir(ServiceRuntimeDir(spec.value("machine_record", json::object()), run_id, launch_no));
-  p.set_model(spec.value("model", ""));
-  if (spec.contains("served_model_name") && spec["served_model_name"].is_string())
-    p.set_served_model_name(spec["served_model_name"].get<std::string>());
-  p.set_tp(spec.value("tp", 1));
-  p.set_dp(spec.value("dp", 1));
-  // Values of another type cannot be here (ValidateServiceSpec and the
-  // spec's message refused them at submit); they are skipped, never thrown on.
-  for (const auto& d : ArrField(spec, "devices"))
-    if (d.is_number_integer()) p.add_devices(d.get<int32_t>());
-  if (auto port = IntField(spec, "port")) p.set_port(static_cast<int32_t>(*port));
+  p.set_runtime_dir(RuntimeDirUnder(spec.machine_record().runtime_base(), run_id, launch_no));
+  p.set_model(spec.model());
+  // Optional where null means vLLM's (or the kind's) default; torch-profile
+  // always names it.
+  if constexpr (requires { spec.has_served_model_name(); }) {
+    if (spec.has_served_model_name()) p.set_served_model_name(spec.served_model_name());
+  } else {
+    p.set_served_model_name(spec.served_model_name());
+  }
+  p.set_tp(static_cast<int32_t>(spec.tp()));
+  p.set_dp(static_cast<int32_t>(spec.dp()));
+  AddDevices(p, spec.devices());
+  if (spec.has_port()) p.set_port(spec.port());
   auto& env = *p.mutable_env();
-  if (kind_env.is_object())
-    for (const auto& [k, v] : kind_env.items())
-      if (v.is_string()) env[k] = v.get<std::string>();
-  const json& user_env = Field(spec, "env");
-  if (user_env.is_object())
-    for (const auto& [k, v] : user_env.items())
-      if (v.is_string()) env[k] = v.get<std::string>();
+  AddKindEnv(env, kind_env);
+  for (const auto& [k, v] : spec.env()) env[k] = v;
   for (const auto& a : kind_args) p.add_extra_args(a);
-  for (const auto& a : ArrField(spec, "extra_args"))
-    if (a.is_string()) p.add_extra_args(a.get<std::string>());
-  if (spec.contains("wrap_script") && spec["wrap_script"].is_string())
-    p.set_wrap_script(spec["wrap_script"].get<std::string>());
-  p.set_health_timeout_s(spec.value("health_timeout_s", 300));
-  p.set_stop_grace_s(spec.value("stop_grace_s", 10));
-  p.set_busy_threshold_mb(spec.value("busy_threshold_mb", 4096));
+  for (const auto& a : spec.extra_args()) p.add_extra_args(a);
+  if (spec.has_wrap_script()) p.set_wrap_script(spec.wrap_script());
+  p.set_health_timeout_s(spec.health_timeout_s());
+  p.set_stop_grace_s(spec.stop_grace_s());
+  p.set_busy_threshold_mb(spec.busy_threshold_mb());
   return p;
 }
+
+template tasks::ServiceLaunch BuildLaunchPayload(const std::string&, int, const run_specs::ServeSpec&,
+                                                 const std::vector<std::string>&, const json&);
+template tasks::ServiceLaunch BuildLaunchPayload(const std::string&, int, const run_specs::TorchProfileSpec&,
+                                                 const std::vector<std::string>&, const json&);
+template tasks::ServiceLaunch BuildLaunchPayload(const std::string&, int, const run_specs::MemoryProfileSpec&,
+                                                 const std::vector<std::string>&, const json&);
 
 tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms) {
   const int64_t timeout_s = launch_payload.value("health_timeout_s", int64_t{300});

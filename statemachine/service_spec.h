@@ -68,9 +68,12 @@ std::string ServiceRuntimeDir(const json& machine_record, const std::string& run
 // the run's machine.
 
 // The service.launch payload for launch number launch_no of run_id, from a
-// validated spec (which holds machine_record). kind_args go before the
-// user's extra_args; kind_env is merged under the user's env (user wins).
-tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no, const json& spec,
+// validated spec as its kind's message (typed_spec.h): run_specs::ServeSpec,
+// TorchProfileSpec or MemoryProfileSpec (standalone), which all declare the
+// service fields under the same names. kind_args go before the user's
+// extra_args; kind_env is merged under the user's env (user wins).
+template <class Spec>
+tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no, const Spec& spec,
                                         const std::vector<std::string>& kind_args = {},
                                         const json& kind_env = json::object());
 

@@ -4,9 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "common/json_field.h"
+#include "run_specs.pb.h"
 #include "statemachine/event_types.h"
 #include "statemachine/kind_schemas.h"
 #include "statemachine/spec_checks.h"
+#include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
 
@@ -80,12 +83,14 @@ std::string SweepChildId(const std::string& sweep_id, size_t index) { return fmt
 
 std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id) {
   if (parent.kind != "sweep") return std::nullopt;
-  const json& points = parent.spec.value("points", json::array());
+  // A point's child spec is copied from the JSON spec as stored (a Struct
+  // would turn its integers into doubles).
+  const json& points = ArrField(parent.spec, "points");
   for (const auto& c : Children(parent)) {
     if (c.value("run_id", "") != run_id) continue;
     const size_t i = c.value("index", size_t{0});
     if (!points.is_array() || i >= points.size() || !points[i].is_object()) return std::nullopt;
-    ChildRequest r{run_id, parent.spec.value("child_kind", ""), points[i].value("spec", json::object())};
+    ChildRequest r{run_id, SpecOf<run_specs::SweepSpec>(parent).child_kind(), points[i].value("spec", json::object())};
     r.spec["sweep_run"] = parent.run_id;
     r.spec["sweep_point"] = points[i].value("point", json::object());
     return r;
@@ -191,7 +196,7 @@ void SweepMachine::OnStart(Decision& d) const {
                                 "most {} (choose a shorter --run-id)",
                                 s.run_id.size(), kMaxSweepIdLength));
   d.Transition("running");
-  const size_t n = s.spec.value("points", json::array()).size();
+  const size_t n = static_cast<size_t>(SpecOf<run_specs::SweepSpec>(s).points_size());
   for (size_t i = 0; i < n; ++i) {
     const std::string child = SweepChildId(s.run_id, i);
     d.Emit(ev::kChildRunRequested, json{{"run_id", child}, {"index", i}});
@@ -227,7 +232,7 @@ void SweepMachine::ApplyKindEvent(RunState& s, const std::string& type, const js
     json& ch = s.data["children"];
     if (!ch.is_array()) ch = json::array();
     const size_t i = p.value("index", size_t{0});
-    const json& points = s.spec.value("points", json::array());
+    const json& points = ArrField(s.spec, "points");
     ch.push_back({{"run_id", p.value("run_id", "")},
                   {"index", i},
                   {"point", points.is_array() && i < points.size() ? points[i].value("point", json::object())
@@ -256,7 +261,7 @@ json SweepMachine::Summary(const RunState& s) const {
   j["grid"] = s.spec.value("grid", json::array());
   json children = json::array();
   size_t ok = 0;
-  const json& points = s.spec.value("points", json::array());
+  const json& points = ArrField(s.spec, "points");
   if (Children(s).empty() && points.is_array()) {
     for (size_t i = 0; i < points.size(); ++i)
       children.push_back({{"run_id", SweepChildId(s.run_id, i)},

@@ -1,7 +1,11 @@
 #include "common/json_field.h"
 #include "statemachine/torch_profile_machine.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include "run_specs.pb.h"
 
 #include "statemachine/analyse_root_machine.h"
 #include "statemachine/event_types.h"
@@ -11,10 +15,17 @@
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
+#include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
 
 namespace {
+
+// The run's validated spec (read at the point of use: a lease grant may
+// replace the decoded message).
+const run_specs::TorchProfileSpec& Spec(const RunState& s) { return SpecOf<run_specs::TorchProfileSpec>(s); }
+
+int ExpectedRanks(const RunState& s) { return static_cast<int>(Spec(s).tp() * std::max<int64_t>(Spec(s).dp(), 1)); }
 
 // The service to stop: the launch result; for a failed launch that may have
 // started something (anything but started=false), the payload's runtime dir
@@ -45,7 +56,7 @@ void StepFailed(Decision& d, const std::string& step, const std::string& kind, c
 void ScheduleStop(Decision& d, bool force) {
   const json svc = ServiceOf(d.state());
   d.Schedule(BuildStopPayload(svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), force,
-                              d.state().spec.value("stop_grace_s", 10)));
+                              Spec(d.state()).stop_grace_s()));
 }
 
 std::string FailureText(const json& f) {
@@ -93,7 +104,7 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 
 void StartLaunch(Decision& d) {
   d.Transition("launching");
-  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, d.state().spec));
+  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, Spec(d.state())));
 }
 
 void ScheduleControl(Decision& d, const std::string& action) {
@@ -102,45 +113,42 @@ void ScheduleControl(Decision& d, const std::string& action) {
   p.set_role(action);
   p.set_action(action);
   p.set_port(static_cast<int32_t>(IntField(svc, "port").value_or(0)));
-  p.set_timeout_s(IntField(d.state().spec, "profile_control_timeout").value_or(600));
+  p.set_timeout_s(Spec(d.state()).profile_control_timeout());
   d.Schedule(p);
 }
 
 void ScheduleRequests(Decision& d, const std::string& role) {
-  const json& spec = d.state().spec;
+  const run_specs::TorchProfileSpec& spec = Spec(d.state());
   const json svc = ServiceOf(d.state());
   const bool wave = role == "wave";
-  // The spec's fields were checked and filled at submit (torch_profile_spec.h,
-  // proto/run_specs.proto); they are read without throwing all the same.
-  const auto num = [&](const char* key) { return IntField(spec, key).value_or(0); };
   tasks::TorchProfileRequests p;
   p.set_role(role);
   p.set_port(static_cast<int32_t>(IntField(svc, "port").value_or(0)));
-  if (Field(spec, "served_model_name").is_string()) p.set_served_model_name(StrField(spec, "served_model_name"));
-  p.set_total(wave ? num("benchmark_total_requests") : 1);
-  p.set_concurrency(wave ? num("benchmark_concurrency") : 1);
-  p.set_first_index(wave ? 0 : num("benchmark_total_requests"));
-  p.set_prompt_tokens(num("prompt_tokens"));
-  p.set_max_tokens(num(wave ? "benchmark_output_tokens" : "followup_output_tokens"));
-  p.set_timeout_s(num("request_timeout"));
-  p.set_request_kind(StrField(spec, "request_kind"));
-  if (Field(spec, "image_path").is_string()) p.set_image_path(StrField(spec, "image_path"));
-  if (auto h = IntField(spec, "image_height")) p.set_image_height(*h);
+  p.set_served_model_name(spec.served_model_name());
+  p.set_total(wave ? spec.benchmark_total_requests() : 1);
+  p.set_concurrency(wave ? spec.benchmark_concurrency() : 1);
+  p.set_first_index(wave ? 0 : spec.benchmark_total_requests());
+  p.set_prompt_tokens(spec.prompt_tokens());
+  p.set_max_tokens(wave ? spec.benchmark_output_tokens() : spec.followup_output_tokens());
+  p.set_timeout_s(spec.request_timeout());
+  p.set_request_kind(spec.request_kind());
+  if (spec.has_image_path()) p.set_image_path(spec.image_path());
+  p.set_image_height(spec.image_height());
   d.Schedule(p);
 }
 
 std::string ProfileRoot(const RunState& s) {
-  return ServiceOf(s).value("runtime_dir", "") + "/" + s.spec["torch_profiler_dir"].get<std::string>();
+  return ServiceOf(s).value("runtime_dir", "") + "/" + Spec(s).torch_profiler_dir();
 }
 
 // Polls until torch_npu has finalised every rank (the task's deadline is
 // fixed here, so a re-dispatched wait keeps the same end).
 void ScheduleFlushWait(Decision& d) {
   const RunState& s = d.state();
-  const int64_t timeout_s = s.spec["flush_timeout"].get<int64_t>();
+  const int64_t timeout_s = Spec(s).flush_timeout();
   tasks::TorchProfileWaitFlush p;
   p.set_profile_root(ProfileRoot(s));
-  p.set_expected_ranks(ExpectedRanks(s.spec));
+  p.set_expected_ranks(ExpectedRanks(s));
   p.set_timeout_s(timeout_s);
   p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
   d.Schedule(p);
@@ -149,7 +157,7 @@ void ScheduleFlushWait(Decision& d) {
 // The flush wait has ended (by a signal, its timeout or a failed task): the
 // outcome is recorded and the service is stopped; the gates judge the outputs.
 void AfterFlush(Decision& d, json record) {
-  record["min_wait_s"] = d.state().spec["flush_seconds"];
+  record["min_wait_s"] = Spec(d.state()).flush_seconds();
   d.Emit(kTpFlushWaited, std::move(record));
   d.Transition("stopping_service");
   ScheduleStop(d, false);
@@ -161,14 +169,14 @@ void AfterStop(Decision& d) {
   if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
   if (s.data.value("cleanup", false)) return d.Finish(RunStatus::kFailed, RunError(s));
   d.Transition("analysing");
-  ScheduleProfileListing(d, ProfileRoot(s), s.spec["analyse_timeout_s"].get<int64_t>());
+  ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
 }
 
 void FinishAnalysis(Decision& d) {
-  const json a = AnalysisProjection(d.state(), ExpectedRanks(d.state().spec));
+  const json a = AnalysisProjection(d.state(), ExpectedRanks(d.state()));
   d.Emit(kTpAnalysisGated, json{{"analysis_status", a["analysis_status"]},
                                 {"rank_count", a["rank_count"]},
-                                {"expected_ranks", ExpectedRanks(d.state().spec)},
+                                {"expected_ranks", ExpectedRanks(d.state())},
                                 {"remote_profile_root", a["remote_profile_root"]}});
   const std::string error = RunError(d.state());
   if (error.empty()) return d.Finish(RunStatus::kOk);
@@ -202,16 +210,16 @@ const TransitionTable& TorchProfileMachine::transitions() const {
 Status TorchProfileMachine::ValidateSpec(json& spec) const { return ValidateTorchProfileSpec(spec); }
 
 std::optional<DeviceNeed> TorchProfileMachine::DevicesNeeded(const RunState& s) const {
-  return ServiceDeviceNeed(s);
+  return ServiceDeviceNeed(s, Spec(s));
 }
 
 void TorchProfileMachine::OnStart(Decision& d) const {
-  const json& spec = d.state().spec;
-  if (spec["request_kind"] == "vl") {
-    d.Transition("preparing_image");
+  const run_specs::TorchProfileSpec& spec = Spec(d.state());
+  if (spec.request_kind() == "vl") {
     tasks::TorchProfilePrepareImage p;
-    p.set_image_path(StrField(spec, "image_path"));
-    p.set_image_height(IntField(spec, "image_height").value_or(0));
+    p.set_image_path(spec.image_path());
+    p.set_image_height(spec.image_height());
+    d.Transition("preparing_image");
     d.Schedule(p);
     return;
   }
@@ -252,7 +260,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     const json followup = followups.empty() ? json(nullptr) : followups[0];
     d.Emit(kTpWorkloadGated,
            json{{"workload_status",
-                 WorkloadGate(bench, followup, s.spec["benchmark_success_threshold"].get<double>())}});
+                 WorkloadGate(bench, followup, Spec(s).benchmark_success_threshold())}});
     d.Transition("stopping_profile");
     return ScheduleControl(d, "stop_profile");
   }
@@ -263,7 +271,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
       return BeginCleanup(d, "stop_profile failed");
     }
     d.Transition("flush");
-    const int64_t min_s = s.spec["flush_seconds"].get<int64_t>();
+    const int64_t min_s = Spec(s).flush_seconds();
     if (min_s > 0) {
       d.ScheduleTimer("flush", min_s * 1000);
       return;
@@ -291,7 +299,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     return AfterStop(d);
   }
   if (task.kind == kTpListDirsTask) {
-    if (!ScheduleRankAnalyses(d, result, s.spec["analyse_timeout_s"].get<int64_t>())) FinishAnalysis(d);
+    if (!ScheduleRankAnalyses(d, result, Spec(s).analyse_timeout_s())) FinishAnalysis(d);
     return;
   }
   if (task.kind == kTpAnalyseRankTask && AnalysisDone(s)) FinishAnalysis(d);

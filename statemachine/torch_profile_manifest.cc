@@ -66,8 +66,13 @@ json TorchProfileManifest(const RunState& s) {
                         "request_timeout", "image_height"})
     m[f] = SpecField(s, f);
   m["expected_ranks"] = ExpectedRanks(s.spec);
-  m["serve_args"] = s.spec.contains("mode") && s.spec.contains("max_model_len") ? json(TorchProfileServeArgs(s.spec))
-                                                                               : json::array();
+  // From the spec's message (typed_spec.h), for a torch-profile run whose
+  // stored spec names its mode and length (one stored before those fields
+  // existed has no serve args to show).
+  const auto* typed = dynamic_cast<const run_specs::TorchProfileSpec*>(s.typed_spec.get());
+  m["serve_args"] = typed != nullptr && s.spec.contains("mode") && s.spec.contains("max_model_len")
+                        ? json(TorchProfileServeArgs(*typed))
+                        : json::array();
 
   const json image = StepRecord(LastTask(s, kTpPrepareImageTask));
   m["image_meta"] = image.is_object() && image.contains("image_meta") ? image["image_meta"] : image;

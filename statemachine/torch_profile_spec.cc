@@ -170,41 +170,40 @@ int ExpectedRanks(const json& spec) {
   return tp * std::max(dp, 1);
 }
 
-std::vector<std::string> TorchProfileServeArgs(const json& spec) {
+std::vector<std::string> TorchProfileServeArgs(const run_specs::TorchProfileSpec& spec) {
   std::vector<std::string> a = {
-      "--max-model-len",          std::to_string(spec["max_model_len"].get<int64_t>()),
+      "--max-model-len",          std::to_string(spec.max_model_len()),
       "--trust-remote-code",
-      "--gpu-memory-utilization", fmt::format("{}", spec["gpu_memory_utilization"].get<double>()),
-      "--max-num-seqs",           std::to_string(spec["max_num_seqs"].get<int64_t>()),
-      "--max-num-batched-tokens", std::to_string(spec["max_num_batched_tokens"].get<int64_t>()),
+      "--gpu-memory-utilization", fmt::format("{}", spec.gpu_memory_utilization()),
+      "--max-num-seqs",           std::to_string(spec.max_num_seqs()),
+      "--max-num-batched-tokens", std::to_string(spec.max_num_batched_tokens()),
   };
-  if (spec["api_server_count"].is_number_integer()) {
+  if (spec.has_api_server_count()) {
     a.push_back("--api-server-count");
-    a.push_back(std::to_string(spec["api_server_count"].get<int64_t>()));
+    a.push_back(std::to_string(spec.api_server_count()));
   }
   const json profiler = {{"profiler", "torch"},
-                         {"torch_profiler_dir", "./" + spec["torch_profiler_dir"].get<std::string>()},
-                         {"torch_profiler_with_stack", spec["torch_profiler_with_stack"].get<bool>()}};
+                         {"torch_profiler_dir", "./" + spec.torch_profiler_dir()},
+                         {"torch_profiler_with_stack", spec.torch_profiler_with_stack()}};
   a.push_back("--profiler-config");
   a.push_back(profiler.dump());
-  if (spec["speculative_tokens"].get<int64_t>() > 0) {
-    const json spec_cfg = {{"method", spec["speculative_method"].get<std::string>()},
-                           {"num_speculative_tokens", spec["speculative_tokens"].get<int64_t>()}};
+  if (spec.speculative_tokens() > 0) {
+    const json spec_cfg = {{"method", spec.speculative_method()},
+                           {"num_speculative_tokens", spec.speculative_tokens()}};
     a.push_back("--speculative-config");
     a.push_back(spec_cfg.dump());
   }
-  if (spec["enable_expert_parallel"].get<bool>()) a.push_back("--enable-expert-parallel");
-  const std::string mode = spec["mode"].get<std::string>();
-  if (mode == "enforce_eager") {
+  if (spec.enable_expert_parallel()) a.push_back("--enable-expert-parallel");
+  if (spec.mode() == "enforce_eager") {
     a.push_back("--enforce-eager");
   } else {
     a.push_back("--compilation-config");
-    a.push_back(json{{"cudagraph_mode", mode == "full_decode_only" ? "FULL_DECODE_ONLY" : "PIECEWISE"}}.dump());
+    a.push_back(json{{"cudagraph_mode", spec.mode() == "full_decode_only" ? "FULL_DECODE_ONLY" : "PIECEWISE"}}.dump());
   }
   return a;
 }
 
-tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const json& spec) {
+tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const run_specs::TorchProfileSpec& spec) {
   return BuildLaunchPayload(run_id, 1, spec, TorchProfileServeArgs(spec),
                             json{{"PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True"}});
 }

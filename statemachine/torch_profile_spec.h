@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "statemachine/run_state.h"
+#include "run_specs.pb.h"
 #include "task_payloads.pb.h"
 
 namespace npuprof::sm {
@@ -35,13 +36,13 @@ Status ValidateTorchProfileSpec(json& spec);
 // tp * max(dp, 1).
 int ExpectedRanks(const json& spec);
 
-// The vLLM arguments torch-profile adds (docs/BEHAVIOUR.md#tp-serve-args), in a fixed order.
-// REQUIRES: spec validated.
-std::vector<std::string> TorchProfileServeArgs(const json& spec);
+// The vLLM arguments torch-profile adds (docs/BEHAVIOUR.md#tp-serve-args), in
+// a fixed order, from the validated spec as its message (typed_spec.h).
+std::vector<std::string> TorchProfileServeArgs(const run_specs::TorchProfileSpec& spec);
 
 // The service.launch payload (launch number 1) for a validated spec: the
 // serve args above plus PYTORCH_NPU_ALLOC_CONF=expandable_segments:True.
-tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const json& spec);
+tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const run_specs::TorchProfileSpec& spec);
 
 // A path relative to the service's runtime dir: no leading '/', no "..",
 // characters from [A-Za-z0-9._/-].

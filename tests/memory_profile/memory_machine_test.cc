@@ -8,6 +8,7 @@
 
 #include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
+#include "statemachine/kind_schemas.h"
 #include "statemachine/memory_profile_machine.h"
 #include "statemachine/memory_profile_spec.h"
 #include "statemachine/service_spec.h"
@@ -123,7 +124,14 @@ TEST(MemoryMachine, SpecDefaultsFollowTheWorkflow) {
   ASSERT_TRUE(k->ValidateSpec(spec).ok());
   EXPECT_EQ(spec["port"], nullptr);               // a free port on the target, as serve
   EXPECT_EQ(spec["served_model_name"], nullptr);  // per run: npuprof-mem-<run_id>
-  EXPECT_EQ(MemoryServedName(spec, "r7"), "npuprof-mem-r7");
+  auto typed = DecodeRunSpec("memory-profile", spec);
+  ASSERT_TRUE(typed.ok() && *typed) << typed.status().message();
+  const auto& mspec = dynamic_cast<const run_specs::MemoryProfileSpec&>(**typed);
+  EXPECT_EQ(MemoryServedName(mspec, "r7"), "npuprof-mem-r7");
+  const std::vector<std::string> args = MemoryServeArgs(mspec);
+  EXPECT_EQ(args, std::vector<std::string>({"--gpu-memory-utilization", "0.85", "--max-model-len", "2048",
+                                            "--trust-remote-code"}))
+      << "the defaults, and no flag for a config left null";
   EXPECT_EQ(spec["devices"], json({0, 1}));
   EXPECT_DOUBLE_EQ(spec["gpu_memory_utilization"].get<double>(), 0.85);
   EXPECT_EQ(spec["max_model_len"], 2048);

@@ -2,6 +2,8 @@
 // fields (each error names the field and the fix) and the task payloads.
 #include <gtest/gtest.h>
 
+#include "run_specs.pb.h"
+#include "statemachine/kind_schemas.h"
 #include "statemachine/message_json.h"
 #include "statemachine/service_spec.h"
 
@@ -120,7 +122,11 @@ TEST(ServiceSpec, LaunchPayload) {
   s["env"] = {{"A", "user"}};
   s["extra_args"] = {"--enforce-eager"};
   ASSERT_TRUE(ValidateServiceSpec(s).ok());
-  json p = MessageToJson(BuildLaunchPayload("r9", 2, s, {"--max-model-len", "4096"}, json{{"A", "kind"}, {"B", "kind"}}));
+  s["machine"] = "m1";
+  auto typed = DecodeRunSpec("serve", s);
+  ASSERT_TRUE(typed.ok() && *typed) << typed.status().message();
+  json p = MessageToJson(BuildLaunchPayload("r9", 2, dynamic_cast<const run_specs::ServeSpec&>(**typed),
+                                            {"--max-model-len", "4096"}, json{{"A", "kind"}, {"B", "kind"}}));
   EXPECT_EQ(p["runtime_dir"], "/tmp/np/r9/service-2");
   EXPECT_EQ(p["extra_args"], json({"--max-model-len", "4096", "--enforce-eager"}));
   EXPECT_EQ(p["env"], json({{"A", "user"}, {"B", "kind"}}));

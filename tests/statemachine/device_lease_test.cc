@@ -2,11 +2,13 @@
 // audits (per-run legality in the replay verifier, double lease across runs).
 #include <gtest/gtest.h>
 
+#include "run_specs.pb.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/service_spec.h"
+#include "statemachine/typed_spec.h"
 #include "tests/statemachine/lease_run.h"
 
 namespace npuprof::sm {
@@ -63,6 +65,9 @@ TEST(DeviceLease, AnyFreeDevicesProbeFirstThenRequestWithTheProbeView) {
   EXPECT_EQ(r.s.lease.busy, json({0}));
   ASSERT_TRUE(r.Grant({5, 6}).ok());
   EXPECT_EQ(r.s.spec["devices"], json({5, 6})) << "the leased devices become the run's devices";
+  const auto& typed = SpecOf<run_specs::ServeSpec>(r.s).devices();
+  ASSERT_EQ(typed.list_value().values_size(), 2) << "and its spec message's, decoded again";
+  EXPECT_EQ(typed.list_value().values(1).number_value(), 6);
 }
 
 TEST(DeviceLease, ProbeFailureFailsTheRunWithTheReason) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "kind_data.pb.h"
@@ -22,6 +23,7 @@
 #include "statemachine/kind_schemas.h"
 #include "statemachine/memory_profile_machine.h"
 #include "statemachine/replay_verifier.h"
+#include "statemachine/typed_spec.h"
 
 namespace npuprof::sm::testing {
 namespace {
@@ -167,6 +169,68 @@ TEST(KindData, AValueOfTheWrongTypeIsCorruption) {
   EXPECT_NE(s.message().find("cleanup"), std::string::npos) << s.message();
   EXPECT_EQ(CheckKindData("serve", json::array()).code(), Code::kCorruption);
   EXPECT_TRUE(CheckKindData("serve", json::object()).ok()) << "a run that folded nothing yet";
+}
+
+// ---------------------------------------------------------------- typed spec
+
+// The recorded run's events with its RunSubmitted.spec changed by `edit`.
+template <class Edit>
+std::vector<proto::Event> RecordedWithSpec(const std::string& name, Edit edit) {
+  json events = RecordedRunEvents(name);
+  edit(events[0]["payload"]["spec"]);
+  return EventsAsLog(name, events);
+}
+
+TEST(TypedSpec, TheFoldKeepsTheSpecAsItsKindsMessageWithTodaysDefaultsForFieldsAnOldStoreLacks) {
+  const auto log = RecordedWithSpec("torch_profile", [](json&) {});
+  const json stored = json::parse(log[0].payload_json())["spec"];
+  ASSERT_FALSE(stored.contains("flush_timeout")) << "the recorded run predates flush_timeout";
+  const Result<RunState> s = Fold(DefaultKinds(), log);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const auto& spec = SpecOf<run_specs::TorchProfileSpec>(*s);
+  EXPECT_EQ(spec.model(), stored["model"].get<std::string>());
+  EXPECT_EQ(spec.tp(), stored["tp"].get<int64_t>());
+  EXPECT_EQ(spec.benchmark_success_threshold(), stored["benchmark_success_threshold"].get<double>());
+  EXPECT_EQ(spec.torch_profiler_dir(), stored["torch_profiler_dir"].get<std::string>());
+  EXPECT_EQ(spec.flush_timeout(), 300) << "a field added since reads its default, not proto3's 0";
+  EXPECT_FALSE(s->spec.contains("flush_timeout")) << "the stored document is kept as it was stored";
+  EXPECT_THROW(SpecOf<run_specs::ServeSpec>(*s), std::logic_error) << "a torch-profile run has no serve spec";
+  EXPECT_THROW(SpecOf<run_specs::ServeSpec>(RunState{}), std::logic_error) << "nothing folded";
+}
+
+TEST(TypedSpec, AStoredSpecValueOfTheWrongTypeIsCorruptionWhenFoldedNamingTheKey) {
+  for (const char* name : kRecordedRuns) {
+    const auto log = RecordedWithSpec(name, [](json& spec) { spec["tp"] = "two"; });
+    RunState s;
+    const Status st = ApplyStored(DefaultKinds(), s, log[0]);
+    EXPECT_EQ(st.code(), Code::kCorruption) << name << ": " << st.message();
+    EXPECT_NE(st.message().find("tp"), std::string::npos) << st.message();
+    EXPECT_FALSE(Fold(DefaultKinds(), log).ok()) << name;
+  }
+}
+
+TEST(TypedSpec, AnUndeclaredStoredKeyIsPassedOverByTheFoldAndLeftToVerify) {
+  const auto log = RecordedWithSpec("memory_profile", [](json& spec) { spec["helth_timeout_s"] = 30; });
+  const Result<RunState> s = Fold(DefaultKinds(), log);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(SpecOf<run_specs::MemoryProfileSpec>(*s).mode(), "standalone");
+  EXPECT_FALSE(VerifyRunEvents(DefaultKinds(), log, SeqHash).ok) << "verify still reports the key";
+}
+
+TEST(TypedSpec, ASubmittedSpecIsReadAsValidatedAndASpecEditedByHandIsReadAfterARefresh) {
+  RunState s;
+  s.run_id = "ar1";
+  s.kind = "analyse-root";
+  s.spec = {{"machine", "sim1"}, {"machine_record", kMachine}, {"profile_root", "/p//"}, {"expected_ranks", 2}};
+  EXPECT_THROW(SpecOf<run_specs::AnalyseRootSpec>(s), std::logic_error) << "not decoded yet";
+  ASSERT_TRUE(RefreshTypedSpec(s, DefaultKinds().Find("analyse-root")).ok());
+  const auto& spec = SpecOf<run_specs::AnalyseRootSpec>(s);
+  EXPECT_EQ(spec.profile_root(), "/p") << "as ValidateSpec leaves it";
+  EXPECT_EQ(spec.analyse_timeout_s(), 1800) << "ValidateSpec's default";
+  EXPECT_EQ(spec.expected_ranks(), 2);
+  s.spec["expected_ranks"] = "x";
+  EXPECT_EQ(RefreshTypedSpec(s, nullptr).code(), Code::kCorruption);
+  EXPECT_EQ(s.typed_spec, nullptr) << "a spec that does not decode leaves none";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
+#include "statemachine/kind_schemas.h"
 #include "statemachine/message_json.h"
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_manifest.h"
@@ -99,10 +100,17 @@ TEST(TorchProfileSpec, RefusalsNameTheField) {
   EXPECT_EQ(Validate(edge), "");
 }
 
-std::vector<std::string> Args(json spec) {
+// A validated spec as the message the fold keeps (typed_spec.h).
+run_specs::TorchProfileSpec Typed(json spec) {
   EXPECT_TRUE(ValidateTorchProfileSpec(spec).ok());
-  return TorchProfileServeArgs(spec);
+  auto decoded = DecodeRunSpec("torch-profile", spec);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().message();
+  run_specs::TorchProfileSpec out;
+  if (decoded.ok() && *decoded) out.CopyFrom(**decoded);
+  return out;
 }
+
+std::vector<std::string> Args(json spec) { return TorchProfileServeArgs(Typed(std::move(spec))); }
 
 bool Has(const std::vector<std::string>& a, const std::string& flag, const std::string& value = "") {
   auto it = std::find(a.begin(), a.end(), flag);
@@ -141,8 +149,7 @@ TEST(TorchProfileSpec, ServeArgsPerMode) {
   EXPECT_TRUE(Has(more, "--speculative-config", R"({"method":"qwen3_5_mtp","num_speculative_tokens":2})"));
   EXPECT_TRUE(Has(more, "--enable-expert-parallel"));
   EXPECT_TRUE(Has(more, "--api-server-count", "2"));
-  ASSERT_TRUE(ValidateTorchProfileSpec(spec).ok());
-  json payload = MessageToJson(TorchProfileLaunchPayload("r1", spec));
+  json payload = MessageToJson(TorchProfileLaunchPayload("r1", Typed(spec)));
   EXPECT_EQ(payload["run_id"], "r1");
   EXPECT_EQ(payload["extra_args"][0], "--max-model-len");
   EXPECT_EQ(payload["env"]["PYTORCH_NPU_ALLOC_CONF"], "expandable_segments:True");
