@@ -111,8 +111,9 @@ class Broker {
   // Decides input for run, applies the events to the cached state and stages
   // them in the current turn. Returns the decision's status.
   Status DecideAndStage(const std::string& run_id, const sm::Input& input);
-  // After the run's kind threw on `failed`: cancels the run (its cleanup runs)
-  // with the failure named; a run already ending is left alone.
+  // After the run's kind threw on `failed`: fails the task of a successful
+  // result it could not take, else cancels the run, so that its cleanup runs
+  // (commit.cc); a finished run is left alone.
   void CancelAfterKindFailure(const std::string& run_id, const sm::Input& failed, const std::string& what);
   // Rebuilds run_id's cached state, in place, from its committed events plus
   // the events staged for it in this turn (after a rejected input consumed

@@ -9,6 +9,7 @@
 #include "broker/broker.h"
 #include "broker/metrics.h"
 #include "common/time_util.h"
+#include "common/utf8.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::broker {
@@ -85,17 +86,36 @@ void Broker::RebuildCachedRun(const std::string& run_id) {
   cached->second = std::move(rebuilt);
 }
 
-// The kind threw on `failed` (DecideAndStage): the run is cancelled, so that
-// its cleanup (stop the service, release the devices) runs now. If the kind
-// throws on the cancel too, the run is left as it is and the log says so.
+// The kind threw on `failed` (DecideAndStage). A successful task result it
+// could not take fails that task for good first (error_kind kind_failed): the
+// task leaves the in-flight set and the kind's own failure path runs, which
+// is its cleanup (stop the service, release the devices); a cancel that
+// waited for that task would wait forever. Any other input, or a failure path
+// that throws too, cancels the run, with the failure named in
+// CancelRequested.by. If the cancel throws as well, the run is left as it is
+// and the log says so.
 void Broker::CancelAfterKindFailure(const std::string& run_id, const sm::Input& failed, const std::string& what) {
   const sm::RunState* s = LoadRun(run_id);
-  if (s == nullptr || s->terminal || s->cancel_requested) return;
+  if (s == nullptr || s->terminal) return;
+  const std::string why = fmt::format("the {} kind failed on {}: {}", s->kind, sm::InputCause(failed),
+                                      TruncateUtf8(what, 300));
+  spdlog::error("run {}: {}", run_id, why);
+  if (failed.type == sm::Input::Type::kTaskResult && failed.ok) {
+    sm::Input f = failed;
+    f.ok = false;
+    f.retryable = false;
+    f.error_kind = "kind_failed";
+    f.error = "npuprof: " + why;
+    f.result = nullptr;
+    if (DecideAndStage(run_id, f).ok()) return;  // if this throws, the nested call cancels
+    s = LoadRun(run_id);
+    if (s == nullptr || s->terminal) return;
+  }
+  if (s->cancel_requested) return;
   sm::Input cancel;
   cancel.type = sm::Input::Type::kCancel;
   cancel.now_ms = failed.now_ms;
-  cancel.by = fmt::format("npuprof: the {} kind failed on {}: {}", s->kind, sm::InputCause(failed), what);
-  spdlog::error("run {}: cancelled because its kind failed on an input: {}", run_id, what);
+  cancel.by = "npuprof: " + why;
   if (Status st = DecideAndStage(run_id, cancel); !st.ok())
     spdlog::error("run {}: left as it is, the cancel failed too: {}", run_id, st.ToString());
 }
@@ -113,18 +133,20 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
   // comes, holding its devices and its service: it is cancelled instead,
   // through the kind's own cleanup, with the failure named in CancelRequested.
   Result<sm::Decided> decided = Status::Internal("not decided");
-  std::string threw;
+  bool threw = false;
+  std::string what;
   try {
     decided = sm::DecideWithState(kinds_, s ? std::move(*s) : std::move(fresh), input);
   } catch (const std::exception& e) {
-    threw = e.what();
-    decided = Status::Internal(std::string("the run's kind failed on this input: ") + threw);
+    threw = true;
+    what = e.what();
+    decided = Status::Internal("the run's kind failed on this input: " + TruncateUtf8(what, 300));
   }
   if (!decided.ok()) {
     spdlog::warn("run {}: input rejected: {}", run_id, decided.status().ToString());
     if (s) RebuildCachedRun(run_id);
-    if (!threw.empty() && s && input.type != sm::Input::Type::kCancel && input.type != sm::Input::Type::kSubmit)
-      CancelAfterKindFailure(run_id, input, threw);
+    if (threw && s && input.type != sm::Input::Type::kCancel && input.type != sm::Input::Type::kSubmit)
+      CancelAfterKindFailure(run_id, input, what);
     return decided.status();
   }
   if (decided->events.empty()) {

@@ -300,7 +300,8 @@ bool Broker::ScheduleLeases() {
     in.error = r.error;
     if (DecideAndStage(r.run_id, in).ok()) staged = true;
   }
-  return staged;
+  // A rejected input may have staged a cancel (a kind that threw: commit.cc).
+  return staged || !turn_.staged.empty();
 }
 
 void Broker::Dispatch() {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -41,14 +42,19 @@ const sm::KindRegistry& FanoutOnly() {
   return *kinds;
 }
 
-// A kind with a bug: it throws on its task's result.
+// A kind with a bug: it throws on its task's result; the "twice" one throws
+// on the task's failure too.
 class ThrowingKind : public sm::RunKind {
  public:
-  std::string_view name() const override { return "test-throws"; }
+  explicit ThrowingKind(bool twice) : twice_(twice) {}
+  std::string_view name() const override { return twice_ ? "test-throws-twice" : "test-throws"; }
   const sm::TransitionTable& transitions() const override {
-    static const sm::TransitionTable table(
-        {{"queued", "running"}, {"running", "completed"}, {"queued", "cancelled"}, {"running", "cancelled"}},
-        {"completed", "cancelled"});
+    static const sm::TransitionTable table({{"queued", "running"},
+                                            {"running", "completed"},
+                                            {"running", "failed"},
+                                            {"queued", "cancelled"},
+                                            {"running", "cancelled"}},
+                                           {"completed", "failed", "cancelled"});
     return table;
   }
   Status ValidateSpec(sm::json&) const override { return Status::Ok(); }
@@ -61,16 +67,21 @@ class ThrowingKind : public sm::RunKind {
   void OnTaskSucceeded(sm::Decision&, const sm::TaskInfo&, const json& result) const override {
     throw std::runtime_error("no rule for index " + result.value("index", json()).dump());
   }
-  void OnTaskFailed(sm::Decision& d, const sm::TaskInfo&, const json&) const override {
-    d.Finish(sm::RunStatus::kFailed, "task failed");
+  void OnTaskFailed(sm::Decision& d, const sm::TaskInfo&, const json& failure) const override {
+    if (twice_) throw std::runtime_error("no rule for a failure either");
+    d.Finish(sm::RunStatus::kFailed, failure.value("error_kind", "") + ": " + failure.value("error", ""));
   }
+
+ private:
+  bool twice_;
 };
 
 const sm::KindRegistry& FanoutAndThrowing() {
   static const sm::KindRegistry* kinds = [] {
     auto* r = new sm::KindRegistry;
     r->Register(bench::MakeFanoutKind());
-    r->Register(std::make_unique<ThrowingKind>());
+    r->Register(std::make_unique<ThrowingKind>(false));
+    r->Register(std::make_unique<ThrowingKind>(true));
     return r;
   }();
   return *kinds;
@@ -305,7 +316,14 @@ class ThrowingKindTest : public CustomKindsTest {
   const sm::KindRegistry& Kinds() const override { return FanoutAndThrowing(); }
 };
 
-TEST_F(ThrowingKindTest, AKindThatThrowsOnAResultCancelsItsRunInsteadOfStallingIt) {
+// The events of run_id by type, and the payload of the last of each.
+std::map<std::string, json> LastOfEachType(const json& evs) {
+  std::map<std::string, json> out;
+  for (const auto& e : evs) out[e["type"].get<std::string>()] = e["payload"];
+  return out;
+}
+
+TEST_F(ThrowingKindTest, AResultTheKindThrowsOnFailsItsTaskSoTheKindsFailurePathEndsTheRun) {
   StartBroker();
   StartNoopWorker();
   ASSERT_EQ(Call("submit", json{{"kind", "test-throws"}, {"run_id", "thr1"}, {"spec", json::object()}})
@@ -313,19 +331,43 @@ TEST_F(ThrowingKindTest, AKindThatThrowsOnAResultCancelsItsRunInsteadOfStallingI
             "thr1");
   const json shown = WaitFinished("thr1");
   ASSERT_TRUE(shown.is_object()) << shown.dump();
-  EXPECT_EQ(shown.value("status", ""), "cancelled") << shown.dump();
-  EXPECT_EQ(shown.value("state", ""), "cancelled") << shown.dump();
+  EXPECT_EQ(shown.value("status", ""), "failed") << shown.dump();
+  EXPECT_NE(shown.value("error", "").find("kind_failed: npuprof: the test-throws kind failed on task:thr1.t1#1: "
+                                          "no rule for index 0"),
+            std::string::npos)
+      << shown.dump();
 
   const json evs = Call("events", json{{"run_id", "thr1"}})["events"];
-  json cancel;
-  for (const auto& e : evs)
-    if (e["type"] == "CancelRequested") cancel = e["payload"];
-  ASSERT_TRUE(cancel.is_object()) << evs.dump();
-  const std::string by = cancel.value("by", "");
-  EXPECT_NE(by.find("the test-throws kind failed on task:thr1."), std::string::npos) << by;
-  EXPECT_NE(by.find("no rule for index 0"), std::string::npos) << by;
+  const auto last = LastOfEachType(evs);
+  ASSERT_TRUE(last.count("TaskFailed")) << evs.dump();
+  EXPECT_EQ(last.at("TaskFailed").value("error_kind", ""), "kind_failed");
+  EXPECT_TRUE(last.at("TaskFailed").value("final", false));
   // The result that made the kind throw was not recorded: nothing half-decided.
-  for (const auto& e : evs) EXPECT_NE(e["type"], "TaskSucceeded") << evs.dump();
+  EXPECT_FALSE(last.count("TaskSucceeded")) << evs.dump();
+  EXPECT_FALSE(last.count("CancelRequested")) << evs.dump();
+  const json verified = Call("verify", json::object());
+  EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
+}
+
+TEST_F(ThrowingKindTest, AKindThatThrowsOnTheFailureTooHasItsRunCancelledInsteadOfStalled) {
+  StartBroker();
+  StartNoopWorker();
+  ASSERT_EQ(Call("submit", json{{"kind", "test-throws-twice"}, {"run_id", "thr2"}, {"spec", json::object()}})
+                .value("run_id", ""),
+            "thr2");
+  const json shown = WaitFinished("thr2");
+  ASSERT_TRUE(shown.is_object()) << shown.dump();
+  EXPECT_EQ(shown.value("status", ""), "cancelled") << shown.dump();
+
+  const json evs = Call("events", json{{"run_id", "thr2"}})["events"];
+  const auto last = LastOfEachType(evs);
+  ASSERT_TRUE(last.count("CancelRequested")) << evs.dump();
+  const std::string by = last.at("CancelRequested").value("by", "");
+  EXPECT_NE(by.find("the test-throws-twice kind failed on task:thr2.t1#1: no rule for a failure either"),
+            std::string::npos)
+      << by;
+  EXPECT_FALSE(last.count("TaskSucceeded")) << evs.dump();
+  EXPECT_FALSE(last.count("TaskFailed")) << "the failure the kind threw on was not recorded either: " << evs.dump();
   const json verified = Call("verify", json::object());
   EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
 }
