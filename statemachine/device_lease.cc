@@ -13,31 +13,17 @@
 #include "statemachine/probe_machine.h"
 #include "statemachine/run_kind.h"
 #include "statemachine/run_state_queries.h"
+#include "statemachine/service_spec.h"
 #include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
-
-namespace {
-
-// Devices as serve and torch-profile declare them (null, or a list of
-// indices) and as memory-profile does (always a list).
-json DevicesJson(const google::protobuf::Value& devices) {
-  if (!devices.has_list_value()) return nullptr;
-  json out = json::array();
-  for (const auto& d : devices.list_value().values()) out.push_back(static_cast<int64_t>(d.number_value()));
-  return out;
-}
-json DevicesJson(const google::protobuf::RepeatedField<int64_t>& devices) {
-  return json(std::vector<int64_t>(devices.begin(), devices.end()));
-}
-
-}  // namespace
 
 template <class Spec>
 DeviceNeed ServiceDeviceNeed(const RunState& s, const Spec& spec) {
   DeviceNeed n;
   n.machine = s.machine;
-  n.devices = DevicesJson(spec.devices());
+  const auto devices = SpecDevices(spec.devices());
+  n.devices = devices ? json(*devices) : json(nullptr);
   n.count = static_cast<int>(spec.tp() * spec.dp());
   if (n.devices.is_array()) n.count = static_cast<int>(n.devices.size());
   n.probe_payload.set_busy_threshold_mb(spec.busy_threshold_mb());

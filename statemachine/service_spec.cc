@@ -212,16 +212,17 @@ std::string EffectiveServedName(const json& j) {
   return j.value("model", "");
 }
 
-namespace {
+std::optional<std::vector<int64_t>> SpecDevices(const google::protobuf::Value& devices) {
+  if (!devices.has_list_value()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const auto& d : devices.list_value().values()) out.push_back(static_cast<int64_t>(d.number_value()));
+  return out;
+}
+std::optional<std::vector<int64_t>> SpecDevices(const google::protobuf::RepeatedField<int64_t>& devices) {
+  return std::vector<int64_t>(devices.begin(), devices.end());
+}
 
-// Devices as serve and torch-profile declare them (null, or a list of
-// indices) and as memory-profile does (always a list).
-void AddDevices(tasks::ServiceLaunch& p, const google::protobuf::Value& devices) {
-  for (const auto& d : devices.list_value().values()) p.add_devices(static_cast<int32_t>(d.number_value()));
-}
-void AddDevices(tasks::ServiceLaunch& p, const google::protobuf::RepeatedField<int64_t>& devices) {
-  for (int64_t d : devices) p.add_devices(static_cast<int32_t>(d));
-}
+namespace {
 
 void AddKindEnv(google::protobuf::Map<std::string, std::string>& env, const json& kind_env) {
   if (!kind_env.is_object()) return;
@@ -248,7 +249,8 @@ tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no
   }
   p.set_tp(static_cast<int32_t>(spec.tp()));
   p.set_dp(static_cast<int32_t>(spec.dp()));
-  AddDevices(p, spec.devices());
+  if (const auto devices = SpecDevices(spec.devices()))
+    for (int64_t d : *devices) p.add_devices(static_cast<int32_t>(d));
   if (spec.has_port()) p.set_port(spec.port());
   auto& env = *p.mutable_env();
   AddKindEnv(env, kind_env);

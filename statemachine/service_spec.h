@@ -21,8 +21,13 @@
 //   busy_threshold_mb  HBM use that makes a device without process busy (4096)
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/repeated_field.h>
+#include <google/protobuf/struct.pb.h>
 
 #include "common/status.h"
 #include "task_payloads.pb.h"
@@ -40,6 +45,12 @@ inline constexpr const char* kServiceWatchTask = "service.watch";
 // the SSH user's home, resolved on the target by the worker ("~/" paths are
 // understood by every handler that takes a runtime path).
 inline constexpr const char* kDefaultRuntimeBase = "~/.cache/npuprof/runtime";
+
+// The devices a validated spec names, as its message holds them: serve and
+// torch-profile declare a Value (null = pick free NPUs, or a list of
+// indices), memory-profile a list. nullopt = none named.
+std::optional<std::vector<int64_t>> SpecDevices(const google::protobuf::Value& devices);
+std::optional<std::vector<int64_t>> SpecDevices(const google::protobuf::RepeatedField<int64_t>& devices);
 
 // Defaults a run kind may change before validation (e.g. memory-profile's stop grace).
 struct ServiceDefaults {

@@ -25,8 +25,6 @@ namespace {
 // replace the decoded message).
 const run_specs::TorchProfileSpec& Spec(const RunState& s) { return SpecOf<run_specs::TorchProfileSpec>(s); }
 
-int ExpectedRanks(const RunState& s) { return static_cast<int>(Spec(s).tp() * std::max<int64_t>(Spec(s).dp(), 1)); }
-
 // The service to stop: the launch result; for a failed launch that may have
 // started something (anything but started=false), the payload's runtime dir
 // with pid null (service.stop then reads <runtime>/pid).
@@ -148,7 +146,7 @@ void ScheduleFlushWait(Decision& d) {
   const int64_t timeout_s = Spec(s).flush_timeout();
   tasks::TorchProfileWaitFlush p;
   p.set_profile_root(ProfileRoot(s));
-  p.set_expected_ranks(ExpectedRanks(s));
+  p.set_expected_ranks(ExpectedRanks(Spec(s)));
   p.set_timeout_s(timeout_s);
   p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
   d.Schedule(p);
@@ -173,10 +171,10 @@ void AfterStop(Decision& d) {
 }
 
 void FinishAnalysis(Decision& d) {
-  const json a = AnalysisProjection(d.state(), ExpectedRanks(d.state()));
+  const json a = AnalysisProjection(d.state(), ExpectedRanks(Spec(d.state())));
   d.Emit(kTpAnalysisGated, json{{"analysis_status", a["analysis_status"]},
                                 {"rank_count", a["rank_count"]},
-                                {"expected_ranks", ExpectedRanks(d.state())},
+                                {"expected_ranks", ExpectedRanks(Spec(d.state()))},
                                 {"remote_profile_root", a["remote_profile_root"]}});
   const std::string error = RunError(d.state());
   if (error.empty()) return d.Finish(RunStatus::kOk);

@@ -65,11 +65,13 @@ json TorchProfileManifest(const RunState& s) {
                         "benchmark_concurrency", "benchmark_success_threshold", "profile_control_timeout",
                         "request_timeout", "image_height"})
     m[f] = SpecField(s, f);
-  m["expected_ranks"] = ExpectedRanks(s.spec);
-  // From the spec's message (typed_spec.h), for a torch-profile run whose
-  // stored spec names its mode and length (one stored before those fields
-  // existed has no serve args to show).
+  // From the spec's message (typed_spec.h; the fold decodes one for every
+  // stored torch-profile run). The serve args only for a run whose stored spec
+  // names its mode and length: one stored before those fields existed has no
+  // serve args to show.
   const auto* typed = dynamic_cast<const run_specs::TorchProfileSpec*>(s.typed_spec.get());
+  const int expected_ranks = typed != nullptr ? ExpectedRanks(*typed) : 0;
+  m["expected_ranks"] = typed != nullptr ? json(expected_ranks) : json(nullptr);
   m["serve_args"] = typed != nullptr && s.spec.contains("mode") && s.spec.contains("max_model_len")
                         ? json(TorchProfileServeArgs(*typed))
                         : json::array();
@@ -96,7 +98,7 @@ json TorchProfileManifest(const RunState& s) {
   m["flush_timeout"] = SpecField(s, "flush_timeout");
   m["stop_result"] = StepRecord(LastTask(s, kServiceStopTask));
 
-  const json a = AnalysisProjection(s, ExpectedRanks(s.spec));
+  const json a = AnalysisProjection(s, expected_ranks);
   for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
   m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
   m["status"] = RunStatusName(s.status);

@@ -164,10 +164,8 @@ Status ValidateTorchProfileSpec(json& spec) {
   return ValidateServiceSpec(spec);
 }
 
-int ExpectedRanks(const json& spec) {
-  const int tp = spec.value("tp", 1);
-  const int dp = spec.value("dp", 1);
-  return tp * std::max(dp, 1);
+int ExpectedRanks(const run_specs::TorchProfileSpec& spec) {
+  return static_cast<int>(spec.tp() * std::max<int64_t>(spec.dp(), 1));
 }
 
 std::vector<std::string> TorchProfileServeArgs(const run_specs::TorchProfileSpec& spec) {

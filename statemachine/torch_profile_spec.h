@@ -33,8 +33,8 @@ bool IsTorchProfileRequestKind(const std::string& kind);
 // The error names the field and the fix; nothing has run when it fails.
 Status ValidateTorchProfileSpec(json& spec);
 
-// tp * max(dp, 1).
-int ExpectedRanks(const json& spec);
+// tp * max(dp, 1), from the validated spec as its message (typed_spec.h).
+int ExpectedRanks(const run_specs::TorchProfileSpec& spec);
 
 // The vLLM arguments torch-profile adds (docs/BEHAVIOUR.md#tp-serve-args), in
 // a fixed order, from the validated spec as its message (typed_spec.h).

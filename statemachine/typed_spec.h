@@ -10,9 +10,9 @@
 // spec that today's ValidateSpec refuses is decoded as it was stored.) Every
 // field a kind reads here is one its ValidateSpec fills in the run's mode.
 // Asking for a message that is not the run's spec (a kind's bug, or a test's
-// state built without RefreshTypedSpec) throws std::logic_error: in a
-// decision that rejects the input and the broker cancels the run
-// (broker/commit.cc).
+// state built without RefreshTypedSpec) throws std::logic_error: the broker
+// then fails the task whose result the decision was reading (kind_failed), or
+// cancels the run for any other input (broker/commit.cc).
 // Pure: no I/O.
 #pragma once
 

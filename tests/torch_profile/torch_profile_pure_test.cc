@@ -57,7 +57,9 @@ TEST(TorchProfileSpec, DefaultsFilled) {
   EXPECT_EQ(spec["image_height"], 480);
   EXPECT_EQ(spec["flush_seconds"], 0);
   EXPECT_EQ(spec["flush_timeout"], 300);
-  EXPECT_EQ(ExpectedRanks(spec), 2);
+  auto typed = DecodeRunSpec("torch-profile", spec);
+  ASSERT_TRUE(typed.ok() && *typed) << typed.status().message();
+  EXPECT_EQ(ExpectedRanks(dynamic_cast<const run_specs::TorchProfileSpec&>(**typed)), 2);
 }
 
 TEST(TorchProfileSpec, RefusalsNameTheField) {
