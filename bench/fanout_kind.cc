@@ -30,13 +30,13 @@ class FanoutKind : public sm::RunKind {
     for (int i = 0; i < n; ++i) d.ScheduleTask(kFanoutTask, sm::json{{"index", i}}, policy);
   }
 
-  void OnTaskSucceeded(sm::Decision& d, const sm::TaskInfo&, const sm::json&) const override {
+  void OnTaskSucceeded(sm::Decision& d, const sm::TaskInfo&, const sm::TaskResult&) const override {
     for (const auto& [id, t] : d.state().tasks)
       if (t.status != sm::TaskStatus::kSucceeded) return;
     d.Finish(sm::RunStatus::kOk);
   }
 
-  void OnTaskFailed(sm::Decision& d, const sm::TaskInfo& task, const sm::json&) const override {
+  void OnTaskFailed(sm::Decision& d, const sm::TaskInfo& task, const sm::TaskFailure&) const override {
     d.Finish(sm::RunStatus::kFailed, "task " + task.task_id + " failed");
   }
 };

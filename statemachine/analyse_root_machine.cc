@@ -69,18 +69,20 @@ void AnalyseRootMachine::OnStart(Decision& d) const {
   ScheduleProfileListing(d, Spec(d.state()).profile_root(), Spec(d.state()).analyse_timeout_s());
 }
 
-void AnalyseRootMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
+void AnalyseRootMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   if (task.kind == kTpListDirsTask) {
-    if (!ScheduleRankAnalyses(d, result, Spec(d.state()).analyse_timeout_s())) FinishAnalysis(d);
+    if (!ScheduleRankAnalyses(d, result.As<results::TorchProfileListProfileDirsResult>(),
+                              Spec(d.state()).analyse_timeout_s()))
+      FinishAnalysis(d);
     return;
   }
   if (task.kind == kTpAnalyseRankTask && AnalysisDone(d.state())) FinishAnalysis(d);
 }
 
-void AnalyseRootMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
+void AnalyseRootMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
   d.Emit(kTpStepFailed, json{{"step", task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse"},
-                             {"error_kind", failure.value("error_kind", "")},
-                             {"error", failure.value("error", "")}});
+                             {"error_kind", failure.error_kind()},
+                             {"error", failure.error()}});
   if (AnalysisDone(d.state())) FinishAnalysis(d);
 }
 

@@ -16,8 +16,8 @@ class AnalyseRootMachine : public RunKind {
   // analyse_timeout_s (1800), tag (optional).
   Status ValidateSpec(json& spec) const override;
   void OnStart(Decision& d) const override;
-  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const override;
-  void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const override;
+  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const override;
+  void OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const override;
   void ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const override;
   json Summary(const RunState& s) const override;
   json Manifest(const RunState& s) const override;

@@ -9,6 +9,7 @@
 
 #include "common/json_field.h"
 #include "run_specs.pb.h"
+#include "task_results.pb.h"
 #include "statemachine/event_types.h"
 #include "statemachine/probe_machine.h"
 #include "statemachine/run_kind.h"
@@ -53,23 +54,23 @@ bool IsLeaseProbe(const TaskInfo& task) {
   return task.kind == kProbeTask && task.payload.value("purpose", "") == kLeaseProbePurpose;
 }
 
-void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const json& result) {
+void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const TaskResult& result) {
   const RunState& s = d.state();
+  const auto& probe = result.As<results::ProbeNpuSmiResult>();
   const std::optional<DeviceNeed> need = kind.DevicesNeeded(s);
   const int count = need ? need->count : 0;
   json busy = json::array();
-  for (const auto& b : result.value("busy_devices", json::array()))
-    if (b.is_object() && b.contains("logical_id")) busy.push_back(b["logical_id"]);
+  for (const auto& b : probe.busy_devices()) busy.push_back(b.logical_id());
   d.Emit(kDevicesRequested, json{{"machine", s.machine},
                                  {"devices", nullptr},
                                  {"count", count},
-                                 {"free", result.value("free_devices", json::array())},
+                                 {"free", std::vector<int64_t>(probe.free_devices().begin(), probe.free_devices().end())},
                                  {"busy", busy}});
 }
 
-void OnLeaseProbeFailed(Decision& d, const json& failure) {
-  const std::string kind = failure.value("error_kind", "");
-  const std::string err = failure.value("error", "probe failed");
+void OnLeaseProbeFailed(Decision& d, const TaskFailure& failure) {
+  const std::string& kind = failure.error_kind();
+  const std::string err = failure.error().empty() ? "probe failed" : failure.error();
   d.Finish(RunStatus::kFailed,
            fmt::format("device probe before the lease failed: {}{}", kind.empty() ? "" : kind + ": ", err));
 }
@@ -118,8 +119,7 @@ std::string ServiceMayStillRun(const RunState& s) {
   const TaskInfo* launch = LastTask(s, "service.launch");
   if (!launch) return "";
   if (launch->status == TaskStatus::kFailed) {
-    const json& partial = Field(launch->result, "result");
-    if (partial.is_object() && partial.contains("started") && partial["started"] == false) return "";
+    if (LaunchStartedNothing(*launch)) return "";
   }
   const TaskInfo* stop = LastTask(s, "service.stop");
   if (!stop) return "its service was launched and no stop was recorded";
@@ -156,11 +156,10 @@ bool IsQuarantineProbe(const TaskInfo& task) {
   return task.kind == kProbeTask && task.payload.value("purpose", "") == kQuarantineProbePurpose;
 }
 
-void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const json& result) {
+void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {
+  const auto& probe = result.As<results::ProbeNpuSmiResult>();
   const json checked = task.payload.value("devices", json::array());
-  std::set<int64_t> free;
-  for (const auto& f : result.value("free_devices", json::array()))
-    if (f.is_number_integer()) free.insert(f.get<int64_t>());
+  const std::set<int64_t> free(probe.free_devices().begin(), probe.free_devices().end());
   json idle = json::array(), busy = json::array();
   for (const auto& dev : checked) {
     if (!dev.is_number_integer()) continue;
@@ -169,21 +168,21 @@ void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const json& r
       continue;
     }
     std::string reason = "not listed free by npu-smi";
-    for (const auto& b : result.value("busy_devices", json::array()))
-      if (b.is_object() && b.value("logical_id", json()) == dev) reason = b.value("reason", reason);
+    for (const auto& b : probe.busy_devices())
+      if (b.logical_id() == dev.get<int64_t>() && !b.reason().empty()) reason = b.reason();
     busy.push_back({{"device", dev}, {"reason", reason}});
   }
   d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine}, {"devices", checked}, {"idle", idle},
                                {"busy", busy}, {"task_id", task.task_id}});
 }
 
-void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const json& failure) {
+void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) {
   d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine},
                                {"devices", task.payload.value("devices", json::array())},
                                {"idle", json::array()},
                                {"busy", json::array()},
                                {"task_id", task.task_id},
-                               {"error", failure.value("error_kind", "") + ": " + failure.value("error", "")}});
+                               {"error", failure.error_kind() + ": " + failure.error()}});
 }
 
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {

@@ -27,6 +27,8 @@
 #include "task_payloads.pb.h"
 #include "statemachine/decision.h"
 #include "statemachine/run_state.h"
+#include "statemachine/task_failure.h"
+#include "statemachine/task_result.h"
 
 namespace npuprof::sm {
 
@@ -63,8 +65,8 @@ class RunKind;
 void RequestDevicesOrStart(const RunKind& kind, Decision& d);
 // The lease's probe task ended (engine routes it here instead of the kind).
 bool IsLeaseProbe(const TaskInfo& task);
-void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const json& result);
-void OnLeaseProbeFailed(Decision& d, const json& failure);
+void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const TaskResult& result);
+void OnLeaseProbeFailed(Decision& d, const TaskFailure& failure);
 // The broker's answers.
 Status CheckLeaseGrant(const RunState& s, const json& devices);
 void OnLeaseGranted(const RunKind& kind, Decision& d, const json& devices);
@@ -83,8 +85,8 @@ std::string ServiceMayStillRun(const RunState& s);
 // kCheckDevices): one npu-smi probe task, unless one is already out.
 void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devices);
 bool IsQuarantineProbe(const TaskInfo& task);
-void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const json& result);
-void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const json& failure);
+void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result);
+void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure);
 
 // Fold of the lease events (called by the engine's Apply).
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& payload);

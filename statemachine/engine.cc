@@ -258,9 +258,10 @@ void OnFailure(const RunKind& kind, Decision& d, const TaskInfo& task, json fail
     return;
   }
   const TaskInfo* after = d.state().FindTask(task.task_id);
-  if (IsLeaseProbe(task)) return OnLeaseProbeFailed(d, failure);
-  if (IsQuarantineProbe(task)) return OnQuarantineProbeFailed(d, task, failure);
-  kind.OnTaskFailed(d, after ? *after : task, failure);
+  const TaskFailure failed(failure);
+  if (IsLeaseProbe(task)) return OnLeaseProbeFailed(d, failed);
+  if (IsQuarantineProbe(task)) return OnQuarantineProbeFailed(d, task, failed);
+  kind.OnTaskFailed(d, after ? *after : task, failed);
 }
 
 }  // namespace
@@ -324,7 +325,8 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       // by our own worker: whatever answers, nothing undeclared reaches the
       // log or the kind. A success whose result does not fit is a final
       // failure (bad_result); a failure's result that does not fit is dropped.
-      const Status fits = CheckTaskResult(task->kind, in.result);
+      auto typed = DecodeTaskResult(task->kind, in.result);
+      const Status fits = typed.status();
       if (in.ok && !fits.ok()) {
         json f = {{"task_id", in.task_id},
                   {"attempt", in.attempt},
@@ -342,9 +344,10 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
         if (in.blobs.is_object() && !in.blobs.empty()) p["blobs"] = in.blobs;
         d.Emit(ev::kTaskSucceeded, p);
         const TaskInfo* after = d.state().FindTask(in.task_id);
-        if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(*kind, d, in.result);
-        else if (IsQuarantineProbe(*after)) OnQuarantineProbeSucceeded(d, *after, in.result);
-        else kind->OnTaskSucceeded(d, *after, in.result);
+        const TaskResult result(after->kind, in.result, std::move(typed).value());
+        if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(*kind, d, result);
+        else if (IsQuarantineProbe(*after)) OnQuarantineProbeSucceeded(d, *after, result);
+        else kind->OnTaskSucceeded(d, *after, result);
       } else {
         json f = {{"task_id", in.task_id},   {"attempt", in.attempt}, {"error", in.error},
                   {"error_kind", in.error_kind}, {"retryable", in.retryable}, {"worker", in.worker}};

@@ -27,13 +27,14 @@ void MachineCheckMachine::OnStart(Decision& d) const {
   d.Schedule(tasks::MachineCheck());
 }
 
-void MachineCheckMachine::OnTaskSucceeded(Decision& d, const TaskInfo&, const json& result) const {
-  d.Emit(kMachineChecked, result);
+void MachineCheckMachine::OnTaskSucceeded(Decision& d, const TaskInfo&, const TaskResult& result) const {
+  d.Emit(kMachineChecked, result.recorded());  // the check's answer, recorded as it came
   d.Finish(RunStatus::kOk);
 }
 
-void MachineCheckMachine::OnTaskFailed(Decision& d, const TaskInfo&, const json& failure) const {
-  d.Finish(RunStatus::kFailed, fmt::format("{}: {}", failure.value("error_kind", "error"), failure.value("error", "")));
+void MachineCheckMachine::OnTaskFailed(Decision& d, const TaskInfo&, const TaskFailure& failure) const {
+  d.Finish(RunStatus::kFailed,
+           fmt::format("{}: {}", failure.error_kind().empty() ? "error" : failure.error_kind(), failure.error()));
 }
 
 void MachineCheckMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const {

@@ -1,5 +1,7 @@
 #include "statemachine/memory_profile_machine.h"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "common/json_field.h"
@@ -103,10 +105,8 @@ void Record(Decision& d, const std::string& field, json value) {
   d.Emit(kMemRecorded, json{{"field", field}, {"value", std::move(value)}});
 }
 
-void StepFailed(Decision& d, const std::string& step, const json& failure) {
-  d.Emit(kMemStepFailed, json{{"step", step},
-                              {"error_kind", failure.value("error_kind", "")},
-                              {"error", failure.value("error", "")}});
+void StepFailed(Decision& d, const std::string& step, const TaskFailure& failure) {
+  d.Emit(kMemStepFailed, json{{"step", step}, {"error_kind", failure.error_kind()}, {"error", failure.error()}});
 }
 
 void Failing(Decision& d, const std::string& error) {
@@ -131,9 +131,7 @@ bool ExpertParallel(const RunState& s) {
 // there are no logs to read and nothing to stop.
 bool LaunchNeverHappened(const RunState& s) {
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
-  if (!launch || launch->status != TaskStatus::kFailed) return false;
-  const json& partial = Field(launch->result, "result");
-  return partial.is_object() && partial.value("started", true) == false;
+  return launch != nullptr && LaunchStartedNothing(*launch);
 }
 
 // ---- scheduling of each step ---------------------------------------------
@@ -173,7 +171,9 @@ void Schedule(Decision& d, const std::string& step) {
   } else if (step == "ready") {
     tasks::ServiceWaitReady p;
     if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
-      p = BuildWaitReadyPayload(launch->payload, Field(launch->result, "result"), d.now_ms());
+      auto launched = RecordedResult<results::ServiceLaunchResult>(*launch);
+      if (!launched.ok()) throw std::logic_error("the recorded launch cannot be read: " + launched.status().message());
+      p = BuildWaitReadyPayload(launch->payload, *launched, d.now_ms());
     } else {
       const int64_t timeout_s = Spec(s).attach_ready_timeout_s();
       p.set_runtime_dir(StrField(svc, "runtime_dir"));
@@ -295,10 +295,9 @@ bool CriticalStep(const RunState& s, const std::string& step) {
   return false;
 }
 
-std::string FailureText(const std::string& step, const json& f) {
-  const std::string kind = f.value("error_kind", "");
-  const std::string err = f.value("error", "");
-  return kind.empty() ? fmt::format("{}: {}", step, err) : fmt::format("{} ({}): {}", step, kind, err);
+std::string FailureText(const std::string& step, const TaskFailure& f) {
+  return f.error_kind().empty() ? fmt::format("{}: {}", step, f.error())
+                                : fmt::format("{} ({}): {}", step, f.error_kind(), f.error());
 }
 
 json BaselineFromSpec(const RunState& s) {
@@ -355,37 +354,43 @@ void MemoryProfileMachine::OnStart(Decision& d) const {
   Advance(d);
 }
 
-void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
+void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   const std::string step = task.payload.value("step", "");
+  // Facts are recorded from the answer as it came (the run's evidence; a
+  // success without a result records as {}); decisions read its message.
+  static const json kNone = json::object();
+  const json& answer = result.recorded().is_object() ? result.recorded() : kNone;
   if (task.kind == kMemPreflightTask) {
-    Record(d, "preflight", result);
+    Record(d, "preflight", answer);
   } else if (task.kind == kMemNpuSmiTask) {
     const std::string file = step + "_npu_smi.txt";
-    Record(d, step, json{{"hbm", result.value("hbm", json::object())}, {"source", "npu_smi"},
+    Record(d, step, json{{"hbm", answer.value("hbm", json::object())}, {"source", "npu_smi"},
                          {"blob", BlobOf(task, file)}, {"file", file}});
   } else if (task.kind == kServiceLaunchTask) {
-    Record(d, "service", ServiceRecordFromLaunch(task.payload, result));
+    Record(d, "service", ServiceRecordFromLaunch(task.payload, answer));
   } else if (task.kind == kServiceWaitReadyTask) {
-    json r = result;
+    json r = answer;
     r["server_answered_ms"] = d.now_ms();  // the ready instant the activation's idle level is taken after
     Record(d, "ready", r);
   } else if (task.kind == kMemLogsTask) {
-    Record(d, "vllm_log", json{{"summary", result.value("summary", json::object())}, {"bytes", result.value("bytes", 0)},
+    Record(d, "vllm_log", json{{"summary", answer.value("summary", json::object())}, {"bytes", answer.value("bytes", 0)},
                                {"blob", BlobOf(task, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
   } else if (task.kind == kMemInferTask) {
-    json r = result;
+    json r = answer;
     r["blob"] = BlobOf(task, "inference_response.json");
     if (task.payload.contains("server_scheduled_ms") && task.payload["server_scheduled_ms"].is_number_integer())
       r["server_window_ms"] = {{"start_ms", task.payload["server_scheduled_ms"]}, {"end_ms", d.now_ms()},
                                {"ready_ms", Field(Field(d.state().data, "ready"), "server_answered_ms")}};
     Record(d, "inference", r);
   } else if (task.kind == kServiceStopTask) {
-    Record(d, "stopped", result);
-    if (!result.value("stopped", true) && !result.value("already_gone", false))
-      Failing(d, "the service could not be stopped: " + result.dump());
+    Record(d, "stopped", answer);
+    const auto& stop = result.As<results::ServiceStopResult>();
+    if (!stop.stopped() && !stop.already_gone())
+      Failing(d, "the service could not be stopped: " + answer.dump(-1, ' ', false, json::error_handler_t::replace));
   } else if (task.kind == kMemWeightsTask) {
-    json w = result.value("weights", json());
-    if (w.is_object()) {
+    const auto& found = result.As<results::MemoryWeightsResult>();
+    if (found.weights().has_struct_value()) {
+      json w = answer.at("weights");
       w["blob"] = BlobOf(task, "weight_manifest.json");
       w["file"] = "weight_manifest.json";
       Record(d, "weights", w);
@@ -393,19 +398,19 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
       d.Emit(kMemStepFailed, json{{"step", "weights"}, {"error_kind", "no_safetensors"},
                                   {"error", "no readable *.safetensors headers in the model dir"}});
     }
-    if (result.contains("theory") && result["theory"].is_object()) Record(d, "theory", result["theory"]);
-    Record(d, "model_config", json{{"content", result.value("config", json(nullptr))},
+    if (found.theory().has_struct_value()) Record(d, "theory", answer.at("theory"));
+    Record(d, "model_config", json{{"content", answer.value("config", json(nullptr))},
                                    {"blob", BlobOf(task, "config.json")}, {"file", "model_config.json"}});
   } else if (task.kind == kMemWaitFlushTask) {
-    json r = result;
+    json r = answer;
     r["min_wait_s"] = Spec(d.state()).flush_s();
     Record(d, "flushed", r);
   } else if (task.kind == kMemExportTask) {
     for (const auto& [id, t] : d.state().timers)
       if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
-    Record(d, "export", result);
+    Record(d, "export", answer);
   } else if (task.kind == kMemCollectTask) {
-    json m = result;
+    json m = answer;
     const json& blobs = Field(task.result, "blobs");
     for (const char* part : {"module_mem", "npu_mem", "activation_peaks"}) {
       if (!m.contains(part) || !m[part].is_array()) continue;
@@ -423,13 +428,13 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   Advance(d);
 }
 
-void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
+void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
   const std::string step = task.payload.value("step", "");
   // A graceful stop that left the service running escalates once to SIGKILL:
   // the run never leaves a service it started behind.
   if (task.kind == kServiceStopTask && !task.payload.value("force", false) &&
       !d.state().data.contains("stop_escalated")) {
-    Record(d, "stop_escalated", json{{"error_kind", failure.value("error_kind", "")}, {"error", failure.value("error", "")}});
+    Record(d, "stop_escalated", json{{"error_kind", failure.error_kind()}, {"error", failure.error()}});
     return Advance(d);
   }
   StepFailed(d, step, failure);
@@ -438,8 +443,7 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
       if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
   }
   if (CriticalStep(d.state(), step)) {
-    const bool never = task.kind == kServiceLaunchTask && Field(failure, "result").is_object() &&
-                       failure["result"].value("started", true) == false;
+    const bool never = task.kind == kServiceLaunchTask && LaunchStartedNothing(task);
     Failing(d, FailureText(step, failure) + (never ? " — the service was never launched (nothing to stop)" : ""));
   }
   Advance(d);

@@ -33,20 +33,19 @@ void ProbeMachine::OnStart(Decision& d) const {
   d.Schedule(p);
 }
 
-void ProbeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
-  json rec = result;
+void ProbeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
+  // The probe's answer is the run's evidence: recorded as it came.
+  json rec = result.recorded();
   if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
   d.Emit(kProbeRecorded, rec);
   d.Finish(RunStatus::kOk);
 }
 
-void ProbeMachine::OnTaskFailed(Decision& d, const TaskInfo&, const json& failure) const {
-  json rec = {{"error_kind", failure.value("error_kind", "")}, {"error", failure.value("error", "")}};
-  if (failure.contains("blobs")) rec["evidence"] = failure["blobs"];
+void ProbeMachine::OnTaskFailed(Decision& d, const TaskInfo&, const TaskFailure& failure) const {
+  json rec = {{"error_kind", failure.error_kind()}, {"error", failure.error()}};
+  if (failure.recorded().contains("blobs")) rec["evidence"] = failure.recorded()["blobs"];
   d.Emit(kProbeFailed, rec);
-  std::string kind = failure.value("error_kind", "");
-  d.Finish(RunStatus::kFailed, kind.empty() ? failure.value("error", "probe failed")
-                                           : fmt::format("{}: {}", kind, failure.value("error", "")));
+  d.Finish(RunStatus::kFailed, failure.error_kind().empty() && failure.error().empty() ? "probe failed" : failure.Text());
 }
 
 void ProbeMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const {

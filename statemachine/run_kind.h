@@ -10,6 +10,8 @@
 #include "common/status.h"
 #include "statemachine/decision.h"
 #include "statemachine/device_lease.h"
+#include "statemachine/task_failure.h"
+#include "statemachine/task_result.h"
 #include "statemachine/transition_table.h"
 
 namespace npuprof::sm {
@@ -31,9 +33,10 @@ class RunKind {
   // Called once the run may start: right after RunSubmitted (state "queued"),
   // or after its devices were leased.
   virtual void OnStart(Decision& d) const = 0;
-  virtual void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const = 0;
+  // The result as recorded and as its message (task_result.h).
+  virtual void OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const = 0;
   // Called once a task failed for good (retries exhausted or not retryable).
-  virtual void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const = 0;
+  virtual void OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const = 0;
   virtual void OnTimer(Decision& d, const TimerInfo& timer) const;
   // Signals: named inputs from a client (`npuprof stop` sends "stop" with
   // {"force": bool}) or from the broker ("watched_run_finished" with

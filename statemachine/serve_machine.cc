@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_field.h"
 #include "run_specs.pb.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/run_state_queries.h"
@@ -96,15 +97,18 @@ void FinishByReason(Decision& d, const std::string& extra_error = "") {
   d.Finish(RunStatus::kOk);
 }
 
-json FailureRecord(const std::string& stage, const json& failure) {
-  const json r = failure.value("result", json::object());
+// The failure as ServiceFailed records it: its class and sentence, and the
+// diagnostics its result carried, copied as they came (the run's evidence).
+json FailureRecord(const std::string& stage, const TaskFailure& failure) {
+  const json& f = failure.recorded();
+  const json& r = Field(f, "result");
   json rec = {{"stage", stage},
-              {"kind", failure.value("error_kind", "error")},
-              {"error", failure.value("error", "")}};
+              {"kind", failure.error_kind().empty() ? "error" : failure.error_kind()},
+              {"error", failure.error()}};
   for (const char* k : {"stderr_tail", "stdout_tail", "env_hint", "env_errors", "last_health", "free_devices",
                         "busy_devices", "exit_hint"})
     if (r.is_object() && r.contains(k)) rec[k] = r[k];
-  if (failure.contains("blobs")) rec["evidence"] = failure["blobs"];
+  if (f.contains("blobs")) rec["evidence"] = f["blobs"];
   return rec;
 }
 
@@ -146,9 +150,9 @@ void ServeMachine::OnStart(Decision& d) const {
   d.Schedule(BuildLaunchPayload(d.state().run_id, 1, Spec(d.state())));
 }
 
-void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
+void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   if (task.kind == kServiceLaunchTask) {
-    json rec = ServiceRecordFromLaunch(task.payload, result);
+    json rec = ServiceRecordFromLaunch(task.payload, result.recorded());
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
     d.Emit(kServiceLaunched, rec);
     if (d.state().cancel_requested || d.state().data.contains("stop")) {
@@ -157,7 +161,8 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
                        d.state().cancel_requested || stop.value("force", false));
     }
     d.Transition("waiting_ready");
-    const tasks::ServiceWaitReady wait = BuildWaitReadyPayload(task.payload, result, d.now_ms());
+    const tasks::ServiceWaitReady wait =
+        BuildWaitReadyPayload(task.payload, result.As<results::ServiceLaunchResult>(), d.now_ms());
     d.Schedule(wait);
     d.ScheduleTimer(kHealthDeadline, wait.health_timeout_s() * 1000 + kHealthTimerSlackMs);
     return;
@@ -166,7 +171,7 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
     if (d.state().state != "waiting_ready") return;
     for (const auto& [id, t] : d.state().timers)
       if (t.armed && t.purpose == kHealthDeadline) d.CancelTimer(id);
-    d.Emit(kServiceReady, result);
+    d.Emit(kServiceReady, result.recorded());
     d.Transition("ready");
     StartWatch(d);
     return;
@@ -177,20 +182,18 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json
     return;
   }
   if (task.kind == kServiceStopTask) {
-    json rec = result;
+    json rec = result.recorded();
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
     d.Emit(kServiceStopped, rec);
-    const bool never = result.value("never_started", false) && d.state().data.contains("failure");
+    const bool never = result.As<results::ServiceStopResult>().never_started() && d.state().data.contains("failure");
     FinishByReason(d, never ? kNeverLaunched : "");
   }
 }
 
-void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
+void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
   if (task.kind == kServiceLaunchTask) {
     d.Emit(kServiceFailed, FailureRecord("launch", failure));
-    const json r = failure.value("result", json::object());
-    const bool nothing_started = r.is_object() && r.value("started", true) == false;
-    if (nothing_started) return FinishByReason(d, kNeverLaunched);  // no stop: there is nothing to stop
+    if (LaunchStartedNothing(task)) return FinishByReason(d, kNeverLaunched);  // no stop: there is nothing to stop
     return StartStop(d, "failure", true);  // the process may exist: clean up
   }
   if (task.kind == kServiceWaitReadyTask) {
@@ -201,7 +204,7 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& f
   }
   if (task.kind == kServiceWatchTask) {
     if (d.state().state != "ready") return;
-    const std::string kind = failure.value("error_kind", "");
+    const std::string& kind = failure.error_kind();
     if (kind == "service_died" || kind == "environment") {
       // Died while ready: record it, clean up what is left of the group, end failed (the lease goes with it).
       d.Emit(kServiceFailed, FailureRecord("watch", failure));
@@ -212,21 +215,21 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& f
   }
   if (task.kind == kServiceStopTask) {
     d.Emit(kServiceStopFailed,
-           json{{"error_kind", failure.value("error_kind", "")}, {"error", failure.value("error", "")},
-                {"force", task.payload.value("force", false)}, {"result", failure.value("result", json(nullptr))}});
+           json{{"error_kind", failure.error_kind()}, {"error", failure.error()},
+                {"force", task.payload.value("force", false)},
+                {"result", failure.recorded().value("result", json(nullptr))}});
     const json stop = d.state().data.value("stop", json::object());
     // A stronger stop (force) was asked for while this one ran: do it now.
     if (stop.value("force", false) && !task.payload.value("force", false)) return ScheduleStop(d);
     if (CurrentReason(d.state()) == "user" && !d.state().cancel_requested) {
-      d.Transition("ready", "stop did not end the service: " + failure.value("error", ""));
+      d.Transition("ready", "stop did not end the service: " + failure.error());
       return;
     }
     const json svc = d.state().data.value("service", json::object());
     const std::string which = svc.contains("pid") && !svc["pid"].is_null()
                                   ? fmt::format("the service (pid {})", svc["pid"].dump())
                                   : fmt::format("a service in {} (pid unknown)", task.payload.value("runtime_dir", ""));
-    FinishByReason(d, fmt::format("{} may still be running: {}: {}", which, failure.value("error_kind", ""),
-                                  failure.value("error", "")));
+    FinishByReason(d, fmt::format("{} may still be running: {}: {}", which, failure.error_kind(), failure.error()));
   }
 }
 

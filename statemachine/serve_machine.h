@@ -39,8 +39,8 @@ class ServeMachine : public RunKind {
   Status ValidateSpec(json& spec) const override;
   std::optional<DeviceNeed> DevicesNeeded(const RunState& s) const override;
   void OnStart(Decision& d) const override;
-  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const override;
-  void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const override;
+  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const override;
+  void OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const override;
   void OnTimer(Decision& d, const TimerInfo& timer) const override;
   bool AcceptsSignal(std::string_view name) const override;
   void OnSignal(Decision& d, const std::string& name, const json& payload) const override;

@@ -8,6 +8,7 @@
 
 #include "common/json_field.h"
 #include "run_specs.pb.h"
+#include "statemachine/task_result.h"
 #include "statemachine/spec_checks.h"
 
 namespace npuprof::sm {
@@ -271,12 +272,13 @@ template tasks::ServiceLaunch BuildLaunchPayload(const std::string&, int, const 
 template tasks::ServiceLaunch BuildLaunchPayload(const std::string&, int, const run_specs::MemoryProfileSpec&,
                                                  const std::vector<std::string>&, const json&);
 
-tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms) {
+tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const results::ServiceLaunchResult& launch,
+                                              int64_t now_ms) {
   const int64_t timeout_s = launch_payload.value("health_timeout_s", int64_t{300});
   tasks::ServiceWaitReady p;
-  p.set_runtime_dir(launch_result.value("runtime_dir", launch_payload.value("runtime_dir", "")));
-  if (auto pid = IntField(launch_result, "pid")) p.set_pid(*pid);
-  if (auto port = IntField(launch_result, "port")) p.set_port(static_cast<int32_t>(*port));
+  p.set_runtime_dir(!launch.runtime_dir().empty() ? launch.runtime_dir() : launch_payload.value("runtime_dir", ""));
+  if (launch.pid() != 0) p.set_pid(launch.pid());
+  if (launch.port().has_number_value()) p.set_port(static_cast<int32_t>(launch.port().number_value()));
   p.set_served_model_name(EffectiveServedName(launch_payload));
   p.set_health_timeout_s(timeout_s);
   p.set_deadline_ms(now_ms + timeout_s * 1000);
@@ -298,6 +300,12 @@ tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, const json& 
   p.set_force(force);
   p.set_grace_s(grace_s);
   return p;
+}
+
+bool LaunchStartedNothing(const TaskInfo& launch) {
+  if (launch.kind != kServiceLaunchTask || launch.status != TaskStatus::kFailed) return false;
+  auto recorded = RecordedResult<results::ServiceLaunchResult>(launch);
+  return recorded.ok() && recorded->has_started() && !recorded->started();
 }
 
 json ServiceRecordFromLaunch(const json& p, const json& r) {

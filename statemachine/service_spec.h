@@ -31,6 +31,7 @@
 
 #include "common/status.h"
 #include "task_payloads.pb.h"
+#include "task_results.pb.h"
 #include "statemachine/run_state.h"
 
 namespace npuprof::sm {
@@ -89,9 +90,19 @@ tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no
                                         const json& kind_env = json::object());
 
 // service.wait_ready payload from the launch payload (as stored) and its
-// result. The readiness deadline is absolute (now_ms + health timeout) so a
-// re-dispatched attempt only waits for what is left.
-tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const json& launch_result, int64_t now_ms);
+// result as its message (task_result.h). The readiness deadline is absolute
+// (now_ms + health timeout) so a re-dispatched attempt only waits for what is
+// left. A result without runtime_dir keeps the payload's; pid 0 and a port
+// that is not a number are left out (the handler reads the runtime dir).
+tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const results::ServiceLaunchResult& launch,
+                                              int64_t now_ms);
+
+// Whether launch (a service.launch task) failed for good before anything was
+// started: its recorded result says started=false, which the handler writes
+// only when no attempt can have started a process. Such a launch has no logs
+// to read and nothing to stop. A result that cannot be read counts as "may
+// have started" (the stop then runs and finds nothing).
+bool LaunchStartedNothing(const TaskInfo& launch);
 
 // service.watch payload: poll the process group of pid every poll_s seconds.
 tasks::ServiceWatch BuildWatchPayload(const std::string& runtime_dir, const json& pid, int64_t poll_s);

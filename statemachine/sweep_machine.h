@@ -68,8 +68,8 @@ class SweepMachine : public RunKind {
   const TransitionTable& transitions() const override;
   Status ValidateSpec(json& spec) const override;
   void OnStart(Decision& d) const override;
-  void OnTaskSucceeded(Decision&, const TaskInfo&, const json&) const override {}
-  void OnTaskFailed(Decision&, const TaskInfo&, const json&) const override {}
+  void OnTaskSucceeded(Decision&, const TaskInfo&, const TaskResult&) const override {}
+  void OnTaskFailed(Decision&, const TaskInfo&, const TaskFailure&) const override {}
   bool AcceptsSignal(std::string_view name) const override;
   void OnSignal(Decision& d, const std::string& name, const json& payload) const override;
   void OnCancel(Decision& d) const override;

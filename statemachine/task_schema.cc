@@ -86,14 +86,23 @@ bool HasResultSchema(std::string_view task_kind) { return Results().Prototype(ta
 std::vector<std::string> ResultSchemaTaskKinds() { return Results().Keys(); }
 
 Status CheckTaskResult(std::string_view task_kind, const json& result) {
+  return DecodeTaskResult(task_kind, result).status();
+}
+
+Result<std::shared_ptr<const pb::Message>> DecodeTaskResult(std::string_view task_kind, const json& result,
+                                                            bool tolerate_unknown_keys) {
   const pb::Message* prototype = Results().Prototype(task_kind);
-  if (prototype == nullptr || result.is_null() || (result.is_object() && result.empty())) return Status::Ok();
+  if (prototype == nullptr) return std::shared_ptr<const pb::Message>();
+  // The prototype is the message's immutable default instance.
+  if (result.is_null() || (result.is_object() && result.empty()))
+    return std::shared_ptr<const pb::Message>(prototype, [](const pb::Message*) {});
   if (!result.is_object())
     return Status::Invalid(fmt::format("{} task result is not a JSON object (proto/task_results.proto)", task_kind));
-  if (auto misfit = Results().Judge(task_kind, result, "", /*tolerate_unknown_keys=*/false))
+  std::shared_ptr<pb::Message> out(prototype->New());
+  if (auto misfit = Results().Judge(task_kind, result, "", tolerate_unknown_keys, out.get()))
     return Status::Invalid(fmt::format("{} task result does not match its message {} (proto/task_results.proto): {}",
                                        task_kind, prototype->GetDescriptor()->name(), misfit->why));
-  return Status::Ok();
+  return std::shared_ptr<const pb::Message>(std::move(out));
 }
 
 }  // namespace npuprof::sm

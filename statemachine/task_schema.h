@@ -15,13 +15,15 @@
 // null, passes: a failure may carry none) by the worker before it answers
 // (a handler cannot hand back a key its result message does not declare),
 // and again by the engine when it arrives, whoever answered (engine.cc: a
-// success that does not fit fails its task, bad_result).
+// success that does not fit fails its task, bad_result). The engine keeps its
+// parse and hands it to the kind (task_result.h).
 //
 // A task kind without a message (a kind registered by a test or a plugin)
 // passes unchecked and its handler reads the JSON itself.
 // Pure: no I/O; thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,5 +62,13 @@ std::string ResultKindOf(const google::protobuf::Descriptor& message);
 
 // Judges a handler's result (a JSON object, or null / empty for none).
 Status CheckTaskResult(std::string_view task_kind, const nlohmann::json& result);
+// The same judge, keeping its parse: the result as its task kind's message
+// (the empty message for a null or empty result; nullptr for a task kind
+// without one), for the kind to read (task_result.h).
+// tolerate_unknown_keys: for a result as recorded, which an older npuprof
+// may have written with keys the message no longer declares.
+Result<std::shared_ptr<const google::protobuf::Message>> DecodeTaskResult(std::string_view task_kind,
+                                                                          const nlohmann::json& result,
+                                                                          bool tolerate_unknown_keys = false);
 
 }  // namespace npuprof::sm

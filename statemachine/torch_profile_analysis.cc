@@ -61,13 +61,12 @@ void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analys
   d.Schedule(p);
 }
 
-bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_timeout_s) {
-  const json dirs = list_result.value("dirs", json::array());
-  if (!dirs.is_array() || dirs.empty()) return false;
-  for (const auto& dir : dirs) {
-    if (!dir.is_string()) continue;  // the listing's result message holds strings only
+bool ScheduleRankAnalyses(Decision& d, const results::TorchProfileListProfileDirsResult& listed,
+                          int64_t analyse_timeout_s) {
+  if (listed.dirs().empty()) return false;
+  for (const std::string& dir : listed.dirs()) {
     tasks::TorchProfileAnalyseRank p;
-    p.set_dir(dir.get<std::string>());
+    p.set_dir(dir);
     p.set_analyse_timeout_s(analyse_timeout_s);
     d.Schedule(p);
   }

@@ -8,6 +8,7 @@
 #include "statemachine/decision.h"
 #include "statemachine/run_state.h"
 #include "statemachine/run_state_queries.h"  // LastTask
+#include "task_results.pb.h"
 
 namespace npuprof::sm {
 
@@ -17,7 +18,8 @@ json TaskResultData(const TaskInfo* t);
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s);
 // Called with a list result: schedules one analyse task per directory.
 // Returns false when there is nothing to analyse (gate can be computed now).
-bool ScheduleRankAnalyses(Decision& d, const json& list_result, int64_t analyse_timeout_s);
+bool ScheduleRankAnalyses(Decision& d, const results::TorchProfileListProfileDirsResult& listed,
+                          int64_t analyse_timeout_s);
 // True when the listing ended and no analyse task is still outstanding.
 bool AnalysisDone(const RunState& s);
 

@@ -6,15 +6,13 @@
 
 namespace npuprof::sm {
 
-json WorkloadGate(const json& benchmark_results, const json& followup, double threshold) {
-  int64_t total = 0, ok = 0;
-  if (benchmark_results.is_array()) {
-    for (const auto& r : benchmark_results) {
-      ++total;
-      if (r.is_object() && r.value("ok", false)) ++ok;
-    }
-  }
-  const bool followup_ok = followup.is_object() && followup.value("ok", false);
+json WorkloadGate(const results::TorchProfileRequestsResult& wave, const results::TorchProfileRequestsResult& followup,
+                  double threshold) {
+  const int64_t total = wave.results_size();
+  int64_t ok = 0;
+  for (const auto& r : wave.results())
+    if (r.ok()) ++ok;
+  const bool followup_ok = followup.results_size() > 0 && followup.results(0).ok();
   const double rate = total > 0 ? static_cast<double>(ok) / static_cast<double>(total) : 0.0;
   std::string status = "ok";
   if (!followup_ok) status = "followup_failed";

@@ -7,16 +7,20 @@
 #include <vector>
 
 #include "statemachine/run_state.h"
+#include "task_results.pb.h"
 
 namespace npuprof::sm {
 
 // Workload gate, checked in this order: "followup_failed" when the follow-up
 // failed; "no_benchmark_requests" when the wave was empty;
 // "benchmark_below_threshold" when ok/total < threshold; else "ok".
-// `benchmark_results` is an array of {ok: bool, ...}; `followup` an object
-// with "ok" (missing/null = failed).
+// `wave` and `followup` are the two request tasks' results as their
+// messages (task_result.h): every request of the wave counts, ok when it got
+// a 2xx answer; the follow-up passes when its first request did (none sent =
+// failed).
 // Returns {status, bench_total, bench_ok, bench_success_rate, bench_threshold, followup_ok}.
-json WorkloadGate(const json& benchmark_results, const json& followup, double threshold);
+json WorkloadGate(const results::TorchProfileRequestsResult& wave, const results::TorchProfileRequestsResult& followup,
+                  double threshold);
 
 // Per-rank verdict: "missing_kernel_details" when the CSV is missing, else
 // "partial" when trace_view.json is missing, else "ok".

@@ -2,6 +2,7 @@
 #include "statemachine/torch_profile_machine.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -25,6 +26,14 @@ namespace {
 // replace the decoded message).
 const run_specs::TorchProfileSpec& Spec(const RunState& s) { return SpecOf<run_specs::TorchProfileSpec>(s); }
 
+// Why a profile control step failed: the HTTP status it answered, or that no
+// answer came (and the worker's reason).
+std::string ControlRefusal(const std::string& endpoint, const results::TorchProfileControlResult& control) {
+  if (control.status().has_number_value())
+    return fmt::format("{} answered HTTP {}", endpoint, static_cast<int64_t>(control.status().number_value()));
+  return fmt::format("{} got no answer{}", endpoint, control.error().empty() ? "" : ": " + control.error());
+}
+
 // The service to stop: the launch result; for a failed launch that may have
 // started something (anything but started=false), the payload's runtime dir
 // with pid null (service.stop then reads <runtime>/pid).
@@ -34,8 +43,7 @@ json ServiceOf(const RunState& s) {
   json r = TaskResultData(launch);
   if (r.is_object()) return r;
   if (launch->status != TaskStatus::kFailed) return nullptr;
-  const json partial = launch->result.value("result", json::object());
-  if (partial.is_object() && partial.value("started", true) == false) return nullptr;
+  if (LaunchStartedNothing(*launch)) return nullptr;
   return json{{"runtime_dir", launch->payload.value("runtime_dir", "")}, {"pid", nullptr}};
 }
 
@@ -55,12 +63,6 @@ void ScheduleStop(Decision& d, bool force) {
   const json svc = ServiceOf(d.state());
   d.Schedule(BuildStopPayload(svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), force,
                               Spec(d.state()).stop_grace_s()));
-}
-
-std::string FailureText(const json& f) {
-  const std::string kind = f.value("error_kind", "");
-  const std::string err = f.value("error", "");
-  return kind.empty() ? err : fmt::format("{}: {}", kind, err);
 }
 
 // The run's error from recorded step failures and tripped gates.
@@ -224,7 +226,7 @@ void TorchProfileMachine::OnStart(Decision& d) const {
   StartLaunch(d);
 }
 
-void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const json& result) const {
+void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   const RunState& s = d.state();
   const std::string role = task.payload.value("role", "");
   if (task.kind == kTpPrepareImageTask) {
@@ -233,7 +235,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kServiceLaunchTask) {
     if (s.cancel_requested) return BeginCleanup(d, "cancelled");
-    d.Schedule(BuildWaitReadyPayload(task.payload, result, d.now_ms()));
+    d.Schedule(BuildWaitReadyPayload(task.payload, result.As<results::ServiceLaunchResult>(), d.now_ms()));
     return;
   }
   if (task.kind == kServiceWaitReadyTask) {
@@ -242,9 +244,9 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     return ScheduleControl(d, "start_profile");
   }
   if (task.kind == kTpControlTask && role == "start_profile") {
-    if (!result.value("ok", false)) {
-      StepFailed(d, "start_profile", "http_status",
-                 fmt::format("/start_profile answered HTTP {}", result.value("status", 0)));
+    const auto& control = result.As<results::TorchProfileControlResult>();
+    if (!control.ok()) {
+      StepFailed(d, "start_profile", "http_status", ControlRefusal("/start_profile", control));
       return BeginCleanup(d, "start_profile failed");
     }
     d.Transition("workload");
@@ -252,20 +254,22 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kTpRequestsTask && role == "wave") return ScheduleRequests(d, "followup");
   if (task.kind == kTpRequestsTask && role == "followup") {
-    const json wave = TaskResultData(LastTask(s, kTpRequestsTask, "wave"));
-    const json bench = wave.is_object() ? wave.value("results", json::array()) : json::array();
-    const json followups = result.value("results", json::array());
-    const json followup = followups.empty() ? json(nullptr) : followups[0];
+    results::TorchProfileRequestsResult wave;
+    if (const TaskInfo* t = LastTask(s, kTpRequestsTask, "wave"); t && t->status == TaskStatus::kSucceeded) {
+      auto recorded = RecordedResult<results::TorchProfileRequestsResult>(*t);
+      if (!recorded.ok()) throw std::logic_error("the recorded wave cannot be read: " + recorded.status().message());
+      wave = std::move(recorded).value();
+    }
     d.Emit(kTpWorkloadGated,
-           json{{"workload_status",
-                 WorkloadGate(bench, followup, Spec(s).benchmark_success_threshold())}});
+           json{{"workload_status", WorkloadGate(wave, result.As<results::TorchProfileRequestsResult>(),
+                                                 Spec(s).benchmark_success_threshold())}});
     d.Transition("stopping_profile");
     return ScheduleControl(d, "stop_profile");
   }
   if (task.kind == kTpControlTask && role == "stop_profile") {
-    if (!result.value("ok", false)) {
-      StepFailed(d, "stop_profile", "http_status",
-                 fmt::format("/stop_profile answered HTTP {}", result.value("status", 0)));
+    const auto& control = result.As<results::TorchProfileControlResult>();
+    if (!control.ok()) {
+      StepFailed(d, "stop_profile", "http_status", ControlRefusal("/stop_profile", control));
       return BeginCleanup(d, "stop_profile failed");
     }
     d.Transition("flush");
@@ -278,68 +282,72 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kTpWaitFlushTask) {
     if (s.state != "flush") return;
-    json record = json{{"signal", result.value("signal", "")},
-                       {"flush_timed_out", result.value("flush_timed_out", false)},
-                       {"waited_ms", result.value("waited_ms", 0)},
-                       {"polls", result.value("polls", 0)},
-                       {"dirs", result.value("dirs", json::array())}};
+    // The record keeps the answer's own keys: the four counts only when the
+    // answer carried them (an older worker's did not).
+    const auto& flushed = result.As<results::TorchProfileWaitFlushResult>();
+    const json& answer = result.recorded();
+    json record = json{{"signal", flushed.signal()},
+                       {"flush_timed_out", flushed.flush_timed_out()},
+                       {"waited_ms", flushed.waited_ms()},
+                       {"polls", flushed.polls()},
+                       {"dirs", answer.is_object() ? answer.value("dirs", json::array()) : json::array()}};
     for (const char* f : {"expected_ranks", "dirs_seen", "ranks_finalised", "root_exists"})
-      if (result.contains(f)) record[f] = result[f];
+      if (answer.is_object() && answer.contains(f)) record[f] = answer[f];
     return AfterFlush(d, std::move(record));
   }
   if (task.kind == kServiceStopTask) {
-    if (result.value("never_started", false))
+    const auto& stop = result.As<results::ServiceStopResult>();
+    if (stop.never_started())
       StepFailed(d, "stop_service", "never_launched", "the service was never launched (its runtime dir has no start marker)");
-    if (!result.value("stopped", false) && !result.value("already_gone", false)) {
+    if (!stop.stopped() && !stop.already_gone()) {
       if (!task.payload.value("force", false)) return ScheduleStop(d, true);
       StepFailed(d, "stop_service", "not_stopped", "the service survived SIGINT, SIGTERM and SIGKILL");
     }
     return AfterStop(d);
   }
   if (task.kind == kTpListDirsTask) {
-    if (!ScheduleRankAnalyses(d, result, Spec(s).analyse_timeout_s())) FinishAnalysis(d);
+    if (!ScheduleRankAnalyses(d, result.As<results::TorchProfileListProfileDirsResult>(), Spec(s).analyse_timeout_s()))
+      FinishAnalysis(d);
     return;
   }
   if (task.kind == kTpAnalyseRankTask && AnalysisDone(s)) FinishAnalysis(d);
 }
 
-void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const {
+void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
   const RunState& s = d.state();
-  const std::string text = FailureText(failure);
+  const std::string text = failure.Text();
   if (task.kind == kTpPrepareImageTask) {
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
-    StepFailed(d, "prepare_image", failure.value("error_kind", ""), failure.value("error", ""));
+    StepFailed(d, "prepare_image", failure.error_kind(), failure.error());
     return d.Finish(RunStatus::kFailed, RunError(d.state()));
   }
   if (task.kind == kServiceStopTask) {
     if (!task.payload.value("force", false)) return ScheduleStop(d, true);
-    StepFailed(d, "stop_service", failure.value("error_kind", ""), failure.value("error", ""));
+    StepFailed(d, "stop_service", failure.error_kind(), failure.error());
     return AfterStop(d);
   }
   if (task.kind == kTpWaitFlushTask) {
     if (s.state != "flush") return;
     return AfterFlush(d, json{{"signal", "wait_failed"},
                               {"flush_timed_out", false},
-                              {"error_kind", failure.value("error_kind", "")},
-                              {"error", failure.value("error", "")}});
+                              {"error_kind", failure.error_kind()},
+                              {"error", failure.error()}});
   }
   if (task.kind == kTpAnalyseRankTask || task.kind == kTpListDirsTask) {
-    StepFailed(d, task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse", failure.value("error_kind", ""),
-               failure.value("error", ""));
+    StepFailed(d, task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse", failure.error_kind(),
+               failure.error());
     if (AnalysisDone(d.state())) FinishAnalysis(d);
     return;
   }
   std::string step = task.kind;
-  std::string error = failure.value("error", "");
+  std::string error = failure.error();
   if (task.kind == kServiceLaunchTask) {
     step = "service_launch";
-    const json partial = failure.value("result", json::object());
-    if (partial.is_object() && partial.value("started", true) == false)
-      error += " — the service was never launched (nothing to stop)";
+    if (LaunchStartedNothing(task)) error += " — the service was never launched (nothing to stop)";
   }
   if (task.kind == kServiceWaitReadyTask) step = "service_ready";
   if (task.kind == kTpControlTask || task.kind == kTpRequestsTask) step = task.payload.value("role", task.kind);
-  if (!s.cancel_requested) StepFailed(d, step, failure.value("error_kind", ""), error);
+  if (!s.cancel_requested) StepFailed(d, step, failure.error_kind(), error);
   BeginCleanup(d, s.cancel_requested ? "cancelled" : step + " failed: " + text);
 }
 

@@ -64,12 +64,12 @@ class ThrowingKind : public sm::RunKind {
     once.max_attempts = 1;
     d.ScheduleTask(bench::kFanoutTask, json{{"index", 0}}, once);
   }
-  void OnTaskSucceeded(sm::Decision&, const sm::TaskInfo&, const json& result) const override {
-    throw std::runtime_error("no rule for index " + result.value("index", json()).dump());
+  void OnTaskSucceeded(sm::Decision&, const sm::TaskInfo&, const sm::TaskResult& result) const override {
+    throw std::runtime_error("no rule for index " + result.recorded().value("index", json()).dump());
   }
-  void OnTaskFailed(sm::Decision& d, const sm::TaskInfo&, const json& failure) const override {
+  void OnTaskFailed(sm::Decision& d, const sm::TaskInfo&, const sm::TaskFailure& failure) const override {
     if (twice_) throw std::runtime_error("no rule for a failure either");
-    d.Finish(sm::RunStatus::kFailed, failure.value("error_kind", "") + ": " + failure.value("error", ""));
+    d.Finish(sm::RunStatus::kFailed, failure.error_kind() + ": " + failure.error());
   }
 
  private:

@@ -132,16 +132,49 @@ TEST(ServiceSpec, LaunchPayload) {
   EXPECT_EQ(p["env"], json({{"A", "user"}, {"B", "kind"}}));
   // The machine is the run's: Decision::Schedule writes it (task_schema_test).
   EXPECT_FALSE(p.contains("machine"));
-  json w = MessageToJson(BuildWaitReadyPayload(p, json{{"pid", 7}, {"port", 9000}}, 1000));
+  results::ServiceLaunchResult launched;
+  launched.set_pid(7);
+  launched.mutable_port()->set_number_value(9000);
+  json w = MessageToJson(BuildWaitReadyPayload(p, launched, 1000));
   EXPECT_EQ(w["pid"], 7);
   EXPECT_EQ(w["port"], 9000);
   EXPECT_EQ(w["deadline_ms"], 1000 + 300 * 1000);
   EXPECT_EQ(w["served_model_name"], "m");
+  EXPECT_EQ(w["runtime_dir"], "/tmp/np/r9/service-2") << "the payload's, when the result names none";
+  launched.set_runtime_dir("/home/u/np/r9/service-2");
+  launched.clear_pid();
+  launched.mutable_port()->set_null_value({});
+  w = MessageToJson(BuildWaitReadyPayload(p, launched, 1000));
+  EXPECT_EQ(w["runtime_dir"], "/home/u/np/r9/service-2") << "the result's absolute dir wins";
+  EXPECT_FALSE(w.contains("pid")) << "no pid recorded: the handler reads <runtime_dir>/pid";
+  EXPECT_FALSE(w.contains("port")) << "a port the launch did not record is not made up";
   json rec = ServiceRecordFromLaunch(p, json{{"pid", 7}, {"port", 9000}, {"devices", {0}}});
   EXPECT_EQ(rec["status"], "starting");
   EXPECT_EQ(rec["devices"], json({0}));
   EXPECT_EQ(EffectiveServedName(Base()), "/models/m");
   EXPECT_EQ(ServiceRuntimeDir(json{{"runtime_base", "/a//"}}, "r", 1), "/a/r/service-1");
+}
+
+// Only a launch that failed for good and whose result says started=false
+// started nothing; anything else may have left a process to stop.
+TEST(ServiceSpec, ALaunchStartedNothingOnlyWhenItsFailureSaysSo) {
+  TaskInfo launch;
+  launch.kind = kServiceLaunchTask;
+  launch.status = TaskStatus::kFailed;
+  launch.result = {{"error_kind", "devices_unavailable"}, {"result", {{"started", false}}}};
+  EXPECT_TRUE(LaunchStartedNothing(launch));
+  launch.result["result"] = json::object();
+  EXPECT_FALSE(LaunchStartedNothing(launch)) << "not said: a process may exist";
+  launch.result.erase("result");
+  EXPECT_FALSE(LaunchStartedNothing(launch)) << "no result kept";
+  launch.result["result"] = {{"started", 0}};
+  EXPECT_FALSE(LaunchStartedNothing(launch)) << "a result that cannot be read is not trusted to say nothing ran";
+  launch.result["result"] = {{"started", false}};
+  launch.status = TaskStatus::kSucceeded;
+  EXPECT_FALSE(LaunchStartedNothing(launch)) << "a launch that succeeded started its service";
+  launch.status = TaskStatus::kFailed;
+  launch.kind = kServiceStopTask;
+  EXPECT_FALSE(LaunchStartedNothing(launch)) << "only a launch starts a service";
 }
 
 }  // namespace

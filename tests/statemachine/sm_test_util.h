@@ -45,12 +45,12 @@ class TwoTaskKind : public RunKind {
     d.ScheduleTask("test.a", json{{"n", 1}}, p);
     d.ScheduleTask("test.b", json{{"n", 2}}, p);
   }
-  void OnTaskSucceeded(Decision& d, const TaskInfo&, const json&) const override {
+  void OnTaskSucceeded(Decision& d, const TaskInfo&, const TaskResult&) const override {
     for (const auto& [id, t] : d.state().tasks)
       if (t.status != TaskStatus::kSucceeded) return;
     d.Finish(RunStatus::kOk);
   }
-  void OnTaskFailed(Decision& d, const TaskInfo& task, const json&) const override {
+  void OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure&) const override {
     d.AbandonOutstanding("sibling failed");
     d.Finish(RunStatus::kFailed, task.task_id + " failed");
   }
@@ -65,8 +65,8 @@ class CraftedTransitionKind : public RunKind {
   const TransitionTable& transitions() const override { return probe_.transitions(); }
   Status ValidateSpec(json&) const override { return Status::Ok(); }
   void OnStart(Decision&) const override {}
-  void OnTaskSucceeded(Decision&, const TaskInfo&, const json&) const override {}
-  void OnTaskFailed(Decision&, const TaskInfo&, const json&) const override {}
+  void OnTaskSucceeded(Decision&, const TaskInfo&, const TaskResult&) const override {}
+  void OnTaskFailed(Decision&, const TaskInfo&, const TaskFailure&) const override {}
   bool AcceptsSignal(std::string_view n) const override { return n == "goto"; }
   void OnSignal(Decision& d, const std::string&, const json& payload) const override {
     d.Emit(ev::kStateChanged, json{{"from", d.state().state}, {"to", payload.value("to", "")}});

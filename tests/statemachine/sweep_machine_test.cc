@@ -26,8 +26,8 @@ class FakeMemoryKind : public RunKind {
     return Status::Ok();
   }
   void OnStart(Decision&) const override {}
-  void OnTaskSucceeded(Decision&, const TaskInfo&, const json&) const override {}
-  void OnTaskFailed(Decision&, const TaskInfo&, const json&) const override {}
+  void OnTaskSucceeded(Decision&, const TaskInfo&, const TaskResult&) const override {}
+  void OnTaskFailed(Decision&, const TaskInfo&, const TaskFailure&) const override {}
 };
 
 const KindRegistry& Kinds() {

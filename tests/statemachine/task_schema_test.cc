@@ -290,14 +290,14 @@ class MisspellingKind : public RunKind {
     d.Transition("working");
     d.ScheduleTask("memory.npu_smi", json{{"machine", kMachine}, {"phsae", "baseline"}});
   }
-  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const json&) const override {
+  void OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult&) const override {
     if (task.kind == "machine.check") d.Finish(RunStatus::kFailed, d.state().error);
   }
-  void OnTaskFailed(Decision& d, const TaskInfo& task, const json& failure) const override {
+  void OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const override {
     EXPECT_EQ(task.kind, "memory.npu_smi");
-    EXPECT_EQ(failure["error_kind"], "bad_payload");
-    EXPECT_EQ(failure["final"], true);
-    d.Transition("cleanup", failure.value("error", ""));
+    EXPECT_EQ(failure.error_kind(), "bad_payload");
+    EXPECT_EQ(failure.recorded()["final"], true);
+    d.Transition("cleanup", failure.error());
     d.ScheduleTask("machine.check", json{{"machine", kMachine}});
   }
 };

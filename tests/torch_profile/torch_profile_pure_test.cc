@@ -157,14 +157,20 @@ TEST(TorchProfileSpec, ServeArgsPerMode) {
   EXPECT_EQ(payload["env"]["PYTORCH_NPU_ALLOC_CONF"], "expandable_segments:True");
 }
 
+// A requests task's result with one request per flag (true = a 2xx answer).
+results::TorchProfileRequestsResult Requests(std::initializer_list<bool> oks) {
+  results::TorchProfileRequestsResult r;
+  for (bool ok : oks) r.add_results()->set_ok(ok);
+  return r;
+}
+
 TEST(TorchProfileGates, Workload) {
-  auto ok = json{{"ok", true}};
-  auto bad = json{{"ok", false}};
-  EXPECT_EQ(WorkloadGate(json::array({ok, ok}), bad, 0.8)["status"], "followup_failed");
-  EXPECT_EQ(WorkloadGate(json::array({ok}), nullptr, 0.8)["status"], "followup_failed");
-  EXPECT_EQ(WorkloadGate(json::array(), ok, 0.8)["status"], "no_benchmark_requests");
-  EXPECT_EQ(WorkloadGate(json::array({ok, bad, ok, bad}), ok, 0.8)["status"], "benchmark_below_threshold");
-  const json at = WorkloadGate(json::array({ok, ok, ok, ok, bad}), ok, 0.8);
+  EXPECT_EQ(WorkloadGate(Requests({true, true}), Requests({false}), 0.8)["status"], "followup_failed");
+  EXPECT_EQ(WorkloadGate(Requests({true}), Requests({}), 0.8)["status"], "followup_failed") << "none sent";
+  EXPECT_EQ(WorkloadGate(Requests({}), Requests({true}), 0.8)["status"], "no_benchmark_requests");
+  EXPECT_EQ(WorkloadGate(Requests({true, false, true, false}), Requests({true}), 0.8)["status"],
+            "benchmark_below_threshold");
+  const json at = WorkloadGate(Requests({true, true, true, true, false}), Requests({true}), 0.8);
   EXPECT_EQ(at["status"], "ok");
   EXPECT_EQ(at["bench_total"], 5);
   EXPECT_EQ(at["bench_ok"], 4);
@@ -172,7 +178,10 @@ TEST(TorchProfileGates, Workload) {
   EXPECT_DOUBLE_EQ(at["bench_threshold"].get<double>(), 0.8);
   EXPECT_EQ(at["followup_ok"], true);
   // followup checked first even when the wave is empty
-  EXPECT_EQ(WorkloadGate(json::array(), bad, 0.8)["status"], "followup_failed");
+  EXPECT_EQ(WorkloadGate(Requests({}), Requests({false}), 0.8)["status"], "followup_failed");
+  // Only the follow-up's first request decides it, as the gate promises.
+  EXPECT_EQ(WorkloadGate(Requests({true}), Requests({true, false}), 0.8)["followup_ok"], true);
+  EXPECT_EQ(WorkloadGate(Requests({true}), Requests({false, true}), 0.8)["followup_ok"], false);
 }
 
 TEST(TorchProfileGates, AnalysisWorstFirst) {
@@ -478,6 +487,25 @@ TEST(TorchProfileFlow, StartProfile500StopsServiceAndFails) {
   EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_NE(f.state().error.find("start_profile"), std::string::npos);
   EXPECT_EQ(f.PendingCount(kTpListDirsTask), 0);
+  EXPECT_NE(f.Manifest()["step_errors"].dump().find("/start_profile answered HTTP 500"), std::string::npos)
+      << f.Manifest()["step_errors"];
+}
+
+// A control step that got no answer at all (status null) is read from its
+// message: the step error says so and the service is stopped, as for a 500.
+TEST(TorchProfileFlow, StartProfileWithoutAnAnswerStopsServiceAndSaysWhy) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  ASSERT_EQ(f.Result(kServiceWaitReadyTask, json::object()), "");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", false}, {"status", nullptr}, {"error", "connection refused"}},
+                     "start_profile"),
+            "");
+  EXPECT_EQ(f.state().state, "stopping_service");
+  const std::string errors = f.Manifest()["step_errors"].dump();
+  EXPECT_NE(errors.find("/start_profile got no answer: connection refused"), std::string::npos) << errors;
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  EXPECT_EQ(f.state().status, RunStatus::kFailed);
 }
 
 TEST(TorchProfileFlow, NeverReadyStopsService) {

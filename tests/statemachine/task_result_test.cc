@@ -1,0 +1,119 @@
+// A task result as a kind reads it (statemachine/task_result.h): the
+// engine's judge keeps its parse, so the kind reads the message the result
+// was judged against; an earlier task's recorded result decodes the same way.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "statemachine/run_state.h"
+#include "statemachine/task_failure.h"
+#include "statemachine/task_result.h"
+#include "statemachine/task_schema.h"
+#include "task_results.pb.h"
+
+namespace npuprof::sm::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST(TaskResult, TheDecodeIsTheJudgesParse) {
+  auto decoded = DecodeTaskResult("service.stop", json{{"stopped", true}, {"signals", {"SIGINT"}}, {"pid", 42}});
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  const auto* stop = dynamic_cast<const results::ServiceStopResult*>(decoded->get());
+  ASSERT_NE(stop, nullptr);
+  EXPECT_TRUE(stop->stopped());
+  EXPECT_FALSE(stop->already_gone()) << "a field left out reads its default";
+  ASSERT_EQ(stop->signals_size(), 1);
+  EXPECT_EQ(stop->signals(0), "SIGINT");
+  EXPECT_EQ(stop->pid(), 42);
+
+  // What the judge refuses does not decode: the same Status CheckTaskResult gives.
+  for (const json& bad : {json{{"pid", "seven"}}, json{{"stoped", true}}, json::array()}) {
+    auto refused = DecodeTaskResult("service.stop", bad);
+    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(refused.status().message(), CheckTaskResult("service.stop", bad).message());
+  }
+  EXPECT_NE(DecodeTaskResult("service.stop", json{{"stoped", true}}).status().message().find("stoped"),
+            std::string::npos);
+  // A recorded result may hold a key an older npuprof wrote.
+  EXPECT_TRUE(DecodeTaskResult("service.stop", json{{"stoped", true}}, /*tolerate_unknown_keys=*/true).ok());
+}
+
+TEST(TaskResult, NoResultReadsAsTheEmptyMessageAndAKindWithoutAMessageHasNone) {
+  for (const json& none : {json(nullptr), json::object()}) {
+    auto decoded = DecodeTaskResult("torch_profile.control", none);
+    ASSERT_TRUE(decoded.ok()) << none;
+    const auto* control = dynamic_cast<const results::TorchProfileControlResult*>(decoded->get());
+    ASSERT_NE(control, nullptr) << none;
+    EXPECT_FALSE(control->ok()) << "no answer is not a 2xx";
+    EXPECT_FALSE(control->status().has_number_value());
+  }
+  auto untyped = DecodeTaskResult("test.a", json{{"anything", 1}});
+  ASSERT_TRUE(untyped.ok());
+  EXPECT_EQ(untyped->get(), nullptr);
+}
+
+TEST(TaskResult, AsTheWrongMessageIsAKindsBugNamingBoth) {
+  const json answer = {{"stopped", true}};
+  auto decoded = DecodeTaskResult("service.stop", answer);
+  ASSERT_TRUE(decoded.ok());
+  const TaskResult result("service.stop", answer, *decoded);
+  EXPECT_TRUE(result.As<results::ServiceStopResult>().stopped());
+  EXPECT_EQ(&result.recorded(), &answer) << "the recorded JSON is the one the event records";
+  try {
+    (void)result.As<results::TorchProfileControlResult>();
+    ADD_FAILURE() << "read as another kind's message";
+  } catch (const std::logic_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("TorchProfileControlResult"), std::string::npos) << what;
+    EXPECT_NE(what.find("ServiceStopResult"), std::string::npos) << what;
+  }
+  const TaskResult untyped("test.a", answer, nullptr);
+  EXPECT_THROW((void)untyped.As<results::ServiceStopResult>(), std::logic_error);
+}
+
+TEST(TaskResult, ARecordedResultDecodesAsTheStateKeepsIt) {
+  TaskInfo launch;
+  launch.kind = "service.launch";
+  launch.result = {{"task_id", "t1"},
+                   {"attempt", 1},
+                   {"result", {{"pid", 7}, {"port", 9000}, {"runtime_dir", "/rt/s-1"}, {"retired_key", 1}}}};
+  auto read = RecordedResult<results::ServiceLaunchResult>(launch);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->pid(), 7);
+  EXPECT_EQ(read->port().number_value(), 9000);
+  EXPECT_EQ(read->runtime_dir(), "/rt/s-1");
+
+  launch.result = {{"task_id", "t1"}, {"attempt", 1}};  // a failure that kept no result
+  read = RecordedResult<results::ServiceLaunchResult>(launch);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->pid(), 0);
+
+  launch.result["result"] = {{"pid", "seven"}};
+  EXPECT_FALSE(RecordedResult<results::ServiceLaunchResult>(launch).ok()) << "a wrong type is not read as 0";
+  launch.result["result"] = {{"pid", 7}};
+  EXPECT_EQ(RecordedResult<results::ServiceStopResult>(launch).status().code(), Code::kInternal)
+      << "another kind's message";
+}
+
+// A final failure as a kind reads it: the two texts, typed once, and the
+// payload as recorded for what the kind keeps as evidence.
+TEST(TaskFailure, ReadsTheTwoTextsAndKeepsThePayload) {
+  const json recorded = {{"task_id", "r.t1"}, {"error_kind", "ssh_failed"}, {"error", "connection reset"},
+                         {"final", true}, {"blobs", {{"stderr.txt", "ab12"}}}};
+  const TaskFailure failure(recorded);
+  EXPECT_EQ(failure.error_kind(), "ssh_failed");
+  EXPECT_EQ(failure.error(), "connection reset");
+  EXPECT_EQ(failure.Text(), "ssh_failed: connection reset");
+  EXPECT_EQ(&failure.recorded(), &recorded);
+  EXPECT_EQ(TaskFailure(json{{"error", "lost"}}).Text(), "lost") << "no class: the sentence alone";
+  // What is not a string is no text: never an exception.
+  const TaskFailure odd(json{{"error_kind", 3}, {"error", nullptr}});
+  EXPECT_EQ(odd.error_kind(), "");
+  EXPECT_EQ(odd.error(), "");
+  EXPECT_EQ(TaskFailure(json::array()).Text(), "");
+}
+
+}  // namespace
+}  // namespace npuprof::sm::testing
