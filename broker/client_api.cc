@@ -110,10 +110,13 @@ proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, 
     r = Ok({{"server", "npuprof"}, {"pid", ::getpid()}, {"data_dir", opts_.data_dir}, {"endpoints", endpoints_}});
   } else if (verb == "submit") {
     r = Submit(args, &deferred);
-  } else if (verb == "show") {
-    r = Show(args, false);
-  } else if (verb == "manifest") {
-    r = Show(args, true);
+  } else if (verb == "show" || verb == "manifest") {
+    r = Show(args, verb == "manifest");
+    // A run whose events this turn has staged is shown as they make it, so
+    // the answer waits for their commit: a client never reads a state that a
+    // crash before the commit would take back (and `events` then lists them).
+    if (const std::string run_id = args.value("run_id", ""); r.ok() && turn_.staged.count(run_id))
+      deferred = run_id;
   } else if (verb == "events") {
     r = Events(args);
   } else if (verb == "runs") {

@@ -233,6 +233,29 @@ TEST_F(CustomKindsTest, FanoutRunSurvivesRejectedInputsStagedInTheSameTurn) {
   EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
 }
 
+// A run shown in the turn that staged its events is answered after their
+// commit: both requests below reach the loop's first turn together, and the
+// show's answer follows the submission's, which is sent once its events are
+// durable. (Were the show answered at once, it would come first, from a state
+// the store did not hold yet.)
+TEST_F(CustomKindsTest, AShowOfEventsStagedInTheSameTurnIsAnsweredAfterTheirCommit) {
+  Send("submit", json{{"kind", bench::kFanoutKind}, {"run_id", "fan2"}, {"spec", {{"tasks", 2}}}});
+  Send("show", json{{"run_id", "fan2"}});
+  StartBroker();
+  proto::ClientResponse first = Recv();
+  ASSERT_TRUE(first.ok()) << first.error();
+  const json submitted = json::parse(first.body_json());
+  EXPECT_EQ(submitted, json({{"run_id", "fan2"}})) << "the submission's answer comes first: " << submitted.dump();
+  proto::ClientResponse second = Recv();
+  ASSERT_TRUE(second.ok()) << second.error();
+  const json shown = json::parse(second.body_json());
+  EXPECT_EQ(shown.value("kind", ""), bench::kFanoutKind) << shown.dump();
+  EXPECT_EQ(shown.value("state", ""), "running") << shown.dump();
+  // What was shown is in the store.
+  const json evs = Call("events", json{{"run_id", "fan2"}})["events"];
+  EXPECT_GE(evs.size(), 3u) << evs.dump();
+}
+
 TEST_F(CustomKindsTest, VerifyIsAnsweredByItsOwnThreadAfterRequestsQueuedBehindIt) {
   // Both queued before the loop's first turn: the ping is answered in the
   // turn, the verify only once the runner has replayed the store.
