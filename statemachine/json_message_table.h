@@ -5,8 +5,9 @@
 // payloads and results).
 //
 // Judging (Judge) is protobuf's JSON parse of the text into a message of the
-// key's type (field names as written in the .proto), after a check that the
-// keys the file marks as needed are present (JSON null counts as present).
+// key's type (field names as written in the .proto, bools as true or false),
+// after a check that the keys the file marks as needed are present (JSON null
+// counts as present).
 // Callers word the complaint for their document (event, payload, spec...).
 // Pure: no I/O; immutable after construction, so thread-safe.
 #pragma once
@@ -53,8 +54,10 @@ class JsonMessageTable {
 
   // Parses text into out; the parser's complaint when it does not fit. Unless
   // unknown keys are tolerated, a key must be a field's name as written in
-  // the .proto (protobuf's parser would also take its lowerCamelCase form);
-  // `parsed`, when given, is the text already parsed (saves a second parse).
+  // the .proto (protobuf's parser would also take its lowerCamelCase form).
+  // Always, a bool must be true, false or null (the parser would also take
+  // "yes" or "1" as true). `parsed`, when given, is the text already parsed
+  // (saves a second parse).
   static std::optional<std::string> Parse(std::string_view text, google::protobuf::Message& out,
                                           bool tolerate_unknown_keys, const nlohmann::json* parsed = nullptr);
 
