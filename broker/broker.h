@@ -76,6 +76,7 @@ class Broker {
   struct Reply {
     std::string identity;
     proto::ClientResponse response;
+    bool read = false;  // a show or manifest waiting for the commit of what it shows
   };
   // Decisions of one loop turn, committed together in one synced batch.
   struct Turn {

@@ -100,7 +100,7 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
   if (opts_.metrics) opts_.metrics->ClientAnswered(verb, r.ok());
   if (deferred == kVerifyLater) verify_queued_.back().identity = identity;  // answered by the runner
   else if (deferred.empty()) ReplyNow(identity, r);
-  else turn_.replies.push_back({deferred, Reply{identity, r}});
+  else turn_.replies.push_back({deferred, Reply{identity, r, verb == "show" || verb == "manifest"}});
 }
 
 proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, std::string* deferred_run) {

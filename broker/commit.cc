@@ -270,7 +270,9 @@ void Broker::Commit() {
     if (auto it = failed.find(run_id); it != failed.end()) {
       reply.response.set_ok(false);
       reply.response.set_exit_code(2);
-      reply.response.set_error("could not record the change: " + it->second.ToString());
+      reply.response.set_error(reply.read ? "the run's latest changes could not be recorded, so what they showed "
+                                            "is not given: " + it->second.ToString() + "; ask again"
+                                          : "could not record the change: " + it->second.ToString());
       reply.response.clear_body_json();
     }
     ReplyNow(reply.identity, reply.response);

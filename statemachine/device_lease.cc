@@ -56,11 +56,12 @@ bool IsLeaseProbe(const TaskInfo& task) {
 
 void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const TaskResult& result) {
   const RunState& s = d.state();
-  const auto& probe = result.As<results::ProbeNpuSmiResult>();
+  const auto& probe = result.Required<results::ProbeNpuSmiResult>();
   const std::optional<DeviceNeed> need = kind.DevicesNeeded(s);
   const int count = need ? need->count : 0;
   json busy = json::array();
-  for (const auto& b : probe.busy_devices()) busy.push_back(b.logical_id());
+  for (const auto& b : probe.busy_devices())
+    if (b.has_logical_id()) busy.push_back(b.logical_id());
   d.Emit(kDevicesRequested, json{{"machine", s.machine},
                                  {"devices", nullptr},
                                  {"count", count},
@@ -157,7 +158,7 @@ bool IsQuarantineProbe(const TaskInfo& task) {
 }
 
 void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {
-  const auto& probe = result.As<results::ProbeNpuSmiResult>();
+  const auto& probe = result.Required<results::ProbeNpuSmiResult>();
   const json checked = task.payload.value("devices", json::array());
   const std::set<int64_t> free(probe.free_devices().begin(), probe.free_devices().end());
   json idle = json::array(), busy = json::array();
@@ -169,7 +170,7 @@ void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskRes
     }
     std::string reason = "not listed free by npu-smi";
     for (const auto& b : probe.busy_devices())
-      if (b.logical_id() == dev.get<int64_t>() && !b.reason().empty()) reason = b.reason();
+      if (b.has_logical_id() && b.logical_id() == dev.get<int64_t>() && !b.reason().empty()) reason = b.reason();
     busy.push_back({{"device", dev}, {"reason", reason}});
   }
   d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine}, {"devices", checked}, {"idle", idle},

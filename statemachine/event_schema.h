@@ -5,8 +5,9 @@
 // A payload that is not a JSON object, lacks a (required) key, or holds a key
 // of the wrong type is Corruption naming the event type and the key. With
 // UnknownKeys::kReject a key the message does not declare is Corruption too
-// (`npuprof verify`, `import`); the fold that rebuilds a run uses kTolerate
-// (a newer writer may have added a key). The kinds' own events are judged
+// (`npuprof verify`, `import`); kTolerate passes over such keys (a newer
+// writer may have added one). The fold that rebuilds a run judges no event
+// payload: it decodes the run's spec (typed_spec.h). The kinds' own events are judged
 // the same way against proto/kind_events.proto (one message per type, named
 // as the type); their kinds' folds read them. An event type in neither file
 // (a kind registered by a test or a plugin) passes.

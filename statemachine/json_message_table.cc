@@ -61,23 +61,20 @@ bool NotABool(const nlohmann::json& v) { return !v.is_null() && !v.is_boolean();
 
 // The first key below `j` (the JSON of a message d) that the parser would
 // read other than as written, "" when there is none:
-// * unless names are tolerated, a key that is not one of the fields' names as
-//   written in the .proto ("a.b" for a nested one), with the name to write
-//   instead when the key is the field's lowerCamelCase JSON name;
+// * a key that is not one of the fields' names as written in the .proto
+//   ("a.b" for a nested one), with the name to write instead when the key is
+//   the field's lowerCamelCase JSON name;
 // * a bool field holding anything but true, false or null.
 // Values of well-known types (Struct, Value, ...) are documents of their own
 // and are not looked into.
-std::string Misread(const nlohmann::json& j, const pb::Descriptor& d, const std::string& at, bool check_names) {
+std::string Misread(const nlohmann::json& j, const pb::Descriptor& d, const std::string& at) {
   if (!j.is_object() || WellKnown(d)) return "";
   for (const auto& [key, value] : j.items()) {
     const pb::FieldDescriptor* f = d.FindFieldByName(key);
     if (f == nullptr) {
       const pb::FieldDescriptor* json_named = d.FindFieldByCamelcaseName(key);
-      if (check_names)
-        return json_named ? fmt::format("{}{}: write the field's name, {}", at, key, json_named->name())
-                          : fmt::format("{}{}: no such field", at, key);
-      if (json_named == nullptr) continue;  // passed over by the parser too
-      f = json_named;
+      return json_named ? fmt::format("{}{}: write the field's name, {}", at, key, json_named->name())
+                        : fmt::format("{}{}: no such field", at, key);
     }
     const std::string here = at + key;
     if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_BOOL) {
@@ -92,15 +89,15 @@ std::string Misread(const nlohmann::json& j, const pb::Descriptor& d, const std:
       const pb::FieldDescriptor* v = f->message_type()->map_value();
       if (v->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE || !value.is_object()) continue;
       for (const auto& [k, item] : value.items())
-        if (std::string bad = Misread(item, *v->message_type(), here + "." + k + ".", check_names); !bad.empty())
+        if (std::string bad = Misread(item, *v->message_type(), here + "." + k + "."); !bad.empty())
           return bad;
     } else if (f->is_repeated()) {
       if (!value.is_array()) continue;
       for (size_t i = 0; i < value.size(); ++i)
-        if (std::string bad = Misread(value[i], *f->message_type(), fmt::format("{}[{}].", here, i), check_names);
+        if (std::string bad = Misread(value[i], *f->message_type(), fmt::format("{}[{}].", here, i));
             !bad.empty())
           return bad;
-    } else if (std::string bad = Misread(value, *f->message_type(), here + ".", check_names); !bad.empty()) {
+    } else if (std::string bad = Misread(value, *f->message_type(), here + "."); !bad.empty()) {
       return bad;
     }
   }
@@ -115,16 +112,18 @@ std::optional<std::string> JsonMessageTable::Parse(std::string_view text, pb::Me
   options.ignore_unknown_fields = tolerate_unknown_keys;
   const auto st = pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &out, options);
   if (!st.ok()) return std::string(st.message());
+  // A document read as stored (unknown keys tolerated) is read as the parser
+  // reads it: an older npuprof stored what it judged then.
+  if (tolerate_unknown_keys) return std::nullopt;
   // protobuf's parser also takes a field's lowerCamelCase name, and a bool
-  // written as a string: a key must be written as the .proto names it (unless
-  // unknown keys are tolerated) and a bool as true or false, so that what is
-  // stored is what is read.
-  nlohmann::json own;
-  if (parsed == nullptr) {
-    own = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    parsed = &own;
+  // written as a string: a key must be written as the .proto names it and a
+  // bool as true or false, so that what is stored is what is read.
+  if (parsed != nullptr) {
+    if (std::string bad = Misread(*parsed, *out.GetDescriptor(), ""); !bad.empty()) return bad;
+    return std::nullopt;
   }
-  if (std::string bad = Misread(*parsed, *out.GetDescriptor(), "", !tolerate_unknown_keys); !bad.empty()) return bad;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (std::string bad = Misread(j, *out.GetDescriptor(), ""); !bad.empty()) return bad;
   return std::nullopt;
 }
 

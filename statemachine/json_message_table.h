@@ -53,11 +53,11 @@ class JsonMessageTable {
                               bool tolerate_unknown_keys, google::protobuf::Message* out = nullptr) const;
 
   // Parses text into out; the parser's complaint when it does not fit. Unless
-  // unknown keys are tolerated, a key must be a field's name as written in
-  // the .proto (protobuf's parser would also take its lowerCamelCase form).
-  // Always, a bool must be true, false or null (the parser would also take
-  // "yes" or "1" as true). `parsed`, when given, is the text already parsed
-  // (saves a second parse).
+  // unknown keys are tolerated (a document read as stored), a key must be a
+  // field's name as written in the .proto (protobuf's parser would also take
+  // its lowerCamelCase form) and a bool true, false or null (the parser
+  // would also take "yes" or "1" as true). `parsed`, when given, is the text
+  // already parsed (saves a second parse).
   static std::optional<std::string> Parse(std::string_view text, google::protobuf::Message& out,
                                           bool tolerate_unknown_keys, const nlohmann::json* parsed = nullptr);
 

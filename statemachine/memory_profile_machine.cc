@@ -367,6 +367,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     Record(d, step, json{{"hbm", answer.value("hbm", json::object())}, {"source", "npu_smi"},
                          {"blob", BlobOf(task, file)}, {"file", file}});
   } else if (task.kind == kServiceLaunchTask) {
+    (void)result.Required<results::ServiceLaunchResult>();  // where the service runs: the next steps need it
     Record(d, "service", ServiceRecordFromLaunch(task.payload, answer));
   } else if (task.kind == kServiceWaitReadyTask) {
     json r = answer;
@@ -384,8 +385,9 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     Record(d, "inference", r);
   } else if (task.kind == kServiceStopTask) {
     Record(d, "stopped", answer);
+    // An answer that does not say is read as stopped, as ServiceOf shows it.
     const auto& stop = result.As<results::ServiceStopResult>();
-    if (!stop.stopped() && !stop.already_gone())
+    if (stop.has_stopped() && !stop.stopped() && !stop.already_gone())
       Failing(d, "the service could not be stopped: " + answer.dump(-1, ' ', false, json::error_handler_t::replace));
   } else if (task.kind == kMemWeightsTask) {
     const auto& found = result.As<results::MemoryWeightsResult>();

@@ -162,7 +162,7 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
     }
     d.Transition("waiting_ready");
     const tasks::ServiceWaitReady wait =
-        BuildWaitReadyPayload(task.payload, result.As<results::ServiceLaunchResult>(), d.now_ms());
+        BuildWaitReadyPayload(task.payload, result.Required<results::ServiceLaunchResult>(), d.now_ms());
     d.Schedule(wait);
     d.ScheduleTimer(kHealthDeadline, wait.health_timeout_s() * 1000 + kHealthTimerSlackMs);
     return;

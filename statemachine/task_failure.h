@@ -20,6 +20,8 @@ class TaskFailure {
  public:
   explicit TaskFailure(const nlohmann::json& recorded)
       : recorded_(recorded), error_kind_(Text(recorded, "error_kind")), error_(Text(recorded, "error")) {}
+  // It refers to the recorded payload: never to a temporary.
+  explicit TaskFailure(nlohmann::json&&) = delete;
 
   // The TaskFailed payload as recorded.
   const nlohmann::json& recorded() const { return recorded_; }

@@ -39,9 +39,24 @@ class TaskResult {
   TaskResult(std::string task_kind, const nlohmann::json& recorded,
              std::shared_ptr<const google::protobuf::Message> typed)
       : task_kind_(std::move(task_kind)), recorded_(recorded), typed_(std::move(typed)) {}
+  // It refers to the recorded JSON: never to a temporary.
+  TaskResult(std::string, nlohmann::json&&, std::shared_ptr<const google::protobuf::Message>) = delete;
 
   // The result as the TaskSucceeded event records it.
   const nlohmann::json& recorded() const { return recorded_; }
+  // Whether the success carried no result (null or {}).
+  bool empty() const { return recorded_.is_null() || (recorded_.is_object() && recorded_.empty()); }
+  // The message of a success the kind cannot act on without an answer (a
+  // launch must say where its service runs): an empty one throws
+  // std::logic_error, so the task fails (kind_failed) and the kind's failure
+  // path runs its cleanup.
+  template <class M>
+  const M& Required() const {
+    if (empty())
+      throw std::logic_error("a " + task_kind_ + " task succeeded without a result, and the run cannot go on "
+                             "without its answer");
+    return As<M>();
+  }
 
   template <class M>
   const M& As() const {

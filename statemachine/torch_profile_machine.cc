@@ -235,7 +235,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kServiceLaunchTask) {
     if (s.cancel_requested) return BeginCleanup(d, "cancelled");
-    d.Schedule(BuildWaitReadyPayload(task.payload, result.As<results::ServiceLaunchResult>(), d.now_ms()));
+    d.Schedule(BuildWaitReadyPayload(task.payload, result.Required<results::ServiceLaunchResult>(), d.now_ms()));
     return;
   }
   if (task.kind == kServiceWaitReadyTask) {

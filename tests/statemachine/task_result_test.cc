@@ -73,6 +73,31 @@ TEST(TaskResult, AsTheWrongMessageIsAKindsBugNamingBoth) {
   EXPECT_THROW((void)untyped.As<results::ServiceStopResult>(), std::logic_error);
 }
 
+// A launch or a probe that succeeded without saying anything leaves the kind
+// nothing to act on: Required throws, so the task fails (kind_failed) and the
+// kind's cleanup runs; As still reads the empty message.
+TEST(TaskResult, RequiredRefusesASuccessThatCarriedNoResult) {
+  for (const json& none : {json(nullptr), json::object()}) {
+    auto decoded = DecodeTaskResult("service.launch", none);
+    ASSERT_TRUE(decoded.ok());
+    const TaskResult result("service.launch", none, *decoded);
+    EXPECT_TRUE(result.empty());
+    EXPECT_EQ(result.As<results::ServiceLaunchResult>().pid(), 0);
+    try {
+      (void)result.Required<results::ServiceLaunchResult>();
+      ADD_FAILURE() << "an empty launch result was taken: " << none;
+    } catch (const std::logic_error& e) {
+      EXPECT_NE(std::string(e.what()).find("service.launch task succeeded without a result"), std::string::npos)
+          << e.what();
+    }
+  }
+  const json said = {{"runtime_dir", "/rt"}};
+  auto decoded = DecodeTaskResult("service.launch", said);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(TaskResult("service.launch", said, *decoded).Required<results::ServiceLaunchResult>().runtime_dir(),
+            "/rt");
+}
+
 TEST(TaskResult, ARecordedResultDecodesAsTheStateKeepsIt) {
   TaskInfo launch;
   launch.kind = "service.launch";
@@ -107,12 +132,15 @@ TEST(TaskFailure, ReadsTheTwoTextsAndKeepsThePayload) {
   EXPECT_EQ(failure.error(), "connection reset");
   EXPECT_EQ(failure.Text(), "ssh_failed: connection reset");
   EXPECT_EQ(&failure.recorded(), &recorded);
-  EXPECT_EQ(TaskFailure(json{{"error", "lost"}}).Text(), "lost") << "no class: the sentence alone";
+  const json lost = {{"error", "lost"}};
+  EXPECT_EQ(TaskFailure(lost).Text(), "lost") << "no class: the sentence alone";
   // What is not a string is no text: never an exception.
-  const TaskFailure odd(json{{"error_kind", 3}, {"error", nullptr}});
+  const json odd_payload = {{"error_kind", 3}, {"error", nullptr}};
+  const TaskFailure odd(odd_payload);
   EXPECT_EQ(odd.error_kind(), "");
   EXPECT_EQ(odd.error(), "");
-  EXPECT_EQ(TaskFailure(json::array()).Text(), "");
+  const json not_an_object = json::array();
+  EXPECT_EQ(TaskFailure(not_an_object).Text(), "");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
@@ -489,6 +490,16 @@ TEST(TorchProfileFlow, StartProfile500StopsServiceAndFails) {
   EXPECT_EQ(f.PendingCount(kTpListDirsTask), 0);
   EXPECT_NE(f.Manifest()["step_errors"].dump().find("/start_profile answered HTTP 500"), std::string::npos)
       << f.Manifest()["step_errors"];
+}
+
+// A launch that succeeded without a result says nothing of where its service
+// runs: the decision refuses it (the broker then fails the task, kind_failed,
+// and the cleanup stops the service by the payload's runtime dir).
+TEST(TorchProfileFlow, ALaunchSuccessWithoutAResultIsNotActedOn) {
+  Flow f;
+  ASSERT_EQ(f.Submit(BaseSpec()), "");
+  EXPECT_THROW(f.Result(kServiceLaunchTask, json::object()), std::logic_error);
+  EXPECT_EQ(f.PendingCount(kServiceWaitReadyTask), 0) << "nothing was scheduled from an empty answer";
 }
 
 // A control step that got no answer at all (status null) is read from its
