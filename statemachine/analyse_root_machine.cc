@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kind_data.pb.h"
 #include "run_specs.pb.h"
 
 #include "statemachine/spec_checks.h"
@@ -10,6 +11,7 @@
 #include "statemachine/torch_profile_machine.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
+#include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
@@ -26,8 +28,9 @@ void FinishAnalysis(Decision& d) {
                                 {"expected_ranks", expected},
                                 {"remote_profile_root", a["remote_profile_root"]}});
   std::vector<std::string> parts;
-  for (const auto& e : d.state().data.value("errors", json::array()))
-    parts.push_back(fmt::format("{}: {}", e.value("step", ""), e.value("error", "")));
+  const auto data = DataOf<kind_data::AnalyseRootData>(d.state());
+  for (const auto& e : data.errors())
+    parts.push_back(fmt::format("{}: {}", e.step(), e.error()));
   const std::string status = a["analysis_status"].is_string() ? a["analysis_status"].get<std::string>() : "";
   if (status == "ok" && parts.empty()) return d.Finish(RunStatus::kOk);
   if (status != "ok") parts.push_back(fmt::format("analysis gate: {}; re-collect required", status));

@@ -89,4 +89,20 @@ Status CheckKindData(std::string_view kind, const json& data) {
   return Status::Ok();
 }
 
+Status DecodeKindData(std::string_view kind, const json& data, pb::Message& out) {
+  const pb::Message* prototype = Data().Prototype(kind);
+  if (prototype == nullptr || prototype->GetDescriptor() != out.GetDescriptor())
+    return Status::Internal(fmt::format("the {} data was read as {}, but proto/kind_data.proto declares {} for that kind",
+                                        kind, out.GetDescriptor()->full_name(),
+                                        prototype ? prototype->GetDescriptor()->full_name() : std::string("none")));
+  out.Clear();
+  if (data.is_null() || (data.is_object() && data.empty())) return Status::Ok();
+  if (!data.is_object())
+    return Status::Corruption(fmt::format("the {} data is not a JSON object (proto/kind_data.proto)", kind));
+  if (auto misfit = Data().Judge(kind, data, "", /*tolerate_unknown_keys=*/true, &out))
+    return Status::Corruption(fmt::format("the {} data cannot be read as {} (proto/kind_data.proto): {}", kind,
+                                          prototype->GetDescriptor()->name(), misfit->why));
+  return Status::Ok();
+}
+
 }  // namespace npuprof::sm

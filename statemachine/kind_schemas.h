@@ -50,5 +50,11 @@ std::vector<std::string> KindDataKinds();
 std::string DataKindOf(const google::protobuf::Descriptor& message);
 // Status::Corruption naming the key when `data` does not fit kind's message.
 Status CheckKindData(std::string_view kind, const nlohmann::json& data);
+// Reads `data` (a run's RunState.data) into `out`, which must be kind's data
+// message (else Status::Internal): keys the message does not declare are
+// passed over (an older fold's; `verify` reports them), a value of the wrong
+// type is Corruption naming the key. An empty or null document reads as the
+// empty message. The reader a kind uses is DataOf (typed_data.h).
+Status DecodeKindData(std::string_view kind, const nlohmann::json& data, google::protobuf::Message& out);
 
 }  // namespace npuprof::sm

@@ -209,7 +209,7 @@ void Schedule(Decision& d, const std::string& step) {
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
     const bool force = s.cancel_requested || s.data.contains("stop_escalated");
     // A standalone step (memory_profile_steps.cc): the spec holds stop_grace_s.
-    tasks::ServiceStop p = BuildStopPayload(rt, Field(svc, "pid"), force, Spec(s).stop_grace_s());
+    tasks::ServiceStop p = BuildStopPayload(rt, IntField(svc, "pid"), force, Spec(s).stop_grace_s());
     // The graceful stop already sent SIGINT and SIGTERM and waited out both
     // graces: the escalation goes straight to SIGKILL (a hung msprof would
     // otherwise cost both graces again).

@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include "common/json_field.h"
+#include "kind_data.pb.h"
 #include "run_specs.pb.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 #include "statemachine/task_policies.h"
+#include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
@@ -33,6 +35,14 @@ constexpr const char* kNeverLaunched = "the service was never launched (nothing 
 // replace the decoded message).
 const run_specs::ServeSpec& Spec(const RunState& s) { return SpecOf<run_specs::ServeSpec>(s); }
 
+// What the run has folded of its own events, read once per decision.
+using ServeData = kind_data::ServeData;
+ServeData Data(const RunState& s) { return DataOf<ServeData>(s); }
+
+std::optional<int64_t> PidOf(const ServeData::Service& svc) {
+  return svc.has_pid() ? std::optional<int64_t>(svc.pid()) : std::nullopt;
+}
+
 int ReasonRank(const std::string& r) { return r == "failure" ? 3 : r == "cancel" ? 2 : r == "user" ? 1 : 0; }
 
 
@@ -43,32 +53,30 @@ void StartWatch(Decision& d) {
   const RunState& s = d.state();
   const int64_t poll_s = Spec(s).watch_poll_s();
   if (poll_s <= 0) return;
-  const json svc = s.data.value("service", json::object());
-  d.Schedule(BuildWatchPayload(svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), poll_s),
-             ServeWatchPolicy(poll_s));
+  const ServeData::Service svc = Data(s).service();
+  d.Schedule(BuildWatchPayload(svc.runtime_dir(), PidOf(svc), poll_s), ServeWatchPolicy(poll_s));
 }
-
-std::string CurrentReason(const RunState& s) { return s.data.value("stop", json::object()).value("reason", ""); }
 
 // Records a stop request, keeping the stronger reason and force.
 void RequestStop(Decision& d, const std::string& reason, bool force, bool deferred) {
-  const json cur = d.state().data.value("stop", json::object());
-  const std::string r = ReasonRank(cur.value("reason", "")) >= ReasonRank(reason) ? cur.value("reason", reason) : reason;
+  const ServeData data = Data(d.state());
+  const auto& cur = data.stop();
+  const bool has_reason = data.has_stop() && ReasonRank(cur.reason()) >= ReasonRank(reason);
   d.Emit(kServiceStopRequested,
-         json{{"reason", r}, {"force", force || cur.value("force", false)}, {"deferred", deferred}});
+         json{{"reason", has_reason ? cur.reason() : reason}, {"force", force || cur.force()}, {"deferred", deferred}});
 }
 
 // Schedules service.stop for what is known of the service (pid may be unknown:
 // the handler then reads the runtime dir's pid file).
 void ScheduleStop(Decision& d) {
   const RunState& s = d.state();
-  const json svc = s.data.value("service", json::object());
+  const ServeData data = Data(s);
+  const ServeData::Service& svc = data.service();
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
-  const std::string rt = svc.value("runtime_dir", launch ? launch->payload.value("runtime_dir", "") : "");
-  if (s.state != "stopping") d.Transition("stopping", CurrentReason(s));
-  d.Schedule(BuildStopPayload(rt, svc.value("pid", json(nullptr)),
-                              s.data.value("stop", json::object()).value("force", false),
-                              Spec(s).stop_grace_s()));
+  // Before ServiceLaunched the service record is absent: the launch payload says where it runs.
+  const std::string rt = data.has_service() ? svc.runtime_dir() : launch ? StrField(launch->payload, "runtime_dir") : "";
+  if (s.state != "stopping") d.Transition("stopping", data.stop().reason());
+  d.Schedule(BuildStopPayload(rt, PidOf(svc), data.stop().force(), Spec(s).stop_grace_s()));
 }
 
 void StartStop(Decision& d, const std::string& reason, bool force) {
@@ -77,9 +85,9 @@ void StartStop(Decision& d, const std::string& reason, bool force) {
 }
 
 std::string FailureError(const RunState& s) {
-  const json f = s.data.value("failure", json::object());
-  std::string e = fmt::format("{}: {}", f.value("kind", "error"), f.value("error", ""));
-  const std::string hint = f.value("env_hint", "");
+  const kind_events::ServiceFailed f = Data(s).failure();
+  std::string e = fmt::format("{}: {}", f.kind().empty() ? "error" : f.kind(), f.error());
+  const std::string& hint = f.env_hint();
   if (!hint.empty() && e.find(hint) == std::string::npos) e += " (hint: " + hint + ")";
   return e;
 }
@@ -87,8 +95,9 @@ std::string FailureError(const RunState& s) {
 // Ends the run after the service is known stopped (or known never started).
 void FinishByReason(Decision& d, const std::string& extra_error = "") {
   const RunState& s = d.state();
-  const std::string reason = CurrentReason(s);
-  const bool failed = s.data.contains("failure");
+  const ServeData data = Data(s);
+  const std::string& reason = data.stop().reason();
+  const bool failed = data.has_failure();
   std::string err = failed ? FailureError(s) : "";
   if (!extra_error.empty()) err = err.empty() ? extra_error : err + "; " + extra_error;
   if (failed || (!extra_error.empty() && reason != "cancel")) return d.Finish(RunStatus::kFailed, err);
@@ -155,10 +164,11 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
     json rec = ServiceRecordFromLaunch(task.payload, result.recorded());
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
     d.Emit(kServiceLaunched, rec);
-    if (d.state().cancel_requested || d.state().data.contains("stop")) {
-      const json stop = d.state().data.value("stop", json::object());
-      return StartStop(d, d.state().cancel_requested ? "cancel" : stop.value("reason", "user"),
-                       d.state().cancel_requested || stop.value("force", false));
+    const ServeData data = Data(d.state());
+    if (d.state().cancel_requested || data.has_stop()) {
+      const std::string& asked = data.stop().reason().empty() ? "user" : data.stop().reason();
+      return StartStop(d, d.state().cancel_requested ? "cancel" : asked,
+                       d.state().cancel_requested || data.stop().force());
     }
     d.Transition("waiting_ready");
     const tasks::ServiceWaitReady wait =
@@ -185,7 +195,7 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
     json rec = result.recorded();
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
     d.Emit(kServiceStopped, rec);
-    const bool never = result.As<results::ServiceStopResult>().never_started() && d.state().data.contains("failure");
+    const bool never = result.As<results::ServiceStopResult>().never_started() && Data(d.state()).has_failure();
     FinishByReason(d, never ? kNeverLaunched : "");
   }
 }
@@ -218,16 +228,15 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFai
            json{{"error_kind", failure.error_kind()}, {"error", failure.error()},
                 {"force", task.payload.value("force", false)},
                 {"result", failure.recorded().value("result", json(nullptr))}});
-    const json stop = d.state().data.value("stop", json::object());
+    const ServeData data = Data(d.state());
     // A stronger stop (force) was asked for while this one ran: do it now.
-    if (stop.value("force", false) && !task.payload.value("force", false)) return ScheduleStop(d);
-    if (CurrentReason(d.state()) == "user" && !d.state().cancel_requested) {
+    if (data.stop().force() && !task.payload.value("force", false)) return ScheduleStop(d);
+    if (data.stop().reason() == "user" && !d.state().cancel_requested) {
       d.Transition("ready", "stop did not end the service: " + failure.error());
       return;
     }
-    const json svc = d.state().data.value("service", json::object());
-    const std::string which = svc.contains("pid") && !svc["pid"].is_null()
-                                  ? fmt::format("the service (pid {})", svc["pid"].dump())
+    const std::string which = data.service().has_pid()
+                                  ? fmt::format("the service (pid {})", data.service().pid())
                                   : fmt::format("a service in {} (pid unknown)", task.payload.value("runtime_dir", ""));
     FinishByReason(d, fmt::format("{} may still be running: {}: {}", which, failure.error_kind(), failure.error()));
   }
@@ -260,7 +269,7 @@ void ServeMachine::OnSignal(Decision& d, const std::string& name, const json& pa
     d.AbandonOutstanding("stop requested");
     return StartStop(d, "user", force);
   }
-  if (st == "stopping" && force && !d.state().data.value("stop", json::object()).value("force", false))
+  if (st == "stopping" && force && !Data(d.state()).stop().force())
     RequestStop(d, "user", true, false);  // used when the running stop does not end it
 }
 

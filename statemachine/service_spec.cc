@@ -285,18 +285,19 @@ tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const 
   return p;
 }
 
-tasks::ServiceWatch BuildWatchPayload(const std::string& runtime_dir, const json& pid, int64_t poll_s) {
+tasks::ServiceWatch BuildWatchPayload(const std::string& runtime_dir, std::optional<int64_t> pid, int64_t poll_s) {
   tasks::ServiceWatch p;
   p.set_runtime_dir(runtime_dir);
-  if (pid.is_number_integer()) p.set_pid(pid.get<int64_t>());
+  if (pid) p.set_pid(*pid);
   p.set_poll_s(poll_s);
   return p;
 }
 
-tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, const json& pid, bool force, int64_t grace_s) {
+tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, std::optional<int64_t> pid, bool force,
+                                    int64_t grace_s) {
   tasks::ServiceStop p;
   p.set_runtime_dir(runtime_dir);
-  if (pid.is_number_integer()) p.set_pid(pid.get<int64_t>());
+  if (pid) p.set_pid(*pid);
   p.set_force(force);
   p.set_grace_s(grace_s);
   return p;

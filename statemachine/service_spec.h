@@ -105,10 +105,12 @@ tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const 
 bool LaunchStartedNothing(const TaskInfo& launch);
 
 // service.watch payload: poll the process group of pid every poll_s seconds.
-tasks::ServiceWatch BuildWatchPayload(const std::string& runtime_dir, const json& pid, int64_t poll_s);
+tasks::ServiceWatch BuildWatchPayload(const std::string& runtime_dir, std::optional<int64_t> pid, int64_t poll_s);
 
-// service.stop payload. pid may be null: the handler then reads <runtime>/pid.
-tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, const json& pid, bool force, int64_t grace_s);
+// service.stop payload. pid may be unknown (nullopt): the handler then reads
+// <runtime>/pid.
+tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, std::optional<int64_t> pid, bool force,
+                                    int64_t grace_s);
 
 // The service state record (model, served name, tp, dp, devices, env,
 // extra args, port, pid, runtime dir, logs, wrap script, serve argv) from a

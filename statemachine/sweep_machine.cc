@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 
 #include "common/json_field.h"
+#include "kind_data.pb.h"
 #include "run_specs.pb.h"
 #include "statemachine/event_types.h"
 #include "statemachine/kind_schemas.h"
 #include "statemachine/spec_checks.h"
+#include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
@@ -24,26 +26,41 @@ std::string PointText(const json& point) {
   return out.empty() ? "{}" : out;
 }
 
-const json& Children(const RunState& s) {
-  static const json empty = json::array();
-  auto it = s.data.find("children");
-  return it != s.data.end() && it->is_array() ? *it : empty;
+using Child = kind_data::SweepData::Child;
+using ChildList = google::protobuf::RepeatedPtrField<Child>;
+
+// The children as the fold recorded them (ChildRunRequested, in point order).
+// In a decision, data that does not decode throws (DataOf); for the broker's
+// helpers and the projections it reads as no children, the problem `verify`
+// names.
+ChildList Children(const RunState& s) { return DataOf<kind_data::SweepData>(s).children(); }
+ChildList ChildrenOrNone(const RunState& s) {
+  auto data = ReadData<kind_data::SweepData>(s);
+  return data.ok() ? data->children() : ChildList();
 }
 
-bool Finished(const json& child) {
-  const std::string st = child.value("status", "requested");
-  return st != "requested";
+// The fold writes "requested" until the child's end is known.
+bool Finished(const Child& child) { return !child.status().empty() && child.status() != "requested"; }
+
+// A child's grid point, from the spec as stored (a Struct would turn its
+// integers into doubles).
+const json& PointOf(const RunState& s, const Child& c) {
+  static const json none = json::object();
+  const json& points = ArrField(s.spec, "points");
+  const auto i = static_cast<size_t>(c.index());
+  return c.index() >= 0 && i < points.size() && points[i].is_object() && points[i].contains("point")
+             ? points[i]["point"]
+             : none;
 }
 
 // The sweep's verdict from its children (only meaningful once all ended).
-std::string Verdict(const RunState& s) {
+std::string Verdict(const RunState& s, const ChildList& ch) {
   if (s.cancel_requested) return "cancelled";
-  const json& ch = Children(s);
   if (ch.empty()) return s.terminal ? "failed" : "running";
-  size_t ok = 0, done = 0;
+  int ok = 0, done = 0;
   for (const auto& c : ch) {
     done += Finished(c) ? 1 : 0;
-    ok += c.value("status", "") == "ok" ? 1 : 0;
+    ok += c.status() == "ok" ? 1 : 0;
   }
   if (done < ch.size()) return "running";
   return ok == ch.size() ? "ok" : "partial";
@@ -51,19 +68,18 @@ std::string Verdict(const RunState& s) {
 
 void FinishIfAllEnded(Decision& d) {
   const RunState& s = d.state();
-  const json& ch = Children(s);
+  const ChildList ch = Children(s);
   for (const auto& c : ch)
     if (!Finished(c)) return;
-  const std::string v = Verdict(s);
+  const std::string v = Verdict(s, ch);
   if (v == "cancelled")
     return d.Finish(RunStatus::kCancelled, "cancelled by request (every unfinished point was cancelled)");
   if (v == "ok") return d.Finish(RunStatus::kOk);
   std::vector<std::string> parts;
   size_t ok = 0;
   for (const auto& c : ch) {
-    ok += c.value("status", "") == "ok" ? 1 : 0;
-    parts.push_back(fmt::format("{} ({}): {}", c.value("run_id", ""), PointText(c.value("point", json::object())),
-                                c.value("status", "")));
+    ok += c.status() == "ok" ? 1 : 0;
+    parts.push_back(fmt::format("{} ({}): {}", c.run_id(), PointText(PointOf(s, c)), c.status()));
   }
   d.Finish(RunStatus::kFailed, fmt::format("partial: {} of {} points ok; {}", ok, ch.size(), fmt::join(parts, "; ")));
 }
@@ -86,10 +102,10 @@ std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::st
   // A point's child spec is copied from the JSON spec as stored (a Struct
   // would turn its integers into doubles).
   const json& points = ArrField(parent.spec, "points");
-  for (const auto& c : Children(parent)) {
-    if (c.value("run_id", "") != run_id) continue;
-    const size_t i = c.value("index", size_t{0});
-    if (!points.is_array() || i >= points.size() || !points[i].is_object()) return std::nullopt;
+  for (const auto& c : ChildrenOrNone(parent)) {
+    if (c.run_id() != run_id) continue;
+    const auto i = static_cast<size_t>(c.index());
+    if (c.index() < 0 || !points.is_array() || i >= points.size() || !points[i].is_object()) return std::nullopt;
     ChildRequest r{run_id, SpecOf<run_specs::SweepSpec>(parent).child_kind(), points[i].value("spec", json::object())};
     r.spec["sweep_run"] = parent.run_id;
     r.spec["sweep_point"] = points[i].value("point", json::object());
@@ -98,19 +114,23 @@ std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::st
   return std::nullopt;
 }
 
-bool HasChildRuns(const RunState& parent) { return !Children(parent).empty(); }
+bool HasChildRuns(const RunState& parent) {
+  // Any kind may ask for children: the key, not the kind's message, says so.
+  const json& children = Field(parent.data, "children");
+  return children.is_array() && !children.empty();
+}
 
 std::vector<ChildRequest> RequestedChildren(const RunState& parent) {
   std::vector<ChildRequest> out;
-  for (const auto& c : Children(parent))
-    if (auto r = RequestedChild(parent, c.value("run_id", ""))) out.push_back(std::move(*r));
+  for (const auto& c : ChildrenOrNone(parent))
+    if (auto r = RequestedChild(parent, c.run_id())) out.push_back(std::move(*r));
   return out;
 }
 
 std::vector<std::string> UnfinishedChildren(const RunState& parent) {
   std::vector<std::string> out;
-  for (const auto& c : Children(parent))
-    if (!Finished(c)) out.push_back(c.value("run_id", ""));
+  for (const auto& c : ChildrenOrNone(parent))
+    if (!Finished(c)) out.push_back(c.run_id());
   return out;
 }
 
@@ -210,7 +230,7 @@ void SweepMachine::OnSignal(Decision& d, const std::string& name, const json& pa
   if (name != ev::kSignalWatchedRunFinished) return;
   const std::string child = payload.value("run_id", "");
   bool known = false;
-  for (const auto& c : Children(d.state())) known |= c.value("run_id", "") == child && !Finished(c);
+  for (const auto& c : Children(d.state())) known |= c.run_id() == child && !Finished(c);
   if (!known) return;
   const json& summary = payload.value("summary", json::object());
   json rec = {{"run_id", child}, {"status", payload.value("status", "missing")}, {"state", payload.value("state", "")}};
@@ -262,24 +282,24 @@ json SweepMachine::Summary(const RunState& s) const {
   json children = json::array();
   size_t ok = 0;
   const json& points = ArrField(s.spec, "points");
-  if (Children(s).empty() && points.is_array()) {
+  const ChildList ch = ChildrenOrNone(s);
+  if (ch.empty() && points.is_array()) {
     for (size_t i = 0; i < points.size(); ++i)
       children.push_back({{"run_id", SweepChildId(s.run_id, i)},
                           {"point", points[i].value("point", json::object())},
                           {"status", "not submitted"}});
   }
-  for (const auto& c : Children(s)) {
-    json e = {{"run_id", c.value("run_id", "")}, {"point", c.value("point", json::object())},
-              {"status", c.value("status", "")}};
-    if (c.contains("error")) e["error"] = c["error"];
-    if (c.value("cancel_requested", false)) e["cancel_requested"] = true;
-    ok += c.value("status", "") == "ok" ? 1 : 0;
+  for (const auto& c : ch) {
+    json e = {{"run_id", c.run_id()}, {"point", PointOf(s, c)}, {"status", c.status()}};
+    if (!c.error().empty()) e["error"] = c.error();
+    if (c.cancel_requested()) e["cancel_requested"] = true;
+    ok += c.status() == "ok" ? 1 : 0;
     children.push_back(std::move(e));
   }
   j["children"] = std::move(children);
   j["points"] = points.is_array() ? points.size() : 0;
   j["points_ok"] = ok;
-  j["sweep_status"] = Verdict(s);
+  j["sweep_status"] = Verdict(s, ch);
   return j;
 }
 

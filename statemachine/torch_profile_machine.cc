@@ -1,11 +1,14 @@
-#include "common/json_field.h"
 #include "statemachine/torch_profile_machine.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "common/json_field.h"
+#include "kind_data.pb.h"
 #include "run_specs.pb.h"
 
 #include "statemachine/analyse_root_machine.h"
@@ -16,6 +19,7 @@
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
+#include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
@@ -34,23 +38,45 @@ std::string ControlRefusal(const std::string& endpoint, const results::TorchProf
   return fmt::format("{} got no answer{}", endpoint, control.error().empty() ? "" : ": " + control.error());
 }
 
+// An earlier task's recorded answer as its message; one that does not decode
+// (the judge passed it on arrival, so only a store from another schema) throws.
+template <class M>
+M Recorded(const TaskInfo& task) {
+  Result<M> r = RecordedResult<M>(task);
+  if (!r.ok()) throw std::logic_error(r.status().message());
+  return std::move(r).value();
+}
+
+// The service the run started, as far as it is known.
+struct KnownService {
+  std::string runtime_dir;
+  std::optional<int64_t> pid;   // unknown: service.stop reads <runtime>/pid
+  std::optional<int64_t> port;  // unknown when the launch record has none
+};
+
 // The service to stop: the launch result; for a failed launch that may have
 // started something (anything but started=false), the payload's runtime dir
-// with pid null (service.stop then reads <runtime>/pid).
-json ServiceOf(const RunState& s) {
+// with the pid unknown. nullopt when no service can be running.
+std::optional<KnownService> ServiceOf(const RunState& s) {
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
-  if (!launch) return nullptr;
-  json r = TaskResultData(launch);
-  if (r.is_object()) return r;
-  if (launch->status != TaskStatus::kFailed) return nullptr;
-  if (LaunchStartedNothing(*launch)) return nullptr;
-  return json{{"runtime_dir", launch->payload.value("runtime_dir", "")}, {"pid", nullptr}};
+  if (!launch) return std::nullopt;
+  if (TaskResultData(launch).is_object()) {
+    const auto r = Recorded<results::ServiceLaunchResult>(*launch);
+    KnownService k{r.runtime_dir(), std::nullopt, std::nullopt};
+    if (r.pid() != 0) k.pid = r.pid();
+    if (r.port().has_number_value()) k.port = static_cast<int64_t>(r.port().number_value());
+    return k;
+  }
+  if (launch->status != TaskStatus::kFailed) return std::nullopt;
+  if (LaunchStartedNothing(*launch)) return std::nullopt;
+  return KnownService{StrField(launch->payload, "runtime_dir"), std::nullopt, std::nullopt};
 }
 
 bool ServiceStopped(const RunState& s) {
   const TaskInfo* stop = LastTask(s, kServiceStopTask);
-  const json r = TaskResultData(stop);
-  return r.is_object() && (r.value("stopped", false) || r.value("already_gone", false));
+  if (!TaskResultData(stop).is_object()) return false;
+  const auto r = Recorded<results::ServiceStopResult>(*stop);
+  return r.stopped() || r.already_gone();
 }
 
 bool Pending(const TaskInfo* t) { return t && (t->in_flight() || t->status == TaskStatus::kRetryWait); }
@@ -60,21 +86,20 @@ void StepFailed(Decision& d, const std::string& step, const std::string& kind, c
 }
 
 void ScheduleStop(Decision& d, bool force) {
-  const json svc = ServiceOf(d.state());
-  d.Schedule(BuildStopPayload(svc.value("runtime_dir", ""), svc.value("pid", json(nullptr)), force,
+  const KnownService svc = ServiceOf(d.state()).value_or(KnownService{});
+  d.Schedule(BuildStopPayload(svc.runtime_dir, svc.pid, force,
                               Spec(d.state()).stop_grace_s()));
 }
 
 // The run's error from recorded step failures and tripped gates.
 std::string RunError(const RunState& s) {
+  const auto data = DataOf<kind_data::TorchProfileData>(s);
   std::vector<std::string> parts;
-  for (const auto& e : s.data.value("errors", json::array())) {
-    const std::string kind = e.value("error_kind", "");
-    parts.push_back(kind.empty() ? fmt::format("{}: {}", e.value("step", ""), e.value("error", ""))
-                                 : fmt::format("{}: {}: {}", e.value("step", ""), kind, e.value("error", "")));
-  }
-  const std::string ws = s.data.value("workload_status", json::object()).value("status", "");
-  const std::string as = s.data.value("analysis_status", "");
+  for (const auto& e : data.errors())
+    parts.push_back(e.error_kind().empty() ? fmt::format("{}: {}", e.step(), e.error())
+                                           : fmt::format("{}: {}: {}", e.step(), e.error_kind(), e.error()));
+  const std::string& ws = data.workload_status().status();
+  const std::string& as = data.analysis_status().string_value();  // null: no verdict
   bool gate = false;
   if (!ws.empty() && ws != "ok") {
     parts.push_back("workload gate: " + ws);
@@ -93,7 +118,7 @@ void BeginCleanup(Decision& d, const std::string& reason) {
   d.Emit(kTpCleanupStarted, json{{"reason", reason}});
   const RunState& s = d.state();
   if (Pending(LastTask(s, kServiceStopTask))) return;  // a stop is already on its way
-  if (ServiceOf(s).is_object() && !ServiceStopped(s)) {
+  if (ServiceOf(s) && !ServiceStopped(s)) {
     if (s.state != "stopping_service") d.Transition("stopping_service", reason);
     ScheduleStop(d, false);
     return;
@@ -108,22 +133,22 @@ void StartLaunch(Decision& d) {
 }
 
 void ScheduleControl(Decision& d, const std::string& action) {
-  const json svc = ServiceOf(d.state());
+  const KnownService svc = ServiceOf(d.state()).value_or(KnownService{});
   tasks::TorchProfileControl p;
   p.set_role(action);
   p.set_action(action);
-  p.set_port(static_cast<int32_t>(IntField(svc, "port").value_or(0)));
+  p.set_port(static_cast<int32_t>(svc.port.value_or(0)));
   p.set_timeout_s(Spec(d.state()).profile_control_timeout());
   d.Schedule(p);
 }
 
 void ScheduleRequests(Decision& d, const std::string& role) {
   const run_specs::TorchProfileSpec& spec = Spec(d.state());
-  const json svc = ServiceOf(d.state());
+  const KnownService svc = ServiceOf(d.state()).value_or(KnownService{});
   const bool wave = role == "wave";
   tasks::TorchProfileRequests p;
   p.set_role(role);
-  p.set_port(static_cast<int32_t>(IntField(svc, "port").value_or(0)));
+  p.set_port(static_cast<int32_t>(svc.port.value_or(0)));
   p.set_served_model_name(spec.served_model_name());
   p.set_total(wave ? spec.benchmark_total_requests() : 1);
   p.set_concurrency(wave ? spec.benchmark_concurrency() : 1);
@@ -138,7 +163,7 @@ void ScheduleRequests(Decision& d, const std::string& role) {
 }
 
 std::string ProfileRoot(const RunState& s) {
-  return ServiceOf(s).value("runtime_dir", "") + "/" + Spec(s).torch_profiler_dir();
+  return ServiceOf(s).value_or(KnownService{}).runtime_dir + "/" + Spec(s).torch_profiler_dir();
 }
 
 // Polls until torch_npu has finalised every rank (the task's deadline is
@@ -167,7 +192,7 @@ void AfterFlush(Decision& d, json record) {
 void AfterStop(Decision& d) {
   const RunState& s = d.state();
   if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
-  if (s.data.value("cleanup", false)) return d.Finish(RunStatus::kFailed, RunError(s));
+  if (DataOf<kind_data::TorchProfileData>(s).cleanup()) return d.Finish(RunStatus::kFailed, RunError(s));
   d.Transition("analysing");
   ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
 }
@@ -392,12 +417,12 @@ void TorchProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, c
 
 json TorchProfileMachine::Summary(const RunState& s) const {
   json j = RunKind::Summary(s);
-  const json svc = ServiceOf(s);
-  j["service"] = svc.is_object() ? json{{"runtime_dir", svc.value("runtime_dir", "")},
-                                        {"pid", svc.value("pid", json(nullptr))},
-                                        {"port", svc.value("port", json(nullptr))},
-                                        {"stopped", ServiceStopped(s)}}
-                                 : json(nullptr);
+  const std::optional<KnownService> svc = ServiceOf(s);
+  j["service"] = svc ? json{{"runtime_dir", svc->runtime_dir},
+                            {"pid", svc->pid ? json(*svc->pid) : json(nullptr)},
+                            {"port", svc->port ? json(*svc->port) : json(nullptr)},
+                            {"stopped", ServiceStopped(s)}}
+                     : json(nullptr);
   j["workload_status"] = s.data.value("workload_status", json(nullptr));
   j["analysis_status"] = s.data.value("analysis_status", json(nullptr));
   j["flush"] = s.data.value("flush", json(nullptr));
