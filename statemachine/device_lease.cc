@@ -9,12 +9,14 @@
 
 #include "common/json_field.h"
 #include "run_specs.pb.h"
+#include "task_payloads.pb.h"
 #include "task_results.pb.h"
 #include "statemachine/event_types.h"
 #include "statemachine/probe_machine.h"
 #include "statemachine/run_kind.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
+#include "statemachine/task_payload.h"
 #include "statemachine/task_policies.h"
 
 namespace npuprof::sm {
@@ -153,24 +155,34 @@ void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devic
   d.Schedule(p, PolicyFor("device-quarantine", kProbeTask));
 }
 
+namespace {
+
+// The quarantined devices a quarantine probe was asked to check, as DevicesChecked records them.
+json CheckedDevices(const TaskInfo& task) {
+  const auto ids = PayloadOf<tasks::ProbeNpuSmi>(task).devices();
+  return json(std::vector<int64_t>(ids.begin(), ids.end()));
+}
+
+}  // namespace
+
 bool IsQuarantineProbe(const TaskInfo& task) {
   return task.kind == kProbeTask && task.payload.value("purpose", "") == kQuarantineProbePurpose;
 }
 
 void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {
   const auto& probe = result.Required<results::ProbeNpuSmiResult>();
-  const json checked = task.payload.value("devices", json::array());
+  const json checked = CheckedDevices(task);
   const std::set<int64_t> free(probe.free_devices().begin(), probe.free_devices().end());
   json idle = json::array(), busy = json::array();
-  for (const auto& dev : checked) {
-    if (!dev.is_number_integer()) continue;
-    if (free.count(dev.get<int64_t>())) {
+  const auto asked = PayloadOf<tasks::ProbeNpuSmi>(task);
+  for (const int64_t dev : asked.devices()) {
+    if (free.count(dev)) {
       idle.push_back(dev);
       continue;
     }
     std::string reason = "not listed free by npu-smi";
     for (const auto& b : probe.busy_devices())
-      if (b.has_logical_id() && b.logical_id() == dev.get<int64_t>() && !b.reason().empty()) reason = b.reason();
+      if (b.has_logical_id() && b.logical_id() == dev && !b.reason().empty()) reason = b.reason();
     busy.push_back({{"device", dev}, {"reason", reason}});
   }
   d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine}, {"devices", checked}, {"idle", idle},
@@ -179,7 +191,7 @@ void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskRes
 
 void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) {
   d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine},
-                               {"devices", task.payload.value("devices", json::array())},
+                               {"devices", CheckedDevices(task)},
                                {"idle", json::array()},
                                {"busy", json::array()},
                                {"task_id", task.task_id},

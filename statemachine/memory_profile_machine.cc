@@ -16,7 +16,10 @@
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/memory_profile_events.h"
+#include "statemachine/task_payload.h"
+#include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
+#include "kind_data.pb.h"
 #include "run_specs.pb.h"
 #include "task_payloads.pb.h"
 
@@ -173,7 +176,7 @@ void Schedule(Decision& d, const std::string& step) {
     if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
       auto launched = RecordedResult<results::ServiceLaunchResult>(*launch);
       if (!launched.ok()) throw std::logic_error("the recorded launch cannot be read: " + launched.status().message());
-      p = BuildWaitReadyPayload(launch->payload, *launched, d.now_ms());
+      p = BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(*launch), *launched, d.now_ms());
     } else {
       const int64_t timeout_s = Spec(s).attach_ready_timeout_s();
       p.set_runtime_dir(StrField(svc, "runtime_dir"));
@@ -379,9 +382,12 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   } else if (task.kind == kMemInferTask) {
     json r = answer;
     r["blob"] = BlobOf(task, "inference_response.json");
-    if (task.payload.contains("server_scheduled_ms") && task.payload["server_scheduled_ms"].is_number_integer())
-      r["server_window_ms"] = {{"start_ms", task.payload["server_scheduled_ms"]}, {"end_ms", d.now_ms()},
-                               {"ready_ms", Field(Field(d.state().data, "ready"), "server_answered_ms")}};
+    const int64_t scheduled_ms = PayloadOf<tasks::MemoryInfer>(task).server_scheduled_ms();
+    if (scheduled_ms > 0) {  // 0: an older payload that did not say
+      const auto data = DataOf<kind_data::MemoryProfileData>(d.state());
+      r["server_window_ms"] = {{"start_ms", scheduled_ms}, {"end_ms", d.now_ms()},
+                               {"ready_ms", data.has_ready() ? json(data.ready().server_answered_ms()) : json()}};
+    }
     Record(d, "inference", r);
   } else if (task.kind == kServiceStopTask) {
     Record(d, "stopped", answer);
@@ -434,8 +440,8 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
   const std::string step = task.payload.value("step", "");
   // A graceful stop that left the service running escalates once to SIGKILL:
   // the run never leaves a service it started behind.
-  if (task.kind == kServiceStopTask && !task.payload.value("force", false) &&
-      !d.state().data.contains("stop_escalated")) {
+  if (task.kind == kServiceStopTask && !PayloadOf<tasks::ServiceStop>(task).force() &&
+      !DataOf<kind_data::MemoryProfileData>(d.state()).has_stop_escalated()) {
     Record(d, "stop_escalated", json{{"error_kind", failure.error_kind()}, {"error", failure.error()}});
     return Advance(d);
   }

@@ -11,6 +11,7 @@
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
+#include "statemachine/task_payload.h"
 #include "statemachine/task_policies.h"
 #include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
@@ -74,7 +75,9 @@ void ScheduleStop(Decision& d) {
   const ServeData::Service& svc = data.service();
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
   // Before ServiceLaunched the service record is absent: the launch payload says where it runs.
-  const std::string rt = data.has_service() ? svc.runtime_dir() : launch ? StrField(launch->payload, "runtime_dir") : "";
+  const std::string rt = data.has_service() ? svc.runtime_dir()
+                         : launch           ? PayloadOf<tasks::ServiceLaunch>(*launch).runtime_dir()
+                                            : "";
   if (s.state != "stopping") d.Transition("stopping", data.stop().reason());
   d.Schedule(BuildStopPayload(rt, PidOf(svc), data.stop().force(), Spec(s).stop_grace_s()));
 }
@@ -172,7 +175,8 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
     }
     d.Transition("waiting_ready");
     const tasks::ServiceWaitReady wait =
-        BuildWaitReadyPayload(task.payload, result.Required<results::ServiceLaunchResult>(), d.now_ms());
+        BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(task), result.Required<results::ServiceLaunchResult>(),
+                              d.now_ms());
     d.Schedule(wait);
     d.ScheduleTimer(kHealthDeadline, wait.health_timeout_s() * 1000 + kHealthTimerSlackMs);
     return;
@@ -224,20 +228,21 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFai
     return;
   }
   if (task.kind == kServiceStopTask) {
+    const auto asked = PayloadOf<tasks::ServiceStop>(task);
     d.Emit(kServiceStopFailed,
            json{{"error_kind", failure.error_kind()}, {"error", failure.error()},
-                {"force", task.payload.value("force", false)},
+                {"force", asked.force()},
                 {"result", failure.recorded().value("result", json(nullptr))}});
     const ServeData data = Data(d.state());
     // A stronger stop (force) was asked for while this one ran: do it now.
-    if (data.stop().force() && !task.payload.value("force", false)) return ScheduleStop(d);
+    if (data.stop().force() && !asked.force()) return ScheduleStop(d);
     if (data.stop().reason() == "user" && !d.state().cancel_requested) {
       d.Transition("ready", "stop did not end the service: " + failure.error());
       return;
     }
     const std::string which = data.service().has_pid()
                                   ? fmt::format("the service (pid {})", data.service().pid())
-                                  : fmt::format("a service in {} (pid unknown)", task.payload.value("runtime_dir", ""));
+                                  : fmt::format("a service in {} (pid unknown)", asked.runtime_dir());
     FinishByReason(d, fmt::format("{} may still be running: {}: {}", which, failure.error_kind(), failure.error()));
   }
 }

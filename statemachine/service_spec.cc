@@ -272,14 +272,15 @@ template tasks::ServiceLaunch BuildLaunchPayload(const std::string&, int, const 
 template tasks::ServiceLaunch BuildLaunchPayload(const std::string&, int, const run_specs::MemoryProfileSpec&,
                                                  const std::vector<std::string>&, const json&);
 
-tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const results::ServiceLaunchResult& launch,
-                                              int64_t now_ms) {
-  const int64_t timeout_s = launch_payload.value("health_timeout_s", int64_t{300});
+tasks::ServiceWaitReady BuildWaitReadyPayload(const tasks::ServiceLaunch& launch_payload,
+                                              const results::ServiceLaunchResult& launch, int64_t now_ms) {
+  const int64_t timeout_s = launch_payload.health_timeout_s() > 0 ? launch_payload.health_timeout_s() : 300;
   tasks::ServiceWaitReady p;
-  p.set_runtime_dir(!launch.runtime_dir().empty() ? launch.runtime_dir() : launch_payload.value("runtime_dir", ""));
+  p.set_runtime_dir(!launch.runtime_dir().empty() ? launch.runtime_dir() : launch_payload.runtime_dir());
   if (launch.pid() != 0) p.set_pid(launch.pid());
   if (launch.port().has_number_value()) p.set_port(static_cast<int32_t>(launch.port().number_value()));
-  p.set_served_model_name(EffectiveServedName(launch_payload));
+  p.set_served_model_name(!launch_payload.served_model_name().empty() ? launch_payload.served_model_name()
+                                                                       : launch_payload.model());
   p.set_health_timeout_s(timeout_s);
   p.set_deadline_ms(now_ms + timeout_s * 1000);
   return p;

@@ -89,13 +89,14 @@ tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no
                                         const std::vector<std::string>& kind_args = {},
                                         const json& kind_env = json::object());
 
-// service.wait_ready payload from the launch payload (as stored) and its
-// result as its message (task_result.h). The readiness deadline is absolute
-// (now_ms + health timeout) so a re-dispatched attempt only waits for what is
-// left. A result without runtime_dir keeps the payload's; pid 0 and a port
-// that is not a number are left out (the handler reads the runtime dir).
-tasks::ServiceWaitReady BuildWaitReadyPayload(const json& launch_payload, const results::ServiceLaunchResult& launch,
-                                              int64_t now_ms);
+// service.wait_ready payload from the launch payload (PayloadOf, as stored)
+// and its result as its message (task_result.h). The readiness deadline is
+// absolute (now_ms + health timeout, 300 s when the payload has none) so a
+// re-dispatched attempt only waits for what is left. A result without
+// runtime_dir keeps the payload's; pid 0 and a port that is not a number are
+// left out (the handler reads the runtime dir).
+tasks::ServiceWaitReady BuildWaitReadyPayload(const tasks::ServiceLaunch& launch_payload,
+                                              const results::ServiceLaunchResult& launch, int64_t now_ms);
 
 // Whether launch (a service.launch task) failed for good before anything was
 // started: its recorded result says started=false, which the handler writes

@@ -79,6 +79,24 @@ Status DecodeTaskPayload(std::string_view task_kind, std::string_view payload_js
   return Judge(task_kind, payload, payload_json, &out);
 }
 
+Status DecodeStoredTaskPayload(std::string_view task_kind, const json& payload, pb::Message& out) {
+  const pb::Message* prototype = Payloads().Prototype(task_kind);
+  if (prototype == nullptr || prototype->GetDescriptor() != out.GetDescriptor())
+    return Status::Internal(fmt::format("a stored {} payload was read as {}, which proto/task_payloads.proto does not "
+                                        "declare for that kind",
+                                        task_kind, out.GetDescriptor()->full_name()));
+  if (!payload.is_object())
+    return Status::Corruption(fmt::format("a stored {} task payload is not a JSON object (proto/task_payloads.proto)",
+                                          task_kind));
+  // Read as stored: the needed keys were judged when it was scheduled; one
+  // an older npuprof did not write reads its default.
+  const std::string text = payload.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (auto why = JsonMessageTable::Parse(text, out, /*tolerate_unknown_keys=*/true, &payload))
+    return Status::Corruption(fmt::format("a stored {} task payload cannot be read as {} (proto/task_payloads.proto): {}",
+                                          task_kind, prototype->GetDescriptor()->name(), *why));
+  return Status::Ok();
+}
+
 std::string ResultKindOf(const pb::Descriptor& message) { return message.options().GetExtension(results::result_of); }
 
 bool HasResultSchema(std::string_view task_kind) { return Results().Prototype(task_kind) != nullptr; }

@@ -52,6 +52,14 @@ Status CheckTaskPayloadText(std::string_view task_kind, std::string_view payload
 // must be that kind's (Status::Internal otherwise: a handler registered for
 // the wrong kind).
 Status DecodeTaskPayload(std::string_view task_kind, std::string_view payload_json, google::protobuf::Message& out);
+// Decodes a payload as the run state keeps it (TaskScheduled.payload) into
+// out, whose message must be task_kind's (Status::Internal otherwise): keys
+// an older npuprof wrote that the message no longer declares are passed over,
+// and a needed key it did not write reads its default (the payload was judged
+// when it was scheduled); a value of the wrong type is Corruption naming the
+// key. The reader a kind uses is PayloadOf (task_payload.h).
+Status DecodeStoredTaskPayload(std::string_view task_kind, const nlohmann::json& payload,
+                               google::protobuf::Message& out);
 
 // Whether proto/task_results.proto declares the result of this task kind.
 bool HasResultSchema(std::string_view task_kind);

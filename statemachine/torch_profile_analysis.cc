@@ -1,9 +1,10 @@
-#include "task_payloads.pb.h"
 #include "statemachine/torch_profile_analysis.h"
 
 #include <algorithm>
 #include <vector>
 
+#include "task_payloads.pb.h"
+#include "statemachine/task_payload.h"
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_tasks.h"
 
@@ -88,13 +89,13 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
               {"analysis_status", nullptr}};
   const TaskInfo* list = LastTask(s, kTpListDirsTask);
   if (!list) return out;
-  out["remote_profile_root"] = list->payload.value("profile_root", "");
+  out["remote_profile_root"] = PayloadOf<tasks::TorchProfileListProfileDirs>(*list).profile_root();
   const json listed = TaskResultData(list);
   if (listed.is_object()) out["rank_count"] = listed.value("dirs", json::array()).size();
   std::vector<std::string> statuses;
   const std::vector<std::string> unfinalised = UnfinalisedDirs(s);
   for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask)) {
-    const std::string dir = t->payload.value("dir", "");
+    const std::string dir = PayloadOf<tasks::TorchProfileAnalyseRank>(*t).dir();
     json rec;
     if (t->status == TaskStatus::kSucceeded) {
       rec = TaskResultData(t);

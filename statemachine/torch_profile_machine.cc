@@ -18,6 +18,7 @@
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_spec.h"
+#include "statemachine/task_payload.h"
 #include "statemachine/torch_profile_tasks.h"
 #include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
@@ -47,6 +48,14 @@ M Recorded(const TaskInfo& task) {
   return std::move(r).value();
 }
 
+// Which control or request step a task was ("start_profile", "wave", ...):
+// its payload's role; "" for any other task.
+std::string RoleOf(const TaskInfo& task) {
+  if (task.kind == kTpControlTask) return PayloadOf<tasks::TorchProfileControl>(task).role();
+  if (task.kind == kTpRequestsTask) return PayloadOf<tasks::TorchProfileRequests>(task).role();
+  return "";
+}
+
 // The service the run started, as far as it is known.
 struct KnownService {
   std::string runtime_dir;
@@ -69,7 +78,7 @@ std::optional<KnownService> ServiceOf(const RunState& s) {
   }
   if (launch->status != TaskStatus::kFailed) return std::nullopt;
   if (LaunchStartedNothing(*launch)) return std::nullopt;
-  return KnownService{StrField(launch->payload, "runtime_dir"), std::nullopt, std::nullopt};
+  return KnownService{PayloadOf<tasks::ServiceLaunch>(*launch).runtime_dir(), std::nullopt, std::nullopt};
 }
 
 bool ServiceStopped(const RunState& s) {
@@ -253,14 +262,15 @@ void TorchProfileMachine::OnStart(Decision& d) const {
 
 void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   const RunState& s = d.state();
-  const std::string role = task.payload.value("role", "");
+  const std::string role = RoleOf(task);
   if (task.kind == kTpPrepareImageTask) {
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     return StartLaunch(d);
   }
   if (task.kind == kServiceLaunchTask) {
     if (s.cancel_requested) return BeginCleanup(d, "cancelled");
-    d.Schedule(BuildWaitReadyPayload(task.payload, result.Required<results::ServiceLaunchResult>(), d.now_ms()));
+    d.Schedule(BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(task),
+                                     result.Required<results::ServiceLaunchResult>(), d.now_ms()));
     return;
   }
   if (task.kind == kServiceWaitReadyTask) {
@@ -280,11 +290,8 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   if (task.kind == kTpRequestsTask && role == "wave") return ScheduleRequests(d, "followup");
   if (task.kind == kTpRequestsTask && role == "followup") {
     results::TorchProfileRequestsResult wave;
-    if (const TaskInfo* t = LastTask(s, kTpRequestsTask, "wave"); t && t->status == TaskStatus::kSucceeded) {
-      auto recorded = RecordedResult<results::TorchProfileRequestsResult>(*t);
-      if (!recorded.ok()) throw std::logic_error("the recorded wave cannot be read: " + recorded.status().message());
-      wave = std::move(recorded).value();
-    }
+    if (const TaskInfo* t = LastTask(s, kTpRequestsTask, "wave"); t && t->status == TaskStatus::kSucceeded)
+      wave = Recorded<results::TorchProfileRequestsResult>(*t);
     d.Emit(kTpWorkloadGated,
            json{{"workload_status", WorkloadGate(wave, result.As<results::TorchProfileRequestsResult>(),
                                                  Spec(s).benchmark_success_threshold())}});
@@ -325,7 +332,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     if (stop.never_started())
       StepFailed(d, "stop_service", "never_launched", "the service was never launched (its runtime dir has no start marker)");
     if (!stop.stopped() && !stop.already_gone()) {
-      if (!task.payload.value("force", false)) return ScheduleStop(d, true);
+      if (!PayloadOf<tasks::ServiceStop>(task).force()) return ScheduleStop(d, true);
       StepFailed(d, "stop_service", "not_stopped", "the service survived SIGINT, SIGTERM and SIGKILL");
     }
     return AfterStop(d);
@@ -347,7 +354,7 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
     return d.Finish(RunStatus::kFailed, RunError(d.state()));
   }
   if (task.kind == kServiceStopTask) {
-    if (!task.payload.value("force", false)) return ScheduleStop(d, true);
+    if (!PayloadOf<tasks::ServiceStop>(task).force()) return ScheduleStop(d, true);
     StepFailed(d, "stop_service", failure.error_kind(), failure.error());
     return AfterStop(d);
   }
@@ -371,7 +378,10 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
     if (LaunchStartedNothing(task)) error += " — the service was never launched (nothing to stop)";
   }
   if (task.kind == kServiceWaitReadyTask) step = "service_ready";
-  if (task.kind == kTpControlTask || task.kind == kTpRequestsTask) step = task.payload.value("role", task.kind);
+  if (task.kind == kTpControlTask || task.kind == kTpRequestsTask) {
+    const std::string role = RoleOf(task);
+    step = role.empty() ? task.kind : role;
+  }
   if (!s.cancel_requested) StepFailed(d, step, failure.error_kind(), error);
   BeginCleanup(d, s.cancel_requested ? "cancelled" : step + " failed: " + text);
 }

@@ -125,8 +125,10 @@ TEST(ServiceSpec, LaunchPayload) {
   s["machine"] = "m1";
   auto typed = DecodeRunSpec("serve", s);
   ASSERT_TRUE(typed.ok() && *typed) << typed.status().message();
-  json p = MessageToJson(BuildLaunchPayload("r9", 2, dynamic_cast<const run_specs::ServeSpec&>(**typed),
-                                            {"--max-model-len", "4096"}, json{{"A", "kind"}, {"B", "kind"}}));
+  const tasks::ServiceLaunch launch =
+      BuildLaunchPayload("r9", 2, dynamic_cast<const run_specs::ServeSpec&>(**typed), {"--max-model-len", "4096"},
+                         json{{"A", "kind"}, {"B", "kind"}});
+  json p = MessageToJson(launch);
   EXPECT_EQ(p["runtime_dir"], "/tmp/np/r9/service-2");
   EXPECT_EQ(p["extra_args"], json({"--max-model-len", "4096", "--enforce-eager"}));
   EXPECT_EQ(p["env"], json({{"A", "user"}, {"B", "kind"}}));
@@ -135,7 +137,7 @@ TEST(ServiceSpec, LaunchPayload) {
   results::ServiceLaunchResult launched;
   launched.set_pid(7);
   launched.mutable_port()->set_number_value(9000);
-  json w = MessageToJson(BuildWaitReadyPayload(p, launched, 1000));
+  json w = MessageToJson(BuildWaitReadyPayload(launch, launched, 1000));
   EXPECT_EQ(w["pid"], 7);
   EXPECT_EQ(w["port"], 9000);
   EXPECT_EQ(w["deadline_ms"], 1000 + 300 * 1000);
@@ -144,10 +146,18 @@ TEST(ServiceSpec, LaunchPayload) {
   launched.set_runtime_dir("/home/u/np/r9/service-2");
   launched.clear_pid();
   launched.mutable_port()->set_null_value({});
-  w = MessageToJson(BuildWaitReadyPayload(p, launched, 1000));
+  w = MessageToJson(BuildWaitReadyPayload(launch, launched, 1000));
   EXPECT_EQ(w["runtime_dir"], "/home/u/np/r9/service-2") << "the result's absolute dir wins";
   EXPECT_FALSE(w.contains("pid")) << "no pid recorded: the handler reads <runtime_dir>/pid";
   EXPECT_FALSE(w.contains("port")) << "a port the launch did not record is not made up";
+  // A launch payload stored without a health timeout or a served name (an
+  // older npuprof's) waits the default 300 s for the model path.
+  tasks::ServiceLaunch older = launch;
+  older.set_health_timeout_s(0);
+  older.clear_served_model_name();
+  w = MessageToJson(BuildWaitReadyPayload(older, launched, 1000));
+  EXPECT_EQ(w["deadline_ms"], 1000 + 300 * 1000);
+  EXPECT_EQ(w["served_model_name"], "/models/m");
   json rec = ServiceRecordFromLaunch(p, json{{"pid", 7}, {"port", 9000}, {"devices", {0}}});
   EXPECT_EQ(rec["status"], "starting");
   EXPECT_EQ(rec["devices"], json({0}));
