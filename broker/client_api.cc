@@ -7,6 +7,7 @@
 
 #include "broker/broker.h"
 #include "broker/metrics.h"
+#include "broker/projection_guard.h"
 #include "broker/request_fields.h"
 #include "common/socket_security.h"
 #include "common/time_util.h"
@@ -39,6 +40,10 @@ proto::ClientResponse Err(int exit_code, const std::string& error) {
   r.set_error(ToValidUtf8(error));
   return r;
 }
+
+// The verbs that answer with a run's state: a reply to one of them waits
+// for the commit of what it shows (Answer) and says so if that fails.
+bool ShowsState(const std::string& verb) { return verb == "show" || verb == "manifest"; }
 
 json EventToJson(const proto::Event& e) {
   json payload = json::parse(e.payload_json(), nullptr, false);
@@ -100,7 +105,7 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
   if (opts_.metrics) opts_.metrics->ClientAnswered(verb, r.ok());
   if (deferred == kVerifyLater) verify_queued_.back().identity = identity;  // answered by the runner
   else if (deferred.empty()) ReplyNow(identity, r);
-  else turn_.replies.push_back({deferred, Reply{identity, r, verb == "show" || verb == "manifest"}});
+  else turn_.replies.push_back({deferred, Reply{identity, r, ShowsState(verb)}});
 }
 
 proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, std::string* deferred_run) {
@@ -110,7 +115,7 @@ proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, 
     r = Ok({{"server", "npuprof"}, {"pid", ::getpid()}, {"data_dir", opts_.data_dir}, {"endpoints", endpoints_}});
   } else if (verb == "submit") {
     r = Submit(args, &deferred);
-  } else if (verb == "show" || verb == "manifest") {
+  } else if (ShowsState(verb)) {
     r = Show(args, verb == "manifest");
     // A run whose events this turn has staged is shown as they make it, so
     // the answer waits for their commit: a client never reads a state that a
@@ -379,7 +384,9 @@ void Broker::LaunchVerifies() {
     auto capture = [&](const std::string& id, const sm::RunState& s) {
       const sm::RunKind* k = kinds_.Find(s.kind);
       if (!k) return;
-      job.served[id] = ServedProjection{s.last_seq, k->Manifest(s).dump(), k->Summary(s).dump()};
+      job.served[id] = ServedProjection{s.last_seq,
+                                        GuardedProjection("manifest", id, [&] { return k->Manifest(s); }).dump(),
+                                        GuardedProjection("summary", id, [&] { return k->Summary(s); }).dump()};
     };
     if (!job.only.empty()) {
       if (auto it = runs_.find(job.only); it != runs_.end()) capture(it->first, it->second);

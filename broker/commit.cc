@@ -8,6 +8,7 @@
 
 #include "broker/broker.h"
 #include "broker/metrics.h"
+#include "broker/projection_guard.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
 #include "statemachine/event_types.h"
@@ -366,7 +367,8 @@ void Broker::DeliverWatch(const std::string& watcher, const std::string& target)
   } else {
     payload["status"] = sm::RunStatusName(t->status);
     payload["state"] = t->state;
-    if (const sm::RunKind* k = kinds_.Find(t->kind)) payload["summary"] = k->Summary(*t);
+    if (const sm::RunKind* k = kinds_.Find(t->kind))
+      payload["summary"] = GuardedProjection("summary", target, [&] { return k->Summary(*t); });
   }
   sm::Input in;
   in.type = sm::Input::Type::kSignal;

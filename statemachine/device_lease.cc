@@ -195,7 +195,7 @@ void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailur
                                {"idle", json::array()},
                                {"busy", json::array()},
                                {"task_id", task.task_id},
-                               {"error", failure.error_kind() + ": " + failure.error()}});
+                               {"error", failure.Classified()}});
 }
 
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {

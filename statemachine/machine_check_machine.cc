@@ -33,8 +33,7 @@ void MachineCheckMachine::OnTaskSucceeded(Decision& d, const TaskInfo&, const Ta
 }
 
 void MachineCheckMachine::OnTaskFailed(Decision& d, const TaskInfo&, const TaskFailure& failure) const {
-  d.Finish(RunStatus::kFailed,
-           fmt::format("{}: {}", failure.error_kind().empty() ? "error" : failure.error_kind(), failure.error()));
+  d.Finish(RunStatus::kFailed, failure.Classified());
 }
 
 void MachineCheckMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const {

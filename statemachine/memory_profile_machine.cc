@@ -386,7 +386,9 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     if (scheduled_ms > 0) {  // 0: an older payload that did not say
       const auto data = DataOf<kind_data::MemoryProfileData>(d.state());
       r["server_window_ms"] = {{"start_ms", scheduled_ms}, {"end_ms", d.now_ms()},
-                               {"ready_ms", data.has_ready() ? json(data.ready().server_answered_ms()) : json()}};
+                               {"ready_ms", data.ready().server_answered_ms() != 0
+                                                ? json(data.ready().server_answered_ms())
+                                                : json()}};  // null: not recorded
     }
     Record(d, "inference", r);
   } else if (task.kind == kServiceStopTask) {

@@ -36,7 +36,8 @@ constexpr const char* kNeverLaunched = "the service was never launched (nothing 
 // replace the decoded message).
 const run_specs::ServeSpec& Spec(const RunState& s) { return SpecOf<run_specs::ServeSpec>(s); }
 
-// What the run has folded of its own events, read once per decision.
+// What the run has folded of its own events, as its message (decoded at each
+// read: a decision reads it a few times at most).
 using ServeData = kind_data::ServeData;
 ServeData Data(const RunState& s) { return DataOf<ServeData>(s); }
 
@@ -243,7 +244,7 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFai
     const std::string which = data.service().has_pid()
                                   ? fmt::format("the service (pid {})", data.service().pid())
                                   : fmt::format("a service in {} (pid unknown)", asked.runtime_dir());
-    FinishByReason(d, fmt::format("{} may still be running: {}: {}", which, failure.error_kind(), failure.error()));
+    FinishByReason(d, fmt::format("{} may still be running: {}", which, failure.Classified()));
   }
 }
 

@@ -311,6 +311,9 @@ bool LaunchStartedNothing(const TaskInfo& launch) {
 }
 
 json ServiceRecordFromLaunch(const json& p, const json& r) {
+  // pid and port are integers or null (unknown): a launch record on the
+  // target that says otherwise is not copied into the run's service record.
+  const auto integer_or_null = [](const json& v) { return v.is_number_integer() ? v : json(nullptr); };
   json rec = {{"status", "starting"},
               {"model", p.value("model", "")},
               {"served_model_name", EffectiveServedName(p)},
@@ -319,8 +322,8 @@ json ServiceRecordFromLaunch(const json& p, const json& r) {
               {"devices", r.value("devices", p.value("devices", json(nullptr)))},
               {"env", p.value("env", json::object())},
               {"extra_args", p.value("extra_args", json::array())},
-              {"port", r.value("port", p.value("port", json(nullptr)))},
-              {"pid", r.value("pid", json(nullptr))},
+              {"port", integer_or_null(r.contains("port") ? r["port"] : Field(p, "port"))},
+              {"pid", integer_or_null(Field(r, "pid"))},
               {"runtime_dir", r.value("runtime_dir", p.value("runtime_dir", ""))},
               {"stdout_log", r.value("stdout_log", json(nullptr))},
               {"stderr_log", r.value("stderr_log", json(nullptr))},

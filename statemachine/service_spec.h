@@ -115,7 +115,9 @@ tasks::ServiceStop BuildStopPayload(const std::string& runtime_dir, std::optiona
 
 // The service state record (model, served name, tp, dp, devices, env,
 // extra args, port, pid, runtime dir, logs, wrap script, serve argv) from a
-// launch payload and its result, with status "starting".
+// launch payload and its result, with status "starting". pid and port are
+// integers or null (unknown), as ServiceLaunched declares them: a value of
+// another type in the result (a launch record edited on the target) is null.
 json ServiceRecordFromLaunch(const json& launch_payload, const json& launch_result);
 
 // The name /v1/models must list: served_model_name, else the model path.

@@ -30,9 +30,9 @@ using Child = kind_data::SweepData::Child;
 using ChildList = google::protobuf::RepeatedPtrField<Child>;
 
 // The children as the fold recorded them (ChildRunRequested, in point order).
-// In a decision, data that does not decode throws (DataOf); for the broker's
-// helpers and the projections it reads as no children, the problem `verify`
-// names.
+// In a decision (the cancel's included), data that does not decode throws
+// (DataOf); for the broker's helpers and the projections it reads as no
+// children, the problem `verify` names.
 ChildList Children(const RunState& s) { return DataOf<kind_data::SweepData>(s).children(); }
 ChildList ChildrenOrNone(const RunState& s) {
   auto data = ReadData<kind_data::SweepData>(s);
@@ -241,7 +241,11 @@ void SweepMachine::OnSignal(Decision& d, const std::string& name, const json& pa
 }
 
 void SweepMachine::OnCancel(Decision& d) const {
-  const std::vector<std::string> open = UnfinishedChildren(d.state());
+  // Read through DataOf: data that does not decode must not read as "no
+  // children left to cancel".
+  std::vector<std::string> open;
+  for (const auto& c : Children(d.state()))
+    if (!Finished(c)) open.push_back(c.run_id());
   if (open.empty()) return d.Finish(RunStatus::kCancelled, "cancelled by request");
   for (const auto& id : open) d.Emit(ev::kChildCancelRequested, json{{"run_id", id}});
   d.Transition("cancelling");

@@ -31,6 +31,10 @@ class TaskFailure {
   const std::string& error() const { return error_; }
   // "error_kind: error", or the sentence alone without a class.
   std::string Text() const { return error_kind_.empty() ? error_ : error_kind_ + ": " + error_; }
+  // "error_kind: error" always, with "error" as the class when none was
+  // given: for a text that must say what kind of failure it was (a run's
+  // error, a device check's).
+  std::string Classified() const { return (error_kind_.empty() ? "error" : error_kind_) + ": " + error_; }
 
  private:
   static std::string Text(const nlohmann::json& j, const char* key) {

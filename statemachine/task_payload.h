@@ -8,9 +8,11 @@
 //
 // The payload was judged against M when it was scheduled, so it decodes; one
 // that does not (a store from another schema), or M not the task kind's
-// message, throws std::logic_error naming the task and the key: the broker
-// then fails the task whose result the decision was reading (kind_failed), or
-// cancels the run for any other input (broker/commit.cc).
+// message, throws std::logic_error naming the task and the key: in a decision
+// the broker then fails the task whose result the decision was reading
+// (kind_failed), or cancels the run for any other input (broker/commit.cc);
+// in a projection (torch-profile's analysis) the request fails, or the
+// broker's guard names it (broker/projection_guard.h).
 // Pure: no I/O.
 #pragma once
 

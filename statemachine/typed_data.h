@@ -6,17 +6,18 @@
 // presence.
 //
 // The data stays JSON in the run state and in projections (the stored
-// document the manifests copy); DataOf decodes it where a decision reads it,
-// once per decision (a few tens of microseconds for the largest kind), so a
-// replay that makes no decision pays nothing.
+// document the manifests copy); DataOf decodes it where a decision reads it
+// (a few times per decision at most, tens of microseconds each), so a replay,
+// which makes no decision, pays nothing.
 //
 // Asking for a message that is not the run's kind's, or data that does not
 // decode (a fold that wrote a value of the wrong type), throws
-// std::logic_error naming the run and the key: the broker then fails the
-// task whose result the decision was reading (kind_failed), or cancels the
-// run for any other input (broker/commit.cc), as for SpecOf (typed_spec.h).
-// ReadData<M> is the same read as a Result, for a helper the broker calls
-// outside a decision (where nothing would catch the exception).
+// std::logic_error naming the run and the key: in a decision the broker then
+// fails the task whose result the decision was reading (kind_failed), or
+// cancels the run for any other input (broker/commit.cc), as for SpecOf
+// (typed_spec.h); in a projection the request fails, or the broker's guard
+// (broker/projection_guard.h) names it. ReadData<M> is the same read as a
+// Result, for a helper the broker calls outside a decision.
 // Pure: no I/O.
 #pragma once
 

@@ -25,6 +25,7 @@
 #include "broker/verify_runner.h"
 #include "npuprof.pb.h"
 #include "proto/wire.h"
+#include "statemachine/event_types.h"
 #include "store/event_store.h"
 
 namespace npuprof::testing {
@@ -76,12 +77,57 @@ class ThrowingKind : public sm::RunKind {
   bool twice_;
 };
 
+// A kind whose projections throw (a state it cannot read, as a store another
+// npuprof wrote may hold): its run ends at once.
+class UnreadableKind : public sm::RunKind {
+ public:
+  std::string_view name() const override { return "test-unreadable"; }
+  const sm::TransitionTable& transitions() const override {
+    static const sm::TransitionTable table({{"queued", "completed"}, {"queued", "cancelled"}},
+                                           {"completed", "failed", "cancelled"});
+    return table;
+  }
+  Status ValidateSpec(sm::json&) const override { return Status::Ok(); }
+  void OnStart(sm::Decision& d) const override { d.Finish(sm::RunStatus::kOk); }
+  void OnTaskSucceeded(sm::Decision&, const sm::TaskInfo&, const sm::TaskResult&) const override {}
+  void OnTaskFailed(sm::Decision&, const sm::TaskInfo&, const sm::TaskFailure&) const override {}
+  sm::json Summary(const sm::RunState&) const override { throw std::logic_error("no summary of this state"); }
+  sm::json Manifest(const sm::RunState&) const override { throw std::logic_error("no manifest of this state"); }
+};
+
+// A kind that watches the run its spec names and ends when told it ended.
+class WatchingKind : public sm::RunKind {
+ public:
+  std::string_view name() const override { return "test-watches"; }
+  const sm::TransitionTable& transitions() const override {
+    static const sm::TransitionTable table({{"queued", "watching"},
+                                            {"watching", "completed"},
+                                            {"queued", "cancelled"},
+                                            {"watching", "cancelled"}},
+                                           {"completed", "failed", "cancelled"});
+    return table;
+  }
+  Status ValidateSpec(sm::json&) const override { return Status::Ok(); }
+  void OnStart(sm::Decision& d) const override {
+    d.Transition("watching");
+    d.WatchRun(d.state().spec.value("target", ""));
+  }
+  void OnTaskSucceeded(sm::Decision&, const sm::TaskInfo&, const sm::TaskResult&) const override {}
+  void OnTaskFailed(sm::Decision&, const sm::TaskInfo&, const sm::TaskFailure&) const override {}
+  bool AcceptsSignal(std::string_view name) const override { return name == sm::ev::kSignalWatchedRunFinished; }
+  void OnSignal(sm::Decision& d, const std::string&, const sm::json&) const override {
+    d.Finish(sm::RunStatus::kOk);
+  }
+};
+
 const sm::KindRegistry& FanoutAndThrowing() {
   static const sm::KindRegistry* kinds = [] {
     auto* r = new sm::KindRegistry;
     r->Register(bench::MakeFanoutKind());
     r->Register(std::make_unique<ThrowingKind>(false));
     r->Register(std::make_unique<ThrowingKind>(true));
+    r->Register(std::make_unique<UnreadableKind>());
+    r->Register(std::make_unique<WatchingKind>());
     return r;
   }();
   return *kinds;
@@ -393,6 +439,39 @@ TEST_F(ThrowingKindTest, AKindThatThrowsOnTheFailureTooHasItsRunCancelledInstead
   EXPECT_FALSE(last.count("TaskFailed")) << "the failure the kind threw on was not recorded either: " << evs.dump();
   const json verified = Call("verify", json::object());
   EXPECT_TRUE(verified.value("ok", false)) << verified.dump();
+}
+
+// A projection that throws where the broker builds it outside a request (the
+// summary a watch delivers, the projections a verify captures) is named, and
+// the broker goes on serving: it used to end the broker's loop.
+TEST_F(ThrowingKindTest, AProjectionThatThrowsOutsideARequestIsNamedAndTheBrokerGoesOn) {
+  StartBroker();
+  // The watched run has ended (and is stored) before the watch is asked.
+  ASSERT_EQ(Call("submit", json{{"kind", "test-unreadable"}, {"run_id", "unr1"}, {"spec", json::object()}})
+                .value("run_id", ""),
+            "unr1");
+  ASSERT_EQ(Call("submit", json{{"kind", "test-watches"}, {"run_id", "w1"}, {"spec", {{"target", "unr1"}}}})
+                .value("run_id", ""),
+            "w1");
+  const json watcher = WaitFinished("w1");
+  ASSERT_TRUE(watcher.is_object()) << watcher.dump();
+  EXPECT_EQ(watcher.value("status", ""), "ok") << watcher.dump();
+  json delivered;
+  const json events = Call("events", json{{"run_id", "w1"}});
+  for (const auto& e : events["events"])
+    if (e["type"] == sm::ev::kSignalReceived) delivered = e["payload"];
+  ASSERT_TRUE(delivered.is_object()) << "the watch was delivered: " << events.dump();
+  const std::string named = delivered["payload"]["summary"].value("projection_error", "");
+  EXPECT_NE(named.find("no summary of this state"), std::string::npos) << delivered.dump();
+
+  // A show fails its request alone; a verify is answered, naming the run.
+  proto::ClientResponse shown = client_->Call("show", json{{"run_id", "unr1"}});
+  EXPECT_FALSE(shown.ok());
+  EXPECT_NE(shown.error().find("no summary of this state"), std::string::npos) << shown.error();
+  proto::ClientResponse verified = client_->Call("verify", json::object());
+  const std::string answer = verified.ok() ? verified.body_json() : verified.error();
+  EXPECT_NE(answer.find("unr1"), std::string::npos) << answer;
+  EXPECT_EQ(Call("show", json{{"run_id", "w1"}}).value("status", ""), "ok") << "the broker still serves";
 }
 
 }  // namespace

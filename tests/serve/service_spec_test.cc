@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "run_specs.pb.h"
+#include "statemachine/event_schema.h"
 #include "statemachine/kind_schemas.h"
 #include "statemachine/message_json.h"
 #include "statemachine/service_spec.h"
@@ -161,6 +162,13 @@ TEST(ServiceSpec, LaunchPayload) {
   json rec = ServiceRecordFromLaunch(p, json{{"pid", 7}, {"port", 9000}, {"devices", {0}}});
   EXPECT_EQ(rec["status"], "starting");
   EXPECT_EQ(rec["devices"], json({0}));
+  EXPECT_EQ(rec["pid"], 7);
+  EXPECT_EQ(rec["port"], 9000);
+  for (const json& odd : {json("9000"), json(9000.5), json(true)}) {
+    const json bad = ServiceRecordFromLaunch(p, json{{"pid", odd}, {"port", odd}});
+    EXPECT_TRUE(bad["pid"].is_null() && bad["port"].is_null()) << odd << " is no pid or port: " << bad.dump();
+    EXPECT_TRUE(CheckEventPayload("ServiceLaunched", bad, UnknownKeys::kReject).ok()) << bad.dump();
+  }
   EXPECT_EQ(EffectiveServedName(Base()), "/models/m");
   EXPECT_EQ(ServiceRuntimeDir(json{{"runtime_base", "/a//"}}, "r", 1), "/a/r/service-1");
 }

@@ -134,6 +134,8 @@ TEST(TaskFailure, ReadsTheTwoTextsAndKeepsThePayload) {
   EXPECT_EQ(&failure.recorded(), &recorded);
   const json lost = {{"error", "lost"}};
   EXPECT_EQ(TaskFailure(lost).Text(), "lost") << "no class: the sentence alone";
+  EXPECT_EQ(failure.Classified(), "ssh_failed: connection reset");
+  EXPECT_EQ(TaskFailure(lost).Classified(), "error: lost") << "a text that must be classed says error";
   // What is not a string is no text: never an exception.
   const json odd_payload = {{"error_kind", 3}, {"error", nullptr}};
   const TaskFailure odd(odd_payload);
