@@ -5,7 +5,9 @@
 // (CheckTaskPayload), over every task of the recorded memory-profile and
 // torch-profile runs (tests/data/views); and what the fold adds per run, the
 // spec decoded into its kind's message when RunSubmitted is folded
-// (RefreshTypedSpec), beside the whole run's fold. Figures: docs/PERFORMANCE.md.
+// (RefreshTypedSpec), beside the whole run's fold; and what one decision's
+// read of a kind's data as its message costs (DataOf) on the recorded runs'
+// final data, the largest a decision reads. Figures: docs/PERFORMANCE.md.
 #include <benchmark/benchmark.h>
 
 #include <google/protobuf/message.h>
@@ -22,6 +24,8 @@
 #include "npuprof.pb.h"
 #include "statemachine/engine.h"
 #include "statemachine/task_schema.h"
+#include "kind_data.pb.h"
+#include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
 #include "task_payloads.pb.h"
 
@@ -160,6 +164,26 @@ void BM_FoldRecordedRun(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_FoldRecordedRun);
+
+// Per read: a recorded run's final data (every step's evidence) decoded as its
+// kind's message, what one DataOf in a decision costs at most (arg: the
+// recorded run, 0 memory-profile, 1 torch-profile).
+void BM_DecisionReadsKindData(benchmark::State& state) {
+  auto folded = npuprof::sm::Fold(npuprof::sm::DefaultKinds(), RecordedLogs().at(state.range(0)));
+  if (!folded.ok()) return state.SkipWithError(folded.status().message().c_str());
+  const npuprof::sm::RunState& s = *folded;
+  for (auto _ : state) {
+    if (s.kind == "memory-profile") {
+      benchmark::DoNotOptimize(npuprof::sm::ReadData<npuprof::kind_data::MemoryProfileData>(s));
+    } else {
+      benchmark::DoNotOptimize(npuprof::sm::ReadData<npuprof::kind_data::TorchProfileData>(s));
+    }
+  }
+  state.SetLabel(s.kind);
+  state.counters["data_bytes"] = static_cast<double>(s.data.dump().size());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecisionReadsKindData)->Arg(0)->Arg(1);
 
 }  // namespace
 
