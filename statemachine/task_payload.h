@@ -13,6 +13,10 @@
 // (kind_failed), or cancels the run for any other input (broker/commit.cc);
 // in a projection (torch-profile's analysis) the request fails, or the
 // broker's guard names it (broker/projection_guard.h).
+//
+// The message is returned by value: bind it before looping over one of its
+// repeated fields, since a range-for over a member of the temporary reads
+// freed memory.
 // Pure: no I/O.
 #pragma once
 

@@ -18,6 +18,11 @@
 // (typed_spec.h); in a projection the request fails, or the broker's guard
 // (broker/projection_guard.h) names it. ReadData<M> is the same read as a
 // Result, for a helper the broker calls outside a decision.
+//
+// Both return the message by value: bind it before looping over one of its
+// fields (`const auto data = DataOf<M>(s); for (const auto& e :
+// data.errors())`), since a range-for over a member of the temporary reads
+// freed memory.
 // Pure: no I/O.
 #pragma once
 
