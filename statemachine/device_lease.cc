@@ -158,9 +158,8 @@ void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devic
 namespace {
 
 // The quarantined devices a quarantine probe was asked to check, as DevicesChecked records them.
-json CheckedDevices(const TaskInfo& task) {
-  const auto ids = PayloadOf<tasks::ProbeNpuSmi>(task).devices();
-  return json(std::vector<int64_t>(ids.begin(), ids.end()));
+json CheckedDevices(const tasks::ProbeNpuSmi& asked) {
+  return json(std::vector<int64_t>(asked.devices().begin(), asked.devices().end()));
 }
 
 }  // namespace
@@ -171,10 +170,9 @@ bool IsQuarantineProbe(const TaskInfo& task) {
 
 void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {
   const auto& probe = result.Required<results::ProbeNpuSmiResult>();
-  const json checked = CheckedDevices(task);
+  const auto asked = PayloadOf<tasks::ProbeNpuSmi>(task);
   const std::set<int64_t> free(probe.free_devices().begin(), probe.free_devices().end());
   json idle = json::array(), busy = json::array();
-  const auto asked = PayloadOf<tasks::ProbeNpuSmi>(task);
   for (const int64_t dev : asked.devices()) {
     if (free.count(dev)) {
       idle.push_back(dev);
@@ -185,13 +183,13 @@ void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskRes
       if (b.has_logical_id() && b.logical_id() == dev && !b.reason().empty()) reason = b.reason();
     busy.push_back({{"device", dev}, {"reason", reason}});
   }
-  d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine}, {"devices", checked}, {"idle", idle},
+  d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine}, {"devices", CheckedDevices(asked)}, {"idle", idle},
                                {"busy", busy}, {"task_id", task.task_id}});
 }
 
 void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) {
   d.Emit(kDevicesChecked, json{{"machine", d.state().lease.machine},
-                               {"devices", CheckedDevices(task)},
+                               {"devices", CheckedDevices(PayloadOf<tasks::ProbeNpuSmi>(task))},
                                {"idle", json::array()},
                                {"busy", json::array()},
                                {"task_id", task.task_id},

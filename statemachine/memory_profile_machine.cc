@@ -174,9 +174,8 @@ void Schedule(Decision& d, const std::string& step) {
   } else if (step == "ready") {
     tasks::ServiceWaitReady p;
     if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
-      auto launched = RecordedResult<results::ServiceLaunchResult>(*launch);
-      if (!launched.ok()) throw std::logic_error("the recorded launch cannot be read: " + launched.status().message());
-      p = BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(*launch), *launched, d.now_ms());
+      p = BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(*launch),
+                                RecordedOf<results::ServiceLaunchResult>(*launch), d.now_ms());
     } else {
       const int64_t timeout_s = Spec(s).attach_ready_timeout_s();
       p.set_runtime_dir(StrField(svc, "runtime_dir"));

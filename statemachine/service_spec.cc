@@ -213,6 +213,10 @@ std::string EffectiveServedName(const json& j) {
   return j.value("model", "");
 }
 
+std::string EffectiveServedName(const tasks::ServiceLaunch& launch_payload) {
+  return launch_payload.served_model_name().empty() ? launch_payload.model() : launch_payload.served_model_name();
+}
+
 std::optional<std::vector<int64_t>> SpecDevices(const google::protobuf::Value& devices) {
   if (!devices.has_list_value()) return std::nullopt;
   std::vector<int64_t> out;
@@ -279,8 +283,7 @@ tasks::ServiceWaitReady BuildWaitReadyPayload(const tasks::ServiceLaunch& launch
   p.set_runtime_dir(!launch.runtime_dir().empty() ? launch.runtime_dir() : launch_payload.runtime_dir());
   if (launch.pid() != 0) p.set_pid(launch.pid());
   if (launch.port().has_number_value()) p.set_port(static_cast<int32_t>(launch.port().number_value()));
-  p.set_served_model_name(!launch_payload.served_model_name().empty() ? launch_payload.served_model_name()
-                                                                       : launch_payload.model());
+  p.set_served_model_name(EffectiveServedName(launch_payload));
   p.set_health_timeout_s(timeout_s);
   p.set_deadline_ms(now_ms + timeout_s * 1000);
   return p;

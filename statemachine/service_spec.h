@@ -122,5 +122,6 @@ json ServiceRecordFromLaunch(const json& launch_payload, const json& launch_resu
 
 // The name /v1/models must list: served_model_name, else the model path.
 std::string EffectiveServedName(const json& spec_or_payload);
+std::string EffectiveServedName(const tasks::ServiceLaunch& launch_payload);
 
 }  // namespace npuprof::sm

@@ -15,7 +15,10 @@
 // fails that task (kind_failed, broker/commit.cc).
 //
 // RecordedResult<M>(task) decodes an earlier task's result as the run state
-// keeps it, for a decision that reads it later.
+// keeps it, for a decision that reads it later; RecordedOf<M>(task) is the
+// same read throwing std::logic_error (naming the task kind and the key) when
+// it does not decode, for a decision, whose throw the broker turns into the
+// failure of its input as above.
 // Pure: no I/O.
 #pragma once
 
@@ -88,6 +91,15 @@ Result<M> RecordedResult(const TaskInfo& task) {
     return Status::Internal("a " + task.kind + " result was read as " + M::descriptor()->full_name() +
                             ", which proto/task_results.proto does not declare for that kind");
   return *m;
+}
+
+// RecordedResult as a value; what does not decode (the judge passed the answer
+// on arrival, so only a store written with another schema) throws.
+template <class M>
+M RecordedOf(const TaskInfo& task) {
+  Result<M> r = RecordedResult<M>(task);
+  if (!r.ok()) throw std::logic_error("the recorded " + task.kind + " result cannot be read: " + r.status().message());
+  return std::move(r).value();
 }
 
 }  // namespace npuprof::sm

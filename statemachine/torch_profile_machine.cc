@@ -39,15 +39,6 @@ std::string ControlRefusal(const std::string& endpoint, const results::TorchProf
   return fmt::format("{} got no answer{}", endpoint, control.error().empty() ? "" : ": " + control.error());
 }
 
-// An earlier task's recorded answer as its message; one that does not decode
-// (the judge passed it on arrival, so only a store from another schema) throws.
-template <class M>
-M Recorded(const TaskInfo& task) {
-  Result<M> r = RecordedResult<M>(task);
-  if (!r.ok()) throw std::logic_error(r.status().message());
-  return std::move(r).value();
-}
-
 // Which control or request step a task was ("start_profile", "wave", ...):
 // its payload's role; "" for any other task.
 std::string RoleOf(const TaskInfo& task) {
@@ -70,7 +61,7 @@ std::optional<KnownService> ServiceOf(const RunState& s) {
   const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
   if (!launch) return std::nullopt;
   if (TaskResultData(launch).is_object()) {
-    const auto r = Recorded<results::ServiceLaunchResult>(*launch);
+    const auto r = RecordedOf<results::ServiceLaunchResult>(*launch);
     KnownService k{r.runtime_dir(), std::nullopt, std::nullopt};
     if (r.pid() != 0) k.pid = r.pid();
     if (r.port().has_number_value()) k.port = static_cast<int64_t>(r.port().number_value());
@@ -84,7 +75,7 @@ std::optional<KnownService> ServiceOf(const RunState& s) {
 bool ServiceStopped(const RunState& s) {
   const TaskInfo* stop = LastTask(s, kServiceStopTask);
   if (!TaskResultData(stop).is_object()) return false;
-  const auto r = Recorded<results::ServiceStopResult>(*stop);
+  const auto r = RecordedOf<results::ServiceStopResult>(*stop);
   return r.stopped() || r.already_gone();
 }
 
@@ -291,7 +282,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   if (task.kind == kTpRequestsTask && role == "followup") {
     results::TorchProfileRequestsResult wave;
     if (const TaskInfo* t = LastTask(s, kTpRequestsTask, "wave"); t && t->status == TaskStatus::kSucceeded)
-      wave = Recorded<results::TorchProfileRequestsResult>(*t);
+      wave = RecordedOf<results::TorchProfileRequestsResult>(*t);
     d.Emit(kTpWorkloadGated,
            json{{"workload_status", WorkloadGate(wave, result.As<results::TorchProfileRequestsResult>(),
                                                  Spec(s).benchmark_success_threshold())}});

@@ -170,6 +170,11 @@ TEST(ServiceSpec, LaunchPayload) {
     EXPECT_TRUE(CheckEventPayload("ServiceLaunched", bad, UnknownKeys::kReject).ok()) << bad.dump();
   }
   EXPECT_EQ(EffectiveServedName(Base()), "/models/m");
+  // The message's rule is the JSON one: the served name, else the model path.
+  EXPECT_EQ(EffectiveServedName(launch), "m");
+  EXPECT_EQ(EffectiveServedName(older), "/models/m");
+  EXPECT_EQ(EffectiveServedName(older), EffectiveServedName(MessageToJson(older)));
+  EXPECT_EQ(EffectiveServedName(launch), EffectiveServedName(MessageToJson(launch)));
   EXPECT_EQ(ServiceRuntimeDir(json{{"runtime_base", "/a//"}}, "r", 1), "/a/r/service-1");
 }
 

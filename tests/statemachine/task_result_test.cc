@@ -114,9 +114,18 @@ TEST(TaskResult, ARecordedResultDecodesAsTheStateKeepsIt) {
   read = RecordedResult<results::ServiceLaunchResult>(launch);
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(read->pid(), 0);
+  EXPECT_EQ(RecordedOf<results::ServiceLaunchResult>(launch).pid(), 0);
 
   launch.result["result"] = {{"pid", "seven"}};
   EXPECT_FALSE(RecordedResult<results::ServiceLaunchResult>(launch).ok()) << "a wrong type is not read as 0";
+  // RecordedOf, the decisions' read, throws the same failure naming the kind.
+  try {
+    (void)RecordedOf<results::ServiceLaunchResult>(launch);
+    ADD_FAILURE() << "a wrong type decoded";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("service.launch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pid"), std::string::npos) << e.what();
+  }
   launch.result["result"] = {{"pid", 7}};
   EXPECT_EQ(RecordedResult<results::ServiceStopResult>(launch).status().code(), Code::kInternal)
       << "another kind's message";
