@@ -1,6 +1,8 @@
 #include "statemachine/memory_profile_machine.h"
 
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -8,15 +10,18 @@
 
 #include "statemachine/event_types.h"
 #include "statemachine/inference_window.h"
+#include "statemachine/json_message_table.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/memory_manifest.h"
+#include "statemachine/memory_profile_events.h"
+#include "statemachine/memory_profile_progress.h"
 #include "statemachine/memory_profile_spec.h"
 #include "statemachine/memory_profile_steps.h"
 #include "statemachine/memory_report.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
-#include "statemachine/memory_profile_events.h"
 #include "statemachine/task_payload.h"
+#include "statemachine/task_result.h"
 #include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
 #include "kind_data.pb.h"
@@ -37,10 +42,11 @@ const run_specs::MemoryProfileSpec& Spec(const RunState& s) { return SpecOf<run_
 const std::string& Mode(const RunState& s) { return Spec(s).mode(); }
 bool Standalone(const RunState& s) { return Mode(s) == "standalone"; }
 
-bool Failed(const RunState& s, const std::string& step) {
-  return Field(s.data, "step_failures").is_object() && s.data["step_failures"].contains(step);
-}
-bool Done(const RunState& s, const std::string& step) { return s.data.contains(step) || Failed(s, step); }
+using Data = kind_data::MemoryProfileData;
+// The service record as a decision reads it: ServiceLaunched's keys plus the
+// status (the serve kind's record message, which the attached run's summary
+// carries too).
+using ServiceRecord = kind_data::ServeData::Service;
 
 // A step is in flight (task pending or retrying) or the flush minimum timer is armed.
 bool Busy(const RunState& s) {
@@ -51,19 +57,21 @@ bool Busy(const RunState& s) {
   return false;
 }
 
-// The service this run profiles: its own (standalone) or the attached one.
-json ServiceOf(const RunState& s) {
+// The service this run profiles, as the document the summary and manifest
+// show: its own (standalone) or the attached one.
+json ServiceOf(const RunState& s, const Data& data) {
   if (Standalone(s)) {
     // The launch record says "starting"; where the service got since is
     // read from the run's own steps (ready, then the stop's result).
     json svc = s.data.value("service", json::object());
     if (!svc.is_object() || svc.empty()) return svc;
-    const json& stopped = Field(s.data, "stopped");
-    if (stopped.is_object() && stopped.value("never_started", false))
+    if (data.stopped().never_started())
       svc["status"] = "never_started";
-    else if (stopped.is_object())
-      svc["status"] = stopped.value("stopped", true) || stopped.value("already_gone", false) ? "stopped" : "failed";
-    else if (Field(s.data, "ready").is_object())
+    else if (data.has_stopped())  // an answer that does not say reads as stopped
+      svc["status"] = !data.stopped().has_stopped() || data.stopped().stopped() || data.stopped().already_gone()
+                          ? "stopped"
+                          : "failed";
+    else if (data.has_ready())
       svc["status"] = "ready";
     return svc;
   }
@@ -76,24 +84,81 @@ json ServiceOf(const RunState& s) {
   return svc;
 }
 
-bool Wrapped(const RunState& s) {
-  if (Standalone(s)) return true;
-  const json svc = ServiceOf(s);
-  return svc.contains("wrap_script") && svc["wrap_script"].is_string() && !svc["wrap_script"].get<std::string>().empty();
+// ServiceOf read as its message. Keys it does not declare are passed over; a
+// value of the wrong type (an attached record edited elsewhere) throws,
+// naming the key.
+ServiceRecord RecordOf(const json& svc) {
+  ServiceRecord out;
+  if (!svc.is_object() || svc.empty()) return out;
+  if (auto why = JsonMessageTable::Parse(svc.dump(-1, ' ', false, json::error_handler_t::replace), out,
+                                         /*tolerate_unknown_keys=*/true))
+    throw std::logic_error("the service record of this memory-profile run cannot be read: " + *why);
+  return out;
 }
 
-std::string MsprofDir(const RunState& s) { return StrField(ServiceOf(s), "runtime_dir") + "/msprof_data"; }
+// A path the record holds (a JSON string), else the fallback.
+std::string PathOr(const google::protobuf::Value& v, const std::string& fallback) {
+  return v.has_string_value() ? v.string_value() : fallback;
+}
 
-bool ServeEnded(const RunState& s) { return s.data.contains("serve_ended"); }
+// What one decision reads: the run, its data and its service, decoded once.
+struct View {
+  const RunState& s;
+  Data data;
+  json service;           // ServiceOf
+  ServiceRecord svc;      // the same, as its message
 
-bool Skipped(const RunState& s, MemSkip why) {
-  switch (why) {
-    case MemSkip::kNever: return false;
-    case MemSkip::kNotLive: return ServeEnded(s) || Failed(s, "ready");
-    case MemSkip::kServeEnded: return ServeEnded(s);
-    case MemSkip::kNotWrapped: return !Wrapped(s);
+  explicit View(const RunState& run)
+      : s(run), data(DataOf<Data>(run)), service(ServiceOf(run, data)), svc(RecordOf(service)) {}
+
+  bool Failed(std::string_view step) const { return MemStepFailed(data, step); }
+  bool Done(std::string_view step) const { return MemStepDone(data, step); }
+  bool ServeEnded() const { return data.has_serve_ended(); }
+  bool Wrapped() const { return Standalone(s) || !PathOr(svc.wrap_script(), "").empty(); }
+  std::string MsprofDir() const { return svc.runtime_dir() + "/msprof_data"; }
+  // The service's runtime dir: the record's, else the one the launch was given.
+  std::string RuntimeDir() const {
+    return !svc.runtime_dir().empty() ? svc.runtime_dir() : data.launch_attempted().runtime_dir();
   }
-  return false;
+  // The attached or launched service's log: the record's path, else the
+  // launch's conventional one under rt.
+  std::string LogOf(const google::protobuf::Value& path, const std::string& rt, const char* file) const {
+    return PathOr(path, rt + "/" + file);
+  }
+  std::string ServedName() const { return svc.served_model_name().empty() ? svc.model() : svc.served_model_name(); }
+  std::optional<int64_t> Pid() const { return svc.has_pid() ? std::optional<int64_t>(svc.pid()) : std::nullopt; }
+  bool Skipped(MemSkip why) const {
+    switch (why) {
+      case MemSkip::kNever: return false;
+      case MemSkip::kNotLive: return ServeEnded() || Failed("ready");
+      case MemSkip::kServeEnded: return ServeEnded();
+      case MemSkip::kNotWrapped: return !Wrapped();
+    }
+    return false;
+  }
+  bool ExpertParallel() const {
+    if (Standalone(s)) return Spec(s).enable_expert_parallel();
+    for (const auto& a : svc.extra_args().values())
+      if (a.string_value() == "--enable-expert-parallel") return true;
+    return false;
+  }
+};
+
+// The step a memory-profile task was scheduled for (each payload carries
+// it); "" for a task kind that is not one of this run kind's.
+std::string StepOf(const TaskInfo& t) {
+  if (t.kind == kMemPreflightTask) return PayloadOf<tasks::MemoryPreflight>(t).step();
+  if (t.kind == kMemNpuSmiTask) return PayloadOf<tasks::MemoryNpuSmi>(t).step();
+  if (t.kind == kServiceLaunchTask) return PayloadOf<tasks::ServiceLaunch>(t).step();
+  if (t.kind == kServiceWaitReadyTask) return PayloadOf<tasks::ServiceWaitReady>(t).step();
+  if (t.kind == kMemLogsTask) return PayloadOf<tasks::MemoryLogs>(t).step();
+  if (t.kind == kMemInferTask) return PayloadOf<tasks::MemoryInfer>(t).step();
+  if (t.kind == kServiceStopTask) return PayloadOf<tasks::ServiceStop>(t).step();
+  if (t.kind == kMemWeightsTask) return PayloadOf<tasks::MemoryWeights>(t).step();
+  if (t.kind == kMemWaitFlushTask) return PayloadOf<tasks::MemoryWaitFlush>(t).step();
+  if (t.kind == kMemExportTask) return PayloadOf<tasks::MemoryExport>(t).step();
+  if (t.kind == kMemCollectTask) return PayloadOf<tasks::MemoryCollectCsvs>(t).step();
+  return "";
 }
 
 std::string BlobOf(const TaskInfo& task, const std::string& name) {
@@ -123,13 +188,6 @@ void MoveTo(Decision& d, const std::string& state) {
 
 json MachineOf(const RunState& s) { return s.spec.value("machine_record", json::object()); }
 
-bool ExpertParallel(const RunState& s) {
-  if (Standalone(s)) return Spec(s).enable_expert_parallel();
-  for (const auto& a : ServiceOf(s).value("extra_args", json::array()))
-    if (a == "--enable-expert-parallel") return true;
-  return false;
-}
-
 // service.launch failed before anything was started (result.started=false):
 // there are no logs to read and nothing to stop.
 bool LaunchNeverHappened(const RunState& s) {
@@ -139,24 +197,15 @@ bool LaunchNeverHappened(const RunState& s) {
 
 // ---- scheduling of each step ---------------------------------------------
 
-// The attached or launched service's log path: the record's, else the
-// launch's conventional one.
-std::string LogOf(const json& svc, const char* key, const std::string& rt, const char* file) {
-  return StrField(svc, key, rt + "/" + file);
-}
-
-std::string ServedNameOf(const json& svc) { return StrField(svc, "served_model_name", StrField(svc, "model", "")); }
-
-void Schedule(Decision& d, const std::string& step) {
-  const RunState& s = d.state();
-  const json machine = MachineOf(s);
-  const json svc = ServiceOf(s);
+void Schedule(Decision& d, const View& v, const std::string& step) {
+  const RunState& s = v.s;
+  const ServiceRecord& svc = v.svc;
   MoveTo(d, step);  // the run's state is the step in progress
   if (step == "preflight") {
     tasks::MemoryPreflight p;
     p.set_step(step);
     p.set_run_id(s.run_id);
-    p.set_wrap_script(MemoryWrapScriptPath(machine, s.run_id));
+    p.set_wrap_script(MemoryWrapScriptPath(MachineOf(s), s.run_id));
     p.set_msprof_mem_freq(Spec(s).msprof_mem_freq());
     d.Schedule(p);
   } else if (step == "baseline" || step == "after_ready" || step == "after_infer") {
@@ -167,7 +216,9 @@ void Schedule(Decision& d, const std::string& step) {
   } else if (step == "service") {
     tasks::ServiceLaunch p = BuildLaunchPayload(s.run_id, 1, Spec(s), MemoryServeArgs(Spec(s)));
     p.set_served_model_name(MemoryServedName(Spec(s), s.run_id));
-    p.set_wrap_script(StrField(Field(s.data, "preflight"), "wrap_script", MemoryWrapScriptPath(machine, s.run_id)));
+    // The script the preflight wrote, else where it writes it.
+    const std::string& written = v.data.preflight().wrap_script();
+    p.set_wrap_script(!written.empty() ? written : MemoryWrapScriptPath(MachineOf(s), s.run_id));
     p.set_step(step);
     Record(d, "launch_attempted", json{{"runtime_dir", p.runtime_dir()}});
     d.Schedule(p);
@@ -178,28 +229,28 @@ void Schedule(Decision& d, const std::string& step) {
                                 RecordedOf<results::ServiceLaunchResult>(*launch), d.now_ms());
     } else {
       const int64_t timeout_s = Spec(s).attach_ready_timeout_s();
-      p.set_runtime_dir(StrField(svc, "runtime_dir"));
-      if (auto pid = IntField(svc, "pid")) p.set_pid(*pid);
-      if (auto port = IntField(svc, "port")) p.set_port(static_cast<int32_t>(*port));
-      p.set_served_model_name(ServedNameOf(svc));
+      p.set_runtime_dir(svc.runtime_dir());
+      if (svc.has_pid()) p.set_pid(svc.pid());
+      if (svc.has_port()) p.set_port(static_cast<int32_t>(svc.port()));
+      p.set_served_model_name(v.ServedName());
       p.set_health_timeout_s(timeout_s);
       p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
     }
     p.set_step(step);
     d.Schedule(p);
   } else if (step == "vllm_log") {
-    const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
+    const std::string rt = v.RuntimeDir();
     tasks::MemoryLogs p;
     p.set_step(step);
     p.set_runtime_dir(rt);
-    p.set_stdout_log(LogOf(svc, "stdout_log", rt, "stdout.log"));
-    p.set_stderr_log(LogOf(svc, "stderr_log", rt, "stderr.log"));
+    p.set_stdout_log(v.LogOf(svc.stdout_log(), rt, "stdout.log"));
+    p.set_stderr_log(v.LogOf(svc.stderr_log(), rt, "stderr.log"));
     d.Schedule(p);
   } else if (step == "inference") {
     tasks::MemoryInfer p;
     p.set_step(step);
-    if (auto port = IntField(svc, "port")) p.set_port(static_cast<int32_t>(*port));
-    p.set_served_model_name(ServedNameOf(svc));
+    if (svc.has_port()) p.set_port(static_cast<int32_t>(svc.port()));
+    p.set_served_model_name(v.ServedName());
     p.set_prompt(Spec(s).prompt());
     if (Spec(s).has_image_url()) p.set_image_url(Spec(s).image_url());
     p.set_max_tokens(Spec(s).max_tokens());
@@ -207,41 +258,45 @@ void Schedule(Decision& d, const std::string& step) {
     p.set_server_scheduled_ms(d.now_ms());
     d.Schedule(p);
   } else if (step == "stopped") {
-    const std::string rt = StrField(svc, "runtime_dir", StrField(Field(s.data, "launch_attempted"), "runtime_dir", ""));
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
-    const bool force = s.cancel_requested || s.data.contains("stop_escalated");
+    const bool force = s.cancel_requested || v.data.has_stop_escalated();
     // A standalone step (memory_profile_steps.cc): the spec holds stop_grace_s.
-    tasks::ServiceStop p = BuildStopPayload(rt, IntField(svc, "pid"), force, Spec(s).stop_grace_s());
+    tasks::ServiceStop p = BuildStopPayload(v.RuntimeDir(), v.Pid(), force, Spec(s).stop_grace_s());
     // The graceful stop already sent SIGINT and SIGTERM and waited out both
     // graces: the escalation goes straight to SIGKILL (a hung msprof would
     // otherwise cost both graces again).
-    if (StrField(Field(s.data, "stop_escalated"), "error_kind") == "still_running") p.set_kill_at_once(true);
+    if (v.data.stop_escalated().error_kind() == "still_running") p.set_kill_at_once(true);
     p.set_step(step);
     d.Schedule(p);
   } else if (step == "weights") {
+    // The service's model and parallel sizes, else the spec's (standalone
+    // fills them; an attached record names them).
+    const auto or_spec = [](int64_t from_service, int64_t from_spec) {
+      return static_cast<int32_t>(from_service != 0 ? from_service : from_spec != 0 ? from_spec : 1);
+    };
     tasks::MemoryWeights p;
     p.set_step(step);
-    p.set_model(StrField(svc, "model", StrField(s.spec, "model")));
-    p.set_tp(static_cast<int32_t>(IntField(svc, "tp").value_or(IntField(s.spec, "tp").value_or(1))));
-    p.set_dp(static_cast<int32_t>(IntField(svc, "dp").value_or(IntField(s.spec, "dp").value_or(1))));
-    p.set_expert_parallel(ExpertParallel(s));
+    p.set_model(!svc.model().empty() ? svc.model() : Spec(s).model());
+    p.set_tp(or_spec(svc.tp(), Spec(s).tp()));
+    p.set_dp(or_spec(svc.dp(), Spec(s).dp()));
+    p.set_expert_parallel(v.ExpertParallel());
     d.Schedule(p);
   } else if (step == "flushed") {
     // flush_s is a minimum before the wait polls (0 = none); the wait itself
     // ends on msprof's own completion signals, or at its deadline.
     const int64_t min_s = Spec(s).flush_s();
-    if (min_s > 0 && !s.data.contains("flush_min")) {
+    if (min_s > 0 && !v.data.has_flush_min()) {
       d.ScheduleTimer("flush", min_s * 1000);
       return;
     }
     const int64_t timeout_s = Spec(s).flush_timeout_s();
-    const std::string rt = StrField(svc, "runtime_dir");
+    const std::string& rt = svc.runtime_dir();
     tasks::MemoryWaitFlush p;
     p.set_step(step);
-    p.set_msprof_dir(MsprofDir(s));
+    p.set_msprof_dir(v.MsprofDir());
     p.set_runtime_dir(rt);
-    if (auto pid = IntField(svc, "pid")) p.set_pid(*pid);
-    p.set_stdout_log(LogOf(svc, "stdout_log", rt, "stdout.log"));
+    if (svc.has_pid()) p.set_pid(svc.pid());
+    p.set_stdout_log(v.LogOf(svc.stdout_log(), rt, "stdout.log"));
     p.set_timeout_s(timeout_s);
     p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
     d.Schedule(p);
@@ -249,14 +304,14 @@ void Schedule(Decision& d, const std::string& step) {
     const int64_t timeout_s = Spec(s).export_timeout_s();
     tasks::MemoryExport p;
     p.set_step(step);
-    p.set_msprof_dir(MsprofDir(s));
+    p.set_msprof_dir(v.MsprofDir());
     p.set_timeout_s(timeout_s + 60);
     d.Schedule(p);
     d.ScheduleTimer("export_timeout", timeout_s * 1000);
   } else if (step == "msprof") {
     tasks::MemoryCollectCsvs p;
     p.set_step(step);
-    p.set_msprof_dir(MsprofDir(s));
+    p.set_msprof_dir(v.MsprofDir());
     // The window the handler cuts each device's npu_mem series at (the
     // activation peak); absent when the inference gave none.
     if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
@@ -264,29 +319,30 @@ void Schedule(Decision& d, const std::string& step) {
   }
 }
 
-// The planner: schedules the next missing step, or finishes.
+// The planner: schedules the next missing step, or finishes. It reads the
+// run's data after every event the decision emitted so far, decoded once.
 void Advance(Decision& d) {
   const RunState& s = d.state();
   if (s.terminal || Busy(s) || d.failed()) return;
-  const bool launched = Standalone(s) && s.data.contains("launch_attempted") && !LaunchNeverHappened(s);
+  const View v(s);
+  const bool launched = Standalone(s) && v.data.has_launch_attempted() && !LaunchNeverHappened(s);
 
-  if (s.data.contains("failure") || s.cancel_requested) {
+  if (v.data.has_failure() || s.cancel_requested) {
     for (const MemStep& step : MemoryStepsOf(Mode(s))) {
       const bool runs = step.cleanup == MemCleanup::kOnFailureOrCancel ||
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
-      if (launched && runs && !Done(s, std::string(step.name))) return Schedule(d, std::string(step.name));
+      if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
     }
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
-    std::string err = s.data["failure"].value("error", "memory-profile failed");
-    if (Field(Field(s.data, "stopped"), "never_started") == true) err += " — the service was never launched";
+    std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();
+    if (v.data.stopped().never_started()) err += " — the service was never launched";
     return d.Finish(RunStatus::kFailed, err);
   }
 
-  const std::string mode = Mode(s);
-  for (const MemStep& step : MemoryStepsOf(mode)) {
-    if (Skipped(s, step.skip)) continue;
+  for (const MemStep& step : MemoryStepsOf(Mode(s))) {
+    if (v.Skipped(step.skip)) continue;
     if (step.wait) return MoveTo(d, std::string(step.name));
-    if (!Done(s, std::string(step.name))) return Schedule(d, std::string(step.name));
+    if (!v.Done(step.name)) return Schedule(d, v, std::string(step.name));
   }
   d.Finish(RunStatus::kOk);
 }
@@ -345,11 +401,17 @@ void MemoryProfileMachine::OnStart(Decision& d) const {
     if (!b.is_null()) Record(d, "baseline", b);
   }
   if (Mode(s) == "attach") {
-    const json& rec = Field(s.spec, "attach_run_record");
-    const bool ended = !Field(rec, "finished_at").is_null() && Field(rec, "finished_at").is_string();
-    if (ended)
-      Record(d, "serve_ended", json{{"run_id", Spec(s).attach_run()}, {"status", rec.value("status", "")},
-                                    {"state", rec.value("state", "")}, {"at_submit", true}});
+    // The serve run's record as the broker added it at submit: it had ended
+    // when it names when.
+    const auto& rec = Spec(s).attach_run_record().fields();
+    const auto text = [&rec](const char* key) -> std::optional<std::string> {
+      const auto it = rec.find(key);
+      if (it == rec.end() || !it->second.has_string_value()) return std::nullopt;
+      return it->second.string_value();
+    };
+    if (text("finished_at"))
+      Record(d, "serve_ended", json{{"run_id", Spec(s).attach_run()}, {"status", text("status").value_or("")},
+                                    {"state", text("state").value_or("")}, {"at_submit", true}});
     else
       d.WatchRun(Spec(s).attach_run());
   }
@@ -357,7 +419,7 @@ void MemoryProfileMachine::OnStart(Decision& d) const {
 }
 
 void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
-  const std::string step = task.payload.value("step", "");
+  const std::string step = StepOf(task);
   // Facts are recorded from the answer as it came (the run's evidence; a
   // success without a result records as {}); decisions read its message.
   static const json kNone = json::object();
@@ -383,7 +445,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     r["blob"] = BlobOf(task, "inference_response.json");
     const int64_t scheduled_ms = PayloadOf<tasks::MemoryInfer>(task).server_scheduled_ms();
     if (scheduled_ms > 0) {  // 0: an older payload that did not say
-      const auto data = DataOf<kind_data::MemoryProfileData>(d.state());
+      const auto data = DataOf<Data>(d.state());
       r["server_window_ms"] = {{"start_ms", scheduled_ms}, {"end_ms", d.now_ms()},
                                {"ready_ms", data.ready().server_answered_ms() != 0
                                                 ? json(data.ready().server_answered_ms())
@@ -430,19 +492,21 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     if (blobs.is_object())
       for (const auto& [name, sha] : blobs.items()) csv_blobs[name] = sha;
     m["blobs"] = csv_blobs;
-    const json& exp = Field(d.state().data, "export");
-    m["status"] = exp.is_object() ? exp.value("status", "ok") : "not_exported";
+    const auto data = DataOf<Data>(d.state());
+    m["status"] = !data.has_export_()                ? "not_exported"
+                  : data.export_().status().empty() ? "ok"
+                                                    : data.export_().status();
     Record(d, "msprof", m);
   }
   Advance(d);
 }
 
 void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
-  const std::string step = task.payload.value("step", "");
+  const std::string step = StepOf(task);
   // A graceful stop that left the service running escalates once to SIGKILL:
   // the run never leaves a service it started behind.
   if (task.kind == kServiceStopTask && !PayloadOf<tasks::ServiceStop>(task).force() &&
-      !DataOf<kind_data::MemoryProfileData>(d.state()).has_stop_escalated()) {
+      !DataOf<Data>(d.state()).has_stop_escalated()) {
     Record(d, "stop_escalated", json{{"error_kind", failure.error_kind()}, {"error", failure.error()}});
     return Advance(d);
   }
@@ -504,34 +568,42 @@ void MemoryProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, 
   }
 }
 
-json MemoryEvidenceFromState(const RunState& s) {
-  const json svc = ServiceOf(s);
+namespace {
+
+// The report's input (memory_report.h) from what one projection decoded.
+json EvidenceOf(const View& v) {
+  const RunState& s = v.s;
+  // The service's parallel sizes and devices, else the spec's.
+  const auto or_spec = [](int64_t from_service, int64_t from_spec) {
+    return from_service != 0 ? from_service : from_spec != 0 ? from_spec : 1;
+  };
+  json devices = Field(v.service, "devices");
+  if (!devices.is_array()) devices = Field(s.spec, "devices");
   json ev = {{"mode", Mode(s)},
-             {"tp", svc.value("tp", s.spec.value("tp", 1))},
-             {"dp", svc.value("dp", s.spec.value("dp", 1))},
-             {"devices", svc.value("devices", s.spec.value("devices", json::array()))}};
-  if (!ev["devices"].is_array()) ev["devices"] = json::array();
+             {"tp", or_spec(v.svc.tp(), Spec(s).tp())},
+             {"dp", or_spec(v.svc.dp(), Spec(s).dp())},
+             {"devices", devices.is_array() ? devices : json::array()}};
   for (const char* f : {"baseline", "after_ready", "after_infer", "vllm_log", "msprof", "weights", "theory"})
     if (s.data.contains(f) && s.data[f].is_object()) ev[f] = s.data[f];
   if (!ev.contains("msprof")) {
-    const json& exp = Field(s.data, "export");
-    std::string st = Wrapped(s) ? "not_collected" : "not_wrapped";
-    if (exp.is_object()) st = exp.value("status", st);
+    std::string st = v.Wrapped() ? "not_collected" : "not_wrapped";
+    if (v.data.has_export_() && !v.data.export_().status().empty()) st = v.data.export_().status();
     ev["msprof"] = json{{"status", st}, {"module_mem", json::array()}, {"npu_mem", json::array()}};
   }
   return ev;
 }
 
-json MemoryProfileMachine::Summary(const RunState& s) const {
-  json j = RunKind::Summary(s);
+json SummaryOf(const MemoryProfileMachine& kind, const View& v) {
+  const RunState& s = v.s;
+  json j = kind.RunKind::Summary(s);
   j["mode"] = Mode(s);
-  j["service"] = ServiceOf(s).empty() ? json(nullptr) : ServiceOf(s);
-  if (s.data.contains("preflight")) j["wrap_script"] = s.data["preflight"].value("wrap_script", "");
+  j["service"] = v.service.empty() ? json(nullptr) : v.service;
+  if (v.data.has_preflight()) j["wrap_script"] = v.data.preflight().wrap_script();
   if (s.data.contains("step_failures")) j["step_failures"] = s.data["step_failures"];
   if (s.data.contains("baseline")) j["baseline"] = s.data["baseline"];
   if (s.data.contains("flushed")) j["flush"] = s.data["flushed"];
   if (Mode(s) != "install_wrapper") {
-    const json report = BuildMemoryReport(MemoryEvidenceFromState(s));
+    const json report = BuildMemoryReport(EvidenceOf(v));
     json devs = json::array();
     for (const auto& d : report["devices"]) {
       json comps = json::object();
@@ -543,8 +615,15 @@ json MemoryProfileMachine::Summary(const RunState& s) const {
   return j;
 }
 
+}  // namespace
+
+json MemoryEvidenceFromState(const RunState& s) { return EvidenceOf(View(s)); }
+
+json MemoryProfileMachine::Summary(const RunState& s) const { return SummaryOf(*this, View(s)); }
+
 json MemoryProfileMachine::Manifest(const RunState& s) const {
-  return BuildMemoryManifest(s, Summary(s), BuildMemoryReport(MemoryEvidenceFromState(s)), ServiceOf(s));
+  const View v(s);
+  return BuildMemoryManifest(s, SummaryOf(*this, v), BuildMemoryReport(EvidenceOf(v)), v.service);
 }
 
 void RegisterMemoryProfileKind(KindRegistry& r) { r.Register(std::make_unique<MemoryProfileMachine>()); }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -405,6 +406,32 @@ TEST(MemoryMachine, AttachLiveThenContinuesWhenTheServeRunEnds) {
   EXPECT_EQ(m["mode"], "attach");
 }
 
+// The attached service's record is read as its message: a value of the
+// wrong type is an error naming the key (the broker then refuses the
+// submission), never a silent default that would wait on no pid.
+TEST(MemoryMachine, AnAttachedRecordOfTheWrongTypeIsNamedNotReadAsADefault) {
+  json spec = AttachSpec(true, false);
+  spec["attach_run_record"]["service"]["pid"] = "ninety-nine";
+  RunState s;
+  s.run_id = "mp11";
+  Input in;
+  in.type = Input::Type::kSubmit;
+  in.kind = "memory-profile";
+  in.spec = spec;
+  in.now_ms = 1000;
+  try {
+    (void)Decide(DefaultKinds(), s, in);
+    ADD_FAILURE() << "a pid that is text was read";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("pid"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("service record"), std::string::npos) << e.what();
+  }
+  spec["attach_run_record"]["service"]["pid"] = 99;
+  in.spec = spec;
+  const auto decided = Decide(DefaultKinds(), s, in);
+  ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+}
+
 TEST(MemoryMachine, AttachUnwrappedFinishesWithoutMsprof) {
   Driver d("mp7");
   d.Submit(AttachSpec(false, true));
@@ -437,6 +464,40 @@ TEST(MemoryMachine, GracefulStopThatLeavesTheServiceRunningEscalatesToForce) {
   d.Succeed({{"stopped", true}});
   EXPECT_EQ(d.PendingKind(), kMemWeightsTask);
   EXPECT_FALSE(d.s().data.contains("failure"));
+}
+
+// The service record the summary shows moves on with the run's own steps:
+// "starting" at launch, "ready" once ready, then what the stop answered; a
+// stop answer that does not say reads as stopped, one that says the service
+// is still there as failed (and fails the run).
+TEST(MemoryMachine, TheServiceStatusFollowsTheStepsAndTheStopsAnswer) {
+  for (const json& stop_answer : {json::object(), json{{"stopped", true}}, json{{"stopped", false}}}) {
+    Driver d("mp10");
+    d.Submit(StandaloneSpec());
+    const auto& kind = *DefaultKinds().Find("memory-profile");
+    EXPECT_TRUE(kind.Summary(d.s())["service"].is_null()) << "nothing launched yet";
+    d.Succeed({{"wrap_script", "/w"}});
+    d.Succeed({{"hbm", Hbm(2862)}});
+    d.Succeed({{"runtime_dir", "/tmp/rt/mp10/service-1"}, {"pid", 5}, {"port", 18001}});
+    EXPECT_EQ(kind.Summary(d.s())["service"]["status"], "starting");
+    d.Succeed(json::object());
+    EXPECT_EQ(kind.Summary(d.s())["service"]["status"], "ready");
+    d.Succeed({{"hbm", Hbm(50000)}});
+    d.Succeed({{"summary", json::object()}});
+    d.Succeed({{"ok", true}});
+    d.Succeed({{"hbm", Hbm(50100)}});
+    ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+    d.Succeed(stop_answer);
+    const bool still_there = stop_answer.contains("stopped") && !stop_answer["stopped"].get<bool>();
+    EXPECT_EQ(kind.Summary(d.s())["service"]["status"], still_there ? "failed" : "stopped") << stop_answer;
+    EXPECT_EQ(d.s().data.contains("failure"), still_there) << stop_answer;
+    if (still_there) {
+      EXPECT_EQ(d.s().status, RunStatus::kFailed);
+      EXPECT_NE(d.s().error.find("could not be stopped"), std::string::npos) << d.s().error;
+    } else {
+      EXPECT_EQ(d.PendingKind(), kMemWeightsTask) << stop_answer;
+    }
+  }
 }
 
 TEST(MemoryMachine, TransitionsOnlyGoForward) {
