@@ -185,6 +185,21 @@ void BM_DecisionReadsKindData(benchmark::State& state) {
 }
 BENCHMARK(BM_DecisionReadsKindData)->Arg(0)->Arg(1);
 
+// The summary `npuprof show` prints of a recorded run's final state: for
+// memory-profile one decode of its data (the service record and the
+// progress are read from it) plus the report built from the evidence.
+void BM_KindSummary(benchmark::State& state) {
+  auto folded = npuprof::sm::Fold(npuprof::sm::DefaultKinds(), RecordedLogs().at(state.range(0)));
+  if (!folded.ok()) return state.SkipWithError(folded.status().message().c_str());
+  const npuprof::sm::RunState& s = *folded;
+  const npuprof::sm::RunKind* kind = npuprof::sm::DefaultKinds().Find(s.kind);
+  if (kind == nullptr) return state.SkipWithError("no such kind");
+  for (auto _ : state) benchmark::DoNotOptimize(kind->Summary(s));
+  state.SetLabel(s.kind);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_KindSummary)->Arg(0)->Arg(1);
+
 }  // namespace
 
 BENCHMARK_MAIN();

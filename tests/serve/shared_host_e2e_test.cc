@@ -178,6 +178,28 @@ TEST_F(SharedHostE2E, PlantedLaunchRecordsAndSymlinksAreNotFollowed) {
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
 }
 
+// A launch record of the user's own that another process edited (a device
+// id that is text) is bytes from the target: the launch refuses it naming
+// the file and the key, starts nothing and says so, and the run ends failed
+// with the devices released (before, the start scripts' builder threw).
+TEST_F(SharedHostE2E, AnEditedLaunchRecordIsRefusedNamingTheKeyAndNothingStarts) {
+  const std::string run = "edited-record";
+  const std::string rt = base_ + "/" + run + "/service-1";
+  fs::create_directories(rt);
+  fs::permissions(base_ + "/" + run, fs::perms::owner_all);
+  fs::permissions(rt, fs::perms::owner_all);
+  const json edited = {{"run_id", run}, {"launch_no", 1}, {"runtime_dir", rt}, {"model", model_},
+                       {"tp", 1}, {"dp", 1}, {"devices", {"zero"}}, {"port", 18123},
+                       {"env", json::object()}, {"extra_args", json::array()}};
+  std::ofstream(rt + "/launch.json") << edited.dump();
+  fs::permissions(rt + "/launch.json", fs::perms::owner_read | fs::perms::owner_write);
+  json s = Serve(run);
+  ExpectNeverLaunched(s, rt + "/launch.json does not read as a launch record");
+  EXPECT_NE(s.value("error", "").find("devices"), std::string::npos) << s.dump(2);
+  EXPECT_FALSE(fs::exists(rt + "/_serve.sh"));
+  EXPECT_FALSE(fs::exists(rt + "/.started"));
+}
+
 TEST_F(SharedHostE2E, APidFileNamingAnotherProcessNeverGetsItSignalled) {
   // A process of the test's own in its own process group: what a stale pid
   // file names once the service is gone and the kernel reused its pid.

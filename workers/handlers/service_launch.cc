@@ -22,6 +22,7 @@
 
 #include "parsers/npu_smi_parser.h"
 #include "workers/handlers/handlers.h"
+#include "workers/handlers/launch_record.h"
 #include "workers/handlers/service_common.h"
 #include "workers/handlers/service_handlers.h"
 
@@ -34,29 +35,6 @@ TaskOutcome NotStarted(std::string kind, std::string error, bool retryable, json
   o.result = std::move(extra);
   o.result["started"] = false;
   return o;
-}
-
-// The launch record (launch.json) of a first launch, from its payload: what
-// the start scripts and every later attempt read. "Not given" is null.
-json LaunchRecord(const tasks::ServiceLaunch& p, const std::string& rt, const std::string& env_script) {
-  json devices = nullptr, env = json::object(), args = json::array();
-  if (p.devices_size() > 0) devices = json(std::vector<int32_t>(p.devices().begin(), p.devices().end()));
-  for (const auto& [k, v] : p.env()) env[k] = v;
-  for (const std::string& a : p.extra_args()) args.push_back(a);
-  return json{{"run_id", p.run_id()},
-              {"launch_no", p.launch_no()},
-              {"runtime_dir", rt},
-              {"model", p.model()},
-              {"served_model_name", p.has_served_model_name() ? json(p.served_model_name()) : json(nullptr)},
-              {"tp", p.tp() > 0 ? p.tp() : 1},
-              {"dp", p.dp() > 0 ? p.dp() : 1},
-              {"devices", devices},
-              {"port", p.has_port() ? json(p.port()) : json(nullptr)},
-              {"env", env},
-              {"extra_args", args},
-              {"wrap_script", p.has_wrap_script() ? json(p.wrap_script()) : json(nullptr)},
-              {"env_script", env_script},
-              {"busy_threshold_mb", p.has_busy_threshold_mb() ? p.busy_threshold_mb() : int64_t{4096}}};
 }
 
 // Picks tp*dp free devices from `npu-smi info`; refusal lists free and busy ones.
@@ -112,12 +90,11 @@ std::optional<TaskOutcome> PickPort(Call& c, json& rec) {
 }
 
 // The launch record in force (checked as a regular file of the user's before).
+// (launch_record.h: its declared keys, each with its declared type).
 Result<json> ReadRecord(Call& c, const std::string& rt) {
-  auto text = c.session->ReadFile(rt + "/launch.json", 0, 1 << 20);
+  auto text = c.session->ReadFile(rt + "/launch.json", 0, kMaxLaunchRecordBytes + 1);
   if (!text.ok()) return text.status();
-  json rec = json::parse(*text, nullptr, false);
-  if (rec.is_discarded() || !rec.is_object()) return Status::Corruption(rt + "/launch.json is not a JSON object");
-  return rec;
+  return DecodeLaunchRecord(rt, *text);
 }
 
 // Writes the launch record (0600) unless one exists; returns the record in force.
@@ -184,7 +161,7 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     }
     rec = *existing;
   } else {
-    rec = LaunchRecord(p, rt, c.target.env_script);
+    rec = LaunchRecordFromPayload(p, rt, c.target.env_script);
     rec["service_marker"] = "NPUPROF_SERVICE=" + *marker;
     if (rec["devices"].is_null()) {
       ctx.progress("selecting free devices (npu-smi info)");
