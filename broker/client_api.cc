@@ -188,7 +188,13 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
     sm::RunState* o = LoadRun(other);
     if (!o) return Err(2, fmt::format("{}: no run '{}'", field, other));
     const sm::RunKind* k = kinds_.Find(o->kind);
-    json rec = k ? k->Summary(*o) : json::object();
+    json rec = json::object();
+    try {
+      if (k) rec = k->Summary(*o);
+    } catch (const std::exception& e) {
+      return Err(2, fmt::format("{}: run '{}' cannot be read ({}); name another run", field, other,
+                                TruncateUtf8(e.what(), 300)));
+    }
     rec["data"] = o->data;
     rec["spec"] = o->spec;
     spec[std::string(field) + "_record"] = rec;

@@ -101,7 +101,7 @@ std::string PathOr(const google::protobuf::Value& v, const std::string& fallback
   return v.has_string_value() ? v.string_value() : fallback;
 }
 
-// What one decision reads: the run, its data and its service, decoded once.
+// What a decision reads: the run, its data and its service, decoded together.
 struct View {
   const RunState& s;
   Data data;
@@ -143,6 +143,17 @@ struct View {
     return false;
   }
 };
+
+// View(s); nullopt, with why, when the run's data or its service record
+// cannot be read (a store written with another schema).
+std::optional<View> TryView(const RunState& s, std::string* why) {
+  try {
+    return std::optional<View>(std::in_place, s);
+  } catch (const std::logic_error& e) {
+    *why = e.what();
+    return std::nullopt;
+  }
+}
 
 // The step a memory-profile task was scheduled for (each payload carries
 // it); "" for a task kind that is not one of this run kind's.
@@ -319,12 +330,44 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
   }
 }
 
+// The cancel of a run whose data cannot be read: no step can be judged from
+// the evidence, but what the launch may have started is still stopped (once,
+// forced: the launch's runtime dir, its recorded pid if it can be read, else
+// the handler reads the pid file), and the run ends cancelled.
+void CancelUnread(Decision& d, const std::string& why) {
+  const RunState& s = d.state();
+  const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr;
+  if (launch != nullptr && !LaunchStartedNothing(*launch) && LastTask(s, kServiceStopTask) == nullptr) {
+    std::string rt = PayloadOf<tasks::ServiceLaunch>(*launch).runtime_dir();
+    std::optional<int64_t> pid;
+    if (auto r = RecordedResult<results::ServiceLaunchResult>(*launch); r.ok()) {
+      if (!r->runtime_dir().empty()) rt = r->runtime_dir();
+      if (r->pid() != 0) pid = r->pid();
+    }
+    MoveTo(d, "stopped");
+    tasks::ServiceStop p = BuildStopPayload(rt, pid, /*force=*/true, Spec(s).stop_grace_s());
+    p.set_step("stopped");
+    (void)d.Schedule(p);
+    return;
+  }
+  d.Finish(RunStatus::kCancelled, "cancelled; the run's evidence could not be read: " + why);
+}
+
 // The planner: schedules the next missing step, or finishes. It reads the
-// run's data after every event the decision emitted so far, decoded once.
+// run's data after the events the decision emitted so far (one decode here;
+// the handlers that read it before recording decode once more).
 void Advance(Decision& d) {
   const RunState& s = d.state();
   if (s.terminal || Busy(s) || d.failed()) return;
-  const View v(s);
+  std::string why;
+  const std::optional<View> read = TryView(s, &why);
+  if (!read) {
+    // A decision fails its input (the broker then cancels the run); the
+    // cancel must still end the run and stop its service.
+    if (!s.cancel_requested) throw std::logic_error(why);
+    return CancelUnread(d, why);
+  }
+  const View& v = *read;
   const bool launched = Standalone(s) && v.data.has_launch_attempted() && !LaunchNeverHappened(s);
 
   if (v.data.has_failure() || s.cancel_requested) {

@@ -97,20 +97,27 @@ std::string SweepPointText(const json& point) {
 
 std::string SweepChildId(const std::string& sweep_id, size_t index) { return fmt::format("{}-p{}", sweep_id, index); }
 
-std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id) {
-  if (parent.kind != "sweep") return std::nullopt;
+namespace {
+
+// The request of one of parent's children (c), from the point it was made for.
+std::optional<ChildRequest> RequestOf(const RunState& parent, const Child& c) {
   // A point's child spec is copied from the JSON spec as stored (a Struct
   // would turn its integers into doubles).
   const json& points = ArrField(parent.spec, "points");
-  for (const auto& c : ChildrenOrNone(parent)) {
-    if (c.run_id() != run_id) continue;
-    const auto i = static_cast<size_t>(c.index());
-    if (c.index() < 0 || !points.is_array() || i >= points.size() || !points[i].is_object()) return std::nullopt;
-    ChildRequest r{run_id, SpecOf<run_specs::SweepSpec>(parent).child_kind(), points[i].value("spec", json::object())};
-    r.spec["sweep_run"] = parent.run_id;
-    r.spec["sweep_point"] = points[i].value("point", json::object());
-    return r;
-  }
+  const auto i = static_cast<size_t>(c.index());
+  if (c.index() < 0 || !points.is_array() || i >= points.size() || !points[i].is_object()) return std::nullopt;
+  ChildRequest r{c.run_id(), SpecOf<run_specs::SweepSpec>(parent).child_kind(), points[i].value("spec", json::object())};
+  r.spec["sweep_run"] = parent.run_id;
+  r.spec["sweep_point"] = points[i].value("point", json::object());
+  return r;
+}
+
+}  // namespace
+
+std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id) {
+  if (parent.kind != "sweep") return std::nullopt;
+  for (const auto& c : ChildrenOrNone(parent))
+    if (c.run_id() == run_id) return RequestOf(parent, c);
   return std::nullopt;
 }
 
@@ -122,8 +129,9 @@ bool HasChildRuns(const RunState& parent) {
 
 std::vector<ChildRequest> RequestedChildren(const RunState& parent) {
   std::vector<ChildRequest> out;
-  for (const auto& c : ChildrenOrNone(parent))
-    if (auto r = RequestedChild(parent, c.run_id())) out.push_back(std::move(*r));
+  if (parent.kind != "sweep") return out;
+  for (const auto& c : ChildrenOrNone(parent))  // one decode of the data for all of them
+    if (auto r = RequestOf(parent, c)) out.push_back(std::move(*r));
   return out;
 }
 

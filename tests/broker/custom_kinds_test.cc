@@ -472,6 +472,14 @@ TEST_F(ThrowingKindTest, AProjectionThatThrowsOutsideARequestIsNamedAndTheBroker
   const std::string answer = verified.ok() ? verified.body_json() : verified.error();
   EXPECT_NE(answer.find("unr1"), std::string::npos) << answer;
   EXPECT_EQ(Call("show", json{{"run_id", "w1"}}).value("status", ""), "ok") << "the broker still serves";
+  // A submission that builds on that run is refused naming the field and the
+  // run, and nothing is submitted.
+  proto::ClientResponse built_on = client_->Call(
+      "submit", json{{"kind", "test-watches"}, {"run_id", "w2"}, {"spec", {{"target", "unr1"}, {"baseline_run", "unr1"}}}});
+  EXPECT_FALSE(built_on.ok());
+  EXPECT_NE(built_on.error().find("baseline_run: run 'unr1' cannot be read (no summary of this state"), std::string::npos)
+      << built_on.error();
+  EXPECT_FALSE(client_->Call("show", json{{"run_id", "w2"}}).ok()) << "w2 was not submitted";
 }
 
 }  // namespace

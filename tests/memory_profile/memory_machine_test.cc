@@ -103,6 +103,8 @@ class Driver {
     Feed(in);
   }
   const RunState& s() const { return s_; }
+  // The state as a store written with another schema would fold it.
+  RunState& Edit() { return s_; }
 
  private:
   RunState s_;
@@ -365,6 +367,41 @@ TEST(MemoryMachine, CancelAfterLaunchStopsTheService) {
   EXPECT_EQ(d.Pending()->payload["force"], true);
   d.Succeed({{"stopped", true}});
   EXPECT_EQ(d.s().status, RunStatus::kCancelled);
+}
+
+// A run whose data cannot be read (a store written with another schema): a
+// decision on it fails its input, and the cancel the broker then sends still
+// stops the service the launch started (forced, at the launch's runtime dir
+// and pid) and ends the run, where it used to hang on the same failing read.
+TEST(MemoryMachine, ACancelOfARunWhoseDataCannotBeReadStillStopsItsServiceAndEnds) {
+  for (const bool stop_fails : {false, true}) {
+    Driver d("mp12");
+    d.Submit(StandaloneSpec());
+    d.Succeed({{"wrap_script", "/w"}});
+    d.Succeed({{"hbm", Hbm(2862)}});
+    d.Succeed({{"runtime_dir", "/tmp/rt/mp12/service-1"}, {"pid", 5}, {"port", 18001}});
+    ASSERT_EQ(d.PendingKind(), kServiceWaitReadyTask);
+    d.Edit().data["preflight"]["msprof_mem_freq"] = "often";  // no longer an integer
+    Input in;
+    in.type = Input::Type::kCancel;
+    in.now_ms = 999999;
+    d.Feed(in);
+    ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+    EXPECT_EQ(d.s().state, "stopped");
+    EXPECT_EQ(d.Pending()->payload["force"], true);
+    EXPECT_EQ(d.Pending()->payload["pid"], 5);
+    EXPECT_EQ(d.Pending()->payload["runtime_dir"], "/tmp/rt/mp12/service-1");
+    if (stop_fails)
+      d.Fail("ssh_failed", "connection reset");  // a stop that fails is not tried again and again
+    else
+      d.Succeed({{"stopped", true}});
+    EXPECT_TRUE(d.s().terminal);
+    EXPECT_EQ(d.s().status, RunStatus::kCancelled);
+    EXPECT_NE(d.s().error.find("msprof_mem_freq"), std::string::npos) << d.s().error;
+    int stops = 0;
+    for (const auto& [id, t] : d.s().tasks) stops += t.kind == kServiceStopTask;
+    EXPECT_EQ(stops, 1);
+  }
 }
 
 json AttachSpec(bool wrapped, bool ended) {

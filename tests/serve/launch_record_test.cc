@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "statemachine/task_schema.h"
 #include "task_payloads.pb.h"
 #include "workers/handlers/launch_record.h"
 #include "workers/handlers/service_scripts.h"
@@ -31,7 +32,9 @@ json Published() {
   rec["devices"] = {0, 1};  // what the handler picks before it publishes
   rec["service_marker"] = "NPUPROF_SERVICE=r1/service-1";
   rec["argv"] = ServeArgv(rec);
-  rec["device_selection"] = {{"free_devices", {0, 1, 2}}, {"busy_devices", json::array()}};
+  rec["device_selection"] = {{"free_devices", {0, 1, 2}},
+                             {"busy_devices", {{{"device", 3}, {"used_mb", 61440}, {"pids", {4242}},
+                                                {"reason", "61440 MB in use by pid 4242"}}}}};
   return rec;
 }
 
@@ -46,6 +49,12 @@ TEST(LaunchRecord, WhatALaunchPublishesReadsBackAsItWasWritten) {
   EXPECT_FALSE(read->contains("served_model_name")) << "null: not given";
   EXPECT_FALSE(read->contains("wrap_script")) << "null: not wrapped";
   EXPECT_EQ(ServeArgv(*read), ServeArgv(rec)) << "the scripts built from the read record are the written ones";
+  // What the launch answers from the record still fits its result message
+  // (the device selection's integers stay integers through the Struct).
+  const json answer = {{"runtime_dir", kRt}, {"pid", 7}, {"port", (*read)["port"]}, {"devices", (*read)["devices"]},
+                       {"serve_argv", (*read)["argv"]}, {"device_selection", (*read)["device_selection"]}};
+  EXPECT_TRUE(sm::CheckTaskResult("service.launch", answer).ok()) << sm::CheckTaskResult("service.launch", answer).message();
+  EXPECT_TRUE((*read)["device_selection"]["busy_devices"][0]["used_mb"].is_number_integer());
   EXPECT_TRUE(ServeScript(*read).ok());
 }
 
