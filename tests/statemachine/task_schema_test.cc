@@ -24,6 +24,7 @@
 #include "statemachine/replay_verifier.h"
 #include "statemachine/task_policies.h"
 #include "statemachine/task_schema.h"
+#include "remote_records.pb.h"
 #include "task_payloads.pb.h"
 #include "task_results.pb.h"
 
@@ -211,8 +212,11 @@ TEST(TaskSchema, WrappersFloatsAndNonFiniteNumbersAreWrittenAsTheMappingSays) {
 }
 
 TEST(TaskSchema, EveryFilledMessageIsWrittenAsTheJsonItIsParsedFrom) {
-  for (const pb::FileDescriptor* file :
-       {tasks::Machine::descriptor()->file(), results::ProbeNpuSmiResult::descriptor()->file()}) {
+  // Task payloads, task results, and the records a handler writes on a
+  // target and reads back (proto/remote_records.proto).
+  for (const pb::FileDescriptor* file : {tasks::Machine::descriptor()->file(),
+                                         results::ProbeNpuSmiResult::descriptor()->file(),
+                                         records::LaunchRecord::descriptor()->file()}) {
     for (int i = 0; i < file->message_type_count(); ++i) {
       std::unique_ptr<pb::Message> filled;
       FilledJson(*file->message_type(i), &filled);

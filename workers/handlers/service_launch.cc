@@ -89,8 +89,9 @@ std::optional<TaskOutcome> PickPort(Call& c, json& rec) {
   return std::nullopt;
 }
 
-// The launch record in force (checked as a regular file of the user's before).
-// (launch_record.h: its declared keys, each with its declared type).
+// The launch record in force (checked as a regular file of the user's
+// before), decoded as launch_record.h says: its declared keys, each with its
+// declared type.
 Result<json> ReadRecord(Call& c, const std::string& rt) {
   auto text = c.session->ReadFile(rt + "/launch.json", 0, kMaxLaunchRecordBytes + 1);
   if (!text.ok()) return text.status();
