@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler librocksdb-dev
   libssh-dev libssl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpng-dev

@@ -14,6 +14,7 @@
 #include "views/run_compare.h"
 #include "views/run_compare_text.h"
 #include "views/torch_report_text.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 namespace {
@@ -82,7 +83,7 @@ TEST(KernelCompare, MissingAndBrokenSummariesSaySo) {
 }
 
 json TorchManifest(const std::string& id, const std::string& rows) {
-  std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/torch_profile.manifest.json");
+  std::ifstream f(std::string(npuprof::build_paths::TestDataDir()) + "/views/torch_profile.manifest.json");
   std::stringstream ss;
   ss << f.rdbuf();
   json m = json::parse(ss.str());

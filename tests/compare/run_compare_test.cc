@@ -12,6 +12,7 @@
 #include "views/html_run_compare.h"
 #include "views/run_compare.h"
 #include "views/run_compare_text.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 using nlohmann::json;
 
 json Load(const std::string& rel) {
-  std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/" + rel);
+  std::ifstream f(std::string(npuprof::build_paths::TestDataDir()) + "/" + rel);
   std::stringstream ss;
   ss << f.rdbuf();
   return json::parse(ss.str(), nullptr, false);

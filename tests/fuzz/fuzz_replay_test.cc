@@ -22,13 +22,14 @@
 #include <vector>
 
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRoot = NPUPROF_SOURCE_DIR;
+const fs::path kRoot = npuprof::build_paths::SourceDir();
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -182,7 +183,7 @@ TEST_P(FuzzReplay, SeededMutationsKeepThePromises) {
       const std::string broken = RunInput(target.run, input);
       if (broken.empty()) continue;
       ++failures;
-      const fs::path dir = fs::path(NPUPROF_BINARY_DIR) / "fuzz_replay_failures" / target.name;
+      const fs::path dir = fs::path(npuprof::build_paths::BinaryDir()) / "fuzz_replay_failures" / target.name;
       fs::create_directories(dir);
       const fs::path saved = dir / (p.filename().string() + "." + std::to_string(i));
       std::ofstream(saved, std::ios::binary) << input;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/support/npuprof_harness.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 namespace {
@@ -25,7 +26,7 @@ json Inspect(const std::string& args, int* rc) {
   return json::parse(out, nullptr, false);
 }
 
-const std::string kData = NPUPROF_TEST_DATA_DIR;
+const std::string kData = npuprof::build_paths::TestDataDir();
 
 TEST(InspectCli, VllmLogSample) {
   int rc = -1;

@@ -10,11 +10,12 @@
 
 #include "tests/package/run_util.h"
 #include "tests/support/npuprof_harness.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 namespace {
 
-const std::string kScript = std::string(NPUPROF_BINARY_DIR) + "/cli/npuprof.bash-completion";
+const std::string kScript = std::string(npuprof::build_paths::BinaryDir()) + "/cli/npuprof.bash-completion";
 
 // What bash offers for the last of `words` (the word being completed, "" for
 // a fresh one) with the script loaded.

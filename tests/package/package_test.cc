@@ -36,6 +36,7 @@
 #include "tests/package/run_util.h"
 #include "tests/support/npuprof_harness.h"
 #include "workers/poll_backoff.h"
+#include "tests/support/build_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -172,7 +173,7 @@ class Package : public ::testing::Test {
  protected:
   void SetUp() override {
     deb_ = BuiltDeb();
-    ASSERT_FALSE(deb_.empty()) << "no npuprof_*.deb in " << NPUPROF_BINARY_DIR
+    ASSERT_FALSE(deb_.empty()) << "no npuprof_*.deb in " << npuprof::build_paths::BinaryDir()
                                << " (the package_build fixture or scripts/package.sh writes it)";
   }
   std::string deb_;
@@ -182,7 +183,7 @@ TEST_F(Package, ControlDataDependsOnEveryLinkedLibrary) {
   EXPECT_EQ(ControlField(deb_, "Package"), "npuprof");
   const std::set<std::string> depends = PackageNames(ControlField(deb_, "Depends"));
   EXPECT_TRUE(depends.count("passwd")) << "maintainer scripts use useradd/userdel";
-  const std::string binary = std::string(NPUPROF_BINARY_DIR) + "/cli/npuprof";
+  const std::string binary = std::string(npuprof::build_paths::BinaryDir()) + "/cli/npuprof";
   const auto sonames = NeededSonames(binary);
   ASSERT_FALSE(sonames.empty());
   for (const auto& so : sonames) {
@@ -279,7 +280,7 @@ TEST_F(UnpackedPackage, DemoRunsFromTheUnpackedBinaryWithItsSimulator) {
 TEST(Install, PrefixGetsThePackagesLayoutAndAUnitForItsBinary) {
   const std::string prefix = MkTemp("npuprof-pkg-prefix");
   ASSERT_FALSE(prefix.empty());
-  Ran r = RunOutput({NPUPROF_CMAKE_COMMAND, "--install", NPUPROF_BINARY_DIR, "--prefix", prefix, "--strip"});
+  Ran r = RunOutput({npuprof::build_paths::CmakeCommand(), "--install", npuprof::build_paths::BinaryDir(), "--prefix", prefix, "--strip"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const char* f : {"bin/npuprof", "share/bash-completion/completions/npuprof", "share/npuprof/sim/setup_target.py",
                         "share/doc/npuprof/OPERATIONS.md"})

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/support/sshd_fixture.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 
@@ -45,7 +46,7 @@ inline std::string BuiltDeb() {
   std::error_code ec;
   std::filesystem::path newest;
   std::filesystem::file_time_type newest_time{};
-  for (const auto& e : std::filesystem::directory_iterator(NPUPROF_BINARY_DIR, ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(npuprof::build_paths::BinaryDir(), ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("npuprof_", 0) != 0 || e.path().extension() != ".deb") continue;
     const auto t = std::filesystem::last_write_time(e.path(), ec);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tests/support/npuprof_harness.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 namespace {
@@ -42,7 +43,7 @@ std::vector<Block> ShellBlocks(const std::string& path) {
 }
 
 TEST(SkillRecipes, EveryShellBlockOfTheGuideRunsAgainstTheSimulatedTarget) {
-  const std::string guide = std::string(NPUPROF_SOURCE_DIR) + "/docs/agent/SKILL.md";
+  const std::string guide = std::string(npuprof::build_paths::SourceDir()) + "/docs/agent/SKILL.md";
   const std::vector<Block> blocks = ShellBlocks(guide);
   ASSERT_GE(blocks.size(), 5u) << guide;
 

@@ -7,12 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "common/utf8.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof {
 namespace {
 
 std::string ReadSample(const std::string& name) {
-  std::ifstream in(std::string(NPUPROF_TEST_DATA_DIR) + "/ascend-formats/" + name, std::ios::binary);
+  std::ifstream in(std::string(npuprof::build_paths::TestDataDir()) + "/ascend-formats/" + name, std::ios::binary);
   EXPECT_TRUE(in.good()) << name;
   std::stringstream ss;
   ss << in.rdbuf();

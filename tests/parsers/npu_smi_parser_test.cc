@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "common/utf8.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::parsers {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kDataDir = fs::path(NPUPROF_TEST_DATA_DIR) / "npu-smi";
+const fs::path kDataDir = fs::path(npuprof::build_paths::TestDataDir()) / "npu-smi";
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -18,6 +18,7 @@
 
 #include "common/utf8.h"
 #include "parsers/vllm_log_line.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::parsers {
 namespace {
@@ -25,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kDataDir = fs::path(NPUPROF_TEST_DATA_DIR) / "vllm-logs";
+const fs::path kDataDir = fs::path(npuprof::build_paths::TestDataDir()) / "vllm-logs";
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

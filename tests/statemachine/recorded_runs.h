@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "npuprof.pb.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing_support {
 
@@ -21,7 +22,7 @@ inline constexpr const char* kRecordedRuns[] = {"memory_profile", "torch_profile
 // The events array of the recorded run `name`; an empty array (and a test
 // failure) when the file is missing or not JSON.
 inline nlohmann::json RecordedRunEvents(const std::string& name) {
-  std::ifstream f(std::string(NPUPROF_TEST_DATA_DIR) + "/views/" + name + ".events.json");
+  std::ifstream f(std::string(npuprof::build_paths::TestDataDir()) + "/views/" + name + ".events.json");
   std::stringstream text;
   text << f.rdbuf();
   const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include "tests/support/build_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -27,7 +28,7 @@ nlohmann::json CliResult::json() const {
 
 std::string NpuprofBinary() {
   if (const char* b = std::getenv("NPUPROF_BIN"); b && *b) return b;
-  return std::string(NPUPROF_BINARY_DIR) + "/cli/npuprof";
+  return std::string(npuprof::build_paths::BinaryDir()) + "/cli/npuprof";
 }
 
 std::string SimDir() {
@@ -37,10 +38,10 @@ std::string SimDir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path installed = (exe.parent_path() / NPUPROF_SIM_DIR_FROM_BINDIR).lexically_normal();
+    const fs::path installed = (exe.parent_path() / npuprof::build_paths::SimDirFromBindir()).lexically_normal();
     if (fs::is_regular_file(installed / "setup_target.py", ec)) return installed.string();
   }
-  return std::string(NPUPROF_SOURCE_DIR) + "/tests/sim";
+  return std::string(npuprof::build_paths::SourceDir()) + "/tests/sim";
 }
 
 namespace {

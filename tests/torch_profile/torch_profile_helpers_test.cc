@@ -17,6 +17,7 @@
 #include "workers/profiling/image_prep.h"
 #include "workers/profiling/remote_analyse.h"
 #include "workers/ssh/shell_quote.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::profiling {
 namespace {
@@ -115,7 +116,7 @@ TEST(RemoteAnalyse, MarkerMakesItRunOnce) {
   const std::string tmp = ::testing::TempDir() + "/tp_analyse_" + std::to_string(getpid());
   const std::string dir = tmp + "/host_1_2_ascend_pt";
   std::filesystem::create_directories(dir + "/FRAMEWORK");
-  const std::string env = "NPUPROF_SIM_ROOT=" + tmp + " PYTHONPATH=" + std::string(NPUPROF_SOURCE_DIR) + "/tests/sim/python";
+  const std::string env = "NPUPROF_SIM_ROOT=" + tmp + " PYTHONPATH=" + std::string(npuprof::build_paths::SourceDir()) + "/tests/sim/python";
   const std::string marker = AnalyseMarker(dir, "run 1.t7");
   EXPECT_EQ(marker, dir + "/.npuprof_analyse.run_1.t7");
   EXPECT_EQ(RunSh(DetachedAnalyseArgv(dir, marker), env), "started");

@@ -18,6 +18,7 @@
 #include "views/html_run_compare.h"
 #include "views/html_torch_report.h"
 #include "views/run_compare.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 namespace {
@@ -79,7 +80,7 @@ TEST_F(ChromiumViews, MemoryReportWithHbmCurves) {
   // The charts are in the DOM as SVG.
   EXPECT_NE(r.dom.find("<polyline"), std::string::npos);
   // Keep the screenshot where the README can take it from.
-  const fs::path keep = fs::path(NPUPROF_BINARY_DIR) / "views" / "screenshots";
+  const fs::path keep = fs::path(npuprof::build_paths::BinaryDir()) / "views" / "screenshots";
   std::error_code ec;
   fs::create_directories(keep, ec);
   fs::copy_file(r.screenshot, keep / "memory_report.png", fs::copy_options::overwrite_existing, ec);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "views/hbm_series_from_run.h"
+#include "tests/support/build_paths.h"
 
 namespace npuprof::testing {
 
@@ -16,7 +17,7 @@ std::string ReadFileBytes(const std::string& path) {
   return ss.str();
 }
 
-std::string ReadTestData(const std::string& rel) { return ReadFileBytes(std::string(NPUPROF_TEST_DATA_DIR) + "/" + rel); }
+std::string ReadTestData(const std::string& rel) { return ReadFileBytes(std::string(npuprof::build_paths::TestDataDir()) + "/" + rel); }
 
 json TestJson(const std::string& rel) {
   json j = json::parse(ReadTestData(rel), nullptr, false);
