@@ -6,12 +6,32 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "common/json_depth.h"
+#include "common/socket_security.h"
+#include "common/terminal_text.h"
 #include "statemachine/engine.h"
 #include "statemachine/run_kind.h"
 
 namespace npuprof::cli {
 
 namespace {
+
+// The import file, whole; one larger than the message cap could not be sent.
+Result<std::string> ReadImportFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Io("cannot read " + path);
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > MaxMessageBytes())
+      return Status::Invalid(fmt::format("{} is larger than the {} message cap of npuprof's sockets: it cannot be "
+                                         "imported in one request",
+                                         path, MessageCapText()));
+  }
+  if (in.bad()) return Status::Io("cannot read " + path);
+  return text;
+}
 
 void CallAndPrint(const ServerAddress& addr, const std::string& verb, const json& args) {
   Client client(addr);
@@ -186,7 +206,9 @@ void AddRunCommands(CLI::App& app) {
       auto r = client.Call("verify", args, std::chrono::seconds(120));
       if (!r.ok()) return Fail(2, r.status().message());
       if (!r->ok()) return Fail(2, r->error());
-      json body = json::parse(r->body_json());
+      Result<json> parsed = ParseJson(r->body_json());
+      if (!parsed.ok()) return Fail(2, "the server's answer cannot be read: " + parsed.status().message());
+      const json& body = *parsed;
       PrintJson(body);
       if (!body.value("ok", false)) {
         for (const auto& row : body["runs"])
@@ -202,13 +224,18 @@ void AddRunCommands(CLI::App& app) {
     AddServerOptions(cmd, addr.get());
     cmd->add_option("FILE", *file, "JSON file written by `npuprof events RUN --json`")->required();
     cmd->callback([addr, file] {
-      std::ifstream in(*file);
-      if (!in) return Fail(2, "cannot read " + *file);
-      json doc = json::parse(in, nullptr, false);
-      if (doc.is_discarded() || !doc.is_object() || !doc.contains("events"))
+      auto text = ReadImportFile(*file);
+      if (!text.ok()) return Fail(2, text.status().message());
+      // Read with the nesting limit before anything walks it (sending it
+      // dumps it, and nlohmann's dump recurses once per level).
+      Result<json> doc = ParseJson(*text);
+      if (!doc.ok())
+        return Fail(2, fmt::format("{}: {}; expected the output of `npuprof events RUN --json`", *file,
+                                   doc.status().message()));
+      if (!doc->is_object() || !doc->contains("events"))
         return Fail(2, *file + ": not the output of `npuprof events RUN --json`");
       Client client(*addr);
-      auto r = client.CallJson("import", doc, std::chrono::seconds(60));
+      auto r = client.CallJson("import", *doc, std::chrono::seconds(60));
       if (!r.ok()) return Fail(2, r.status().message());
       PrintJson(*r);
     });
