@@ -15,6 +15,7 @@
 #include "common/utf8.h"
 #include "proto/wire.h"
 #include "statemachine/event_types.h"
+#include "statemachine/import_checks.h"
 #include "statemachine/sweep_machine.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/spec_checks.h"
@@ -454,6 +455,9 @@ proto::ClientResponse Broker::Import(const json& args, std::string* deferred_run
   auto vr = sm::VerifyRunEvents(kinds_, evs, hasher);
   if (!vr.ok) return Err(2, "refusing to import: " + vr.first_divergence);
   if (!vr.state.terminal) return Err(2, "refusing to import an unfinished run (it would be resumed here)");
+  // Judged as a submission is: a replay that holds together is not enough.
+  if (Status st = sm::JudgeImportedSubmission(kinds_, evs.front()); !st.ok())
+    return Err(2, "refusing to import: event #1 (RunSubmitted): " + st.message());
   if (store_->LastSeq(run_id) != 0 || turn_.staged.count(run_id) || runs_.count(run_id))
     return Err(2, fmt::format("run '{}' already exists here", run_id));
   // Committed with this turn's other decisions (Commit), like any input.
