@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/listen_endpoint.h"
 #include "broker/metrics.h"
 #include "common/json_depth.h"
 #include "common/time_util.h"
@@ -19,6 +20,10 @@ namespace npuprof::broker {
 using sm::json;
 
 Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
+  // Before anything is made or bound: an endpoint libzmq would take but the
+  // server cannot serve as named (listen_endpoint.h) is refused.
+  for (const auto& ep : opts.endpoints)
+    if (Status s = CheckListenEndpoint(ep); !s.ok()) return s;
   if (Status s = PrepareDataDir(opts.data_dir); !s.ok()) return s;
   store::StoreOptions so;
   so.sync = opts.sync;
