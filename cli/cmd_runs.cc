@@ -66,25 +66,26 @@ void AddRunCommands(CLI::App& app) {
       const json rows = (*r)["runs"];
       size_t id_w = 27;  // wide enough for a sweep's child ids too
       for (const auto& run : rows) id_w = std::max(id_w, run.value("run_id", "").size());
-      std::cout << fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}\n", "RUN", id_w, "KIND", "STATE", "STATUS",
-                               "MACHINE", "CREATED");
+      // One row per line; every field may hold text from a target or an imported run.
+      auto row = [](const std::string& line) { std::cout << TerminalLine(line) << '\n'; };
+      row(fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}", "RUN", id_w, "KIND", "STATE", "STATUS", "MACHINE",
+                      "CREATED"));
       for (const auto& run : rows) {
-        std::cout << fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}\n", run.value("run_id", ""), id_w,
-                                 run.value("kind", ""), run.value("state", ""), run.value("status", ""),
-                                 run.value("machine", ""), run.value("created_at", ""));
+        row(fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}", run.value("run_id", ""), id_w, run.value("kind", ""),
+                        run.value("state", ""), run.value("status", ""), run.value("machine", ""),
+                        run.value("created_at", "")));
         // A queued run says what it waits for (device lease, FIFO per machine).
         if (run.contains("waiting_for")) {
           const json& w = run["waiting_for"];
-          std::cout << fmt::format("{:<{}} waiting for {} device(s) on {} ({} queued ahead): {}\n", "", id_w,
-                                   w.value("count", 0), w.value("machine", ""), w.value("queued_ahead", 0),
-                                   w.value("reason", ""));
+          row(fmt::format("{:<{}} waiting for {} device(s) on {} ({} queued ahead): {}", "", id_w,
+                          w.value("count", 0), w.value("machine", ""), w.value("queued_ahead", 0),
+                          w.value("reason", "")));
         }
       }
       // Devices no run is granted until a probe shows them idle.
       for (const auto& q : r->value("quarantined", json::array()))
-        std::cout << fmt::format("quarantined: device {} on {} since {}: run {}: {}\n", q.value("device", -1),
-                                 q.value("machine", ""), q.value("since", ""), q.value("run_id", ""),
-                                 q.value("why", ""));
+        row(fmt::format("quarantined: device {} on {} since {}: run {}: {}", q.value("device", -1),
+                        q.value("machine", ""), q.value("since", ""), q.value("run_id", ""), q.value("why", "")));
     });
   }
   for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{
@@ -110,8 +111,10 @@ void AddRunCommands(CLI::App& app) {
       if (!r.ok()) return Fail(2, r.status().message());
       if (*as_json) return PrintJson(*r);
       for (const auto& e : (*r)["events"])
-        std::cout << fmt::format("{:>4} {} {:<20} cause={} {}\n", e.value("seq", 0), e.value("time", ""),
-                                 e.value("type", ""), e.value("cause", ""), e["payload"].dump());
+        std::cout << TerminalLine(fmt::format("{:>4} {} {:<20} cause={} {}", e.value("seq", 0), e.value("time", ""),
+                                              e.value("type", ""), e.value("cause", ""),
+                                              e["payload"].dump(-1, ' ', false, json::error_handler_t::replace)))
+                  << '\n';
     });
   }
   {
