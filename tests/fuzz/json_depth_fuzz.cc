@@ -13,11 +13,14 @@ namespace npuprof::fuzz {
 namespace {
 
 // The deepest nesting of containers in text, counted on the bytes (strings
-// and their escapes skipped). Meaningful for text that is JSON.
+// and their escapes skipped). Meaningful for text that is JSON. A NUL byte
+// outside a string ends the count: nlohmann's lexer reads it as the end of
+// the input (found by this target: `"kind"\0[[[[` is the document "kind").
 size_t NestingOf(std::string_view text) {
   size_t depth = 0, deepest = 0;
   bool in_string = false, escaped = false;
   for (char c : text) {
+    if (!in_string && c == '\0') break;
     if (in_string) {
       if (escaped) escaped = false;
       else if (c == '\\') escaped = true;
