@@ -49,7 +49,7 @@ bool ShowsState(const std::string& verb) { return verb == "show" || verb == "man
 
 json EventToJson(const proto::Event& e) {
   // A stored payload that cannot be read (verify names it) is shown as its text.
-  Result<json> parsed = ParseJson(e.payload_json());
+  Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
   json payload = parsed.ok() ? std::move(parsed).value() : json(e.payload_json());
   return {{"seq", e.seq()},          {"global_pos", e.global_pos()}, {"type", e.type()},
           {"time", IsoTimeMs(e.time_ms())}, {"time_ms", e.time_ms()}, {"payload", payload},
@@ -317,7 +317,7 @@ bool Broker::MachineAddStaged(const std::string& name) const {
   if (it == turn_.staged.end()) return false;
   for (const proto::Event& e : it->second) {
     if (e.type() != sm::kMachineAdded) continue;
-    Result<json> p = ParseJson(e.payload_json());
+    Result<json> p = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
     if (p.ok() && p->is_object() && p->value("name", "") == name) return true;
   }
   return false;

@@ -26,7 +26,7 @@ constexpr int64_t kFirstCheckDelayMs = 2000;
 constexpr int64_t kMaxCheckDelayMs = 60000;
 
 json PayloadOf(const proto::Event& e) {
-  Result<json> p = ParseJson(e.payload_json());
+  Result<json> p = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
   return p.ok() && p->is_object() ? std::move(p).value() : json::object();
 }
 

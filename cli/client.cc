@@ -163,7 +163,7 @@ Result<json> Client::CallJson(const std::string& verb, const json& args, std::ch
   if (!r.ok()) return r.status();
   if (!r->ok()) return Status::Invalid(r->error());
   // The server's answer is read like any JSON from outside (common/json_depth.h).
-  Result<json> body = ParseJson(r->body_json());
+  Result<json> body = ParseJson(r->body_json(), kMaxOwnJsonDepth);
   if (!body.ok()) return Status::Internal("the server's answer cannot be read: " + body.status().message());
   return body;
 }

@@ -209,7 +209,7 @@ void AddRunCommands(CLI::App& app) {
       auto r = client.Call("verify", args, std::chrono::seconds(120));
       if (!r.ok()) return Fail(2, r.status().message());
       if (!r->ok()) return Fail(2, r->error());
-      Result<json> parsed = ParseJson(r->body_json());
+      Result<json> parsed = ParseJson(r->body_json(), kMaxOwnJsonDepth);
       if (!parsed.ok()) return Fail(2, "the server's answer cannot be read: " + parsed.status().message());
       const json& body = *parsed;
       PrintJson(body);

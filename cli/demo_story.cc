@@ -243,7 +243,7 @@ std::vector<std::string> StoryLines(StoryView view, const std::string& out, size
   } else if (view == StoryView::kCompareText) {
     lines = CompareText(text);
   } else {
-    Result<json> parsed = ParseJson(text);
+    Result<json> parsed = ParseJson(text, kMaxOwnJsonDepth);
     const json j = parsed.ok() ? std::move(parsed).value() : json(nullptr);
     if (!j.is_object()) {
       lines = Lines(text);

@@ -25,11 +25,18 @@
 
 namespace npuprof {
 
-// Every document npuprof reads from a peer or its own store.
+// What a peer sends: client requests (an import's events among them),
+// worker results, an import file.
 inline constexpr int kMaxJsonDepth = 128;
+// What npuprof wrote itself around what it took in: stored events read back,
+// the server's answers read by the CLI. An event or an answer wraps a peer's
+// document in a few levels of its own, so a document accepted at
+// kMaxJsonDepth never becomes unreadable later (a run whose events cannot be
+// read back is not served).
+inline constexpr int kMaxOwnJsonDepth = 2 * kMaxJsonDepth;
 // Files and HTTP answers from targets: lower, so that what a handler copies
-// from them into a result still fits, inside its result, event and answer
-// envelopes, under kMaxJsonDepth everywhere it travels next.
+// from them into a result still fits, inside its result envelope, under
+// kMaxJsonDepth.
 inline constexpr int kMaxTargetJsonDepth = 64;
 
 Result<nlohmann::json> ParseJson(std::string_view text, int max_depth = kMaxJsonDepth);

@@ -246,7 +246,7 @@ std::string FindDoubleLease(const std::vector<proto::Event>& events) {
   std::map<std::pair<std::string, std::string>, Holder> held;  // (machine, device) -> holder
   for (const auto& e : events) {
     if (e.type() != kDevicesLeased && e.type() != kDevicesReleased) continue;
-    Result<json> parsed = ParseJson(e.payload_json());
+    Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
     if (!parsed.ok()) continue;
     const json& p = *parsed;
     const std::string machine = p.value("machine", "");

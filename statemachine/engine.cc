@@ -180,14 +180,14 @@ namespace {
 
 // A staged event's payload was built by the engine itself: it parses.
 json StagedPayloadOf(const proto::Event& e) {
-  Result<json> p = ParseJson(e.payload_json());
+  Result<json> p = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
   return p.ok() ? std::move(p).value() : json::object();
 }
 
 }  // namespace
 
 Status ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e, bool* to_kind) {
-  Result<json> parsed = ParseJson(e.payload_json());
+  Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
   if (!parsed.ok())
     return Status::Corruption(fmt::format("run {} event #{} ({}): the payload is {}", e.run_id(), e.seq(), e.type(),
                                           parsed.status().message()));

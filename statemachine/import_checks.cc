@@ -11,7 +11,7 @@ namespace npuprof::sm {
 
 Status JudgeImportedSubmission(const KindRegistry& kinds, const proto::Event& e) {
   if (e.type() != ev::kRunSubmitted) return Status::Invalid("a run must start with RunSubmitted");
-  Result<json> parsed = ParseJson(e.payload_json());
+  Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
   if (!parsed.ok()) return Status::Invalid("the RunSubmitted payload is " + parsed.status().message());
   const json& p = *parsed;
   if (!p.is_object()) return Status::Invalid("the RunSubmitted payload is not a JSON object");

@@ -27,7 +27,7 @@ void MachineInventory::Apply(const std::string& type, const json& p) {
 
 void MachineInventory::ApplyStored(const proto::Event& ev) {
   last_seq_ = ev.seq();  // even for a payload that does not decode: the next append follows it
-  Result<json> p = ParseJson(ev.payload_json());
+  Result<json> p = ParseJson(ev.payload_json(), kMaxOwnJsonDepth);
   if (!p.ok() || !p->is_object()) return;
   Apply(ev.type(), *p);
 }

@@ -106,7 +106,7 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
   for (size_t i = 0; i < events.size(); ++i) {
     const proto::Event& e = events[i];
     if (std::string err = CheckChain(events, i, hash); !err.empty()) return fail(i, err);
-    Result<json> parsed = ParseJson(e.payload_json());
+    Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
     if (!parsed.ok()) return fail(i, "corruption: the payload is " + parsed.status().message());
     const json p = std::move(parsed).value();
     if (!HasEventSchema(e.type()) && !HasKindEventSchema(e.type()))

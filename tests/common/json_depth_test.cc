@@ -26,6 +26,9 @@ TEST(JsonDepth, ReadsDocumentsUpToTheLimit) {
   EXPECT_EQ(deep.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(deep.status().message(), TooDeepText(kMaxJsonDepth));
   EXPECT_NE(deep.status().message().find("128 levels"), std::string::npos);
+  // What npuprof wraps around an accepted document (an event, an answer) stays readable.
+  EXPECT_TRUE(ParseJson("{\"payload\":" + Nested(kMaxJsonDepth) + "}", kMaxOwnJsonDepth).ok());
+  EXPECT_FALSE(ParseJson(Nested(kMaxOwnJsonDepth + 1), kMaxOwnJsonDepth).ok());
 }
 
 TEST(JsonDepth, CountsObjectsAndArraysAlike) {

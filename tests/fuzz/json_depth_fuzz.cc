@@ -1,5 +1,5 @@
 // The nesting-limited JSON reader (common/json_depth.h) on any bytes, with
-// the limit every boundary uses and a small one taken from the input.
+// the limits the boundaries use and a small one taken from the input.
 // Promises: it never throws; it reads exactly the documents nlohmann
 // accepts whose nesting (counted here without a parser) is within the limit;
 // what it reads dumps and parses back to itself; its refusals are short
@@ -58,6 +58,7 @@ void CheckOne(std::string_view text, int max_depth) {
 int FuzzJsonDepth(const uint8_t* data, size_t size) {
   const std::string_view text = AsText(data, size);
   CheckOne(text, kMaxJsonDepth);
+  CheckOne(text, kMaxOwnJsonDepth);
   CheckOne(text, kMaxTargetJsonDepth);
   // A small limit, so that short inputs reach it: the first byte picks it.
   if (size > 0) CheckOne(text.substr(1), data[0] % 8);
