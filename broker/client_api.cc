@@ -9,11 +9,13 @@
 #include "broker/metrics.h"
 #include "broker/projection_guard.h"
 #include "broker/request_fields.h"
+#include "common/json_depth.h"
 #include "common/socket_security.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
 #include "proto/wire.h"
 #include "statemachine/event_types.h"
+#include "statemachine/import_checks.h"
 #include "statemachine/sweep_machine.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/spec_checks.h"
@@ -46,8 +48,9 @@ proto::ClientResponse Err(int exit_code, const std::string& error) {
 bool ShowsState(const std::string& verb) { return verb == "show" || verb == "manifest"; }
 
 json EventToJson(const proto::Event& e) {
-  json payload = json::parse(e.payload_json(), nullptr, false);
-  if (payload.is_discarded()) payload = e.payload_json();
+  // A stored payload that cannot be read (verify names it) is shown as its text.
+  Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
+  json payload = parsed.ok() ? std::move(parsed).value() : json(e.payload_json());
   return {{"seq", e.seq()},          {"global_pos", e.global_pos()}, {"type", e.type()},
           {"time", IsoTimeMs(e.time_ms())}, {"time_ms", e.time_ms()}, {"payload", payload},
           {"cause", e.cause()},      {"prev_hash", e.prev_hash()},   {"hash", e.hash()}};
@@ -77,12 +80,15 @@ void Broker::HandleClient(const std::string& identity, const std::string& body) 
                               "UTF-8 text)"));
     return;
   }
-  json args = req.args_json().empty() ? json::object() : json::parse(req.args_json(), nullptr, false);
-  if (args.is_discarded() || !args.is_object()) {
+  // Read with the nesting limit (common/json_depth.h) before anything walks it.
+  Result<json> parsed = req.args_json().empty() ? Result<json>(json::object()) : ParseJson(req.args_json());
+  if (!parsed.ok() || !parsed->is_object()) {
     if (opts_.metrics) opts_.metrics->ClientAnswered(req.verb(), false);
-    ReplyNow(identity, Err(2, "request arguments are not a JSON object"));
+    ReplyNow(identity, Err(2, parsed.ok() ? "request arguments are not a JSON object"
+                                          : "request arguments refused: " + parsed.status().message()));
     return;
   }
+  const json args = std::move(parsed).value();
   const std::string& verb = req.verb();
   if (Status st = CheckRequestFields(verb, args); !st.ok()) {
     if (opts_.metrics) opts_.metrics->ClientAnswered(verb, false);
@@ -311,8 +317,8 @@ bool Broker::MachineAddStaged(const std::string& name) const {
   if (it == turn_.staged.end()) return false;
   for (const proto::Event& e : it->second) {
     if (e.type() != sm::kMachineAdded) continue;
-    json p = json::parse(e.payload_json(), nullptr, false);
-    if (p.is_object() && p.value("name", "") == name) return true;
+    Result<json> p = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
+    if (p.ok() && p->is_object() && p->value("name", "") == name) return true;
   }
   return false;
 }
@@ -449,6 +455,9 @@ proto::ClientResponse Broker::Import(const json& args, std::string* deferred_run
   auto vr = sm::VerifyRunEvents(kinds_, evs, hasher);
   if (!vr.ok) return Err(2, "refusing to import: " + vr.first_divergence);
   if (!vr.state.terminal) return Err(2, "refusing to import an unfinished run (it would be resumed here)");
+  // Judged as a submission is: a replay that holds together is not enough.
+  if (Status st = sm::JudgeImportedSubmission(kinds_, evs.front()); !st.ok())
+    return Err(2, "refusing to import: event #1 (RunSubmitted): " + st.message());
   if (store_->LastSeq(run_id) != 0 || turn_.staged.count(run_id) || runs_.count(run_id))
     return Err(2, fmt::format("run '{}' already exists here", run_id));
   // Committed with this turn's other decisions (Commit), like any input.

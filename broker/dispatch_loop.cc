@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/listen_endpoint.h"
 #include "broker/metrics.h"
+#include "common/json_depth.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
 #include "proto/wire.h"
@@ -18,6 +20,10 @@ namespace npuprof::broker {
 using sm::json;
 
 Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
+  // Before anything is made or bound: an endpoint libzmq would take but the
+  // server cannot serve as named (listen_endpoint.h) is refused.
+  for (const auto& ep : opts.endpoints)
+    if (Status s = CheckListenEndpoint(ep); !s.ok()) return s;
   if (Status s = PrepareDataDir(opts.data_dir); !s.ok()) return s;
   store::StoreOptions so;
   so.sync = opts.sync;
@@ -217,8 +223,19 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
     in.retryable = r.retryable();
     in.error = ToValidUtf8(r.error());
     in.error_kind = ToValidUtf8(r.error_kind());
-    in.result = r.result_json().empty() ? json(nullptr) : json::parse(r.result_json(), nullptr, false);
-    if (in.result.is_discarded()) in.result = json(nullptr);
+    // Read with the nesting limit: a result too deep to walk is a final failure naming the limit.
+    if (!r.result_json().empty()) {
+      Result<json> result = ParseJson(r.result_json());
+      if (result.ok()) {
+        in.result = std::move(result).value();
+      } else if (in.ok) {
+        in.ok = false;
+        in.retryable = false;
+        in.error_kind = "bad_result";
+        in.error = fmt::format("worker {} answered a result that cannot be read: {}", ToValidUtf8(w->worker_id),
+                               result.status().message());
+      }
+    }
     in.blobs = blobs;
     in.worker = w->worker_id;
     (void)DecideAndStage(r.run_id(), in);

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "common/json_depth.h"
 #include "common/time_util.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
@@ -25,8 +26,8 @@ constexpr int64_t kFirstCheckDelayMs = 2000;
 constexpr int64_t kMaxCheckDelayMs = 60000;
 
 json PayloadOf(const proto::Event& e) {
-  json p = json::parse(e.payload_json(), nullptr, false);
-  return p.is_object() ? p : json::object();
+  Result<json> p = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
+  return p.ok() && p->is_object() ? std::move(p).value() : json::object();
 }
 
 std::string Text(const json& p, const char* key) {

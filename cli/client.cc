@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "common/private_files.h"
 #include "common/server_keys.h"
 #include "proto/wire.h"
@@ -161,8 +162,9 @@ Result<json> Client::CallJson(const std::string& verb, const json& args, std::ch
   auto r = Call(verb, args, timeout);
   if (!r.ok()) return r.status();
   if (!r->ok()) return Status::Invalid(r->error());
-  json body = json::parse(r->body_json(), nullptr, false);
-  if (body.is_discarded()) return Status::Internal("server answered with invalid JSON");
+  // The server's answer is read like any JSON from outside (common/json_depth.h).
+  Result<json> body = ParseJson(r->body_json(), kMaxOwnJsonDepth);
+  if (!body.ok()) return Status::Internal("the server's answer cannot be read: " + body.status().message());
   return body;
 }
 

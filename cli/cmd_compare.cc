@@ -54,7 +54,7 @@ void AddCompareCommand(CLI::App& app) {
       text = c->dump(2) + "\n";
     }
     if (out->empty()) {
-      std::cout << text << std::flush;
+      PrintText(text);
     } else {
       if (Status st = WriteFileAtomic(*out, text); !st.ok()) return Fail(2, st.message());
       PrintJson(json{{"runs", *runs}, {"format", *format}, {"file", *out}});

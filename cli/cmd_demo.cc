@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/demo_story.h"
+#include "common/terminal_text.h"
 #include "statemachine/engine.h"
 #include "tests/support/npuprof_harness.h"
 
@@ -55,10 +56,11 @@ struct Demo {
       for (const auto& a : args) cmd += ' ' + a;
       return cmd;
     }() << "\n(exit " << r.exit_code << ")\n\n-- stdout\n" << r.out << "\n-- stderr\n" << r.err;
-    for (const auto& line : StoryLines(view, r.out)) std::cerr << "  " << line << '\n';
+    // The story reads the step's JSON back: its strings are text from the target again.
+    for (const auto& line : StoryLines(view, r.out)) std::cerr << "  " << TerminalLine(line) << '\n';
     if (r.exit_code != 0) {
       std::cerr << fmt::format("  exit {}; the end of its stderr:\n", r.exit_code);
-      for (const auto& line : StoryLines(StoryView::kText, r.err, 12)) std::cerr << "  | " << line << '\n';
+      for (const auto& line : StoryLines(StoryView::kText, r.err, 12)) std::cerr << "  | " << TerminalLine(line) << '\n';
     }
     std::cerr << "  (all of it: " << file << ")" << std::endl;
     return r;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "common/json_depth.h"
 #include "parsers/msprof_csv_parser.h"
 #include "parsers/npu_smi_parser.h"
 #include "parsers/safetensors_header.h"
@@ -82,8 +83,8 @@ void InspectSafetensors(const std::string& target, int tp, int dp, bool ep) {
   if (files.empty()) return Fail(1, target + ": no *.safetensors files");
   json config = nullptr;
   if (auto cfg = ReadWholeFile((dir / "config.json").string()); cfg.ok()) {
-    config = json::parse(*cfg, nullptr, false);
-    if (config.is_discarded()) config = nullptr;
+    // Read as a target's file would be (common/json_depth.h); unreadable = no config.
+    if (Result<json> parsed = ParseJson(*cfg, kMaxTargetJsonDepth); parsed.ok()) config = std::move(parsed).value();
   }
   std::vector<WeightTensor> tensors;
   for (const auto& f : files) {

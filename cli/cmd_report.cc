@@ -94,7 +94,7 @@ void AddReportCommand(CLI::App& app) {
       }
     }
     if (out->empty()) {
-      std::cout << text << std::flush;
+      PrintText(text);
     } else {
       if (Status st = WriteFileAtomic(*out, text); !st.ok()) return Fail(2, st.message());
       PrintJson(json{{"run_id", *run}, {"format", *format}, {"file", *out}});

@@ -6,12 +6,32 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "common/json_depth.h"
+#include "common/socket_security.h"
+#include "common/terminal_text.h"
 #include "statemachine/engine.h"
 #include "statemachine/run_kind.h"
 
 namespace npuprof::cli {
 
 namespace {
+
+// The import file, whole; one larger than the message cap could not be sent.
+Result<std::string> ReadImportFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Io("cannot read " + path);
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > MaxMessageBytes())
+      return Status::Invalid(fmt::format("{} is larger than the {} message cap of npuprof's sockets: it cannot be "
+                                         "imported in one request",
+                                         path, MessageCapText()));
+  }
+  if (in.bad()) return Status::Io("cannot read " + path);
+  return text;
+}
 
 void CallAndPrint(const ServerAddress& addr, const std::string& verb, const json& args) {
   Client client(addr);
@@ -46,25 +66,26 @@ void AddRunCommands(CLI::App& app) {
       const json rows = (*r)["runs"];
       size_t id_w = 27;  // wide enough for a sweep's child ids too
       for (const auto& run : rows) id_w = std::max(id_w, run.value("run_id", "").size());
-      std::cout << fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}\n", "RUN", id_w, "KIND", "STATE", "STATUS",
-                               "MACHINE", "CREATED");
+      // One row per line; every field may hold text from a target or an imported run.
+      auto row = [](const std::string& line) { std::cout << TerminalLine(line) << '\n'; };
+      row(fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}", "RUN", id_w, "KIND", "STATE", "STATUS", "MACHINE",
+                      "CREATED"));
       for (const auto& run : rows) {
-        std::cout << fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}\n", run.value("run_id", ""), id_w,
-                                 run.value("kind", ""), run.value("state", ""), run.value("status", ""),
-                                 run.value("machine", ""), run.value("created_at", ""));
+        row(fmt::format("{:<{}} {:<15} {:<14} {:<10} {:<12} {}", run.value("run_id", ""), id_w, run.value("kind", ""),
+                        run.value("state", ""), run.value("status", ""), run.value("machine", ""),
+                        run.value("created_at", "")));
         // A queued run says what it waits for (device lease, FIFO per machine).
         if (run.contains("waiting_for")) {
           const json& w = run["waiting_for"];
-          std::cout << fmt::format("{:<{}} waiting for {} device(s) on {} ({} queued ahead): {}\n", "", id_w,
-                                   w.value("count", 0), w.value("machine", ""), w.value("queued_ahead", 0),
-                                   w.value("reason", ""));
+          row(fmt::format("{:<{}} waiting for {} device(s) on {} ({} queued ahead): {}", "", id_w,
+                          w.value("count", 0), w.value("machine", ""), w.value("queued_ahead", 0),
+                          w.value("reason", "")));
         }
       }
       // Devices no run is granted until a probe shows them idle.
       for (const auto& q : r->value("quarantined", json::array()))
-        std::cout << fmt::format("quarantined: device {} on {} since {}: run {}: {}\n", q.value("device", -1),
-                                 q.value("machine", ""), q.value("since", ""), q.value("run_id", ""),
-                                 q.value("why", ""));
+        row(fmt::format("quarantined: device {} on {} since {}: run {}: {}", q.value("device", -1),
+                        q.value("machine", ""), q.value("since", ""), q.value("run_id", ""), q.value("why", "")));
     });
   }
   for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{
@@ -90,8 +111,10 @@ void AddRunCommands(CLI::App& app) {
       if (!r.ok()) return Fail(2, r.status().message());
       if (*as_json) return PrintJson(*r);
       for (const auto& e : (*r)["events"])
-        std::cout << fmt::format("{:>4} {} {:<20} cause={} {}\n", e.value("seq", 0), e.value("time", ""),
-                                 e.value("type", ""), e.value("cause", ""), e["payload"].dump());
+        std::cout << TerminalLine(fmt::format("{:>4} {} {:<20} cause={} {}", e.value("seq", 0), e.value("time", ""),
+                                              e.value("type", ""), e.value("cause", ""),
+                                              e["payload"].dump(-1, ' ', false, json::error_handler_t::replace)))
+                  << '\n';
     });
   }
   {
@@ -186,7 +209,9 @@ void AddRunCommands(CLI::App& app) {
       auto r = client.Call("verify", args, std::chrono::seconds(120));
       if (!r.ok()) return Fail(2, r.status().message());
       if (!r->ok()) return Fail(2, r->error());
-      json body = json::parse(r->body_json());
+      Result<json> parsed = ParseJson(r->body_json(), kMaxOwnJsonDepth);
+      if (!parsed.ok()) return Fail(2, "the server's answer cannot be read: " + parsed.status().message());
+      const json& body = *parsed;
       PrintJson(body);
       if (!body.value("ok", false)) {
         for (const auto& row : body["runs"])
@@ -202,13 +227,18 @@ void AddRunCommands(CLI::App& app) {
     AddServerOptions(cmd, addr.get());
     cmd->add_option("FILE", *file, "JSON file written by `npuprof events RUN --json`")->required();
     cmd->callback([addr, file] {
-      std::ifstream in(*file);
-      if (!in) return Fail(2, "cannot read " + *file);
-      json doc = json::parse(in, nullptr, false);
-      if (doc.is_discarded() || !doc.is_object() || !doc.contains("events"))
+      auto text = ReadImportFile(*file);
+      if (!text.ok()) return Fail(2, text.status().message());
+      // Read with the nesting limit before anything walks it (sending it
+      // dumps it, and nlohmann's dump recurses once per level).
+      Result<json> doc = ParseJson(*text);
+      if (!doc.ok())
+        return Fail(2, fmt::format("{}: {}; expected the output of `npuprof events RUN --json`", *file,
+                                   doc.status().message()));
+      if (!doc->is_object() || !doc->contains("events"))
         return Fail(2, *file + ": not the output of `npuprof events RUN --json`");
       Client client(*addr);
-      auto r = client.CallJson("import", doc, std::chrono::seconds(60));
+      auto r = client.CallJson("import", *doc, std::chrono::seconds(60));
       if (!r.ok()) return Fail(2, r.status().message());
       PrintJson(*r);
     });

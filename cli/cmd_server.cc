@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
+#include "broker/listen_endpoint.h"
 #include "broker/metrics.h"
 #include "broker/metrics_http.h"
 #include "cli/commands.h"
@@ -90,6 +91,9 @@ void AddServerCommand(CLI::App& app) {
     broker::BrokerOptions bo;
     bo.data_dir = ResolveDataDir(o->data_dir);
     bo.endpoints = o->listen;
+    // Refused before anything starts (Broker::Open checks them again).
+    for (const auto& ep : bo.endpoints)
+      if (Status st = broker::CheckListenEndpoint(ep); !st.ok()) return Fail(2, st.message());
     bo.sync = !o->no_sync;
     if (const char* k = std::getenv("NPUPROF_FAULT_CRASH_AFTER_GLOBAL_POS")) bo.faults.crash_after_global_pos = std::strtoull(k, nullptr, 10);
     if (const char* k = std::getenv("NPUPROF_FAULT_CRASH_BEFORE_DISPATCH")) bo.faults.crash_before_dispatch_kind = k;

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/submit_kinds.h"
+#include "common/json_depth.h"
 
 namespace npuprof::cli {
 
@@ -38,7 +39,9 @@ void SubmitAndMaybeWait(const SubmitCommon& c, const std::string& kind, json spe
   auto r = client.Call("submit", args);
   if (!r.ok()) return Fail(2, r.status().message());
   if (!r->ok()) return Fail(r->exit_code() ? r->exit_code() : 2, r->error());
-  json body = json::parse(r->body_json());
+  Result<json> parsed = ParseJson(r->body_json(), kMaxOwnJsonDepth);
+  if (!parsed.ok()) return Fail(2, "the server's answer cannot be read: " + parsed.status().message());
+  const json& body = *parsed;
   const std::string run_id = body.value("run_id", "");
   if (!c.wait) {
     if (c.quiet) std::cout << run_id << std::endl;

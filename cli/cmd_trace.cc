@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "common/terminal_text.h"
 #include "cli/output_file.h"
 #include "cli/run_hbm_series.h"
 #include "views/chrome_trace.h"
@@ -38,7 +39,7 @@ void AddTraceCommand(CLI::App& app) {
     if (!trace.ok()) return Fail(2, fmt::format("run {}: {}", *run, trace.status().message()));
     const std::string text = trace->dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     if (out->empty()) {
-      std::cout << text;
+      std::cout << TerminalJsonText(text);
       return;
     }
     if (Status st = WriteFileAtomic(*out, text); !st.ok()) return Fail(2, st.message());

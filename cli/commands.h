@@ -16,9 +16,15 @@ namespace npuprof::cli {
 int& ExitCode();
 // Adds --data-dir, --broker, --key-file and --server-key to a client verb.
 void AddServerOptions(CLI::App* cmd, ServerAddress* addr);
-// Prints JSON on stdout (pretty).
+// What the CLI prints goes through these (or through TerminalText /
+// TerminalLine of common/terminal_text.h where a verb lays out its own
+// lines): text from a target, a stored event or the command line never
+// reaches the terminal with its control characters raw.
+// Prints JSON on stdout (pretty; DEL and C1 characters escaped too).
 void PrintJson(const json& j);
-// Prints "npuprof: <msg>" on stderr and sets exit code.
+// Prints text for people (a report) on stdout, control characters escaped.
+void PrintText(const std::string& text);
+// Prints "npuprof: <msg>" on stderr, control characters escaped, and sets exit code.
 void Fail(int code, const std::string& msg);
 // Streams a run's new events to stderr (polling; waits up to 2 min for a
 // server that is not answering) until stop(new events) returns true. False

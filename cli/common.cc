@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress_line.h"
+#include "common/terminal_text.h"
 #include "common/time_util.h"
 
 namespace npuprof::cli {
@@ -29,10 +30,12 @@ void AddServerOptions(CLI::App* cmd, ServerAddress* addr) {
                   "NPUPROF_SERVER_KEY)");
 }
 
-void PrintJson(const json& j) { std::cout << j.dump(2) << std::endl; }
+void PrintJson(const json& j) { std::cout << TerminalJson(j, 2) << std::endl; }
+
+void PrintText(const std::string& text) { std::cout << TerminalText(text) << std::flush; }
 
 void Fail(int code, const std::string& msg) {
-  std::cerr << "npuprof: " << msg << std::endl;
+  std::cerr << "npuprof: " << TerminalText(msg) << std::endl;
   ExitCode() = code;
 }
 
@@ -57,7 +60,7 @@ void PrintProgress(const json& e) {
     line += " " + p.value("status", "");
     if (p.contains("error")) line += ": " + FirstLine(p.value("error", ""));
   }
-  std::cerr << line << std::endl;
+  std::cerr << TerminalLine(line) << std::endl;
 }
 
 // Columns of the terminal on stderr (100 when unknown).

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
 #include "common/json_field.h"
 #include "common/utf8.h"
 #include "statemachine/sweep_machine.h"
@@ -242,7 +243,8 @@ std::vector<std::string> StoryLines(StoryView view, const std::string& out, size
   } else if (view == StoryView::kCompareText) {
     lines = CompareText(text);
   } else {
-    const json j = json::parse(text, nullptr, false);
+    Result<json> parsed = ParseJson(text, kMaxOwnJsonDepth);
+    const json j = parsed.ok() ? std::move(parsed).value() : json(nullptr);
     if (!j.is_object()) {
       lines = Lines(text);
     } else {

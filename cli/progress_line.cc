@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/terminal_text.h"
 #include "common/utf8.h"
 
 namespace npuprof::cli {
@@ -48,7 +49,7 @@ std::string ProgressLine(const RunProgress& p, int64_t now_ms, size_t width) {
     if (p.queued_ahead >= 0) line += fmt::format(" ({} ahead)", p.queued_ahead);
     line += ": " + p.waiting;
   }
-  return TruncateUtf8(ToValidUtf8(line), width, "…");
+  return TruncateUtf8(TerminalLine(line), width, "…");
 }
 
 }  // namespace npuprof::cli

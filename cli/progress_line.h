@@ -28,7 +28,8 @@ struct RunProgress {
 void ApplyProgressEvent(RunProgress& p, const nlohmann::json& event);
 // show's waiting_for (null clears it).
 void ApplyWaitingFor(RunProgress& p, const nlohmann::json& waiting_for);
-// The line, at most `width` columns (cut with "…"), without a newline.
+// The line, at most `width` columns (cut with "…"), without a newline; its
+// control characters (a step or waiting reason from a target) escaped.
 std::string ProgressLine(const RunProgress& p, int64_t now_ms, size_t width);
 
 }  // namespace npuprof::cli

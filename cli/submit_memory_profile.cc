@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/submit_kinds.h"
+#include "common/json_depth.h"
 #include "parsers/npu_smi_parser.h"
 
 namespace npuprof::cli {
@@ -46,8 +47,9 @@ std::string ResolveBaseline(const std::string& from, json& spec) {
     if (fs::exists(fs::path(from) / "baseline_npu_smi.txt", ec)) {
       text_path = (fs::path(from) / "baseline_npu_smi.txt").string();
     } else if (auto m = ReadText((fs::path(from) / "manifest.json").string())) {
-      json man = json::parse(*m, nullptr, false);
-      if (!man.is_discarded() && man.contains("baseline_hbm") && man["baseline_hbm"].is_object()) {
+      Result<json> parsed = ParseJson(*m);
+      const json man = parsed.ok() ? std::move(parsed).value() : json(nullptr);
+      if (man.is_object() && man.contains("baseline_hbm") && man["baseline_hbm"].is_object()) {
         spec["baseline_hbm"] = man["baseline_hbm"];
         spec["baseline_origin"] = fs::absolute(from).string();
         return "";

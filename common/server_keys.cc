@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
 #include "common/private_files.h"
 
 namespace npuprof {
@@ -101,7 +102,8 @@ Result<ListenState> ReadListenState(const std::string& data_dir) {
   const std::string path = ServerKeyPathsFor(data_dir).listen_state;
   auto text = ReadProtectedFile(path, kMaxKeyFileBytes);
   if (!text.ok()) return text.status();
-  const auto j = nlohmann::json::parse(*text, nullptr, false);
+  const Result<nlohmann::json> parsed = ParseJson(*text);
+  const nlohmann::json j = parsed.ok() ? *parsed : nlohmann::json(nullptr);
   if (!j.is_object() || !j.contains("curve") || !j["curve"].is_boolean())
     return Status::Corruption(fmt::format("{}: expected an object with a boolean \"curve\"", path));
   ListenState st;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
 #include "common/utf8.h"
 
 namespace npuprof {
@@ -21,10 +22,6 @@ std::optional<uint64_t> CheckedMul(uint64_t a, uint64_t b) {
 
 // A JSON value quoted in an error message: at most 60 bytes of its text.
 std::string Quote(const json& v) { return TruncateUtf8(v.dump(), 60); }
-
-// Thrown by the parse callback when the document nests deeper than the limit
-// (caught in ParseSafetensorsHeader, never escapes it).
-struct TooDeep {};
 
 std::optional<uint64_t> AsU64(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
@@ -146,20 +143,13 @@ Result<uint64_t> SafetensorsHeaderLength(std::string_view first8, uint64_t file_
 }
 
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view header_json_bytes) {
-  json doc;
-  try {
-    doc = json::parse(header_json_bytes.begin(), header_json_bytes.end(),
-                      [](int depth, json::parse_event_t, json&) {
-                        if (depth > kMaxSafetensorsJsonDepth) throw TooDeep{};
-                        return true;
-                      });
-  } catch (const TooDeep&) {
-    return Status::Corruption(fmt::format(
-        "safetensors header nests deeper than {} levels: not a safetensors header", kMaxSafetensorsJsonDepth));
-  } catch (const json::exception& e) {
-    // parse_error, and out_of_range for a number beyond a double ("1e999").
-    return Status::Corruption("safetensors header is not valid JSON: " + TruncateUtf8(e.what(), 300));
-  }
+  // The nesting limit is checked while parsing (common/json_depth.h); a
+  // number beyond a double ("1e999") is not valid JSON there either.
+  Result<json> parsed = ParseJson(header_json_bytes, kMaxSafetensorsJsonDepth);
+  if (!parsed.ok())
+    return Status::Corruption(
+        fmt::format("safetensors header is {}: not a safetensors header", parsed.status().message()));
+  const json doc = std::move(parsed).value();
   if (!doc.is_object()) {
     return Status::Corruption("safetensors header JSON is not an object");
   }

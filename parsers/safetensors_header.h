@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_depth.h"
 #include "common/status.h"
 
 namespace npuprof {
@@ -25,8 +26,9 @@ inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 // Nesting deeper than this is refused: a header is an object of tensor
 // objects holding flat arrays (depth 3); a deep document would make every
-// recursive JSON walk (dump, compare) overflow the stack.
-inline constexpr int kMaxSafetensorsJsonDepth = 64;
+// recursive JSON walk (dump, compare) overflow the stack. The limit of every
+// file from a target (common/json_depth.h).
+inline constexpr int kMaxSafetensorsJsonDepth = kMaxTargetJsonDepth;
 
 // Bytes per element of a safetensors dtype string ("BF16" -> 2), or nullopt
 // when the dtype is not one we know. Known: F64 8, F32 4, F16 2, BF16 2,

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "common/json_field.h"
 #include "run_specs.pb.h"
 #include "task_payloads.pb.h"
@@ -245,8 +246,9 @@ std::string FindDoubleLease(const std::vector<proto::Event>& events) {
   std::map<std::pair<std::string, std::string>, Holder> held;  // (machine, device) -> holder
   for (const auto& e : events) {
     if (e.type() != kDevicesLeased && e.type() != kDevicesReleased) continue;
-    json p = json::parse(e.payload_json(), nullptr, false);
-    if (p.is_discarded()) continue;
+    Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
+    if (!parsed.ok()) continue;
+    const json& p = *parsed;
     const std::string machine = p.value("machine", "");
     for (const auto& dev : p.value("devices", json::array())) {
       const auto key = std::make_pair(machine, dev.dump());

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
 #include "statemachine/kind_schemas.h"
@@ -179,15 +180,19 @@ namespace {
 
 // A staged event's payload was built by the engine itself: it parses.
 json StagedPayloadOf(const proto::Event& e) {
-  json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
-  return p.is_discarded() ? json::object() : p;
+  Result<json> p = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
+  return p.ok() ? std::move(p).value() : json::object();
 }
 
 }  // namespace
 
 Status ApplyStored(const KindRegistry& kinds, RunState& s, const proto::Event& e, bool* to_kind) {
-  json p = json::parse(e.payload_json(), nullptr, /*allow_exceptions=*/false);
-  if (p.is_discarded() || !p.is_object())
+  Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
+  if (!parsed.ok())
+    return Status::Corruption(fmt::format("run {} event #{} ({}): the payload is {}", e.run_id(), e.seq(), e.type(),
+                                          parsed.status().message()));
+  const json p = std::move(parsed).value();
+  if (!p.is_object())
     return Status::Corruption(fmt::format("run {} event #{} ({}): the payload is not a JSON object", e.run_id(),
                                           e.seq(), e.type()));
   if (s.run_id.empty()) s.run_id = e.run_id();

@@ -9,8 +9,9 @@
 // writer may have added one). The fold that rebuilds a run judges no event
 // payload: it decodes the run's spec (typed_spec.h). The kinds' own events are judged
 // the same way against proto/kind_events.proto (one message per type, named
-// as the type); their kinds' folds read them. An event type in neither file
-// (a kind registered by a test or a plugin) passes.
+// as the type); their kinds' folds read them. CheckEventPayload passes an
+// event type in neither file; `verify` and `import` refuse one
+// (replay_verifier.h: HasEventSchema or HasKindEventSchema must know it).
 // Pure: no I/O; thread-safe.
 #pragma once
 

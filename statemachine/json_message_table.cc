@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 namespace npuprof::sm {
 
 namespace pb = google::protobuf;
@@ -122,8 +123,9 @@ std::optional<std::string> JsonMessageTable::Parse(std::string_view text, pb::Me
     if (std::string bad = Misread(*parsed, *out.GetDescriptor(), ""); !bad.empty()) return bad;
     return std::nullopt;
   }
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (std::string bad = Misread(j, *out.GetDescriptor(), ""); !bad.empty()) return bad;
+  const Result<nlohmann::json> j = ParseJson(text);
+  if (!j.ok()) return j.status().message();
+  if (std::string bad = Misread(*j, *out.GetDescriptor(), ""); !bad.empty()) return bad;
   return std::nullopt;
 }
 

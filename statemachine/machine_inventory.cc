@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "statemachine/json_message_table.h"
 #include "statemachine/service_spec.h"
 #include "task_payloads.pb.h"
@@ -26,9 +27,9 @@ void MachineInventory::Apply(const std::string& type, const json& p) {
 
 void MachineInventory::ApplyStored(const proto::Event& ev) {
   last_seq_ = ev.seq();  // even for a payload that does not decode: the next append follows it
-  json p = json::parse(ev.payload_json(), nullptr, false);
-  if (p.is_discarded() || !p.is_object()) return;
-  Apply(ev.type(), p);
+  Result<json> p = ParseJson(ev.payload_json(), kMaxOwnJsonDepth);
+  if (!p.ok() || !p->is_object()) return;
+  Apply(ev.type(), *p);
 }
 
 std::optional<json> MachineInventory::HostKeyAcceptance(const json& result, const std::string& run_id) const {

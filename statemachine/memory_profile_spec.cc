@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 
@@ -35,8 +36,8 @@ Status CheckJsonText(json& spec, const char* f) {
   }
   if (spec[f].is_object()) spec[f] = spec[f].dump();
   if (!spec[f].is_string()) return Status::Invalid(fmt::format("{} must be a JSON object (as text)", f));
-  const json parsed = json::parse(spec[f].get<std::string>(), nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object())
+  const Result<json> parsed = ParseJson(spec[f].get<std::string>());
+  if (!parsed.ok() || !parsed->is_object())
     return Status::Invalid(fmt::format("{} is not a JSON object: pass e.g. --{} '{{\"key\": 1}}'", f,
                                        std::string(f) == "speculative_config"    ? "speculative-config"
                                        : std::string(f) == "compilation_config" ? "compilation-config"

@@ -9,6 +9,8 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/wrappers.pb.h>
 
+#include "common/json_depth.h"
+
 namespace npuprof::sm {
 
 namespace pb = google::protobuf;
@@ -72,8 +74,8 @@ json PrintedByProtobuf(const pb::Message& m) {
   pb::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   if (!pb::util::MessageToJsonString(m, &text, options).ok()) return nullptr;
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? json(nullptr) : j;
+  Result<json> j = ParseJson(text);
+  return j.ok() ? std::move(j).value() : json(nullptr);
 }
 
 // google.protobuf.Int64Value and the other wrappers: the JSON of their value.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/event_schema.h"
 #include "statemachine/kind_schemas.h"
@@ -33,6 +34,19 @@ std::string LeaseStepError(const RunState& s, const std::string& type) {
                        LeasePhaseName(phase));
   if (type == kDevicesReleased && phase != LeasePhase::kHeld) return "devices released that were not held";
   if (type == ev::kRunFinished && phase == LeasePhase::kHeld) return "run finished while still holding its devices";
+  return "";
+}
+
+// A finished run's tasks have all ended: the engine records how each one
+// ended (succeeded, failed for good, abandoned) before RunFinished. A task
+// still pending or waiting for a retry there is a log that replays to a
+// state no run can be in (an event left out, or one no engine wrote).
+std::string OpenTaskError(const RunState& s) {
+  for (const auto& [id, t] : s.tasks)
+    if (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait)
+      return fmt::format("the run finished while its task {} ({}) is still {}: the events replay to a state no run "
+                         "ends in (an event is missing or forged)",
+                         id, t.kind, TaskStatusName(t.status));
   return "";
 }
 
@@ -92,8 +106,12 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
   for (size_t i = 0; i < events.size(); ++i) {
     const proto::Event& e = events[i];
     if (std::string err = CheckChain(events, i, hash); !err.empty()) return fail(i, err);
-    json p = json::parse(e.payload_json(), nullptr, false);
-    if (p.is_discarded()) return fail(i, "corruption: the payload is not JSON");
+    Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
+    if (!parsed.ok()) return fail(i, "corruption: the payload is " + parsed.status().message());
+    const json p = std::move(parsed).value();
+    if (!HasEventSchema(e.type()) && !HasKindEventSchema(e.type()))
+      return fail(i, "corruption: an event type npuprof does not know (neither proto/events.proto nor "
+                     "proto/kind_events.proto declares it)");
     if (Status st = CheckEventPayload(e.type(), e.payload_json(), p, UnknownKeys::kReject); !st.ok())
       return fail(i, "corruption: " + st.message());
     if (i == 0) {
@@ -126,6 +144,8 @@ VerifyResult VerifyRunEvents(const KindRegistry& kinds, const std::vector<proto:
     if (to_kind)
       if (Status st = CheckKindData(kind->name(), r.state.data); !st.ok())
         return fail(i, fmt::format("corruption: folding this event: {}", st.message()));
+    if (e.type() == ev::kRunFinished)
+      if (std::string err = OpenTaskError(r.state); !err.empty()) return fail(i, err);
     r.events++;
   }
   return r;

@@ -1,6 +1,13 @@
 // ReplayVerifier: checks a run's stored events from scratch — sequence,
-// hash chain, legal transitions, nothing after the end — and folds them.
-// Pure: the hash function is handed in (the store's EventHash).
+// hash chain, event types npuprof knows and payloads that fit their messages,
+// legal transitions, nothing after the end, no task left open at the end —
+// and folds them. Pure: the hash function is handed in (the store's
+// EventHash).
+//
+// What it does not prove: the hash chain is plain SHA-256 over the events,
+// so whoever can write a log can recompute it. It finds edits made without
+// recomputing it, and a log no engine could have written; a forged log that
+// is consistent from end to end passes (docs/SECURITY.md, "Imports").
 #pragma once
 
 #include <functional>

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "statemachine/json_message_table.h"
 #include "task_payloads.pb.h"
 #include "task_results.pb.h"
@@ -63,9 +64,9 @@ Status CheckTaskPayload(std::string_view task_kind, const json& payload) {
 Status CheckTaskPayloadText(std::string_view task_kind, std::string_view payload_json) {
   const pb::Message* prototype = Payloads().Prototype(task_kind);
   if (prototype == nullptr) return Status::Ok();
-  const json payload = json::parse(payload_json, nullptr, /*allow_exceptions=*/false);
-  if (payload.is_discarded()) return Refused(task_kind, "is not JSON");
-  return Judge(task_kind, payload, payload_json, nullptr);
+  const Result<json> payload = ParseJson(payload_json);
+  if (!payload.ok()) return Refused(task_kind, "is " + payload.status().message());
+  return Judge(task_kind, *payload, payload_json, nullptr);
 }
 
 Status DecodeTaskPayload(std::string_view task_kind, std::string_view payload_json, pb::Message& out) {
@@ -74,9 +75,9 @@ Status DecodeTaskPayload(std::string_view task_kind, std::string_view payload_js
     return Status::Internal(fmt::format("a handler decodes {} payloads as {}, which proto/task_payloads.proto does "
                                         "not declare for that kind",
                                         task_kind, out.GetDescriptor()->full_name()));
-  const json payload = json::parse(payload_json, nullptr, /*allow_exceptions=*/false);
-  if (payload.is_discarded()) return Refused(task_kind, "is not JSON");
-  return Judge(task_kind, payload, payload_json, &out);
+  const Result<json> payload = ParseJson(payload_json);
+  if (!payload.ok()) return Refused(task_kind, "is " + payload.status().message());
+  return Judge(task_kind, *payload, payload_json, &out);
 }
 
 Status DecodeStoredTaskPayload(std::string_view task_kind, const json& payload, pb::Message& out) {

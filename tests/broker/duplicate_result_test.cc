@@ -39,18 +39,24 @@ class FakeWorker {
   }
 
   void SendResult(const proto::Task& task, uint32_t attempt) {
+    SendResultJson(task, attempt,
+                   json{{"device_count", 1},
+                        {"devices", json::array()},
+                        {"free_devices", {0}},
+                        {"busy_devices", json::array()},
+                        {"tool_version", "attempt-" + std::to_string(attempt)}}
+                       .dump());
+  }
+
+  // A success whose result is this text, as it is.
+  void SendResultJson(const proto::Task& task, uint32_t attempt, const std::string& result_json) {
     proto::WorkerToBroker m;
     proto::TaskResult* r = m.mutable_result();
     r->set_task_id(task.task_id());
     r->set_run_id(task.run_id());
     r->set_attempt(attempt);
     r->set_ok(true);
-    r->set_result_json(json{{"device_count", 1},
-                            {"devices", json::array()},
-                            {"free_devices", {0}},
-                            {"busy_devices", json::array()},
-                            {"tool_version", "attempt-" + std::to_string(attempt)}}
-                           .dump());
+    r->set_result_json(result_json);
     Send(m);
   }
 
@@ -205,6 +211,35 @@ TEST(BrokerIgnoredResults, OldAttemptResultIsIgnoredAndTheCurrentOneCounts) {
   EXPECT_EQ(succeeded[0]["payload"]["result"]["tool_version"], "attempt-2");
   EXPECT_EQ(EventsOfType(events, "TaskResultIgnored").size(), 1u);
   EXPECT_EQ(WorkerHolding(h, task_id), 0u);
+}
+
+// A result nested 100,000 levels deep from the worker that holds the task:
+// the broker's first walk of it overflowed its stack. Now it is read with the
+// nesting limit, and the task fails for good naming it; the server goes on.
+TEST(BrokerIgnoredResults, AResultNestedTooDeepFailsTheTaskNamingTheLimit) {
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start({}, /*local_workers=*/0).ok());
+  FakeWorker fake(wire::IpcEndpointFor(h.DataDir()), "fake-deep");
+  fake.SendReady();
+  ASSERT_TRUE(PollUntil([&] { return h.WorkerPids().size() == 1; }, 20));
+  const std::string run_id = SubmitProbe(h, "sim1");
+  ASSERT_FALSE(run_id.empty());
+  auto task = fake.WaitTask(1, 30);
+  ASSERT_TRUE(task.has_value()) << "the fake worker got no task";
+  const size_t depth = 100000;
+  fake.SendResultJson(*task, 1, R"({"devices":)" + std::string(depth, '[') + std::string(depth, ']') + "}");
+  auto shown = WaitFinished(h, run_id, 30);
+  ASSERT_TRUE(shown.has_value()) << "the server is gone or the run hangs";
+  EXPECT_EQ((*shown)["status"], "failed") << shown->dump();
+  const auto failed = EventsOfType(Events(h, run_id), "TaskFailed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["payload"]["error_kind"], "bad_result");
+  EXPECT_EQ(failed[0]["payload"]["final"], true);
+  const std::string error = failed[0]["payload"].value("error", "");
+  EXPECT_NE(error.find("nested deeper than 128 levels"), std::string::npos) << error;
+  EXPECT_NE(error.find("fake-worker"), std::string::npos) << error;
+  EXPECT_EQ(h.Cli({"verify", run_id}).exit_code, 0);
+  EXPECT_EQ(h.Cli({"ping"}).exit_code, 0);
 }
 
 }  // namespace

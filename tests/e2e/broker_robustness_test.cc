@@ -1,7 +1,8 @@
 // The broker against 10,000 mutated messages from one peer: client requests
-// of every verb with type flips, missing and extra fields, huge strings and
-// invalid UTF-8 in their arguments; worker messages (announce, progress,
-// results for stale, foreign and made-up task ids) with mutated bytes; wrong
+// of every verb with type flips, missing and extra fields, huge strings,
+// invalid UTF-8 and JSON nested up to 100,000 levels deep in their
+// arguments; worker messages (announce, progress, results for stale, foreign
+// and made-up task ids; results nested as deep) with mutated bytes; wrong
 // frame counts and unknown headers. Afterwards the server process is alive,
 // answers a valid request, runs a probe to the end and verifies clean.
 // The mutations come from a fixed seed, so a failure replays.
@@ -69,6 +70,20 @@ class Mutator {
       default: return "sim1";
     }
   }
+  // JSON nested deeper than anything may walk (a request nested 100,000
+  // levels deep overflowed the server's stack): objects or arrays, closed or
+  // left open.
+  std::string Deep() {
+    static const size_t kDepths[] = {129, 3000, 100000};
+    const size_t depth = kDepths[Pick(std::size(kDepths))];
+    const bool objects = Pick(2) == 0;
+    std::string s;
+    s.reserve(depth * 6 + 1);
+    for (size_t i = 0; i < depth; ++i) s += objects ? R"({"a":)" : "[";
+    s += "1";
+    if (Pick(4) != 0) s.append(depth, objects ? '}' : ']');
+    return s;
+  }
   // Flips, drops or inserts bytes.
   std::string MutateBytes(std::string s) {
     for (size_t n = 1 + Pick(4); n > 0; --n) {
@@ -110,7 +125,13 @@ std::string ClientBody(Mutator& m) {
   }
   proto::ClientRequest req;
   req.set_verb(kVerbs[m.Pick(std::size(kVerbs))]);
+  // Removing the harness's machine is a valid request, not a malformed one
+  // (and the probe at the end needs it).
+  if (req.verb() == "machine.remove" && args.contains("name") && args["name"] == "sim1") args["name"] = "nosuch";
   std::string text = m.Pick(10) == 0 ? m.Text() : args.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (m.Pick(12) == 0)  // deep nesting, in a spec or in any field
+    text = m.Pick(2) ? R"({"kind":"probe","spec":{"machine":"nosuch","x":)" + m.Deep() + "}}"
+                     : "{\"" + m.Name() + "\":" + m.Deep() + "}";
   req.set_args_json(text);
   std::string body = req.SerializeAsString();
   return m.Pick(8) == 0 ? m.MutateBytes(body) : body;
@@ -135,7 +156,8 @@ std::string WorkerBody(Mutator& m, const std::vector<std::string>& task_ids) {
       r->set_attempt(static_cast<int32_t>(m.Pick(3)));
       r->set_ok(m.Pick(2) == 0);
       r->set_error(m.Pick(4) ? "failed" : std::string("\xff bad", 5));
-      r->set_result_json(m.AnyValue().dump(-1, ' ', false, json::error_handler_t::replace));
+      r->set_result_json(m.Pick(8) == 0 ? m.Deep()
+                                        : m.AnyValue().dump(-1, ' ', false, json::error_handler_t::replace));
       auto* b = r->add_blobs();
       b->set_name("b");
       b->set_data(m.Text());

@@ -147,5 +147,83 @@ TEST(HostileTarget, EveryRunKindPassesWithoutAnSftpSubsystem) {
   if (::testing::Test::HasFailure()) dump_events();
 }
 
+// What the simulator's terminal_escapes fault prints (tests/sim/README.md):
+// set the terminal's title, clear its screen, and U+009B, a one-character
+// CSI; process names get the short form.
+const std::string kEscapes = "\x1b]0;TITLE\x07\x1b[2J\xC2\x9B" "2J";
+const std::string kNameEscapes = "\x1b[2J\xC2\x9B";
+
+// A byte a terminal would obey: a C0 control other than line feed and tab,
+// DEL, or a C1 control (U+0080..U+009F as UTF-8).
+bool HasRawControl(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) return true;
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9F)
+      return true;
+  }
+  return false;
+}
+
+// An npu-smi whose stderr held ESC ] 0 ; TITLE BEL ESC [ 2 J set the title
+// and cleared the screen through `submit probe --wait`'s progress lines.
+// Now every verb shows those bytes escaped, and the CLI's own echo of bad
+// arguments too; the evidence keeps them exactly.
+TEST(HostileTarget, TerminalEscapesFromATargetNeverReachTheTerminalRaw) {
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start({"--busy", "1:proc", "--fault", "terminal_escapes=3"}).ok());
+  CliResult failed = h.Cli({"submit", "probe", "--machine", "sim1", "--wait"}, 120);
+  ASSERT_FALSE(failed.timed_out);
+  EXPECT_EQ(failed.exit_code, 1) << failed.err;
+  EXPECT_FALSE(HasRawControl(failed.out)) << failed.out;
+  EXPECT_FALSE(HasRawControl(failed.err)) << failed.err;
+  // The progress line names the failure, its bytes written out.
+  EXPECT_NE(failed.err.find("npu_smi_failed: npu-smi info exited 3: dcmi error \\x1b]0;TITLE\\x07\\x1b[2J\\u009b2J"),
+            std::string::npos)
+      << failed.err;
+  const json j = failed.json();
+  ASSERT_TRUE(j.is_object()) << failed.out;
+  EXPECT_NE(j.value("error", "").find(kEscapes), std::string::npos) << "the JSON means the same text";
+  const std::string run = j["run_id"];
+
+  ASSERT_TRUE(h.UpdateTarget({"--clear-faults", "--fault", "terminal_escapes"}).ok());
+  CliResult ok = h.Cli({"submit", "probe", "--machine", "sim1", "--wait"}, 120);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  const json shown = ok.json();
+  ASSERT_TRUE(shown.is_object()) << ok.out;
+  const json procs = shown["probe"]["processes"];
+  ASSERT_EQ(procs.size(), 1u) << shown.dump(2);
+  EXPECT_EQ(procs[0].value("name", ""), "pyth" + kNameEscapes);
+  const std::string ok_run = shown["run_id"];
+
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"show", run}, {"events", run}, {"events", run, "--json"}, {"events", ok_run}, {"runs"},
+           {"watch", run}, {"manifest", ok_run}, {"verify"}, {"trace", ok_run}}) {
+    CliResult r = h.Cli(args, 120);
+    SCOPED_TRACE(args[0]);
+    EXPECT_EQ(r.exit_code, 0 + (args[0] == "watch")) << r.err;
+    EXPECT_FALSE(HasRawControl(r.out)) << r.out;
+    EXPECT_FALSE(HasRawControl(r.err)) << r.err;
+  }
+  // Arguments echoed back, by the server ("no run ...") and by the parser.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"show", kEscapes}, {"submit", "probe", "--machine", "sim1", "--bogus" + kEscapes},
+           {"watch", run, "--until", kEscapes}, {"events", kEscapes}}) {
+    CliResult r = h.Cli(args, 60);
+    SCOPED_TRACE(args.back());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_FALSE(HasRawControl(r.err)) << r.err;
+    EXPECT_NE(r.err.find("\\x1b]0;TITLE\\x07\\x1b[2J\\u009b2J"), std::string::npos) << r.err;
+  }
+  // The evidence is npu-smi's stdout byte for byte.
+  h.KillServer(SIGTERM);
+  auto store = store::EventStore::Open(h.DataDir() + "/store");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto blob = (*store)->GetBlob(shown["probe"]["evidence"]["npu_smi_info.txt"].get<std::string>());
+  ASSERT_TRUE(blob.has_value());
+  EXPECT_NE(blob->find("pyth" + kNameEscapes), std::string::npos);
+}
+
 }  // namespace
 }  // namespace npuprof::testing

@@ -132,5 +132,106 @@ TEST(ImportCli, EventsExportRebuildsTheRunElsewhere) {
   EXPECT_EQ(b.Cli({"import", file}).exit_code, 2);
 }
 
+// The events of a run as `events RUN --json` prints them, edited by change
+// and then chained again as run `name` (seq, prev_hash, hash recomputed as
+// the server computes them: anyone can, the chain is plain SHA-256),
+// written to <name>.json.
+std::string ForgedEventsFile(NpuprofHarness& h, const std::string& run, const std::string& name,
+                             const std::function<void(nlohmann::json& events)>& change) {
+  CliResult events = h.Cli({"events", run, "--json"});
+  EXPECT_EQ(events.exit_code, 0) << events.err;
+  nlohmann::json doc = events.json();
+  doc["run_id"] = name;
+  change(doc["events"]);
+  std::string prev;
+  for (size_t i = 0; i < doc["events"].size(); ++i) {
+    nlohmann::json& e = doc["events"][i];
+    proto::Event ev;
+    ev.set_run_id(name);
+    ev.set_seq(i + 1);
+    ev.set_type(e.value("type", ""));
+    ev.set_time_ms(e.value("time_ms", int64_t{0}));
+    ev.set_payload_json(e.contains("payload") ? e["payload"].dump() : "{}");
+    ev.set_cause(e.value("cause", ""));
+    ev.set_prev_hash(prev);
+    e["seq"] = i + 1;
+    e["prev_hash"] = prev;
+    e["hash"] = prev = store::EventHash(ev);
+  }
+  const std::string file = h.Dir() + "/" + name + ".json";
+  std::ofstream(file) << doc.dump();
+  return file;
+}
+
+size_t IndexOf(const nlohmann::json& events, const std::string& type) {
+  for (size_t i = 0; i < events.size(); ++i)
+    if (events[i].value("type", "") == type) return i;
+  ADD_FAILURE() << "no " << type;
+  return 0;
+}
+
+// Imports are judged like submissions. Each forged log below has a valid
+// hash chain and replays without an illegal transition; each imported
+// (and verified ok) before: an event type that is no event type (show then
+// said completed with the task still pending), a 1 MB tag (submit allows
+// 1-64 characters; every `runs` then moved it), and a log with the task's
+// result left out (a task pending in a completed run).
+TEST(ImportCli, ForgedLogsAreRefusedAsSubmissionsAre) {
+  NpuprofHarness a;
+  ASSERT_TRUE(a.Start().ok());
+  const std::string run = ProbeRun(a);
+  ASSERT_FALSE(run.empty());
+  // The untouched log, chained again, still imports (the forger's tool is right).
+  const std::string honest = ForgedEventsFile(a, run, "honest", [](nlohmann::json&) {});
+  const std::string unknown_type = ForgedEventsFile(a, run, "unknown-type", [](nlohmann::json& evs) {
+    evs[IndexOf(evs, "TaskSucceeded")]["type"] = "NoSuchEvent";
+  });
+  const std::string big_tag = ForgedEventsFile(a, run, "big-tag", [](nlohmann::json& evs) {
+    const std::string tag(1 << 20, 't');
+    evs[0]["payload"]["spec"]["tag"] = tag;
+    evs[0]["payload"]["tag"] = tag;
+  });
+  const std::string pending = ForgedEventsFile(a, run, "pending", [](nlohmann::json& evs) {
+    evs.erase(IndexOf(evs, "TaskSucceeded"));
+  });
+
+  NpuprofHarness b;
+  ASSERT_TRUE(b.Start({}, 0).ok());
+  for (const auto& [id, file, why] :
+       {std::tuple{"unknown-type", unknown_type,
+                   std::string("(NoSuchEvent): corruption: an event type npuprof does not know")},
+        std::tuple{"big-tag", big_tag,
+                   std::string("event #1 (RunSubmitted): its probe spec is not one `submit` accepts: tag '")},
+        std::tuple{"pending", pending,
+                   std::string("(RunFinished): the run finished while its task " + run +
+                               ".t1 (probe.npu_smi) is still pending")}}) {
+    SCOPED_TRACE(id);
+    CliResult imp = b.Cli({"import", file});
+    EXPECT_EQ(imp.exit_code, 2) << imp.out << imp.err.substr(0, 1000);
+    EXPECT_NE(imp.err.find("refusing to import"), std::string::npos) << imp.err.substr(0, 1000);
+    EXPECT_NE(imp.err.find(why), std::string::npos) << imp.err.substr(0, 1000);
+    EXPECT_LT(imp.err.size(), 2000u) << "the refusal does not echo the megabyte";
+    EXPECT_EQ(b.Cli({"show", id}).exit_code, 2) << "nothing was imported";
+  }
+  CliResult imp = b.Cli({"import", honest});
+  EXPECT_EQ(imp.exit_code, 0) << imp.err;
+  EXPECT_EQ(b.Cli({"verify", "honest"}).exit_code, 0);
+}
+
+// The import CLI read the file and sent it: sending dumps it, and nlohmann's
+// dump recursed once per level (exit 139, no message, at 100,000 levels).
+TEST(ImportCli, ADeeplyNestedFileIsRefusedNamingTheLimit) {
+  NpuprofHarness b;
+  ASSERT_TRUE(b.Start({}, 0).ok());
+  const size_t depth = 100000;
+  const std::string file = b.Dir() + "/deep.json";
+  std::ofstream(file) << R"({"run_id":"r1","events":[{"seq":1,"type":"RunSubmitted","payload":{"x":)"
+                      << std::string(depth, '[') << std::string(depth, ']') << "}}]}";
+  CliResult imp = b.Cli({"import", file});
+  EXPECT_EQ(imp.exit_code, 2) << imp.err.substr(0, 500);
+  EXPECT_NE(imp.err.find("deep.json: nested deeper than 128 levels"), std::string::npos) << imp.err.substr(0, 500);
+  EXPECT_EQ(b.Cli({"ping"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace npuprof::testing

@@ -5,7 +5,8 @@
 //    tests/fuzz/findings/<target>/ is fed to its target;
 //  * a small seeded mutation pass (fixed seed: the same inputs every run)
 //    feeds each seed's variants with the tokens that broke parsers before
-//    (non-finite numbers, huge sizes, invalid UTF-8, cut and doubled lines).
+//    (non-finite numbers, huge sizes, invalid UTF-8, cut and doubled lines,
+//    nesting 300 levels deep).
 // A broken promise or an escaping exception fails the test naming the target
 // and the input; a failing mutated input is written to
 // <build>/fuzz_replay_failures/<target>/ to be kept as a finding.
@@ -132,7 +133,13 @@ TEST_P(FuzzReplay, EverySeedAndSavedFindingKeepsThePromises) {
 const std::vector<std::string> kTokens = {
     "inf", "-inf", "nan", "NaN", "1e999", "-1e999", "1e-400", "9223372036854775808", "-1",
     "18446744073709551615", "fffffffffffffffe", "0x10", "\xff\xfe", "\xc3\x28", "\xed\xa0\x80",
-    "\x1b[", "\r\n", "\n", "\r", "\t", ",", "\"", "|", ":", ";", "{", "}", "[", "]", "(pid=1)", std::string(1, '\0')};
+    "\x1b[", "\r\n", "\n", "\r", "\t", ",", "\"", "|", ":", ";", "{", "}", "[", "]", "(pid=1)", std::string(1, '\0'),
+    // Nesting past every limit (common/json_depth.h): a JSON reader must refuse it, not recurse.
+    std::string(300, '['), std::string(300, ']'), [] {
+      std::string s;
+      for (int i = 0; i < 300; ++i) s += R"({"a":)";
+      return s;
+    }()};
 
 std::string Mutate(const std::string& seed, std::mt19937& rng) {
   std::string s = seed;

@@ -1,4 +1,5 @@
-// The fuzz targets: one per parser of remote bytes. Each takes any bytes,
+// The fuzz targets: one per parser of remote bytes (and the two readers
+// every boundary shares: nesting-limited JSON, text for a terminal). Each takes any bytes,
 // runs its parser(s) and checks their contract (tests/fuzz/fuzz_check.h).
 //
 // Built two ways from the same sources (tests/fuzz/CMakeLists.txt):
@@ -26,13 +27,15 @@ int FuzzProfDeviceMap(const uint8_t* data, size_t size);   // parsers/prof_devic
 int FuzzFileStream(const uint8_t* data, size_t size);      // parsers/file_stream
 int FuzzHttpResponse(const uint8_t* data, size_t size);    // workers/ssh/http_over_ssh (pure part)
 int FuzzCommandShell(const uint8_t* data, size_t size);    // workers/ssh/command_shell_protocol
+int FuzzJsonDepth(const uint8_t* data, size_t size);       // common/json_depth: every JSON read from outside
+int FuzzTerminalText(const uint8_t* data, size_t size);    // common/terminal_text: bytes shown on a terminal
 
 struct NamedTarget {
   const char* name;  // as in tests/fuzz/corpus.txt and fuzz_<name>
   Target run;
 };
 
-inline constexpr std::array<NamedTarget, 11> kTargets = {{
+inline constexpr std::array<NamedTarget, 13> kTargets = {{
     {"npu_smi", FuzzNpuSmi},
     {"vllm_log", FuzzVllmLog},
     {"vllm_log_line", FuzzVllmLogLine},
@@ -44,6 +47,8 @@ inline constexpr std::array<NamedTarget, 11> kTargets = {{
     {"file_stream", FuzzFileStream},
     {"http_response", FuzzHttpResponse},
     {"command_shell", FuzzCommandShell},
+    {"json_depth", FuzzJsonDepth},
+    {"terminal_text", FuzzTerminalText},
 }};
 
 }  // namespace npuprof::fuzz

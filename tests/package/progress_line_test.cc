@@ -39,5 +39,17 @@ TEST(ProgressLine, NarrowTerminalsAndOddInputAreSafe) {
   EXPECT_EQ(ProgressLine(p, 0, 200).find("-"), std::string::npos) << "no negative elapsed time";
 }
 
+// The line is drawn with ESC [ K on a terminal: a state, step or waiting
+// reason from a target or an imported run never brings its own.
+TEST(ProgressLine, ControlCharactersFromEventsAreWrittenOut) {
+  RunProgress p;
+  p.run_id = "r3";
+  ApplyProgressEvent(p, Ev("RunSubmitted", 1000));
+  ApplyWaitingFor(p, {{"reason", "npu-smi: \x1b]0;TITLE\x07\x1b[2J\r\nx"}});
+  EXPECT_EQ(ProgressLine(p, 1000, 200), "r3 queued 0:00 · waiting: npu-smi: \\x1b]0;TITLE\\x07\\x1b[2J\\r\\nx");
+  ApplyProgressEvent(p, Ev("StateChanged", 2000, {{"from", "queued"}, {"to", "x\xC2\x9B" "2J"}}));
+  EXPECT_EQ(ProgressLine(p, 2000, 200), "r3 x\\u009b2J 0:01");
+}
+
 }  // namespace
 }  // namespace npuprof::cli

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "tests/security/security_test_util.h"
@@ -149,6 +150,21 @@ TEST_F(ListenerE2E, KeyFilesMustBePrivate) {
   EXPECT_EQ(ModeOf(h_.DataDir() + "/curve/server.key"), 0600);
   EXPECT_EQ(ModeOf(h_.DataDir() + "/curve/local.key"), 0600);
   EXPECT_EQ(ModeOf(h_.DataDir() + "/curve/allowed"), 0600);
+}
+
+// `--listen tcp://127.0.0.1:99999` used to bind another port (libzmq wraps
+// it) while the log and listen.json said 99999; inproc:// was advertised.
+TEST(ListenerE2EEndpoints, AnEndpointTheServerCannotServeIsRefused) {
+  TempDir tmp;
+  for (const char* endpoint : {"tcp://127.0.0.1:99999", "inproc://npuprof"}) {
+    const std::string data = tmp.path() + "/data";
+    const auto r =
+        RunCommand({NpuprofBinary(), "server", "--data-dir", data, "--no-local-workers", "--listen", endpoint}, 30);
+    EXPECT_FALSE(r.timed_out) << endpoint << ": the server started";
+    EXPECT_EQ(r.exit_code, 2) << endpoint << r.err;
+    EXPECT_NE(r.err.find(std::string("npuprof: --listen '") + endpoint + "'"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(data + "/listen.json")) << "nothing advertised";
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Replay determinism: folding a run's stored events reproduces the state the
 // decisions built, and folding the same events twice from scratch gives
 // byte-identical projections.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "sm_test_util.h"
@@ -180,6 +181,62 @@ TEST(Replay, CancelledAndFailedRunsReplayToo) {
   ASSERT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_EQ(f.task("f1.t2").status, TaskStatus::kAbandoned);
   EXPECT_EQ(Everything(Fold(f.kinds(), f.log()).value()), Everything(f.state()));
+}
+
+std::string HashOf(const proto::Event& e) { return e.hash(); }
+
+// An event type that is no event type replayed as nothing and verified ok
+// (show then said completed with the task still pending).
+TEST(Replay, AnEventTypeNpuprofDoesNotKnowIsCorruption) {
+  Driver run = BusyProbeRun();
+  ASSERT_TRUE(VerifyRunEvents(run.kinds(), run.log(), HashOf).ok);
+  std::vector<proto::Event> log = run.log();
+  size_t at = 0;
+  while (at < log.size() && log[at].type() != ev::kTaskSucceeded) ++at;
+  ASSERT_LT(at, log.size());
+  log[at].set_type("NoSuchEvent");
+  const VerifyResult v = VerifyRunEvents(run.kinds(), log, HashOf);
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.first_divergence,
+            fmt::format("event #{} (NoSuchEvent): corruption: an event type npuprof does not know (neither "
+                        "proto/events.proto nor proto/kind_events.proto declares it)",
+                        at + 1));
+}
+
+// A log whose task never ends (its result left out, the rest renumbered)
+// replays without an illegal transition to a finished run with a pending
+// task: a state no run ends in.
+TEST(Replay, ARunThatFinishesWithATaskStillOpenIsInconsistent) {
+  Driver run = BusyProbeRun();
+  std::vector<proto::Event> log = run.log();
+  size_t at = 0;
+  while (at < log.size() && log[at].type() != ev::kTaskSucceeded) ++at;
+  ASSERT_LT(at, log.size());
+  log.erase(log.begin() + static_cast<long>(at));
+  for (size_t i = 0; i < log.size(); ++i) log[i].set_seq(i + 1);
+  const VerifyResult v = VerifyRunEvents(run.kinds(), log, HashOf);
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.first_divergence.find("(RunFinished): the run finished while its task busy-run.t1 (probe.npu_smi) is "
+                                    "still pending"),
+            std::string::npos)
+      << v.first_divergence;
+  // Runs that end with their tasks ended in every way verify: succeeded
+  // (above), failed for good, abandoned by a cancel or a sibling's failure.
+  Driver c("c1");
+  c.Submit("probe", ProbeSpec(), 1000);
+  c.Report("c1.t1", 1, false, 1500, true);
+  c.Cancel(1600);
+  Driver f("f1");
+  f.Submit("two-task", json::object(), 1000);
+  f.Report("f1.t1", 1, false, 1500, false);
+  Driver p("p1");
+  p.Submit("probe", ProbeSpec(), 1000);
+  p.Report("p1.t1", 1, false, 1500, false);
+  for (const Driver* d : {&run, &c, &f, &p}) {
+    ASSERT_TRUE(d->state().terminal) << d->state().run_id;
+    const VerifyResult ok = VerifyRunEvents(d->kinds(), d->log(), HashOf);
+    EXPECT_TRUE(ok.ok) << d->state().run_id << ": " << ok.first_divergence;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "remote_records.pb.h"
 #include "statemachine/json_message_table.h"
 #include "statemachine/message_json.h"
@@ -43,9 +44,9 @@ Result<json> DecodeLaunchRecord(const std::string& runtime_dir, std::string_view
       runtime_dir);
   if (bytes.size() > kMaxLaunchRecordBytes)
     return Status::Corruption(fmt::format("{} is larger than {} bytes: {}", file, kMaxLaunchRecordBytes, fix));
-  json rec = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (rec.is_discarded() || !rec.is_object())
-    return Status::Corruption(fmt::format("{} is not a JSON object: {}", file, fix));
+  const Result<json> rec = ParseJson(bytes, kMaxTargetJsonDepth);
+  if (!rec.ok()) return Status::Corruption(fmt::format("{} is {}: {}", file, rec.status().message(), fix));
+  if (!rec->is_object()) return Status::Corruption(fmt::format("{} is not a JSON object: {}", file, fix));
   records::LaunchRecord typed;
   if (auto why = sm::JsonMessageTable::Parse(bytes, typed, /*tolerate_unknown_keys=*/true))
     return Status::Corruption(fmt::format("{} does not read as a launch record ({}): {}", file, *why, fix));

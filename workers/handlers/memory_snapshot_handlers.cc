@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "parsers/npu_smi_parser.h"
 #include "parsers/vllm_log_parser.h"
 #include "workers/handlers/service_common.h"
@@ -140,8 +141,8 @@ TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task&, TaskContex
     return o;
   }
   const bool ok = resp->status >= 200 && resp->status < 300;
-  json parsed = json::parse(resp->body, nullptr, false);
-  json usage = (!parsed.is_discarded() && parsed.is_object()) ? parsed.value("usage", json(nullptr)) : json(nullptr);
+  const Result<json> parsed = ParseJson(resp->body, kMaxTargetJsonDepth);
+  json usage = parsed.ok() && parsed->is_object() ? parsed->value("usage", json(nullptr)) : json(nullptr);
   TaskOutcome out;
   out.blobs.emplace_back("inference_response.json", resp->body);
   out.result = {{"endpoint", req.path}, {"http_status", resp->status}, {"ok", ok},

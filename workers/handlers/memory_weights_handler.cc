@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "parsers/safetensors_header.h"
 #include "parsers/weight_attribution.h"
 #include "workers/memory/memory_common.h"
@@ -41,8 +42,9 @@ TaskOutcome MemWeights(const tasks::MemoryWeights& p, const proto::Task&, TaskCo
   json config = nullptr;
   auto cfg = s.ReadFile(model + "/config.json", 0, 16 << 20);
   if (cfg.ok()) {
-    config = json::parse(*cfg, nullptr, false);
-    if (config.is_discarded()) config = nullptr;
+    // Unreadable (not JSON, nested too deep) reads as no config; the blob keeps the bytes.
+    Result<json> parsed = ParseJson(*cfg, kMaxTargetJsonDepth);
+    if (parsed.ok()) config = std::move(parsed).value();
     out.blobs.emplace_back("config.json", *cfg);
   } else if (ssh::ErrorKindOf(cfg.status()) != ssh::SshErrorKind::kRemoteError) {
     return OutcomeFromSsh(cfg.status(), c->target);

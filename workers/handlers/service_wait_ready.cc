@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
 #include "common/time_util.h"
 #include "workers/handlers/service_common.h"
 #include "workers/poll_backoff.h"
@@ -47,7 +48,8 @@ Probe ProbeHttp(ssh::SshSession& session, int port, const std::string& served) {
     pr.observation = "/v1/models: " + models.status().message();
     return pr;
   }
-  const json body = json::parse(models->body, nullptr, false);
+  const Result<json> parsed = ParseJson(models->body, kMaxTargetJsonDepth);
+  const json body = parsed.ok() ? *parsed : json(nullptr);
   if (models->status == 200 && body.is_object() && body.contains("data") && body["data"].is_array())
     for (const auto& m : body["data"])
       if (m.is_object() && m.contains("id") && m["id"].is_string()) pr.models.push_back(m["id"]);

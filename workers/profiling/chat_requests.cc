@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
+
 namespace npuprof::profiling {
 
 namespace {
@@ -51,9 +53,9 @@ nlohmann::json RequestRecord(int64_t index, const Result<ssh::HttpResponse>& r, 
     return {{"index", index}, {"ok", false}, {"status", nullptr}, {"latency_ms", elapsed_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(elapsed_ms)}, {"error", r.status().message()}};
   const bool ok = r->status >= 200 && r->status < 300;
   nlohmann::json rec = {{"index", index}, {"ok", ok}, {"status", r->status}, {"latency_ms", r->latency_ms}};
-  nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
-  if (!body.is_discarded() && r->body.size() <= kMaxBody) {
-    rec["body"] = body;
+  Result<nlohmann::json> body = ParseJson(r->body, kMaxTargetJsonDepth);
+  if (body.ok() && r->body.size() <= kMaxBody) {
+    rec["body"] = std::move(body).value();
   } else {
     rec["body"] = Printable(std::string_view(r->body).substr(0, kMaxBody));
     if (r->body.size() > kMaxBody) rec["body_truncated_from"] = r->body.size();

@@ -27,6 +27,13 @@ Options:
 GBK_NAME_SUFFIX = b"\xb2\xe2\xca\xd4".decode("utf-8", "surrogateescape")
 DCMI_ERROR = b"dcmi error \377\376\n"
 
+# Fault `terminal_escapes`: bytes a terminal obeys (OSC 0 sets its title, CSI 2J
+# clears the screen, U+009B is a one-character CSI); npuprof must show them
+# escaped, never raw. Process names get the short form (npu-smi shows 15
+# characters of a name).
+TERMINAL_ESCAPES = "\x1b]0;TITLE\x07\x1b[2J\u009b2J"
+NAME_ESCAPES = "\x1b[2J\u009b"
+
 
 def device_usage(root, cfg):
     """-> (used_mb per device index, process rows)."""
@@ -78,6 +85,9 @@ def render_info(root, cfg):
     if cfg.get("faults", {}).get("invalid_utf8") is not None:
         for p in procs:
             p["name"] = p["name"][:11] + GBK_NAME_SUFFIX
+    if cfg.get("faults", {}).get("terminal_escapes") is not None:
+        for p in procs:
+            p["name"] = p["name"][:4] + NAME_ESCAPES
     return render(kind, cfg.get("npu_smi_version", layout["version"]), chips, procs,
                   process_table=cfg.get("process_table", True))
 
@@ -105,6 +115,14 @@ def _main(argv):
             sys.stderr.buffer.write(DCMI_ERROR)
             sys.stderr.buffer.flush()
             return 0 if bad is True else int(bad)
+        escapes = cfg.get("faults", {}).get("terminal_escapes")
+        if escapes is not None:  # UTF-8 whatever the target's locale
+            sys.stdout.flush()
+            sys.stdout.buffer.write(render_info(root, cfg).encode("utf-8"))
+            sys.stdout.buffer.flush()
+            sys.stderr.buffer.write(("dcmi error " + TERMINAL_ESCAPES + "\n").encode("utf-8"))
+            sys.stderr.buffer.flush()
+            return 0 if escapes is True else int(escapes)
         sys.stdout.write(render_info(root, cfg))
         return 0
     if argv in (["-v"], ["--version"]):

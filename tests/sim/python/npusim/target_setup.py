@@ -30,6 +30,8 @@ FAULTS = {
     "npu_smi_missing": "npu-smi is not on PATH (same as --npu-smi-missing)",
     "invalid_utf8": "true|exit code: npu-smi prints bytes that are not UTF-8 (GBK process names on stdout, "
                     "'dcmi error \\377\\376' on stderr), then exits 0 (true) or with that code",
+    "terminal_escapes": "true|exit code: npu-smi prints terminal control sequences (set the title, clear the "
+                        "screen, a C1 CSI) on stderr and in process names, then exits 0 (true) or with that code",
 }
 
 
