@@ -252,6 +252,9 @@ Result<std::unique_ptr<EventStore>> EventStore::Open(const std::string& dir, Sto
     impl->dir = dir;
     impl->label = opts.space_label.empty() ? dir : opts.space_label;
     if (Status space = CheckOpenSpace(dir, impl->label, opts); !space.ok()) return space;
+    // RocksDB creates it too, but logs an error for a missing directory first.
+    std::error_code mkdir_error;
+    std::filesystem::create_directories(dir, mkdir_error);
     Status s = OpenDb(dir, impl.get());
     if (s.ok()) s = CheckSchema(dir, impl.get());
     if (s.ok()) s = RecoverGlobalPos(impl.get());

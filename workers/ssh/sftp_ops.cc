@@ -186,13 +186,12 @@ std::optional<Status> SshSession::FullDiskLocked(const std::string& path, uint64
   const uint64_t free_bytes = blocks > UINT64_MAX / block_size ? UINT64_MAX : blocks * block_size;
   constexpr uint64_t kSlack = 64 << 10;  // file system metadata, the temp file's own block
   if (free_bytes >= bytes + kSlack) return std::nullopt;
-  std::string detail = failure.message();
-  const std::string prefix = std::string(SshErrorKindName(SshErrorKind::kRemoteError)) + ": ";
-  if (detail.rfind(prefix, 0) == 0) detail = detail.substr(prefix.size());
+  spdlog::debug("ssh: {}: a write failed on a full file system: {}", target_.Endpoint(), failure.ToString());
   return Fail(SshErrorKind::kRemoteDiskFull, Code::kNoSpace,
-              fmt::format("no space left on the target's file system holding {} on {} ({} KB free, {} KB to write); "
-                          "nothing of the write was left there ({})",
-                          dir, target_.Endpoint(), free_bytes >> 10, (bytes + 1023) >> 10, detail));
+              fmt::format("no space left on the target's file system holding {} on {} ({} KB free; writing {} needs "
+                          "{} KB); nothing of that write was left there",
+                          dir, target_.Endpoint(), free_bytes >> 10,
+                          slash == std::string::npos ? path : path.substr(slash + 1), (bytes + 1023) >> 10));
 }
 
 Result<std::string> SshSession::SftpReadLocked(sftp_session sftp, const std::string& path,
