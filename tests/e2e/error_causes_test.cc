@@ -107,6 +107,7 @@ TEST(ErrorCauses, AnNpuSmiThatNeverExitsFailsSayingItTimedOut) {
 }
 
 TEST(ErrorCauses, AFullRuntimeFileSystemIsNamedAndTheLaunchLeavesNothingBehind) {
+  EnterPrivateMountNamespace();  // before sshd starts: it must see the mount
   NpuprofHarness h;
   ASSERT_TRUE(h.Start().ok());
   const std::string base = h.Dir() + "/tiny-runtime";

@@ -81,6 +81,7 @@ void MoveDataDirOnto(NpuprofHarness& h, std::unique_ptr<TmpfsMount>& m, int size
 }
 
 TEST(FullDiskE2E, EvidenceThatDoesNotFitFailsItsRunNamingTheSpaceAndNothingCommittedIsLost) {
+  EnterPrivateMountNamespace();  // a mount that dies with this test
   NpuprofHarness h;
   ASSERT_TRUE(h.Start().ok());
   std::unique_ptr<TmpfsMount> m;  // after h: unmounted before the harness removes its dir
@@ -153,6 +154,7 @@ TEST(FullDiskE2E, EvidenceThatDoesNotFitFailsItsRunNamingTheSpaceAndNothingCommi
 }
 
 TEST(FullDiskE2E, AServerStartedOnAFullDiskSaysSoAndExits2) {
+  EnterPrivateMountNamespace();  // a mount that dies with this test
   NpuprofHarness h;
   ASSERT_TRUE(h.Start().ok());
   h.KillServer(SIGTERM);

@@ -91,8 +91,9 @@ TEST(FullDisk, AWriteThatDoesNotFitIsRefusedBeforeRocksDbSeesItAndProgressStillR
 // No reserve at all (min_free_bytes 0): RocksDB meets ENOSPC itself. Its
 // LOG file used to abort the process on the next line it wrote; now the
 // write is a kNoSpace error, writes come back once space does (RocksDB
-// recovers when as much is free as one memtable may need, 64 MiB), and
-// everything that was committed survives a reopen.
+// recovers when as much is free as one memtable may need, 64 MiB), a store
+// closed on a full disk closes, and everything that was committed survives
+// a reopen.
 TEST(FullDisk, RocksDbMeetingAFullDiskIsAnErrorNotAnAbortAndWritesResume) {
   TmpfsMount m(224);
   SKIP_WITHOUT_MOUNT(m);
@@ -123,10 +124,18 @@ TEST(FullDisk, RocksDbMeetingAFullDiskIsAnErrorNotAnAbortAndWritesResume) {
   EXPECT_EQ(failed.code(), Code::kNoSpace) << failed.ToString();
   EXPECT_EQ(failed.message().rfind("no space left on device under DATA (", 0), 0u) << failed.message();
   ASSERT_GT(seq, 0u);
-  // Still refused, still no abort.
-  EXPECT_FALSE(s.Append(Req("r1", seq, {Ev("Progress")})).ok());
+  // The last free bytes taken too (the log lines RocksDB writes about its
+  // failures then fail as well): still refused, still no abort. Its LOG file
+  // on the store's disk aborted the process on the next line after one
+  // that failed.
+  m.Fill("crumbs", 0);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE(s.Append(Req("r1", seq, {Ev("Progress")})).ok());
+    EXPECT_FALSE(s.PutBlobWithNextSync(RandomBytes(kMiB, 1000 + i)).ok());
+  }
 
   std::filesystem::remove(m.dir() + "/filler");
+  std::filesystem::remove(m.dir() + "/crumbs");
   Status resumed = Status::Internal("not tried");
   auto delay = std::chrono::milliseconds(50);
   for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -136,15 +145,25 @@ TEST(FullDisk, RocksDbMeetingAFullDiskIsAnErrorNotAnAbortAndWritesResume) {
     std::this_thread::sleep_for(delay);
   }
   ASSERT_TRUE(resumed.ok()) << "writes did not resume once space was back: " << resumed.ToString();
-  ++seq;
+  const uint64_t seq_after_resume = ++seq;
 
+  // Full again, to the last byte: the store closes, and opening it (no
+  // reserve to refuse it first) is an error: RocksDB's LOG file aborted the
+  // process on the lines it writes then. A reopen once space is back has
+  // everything committed.
+  m.Fill("filler", 0);
+  while (s.Append(Req("r1", seq, {Ev("Progress")})).ok()) ++seq;
   store->reset();
+  auto on_full = OpenOn(dir, 0, "DATA");
+  EXPECT_FALSE(on_full.ok()) << "opened on a full disk";
+  on_full = Status::Internal("closed");
+  std::filesystem::remove(m.dir() + "/filler");
   auto again = OpenOn(dir, 0, "DATA");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   auto evs = (*again)->ReadRun("r1");
   ASSERT_TRUE(evs.ok());
   EXPECT_EQ(evs->size(), seq);
-  EXPECT_EQ(evs->back().type(), "AfterSpaceCameBack");
+  EXPECT_EQ((*evs)[seq_after_resume - 1].type(), "AfterSpaceCameBack");
   for (const auto& b : blobs) EXPECT_TRUE((*again)->GetBlob(b).has_value()) << b;
 }
 

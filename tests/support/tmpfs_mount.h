@@ -1,13 +1,22 @@
 // TmpfsMount: a small tmpfs of its own for one test (a disk that can fill
 // up): mount(2) of `size` MiB on a new directory under /tmp (or on a given
-// one). Needs
-// CAP_SYS_ADMIN (the suite runs as root); when the mount is not permitted
-// `error` says why and the test skips. The destructor unmounts (lazily, so a
-// process that still holds a file in it cannot keep it mounted) and removes
-// the directory. Header only: the store tests link no test support library.
+// one). Needs CAP_SYS_ADMIN (the suite runs as root); when the mount is not
+// permitted `error` says why and the test skips. The destructor unmounts
+// (lazily, so a process that still holds a file in it cannot keep it
+// mounted) and removes the directory it made.
+//
+// The mount is made in a mount namespace of the test process's own
+// (EnterPrivateMountNamespace), so a test that dies before its destructor
+// runs (an abort is what these tests look for) leaves no mount behind: it
+// goes with the last process of the namespace. The processes the test
+// starts after entering it (sshd, the server, its workers) see the mount;
+// one started before does not, so a test whose sshd must see a mount calls
+// EnterPrivateMountNamespace before starting it. Header only: the store
+// tests link no test support library.
 #pragma once
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
@@ -22,11 +31,25 @@
 
 namespace npuprof::testing {
 
+// Moves this process, and every process it starts from now on, into a mount
+// namespace of its own (mounts made in it are seen by no one else and vanish
+// with its last process). Once per process; false when not permitted or the
+// process already runs threads (mounts are then made in the shared
+// namespace, and an abort may leave one).
+inline bool EnterPrivateMountNamespace() {
+  static const bool entered = [] {
+    if (::unshare(CLONE_NEWNS) != 0) return false;
+    return ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+  }();
+  return entered;
+}
+
 class TmpfsMount {
  public:
   // at: an existing empty directory to mount on (left in place afterwards);
   // empty = a new one under /tmp (removed afterwards).
   explicit TmpfsMount(int size_mib, const std::string& at = "") {
+    EnterPrivateMountNamespace();
     if (at.empty()) {
       std::string tmpl = "/tmp/npuprof-tmpfs-XXXXXX";
       if (mkdtemp(tmpl.data()) == nullptr) {
