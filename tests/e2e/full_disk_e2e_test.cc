@@ -9,9 +9,12 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
+#include <thread>
 
 #include "tests/support/npuprof_harness.h"
 #include "tests/support/tmpfs_mount.h"
@@ -151,6 +154,58 @@ TEST(FullDiskE2E, EvidenceThatDoesNotFitFailsItsRunNamingTheSpaceAndNothingCommi
   for (const auto& e : events.value("events", json::array()))
     if (e.value("type", "") == "TaskFailed") no_space += e["payload"].value("error_kind", "") == "no_space";
   EXPECT_GE(no_space, 1) << events.dump(2);
+}
+
+// Below half the reserve even a run's progress cannot be recorded: the run
+// under way waits (the log says why), and once space is back it resumes
+// from its recorded events, as after a restart, and ends ok.
+TEST(FullDiskE2E, ARunWhoseProgressCannotBeRecordedWaitsAndResumesWhenSpaceIsBack) {
+  EnterPrivateMountNamespace();
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start().ok());
+  std::unique_ptr<TmpfsMount> m;
+  MoveDataDirOnto(h, m, 200);
+  SKIP_WITHOUT_MOUNT(*m);
+  ASSERT_FALSE(HasFatalFailure());
+  // npu-smi waits for the test's word the first time, then runs at once.
+  const std::string bin = h.SimRoot() + "/bin/npu-smi", go = h.Dir() + "/go", started = h.Dir() + "/started";
+  const std::string real = std::filesystem::read_symlink(bin).string();
+  std::filesystem::remove(bin);
+  std::ofstream(bin) << "#!/bin/sh\nif [ ! -e '" << go << "' ]; then : > '" << started << "'\n"
+                     << "  while [ ! -e '" << go << "' ]; do sleep 0.05; done\nfi\nexec '" << real << "' \"$@\"\n";
+  ::chmod(bin.c_str(), 0755);
+
+  CliResult submitted = h.Cli({"submit", "probe", "--machine", "sim1"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string run = submitted.json()["run_id"];
+  auto wait_for = [](const std::function<bool()>& seen, int timeout_s) {
+    auto delay = std::chrono::milliseconds(20);
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+         std::chrono::steady_clock::now() < until; delay = std::min(delay * 2, std::chrono::milliseconds(500))) {
+      if (seen()) return true;
+      std::this_thread::sleep_for(delay);
+    }
+    return seen();
+  };
+  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(started); }, 60)) << "npu-smi never ran";
+  m->Fill("filler", 16 * kMiB);  // under half the 64 MB reserve
+  std::ofstream(go) << "";
+  const std::string why = "its progress could not be recorded";
+  ASSERT_TRUE(wait_for([&] { return h.Log("server").find("run " + run + ": " + why) != std::string::npos; }, 60))
+      << h.Log("server");
+  EXPECT_NE(h.Log("server").find("no space left on device under " + h.DataDir()), std::string::npos);
+  EXPECT_EQ(h.Cli({"show", run}).json().value("status", ""), "running") << "it waits";
+
+  std::filesystem::remove(m->dir() + "/filler");
+  CliResult waited = h.Cli({"watch", run}, 120);
+  CliResult shown = h.Cli({"show", run});
+  EXPECT_EQ(shown.json().value("status", ""), "ok") << shown.out << waited.err;
+  const json events = h.Cli({"events", run, "--json"}).json();
+  int recovered = 0;
+  for (const auto& e : events.value("events", json::array())) recovered += e.value("type", "") == "RunRecovered";
+  EXPECT_EQ(recovered, 1) << events.dump(2);
+  EXPECT_EQ(h.Cli({"verify", run}).exit_code, 0);
+  ASSERT_EQ(::kill(h.server_pid(), 0), 0) << "the server died: " << h.Log("server");
 }
 
 TEST(FullDiskE2E, AServerStartedOnAFullDiskSaysSoAndExits2) {
