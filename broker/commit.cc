@@ -259,9 +259,11 @@ void Broker::Commit() {
         runs_.erase(run_id);  // drop the speculative state; reload from the store
         if (sm::RunState* s = LoadRun(run_id)) leases_.Sync(*s);
         else leases_.Drop(run_id);
-        // The store failed (not a conflict): the inputs this turn decided
-        // for the run are lost with its events; it resumes when writes do.
-        if (statuses[i].code() != Code::kConflict && !turn.imported.count(run_id) &&
+        // The store could not write (a full disk, an I/O error): the inputs
+        // this turn decided for the run are lost with its events; it resumes
+        // when writes do.
+        const Code code = statuses[i].code();
+        if ((code == Code::kNoSpace || code == Code::kIoError) && !turn.imported.count(run_id) &&
             run_id != sm::kMachinesStream && unrecorded_.insert(run_id).second)
           spdlog::warn("run {}: its progress could not be recorded ({}); it resumes from its recorded events once "
                        "the store takes writes again",
