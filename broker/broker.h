@@ -21,6 +21,7 @@
 #include "broker/device_scheduler.h"
 #include "broker/dispatcher.h"
 #include "broker/listener_security.h"
+#include "broker/peer_send_budget.h"
 #include "broker/timer_queue.h"
 #include "broker/verify_runner.h"
 #include "common/status.h"
@@ -58,6 +59,10 @@ struct BrokerOptions {
   // Updated at the loop's hook points when set (broker/metrics.h); must
   // outlive the broker. nullptr = no metrics.
   BrokerMetrics* metrics = nullptr;
+  // Free space the store keeps under the data dir (store::StoreOptions::
+  // min_free_bytes): while less is free, new work (submit, import) is
+  // refused and evidence that does not fit fails its task, naming the space.
+  uint64_t min_free_bytes = uint64_t{64} << 20;
 };
 
 class Broker {
@@ -129,6 +134,16 @@ class Broker {
   // Stages a device check for each waiter due one; true when it staged any.
   bool AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& checks, int64_t now);
   void Commit();
+  // Runs whose decided events a commit could not store (a full disk): once
+  // the store takes writes again, each resumes from its committed events as
+  // after a restart (RunRecovered, in-flight tasks re-dispatched, armed
+  // timers re-armed), since the inputs of the lost turn (task results, fired
+  // timers) are gone. commit.cc.
+  void ResumeUnrecordedRuns(int64_t now);
+  // Evidence a task result carries, stored before its decision; a blob the
+  // store refuses (no space) turns the result into a retryable failure that
+  // names why (dispatch_loop.cc).
+  void StoreEvidence(const proto::TaskResult& r, sm::Input& in);
   // follow_ups: Turn::follow_ups of the run, in stored's order.
   void AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored,
                    const std::vector<sm::json>& follow_ups);
@@ -188,6 +203,7 @@ class Broker {
   zmq::context_t ctx_;
   std::unique_ptr<ZapAuthenticator> zap_;  // declared before router_: outlives it (handshakes need it)
   zmq::socket_t router_;
+  PeerSendBudget send_budget_;  // bytes queued per peer, capped (peer_send_budget.h)
   std::vector<std::string> endpoints_;
   zmq::socket_t verify_wake_;               // PULL: the verify runner says an answer is ready
   std::unique_ptr<VerifyRunner> verifier_;  // after store_ and ctx_: stopped and joined before them
@@ -210,6 +226,8 @@ class Broker {
   std::map<std::string, std::set<std::string>> watchers_;  // watched run -> runs waiting for its end
   Turn turn_;
   int64_t next_heartbeat_ms_ = 0;
+  std::set<std::string> unrecorded_;  // ResumeUnrecordedRuns
+  int64_t next_resume_try_ms_ = 0;
 };
 
 }  // namespace npuprof::broker

@@ -66,7 +66,7 @@ void Broker::ReplyNow(const std::string& identity, const proto::ClientResponse& 
                               MessageCapText()))
                .SerializeAsString();
   try {
-    wire::SendFrames(router_, {identity, wire::kClientHeader, body});
+    send_budget_.Send(router_, identity, wire::kClientHeader, std::move(body), "client");
   } catch (const zmq::error_t& e) {
     spdlog::warn("reply to client failed: {}", e.what());
   }
@@ -119,6 +119,11 @@ proto::ClientResponse Broker::Answer(const std::string& verb, const json& args, 
   proto::ClientResponse r;
   if (verb == "ping") {
     r = Ok({{"server", "npuprof"}, {"pid", ::getpid()}, {"data_dir", opts_.data_dir}, {"endpoints", endpoints_}});
+  } else if (Status room = (verb == "submit" || verb == "import") ? store_->CheckSpace(store::SpaceUse::kNewWork)
+                                                                   : Status::Ok();
+             !room.ok()) {
+    // New work waits for space; runs under way go on (store/disk_space.h).
+    r = Err(2, room.message() + ": no new work is taken until space is freed there (runs under way go on)");
   } else if (verb == "submit") {
     r = Submit(args, &deferred);
   } else if (ShowsState(verb)) {

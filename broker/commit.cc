@@ -259,6 +259,15 @@ void Broker::Commit() {
         runs_.erase(run_id);  // drop the speculative state; reload from the store
         if (sm::RunState* s = LoadRun(run_id)) leases_.Sync(*s);
         else leases_.Drop(run_id);
+        // The store could not write (a full disk, an I/O error): the inputs
+        // this turn decided for the run are lost with its events; it resumes
+        // when writes do.
+        const Code code = statuses[i].code();
+        if ((code == Code::kNoSpace || code == Code::kIoError) && !turn.imported.count(run_id) &&
+            run_id != sm::kMachinesStream && unrecorded_.insert(run_id).second)
+          spdlog::warn("run {}: its progress could not be recorded ({}); it resumes from its recorded events once "
+                       "the store takes writes again",
+                       run_id, statuses[i].message());
       }
     }
     if (opts_.faults.crash_after_global_pos > 0 &&
@@ -278,6 +287,31 @@ void Broker::Commit() {
     }
     ReplyNow(reply.identity, reply.response);
   }
+}
+
+void Broker::ResumeUnrecordedRuns(int64_t now) {
+  if (unrecorded_.empty() || now < next_resume_try_ms_) return;
+  next_resume_try_ms_ = now + 1000;  // a full disk is not measured on every turn
+  if (Status room = store_->CheckSpace(store::SpaceUse::kProgress); !room.ok()) return;
+  std::set<std::string> runs = std::move(unrecorded_);
+  unrecorded_.clear();
+  for (const std::string& run_id : runs) {
+    sm::RunState* s = LoadRun(run_id);
+    if (!s || s->terminal) continue;
+    // Timers the lost turn fired are still armed in the recorded state:
+    // armed again (one that fires twice is ignored by the engine).
+    for (const auto& [id, t] : s->timers)
+      if (t.armed) timers_.Push({t.deadline_ms, run_id, id});
+    sm::Input in;
+    in.type = sm::Input::Type::kRecover;
+    in.now_ms = now;
+    if (DecideAndStage(run_id, in).ok()) spdlog::info("run {}: resumed after its progress could not be recorded", run_id);
+  }
+  // A sweep child whose submission was lost is submitted again (idempotent).
+  std::vector<std::string> live;
+  for (const auto& [id, s] : runs_)
+    if (!s.terminal) live.push_back(id);
+  for (const auto& id : live) RecoverChildren(id);
 }
 
 void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Event>& stored,

@@ -27,6 +27,8 @@ Result<std::unique_ptr<Broker>> Broker::Open(const BrokerOptions& opts) {
   if (Status s = PrepareDataDir(opts.data_dir); !s.ok()) return s;
   store::StoreOptions so;
   so.sync = opts.sync;
+  so.min_free_bytes = opts.min_free_bytes;
+  so.space_label = opts.data_dir;
   auto store = store::EventStore::Open(opts.data_dir + "/store", so);
   if (!store.ok()) return store.status();
   std::unique_ptr<Broker> b(new Broker(opts, std::move(store).value()));
@@ -88,6 +90,7 @@ Status Broker::Run(const std::atomic<bool>& stop) {
     const int64_t after = NowMs();
     FireTimers(after);
     CheckWorkers(after);
+    ResumeUnrecordedRuns(after);
     Commit();
     if (ScheduleLeases()) Commit();  // grants follow the releases they depend on
     Dispatch();
@@ -204,16 +207,6 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
       return;
     }
     if (opts_.metrics && answer.timing) opts_.metrics->TaskAnswered(answer.timing->first, answer.timing->second);
-    // Evidence is stored unsynced: the events that reference it are
-    // committed at the end of this turn in a synced batch, which syncs the
-    // write-ahead log and with it these blobs (one fsync per turn, not one
-    // per blob).
-    json blobs = json::object();
-    for (const auto& b : r.blobs()) {
-      auto h = store_->PutBlobWithNextSync(b.data());
-      if (h.ok()) blobs[ToValidUtf8(b.name())] = *h;
-      else spdlog::error("cannot store evidence {}: {}", b.name(), h.status().ToString());
-    }
     sm::Input in;
     in.type = sm::Input::Type::kTaskResult;
     in.now_ms = now;
@@ -236,8 +229,8 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
                                result.status().message());
       }
     }
-    in.blobs = blobs;
     in.worker = w->worker_id;
+    StoreEvidence(r, in);
     (void)DecideAndStage(r.run_id(), in);
     // A host key accepted under accept-new is recorded in the inventory
     // (the inventory says when: machine_inventory.h).
@@ -246,6 +239,35 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
   } else if (msg.has_disconnect()) {
     w->expires_ms = 0;  // handled as expired below
   }
+}
+
+void Broker::StoreEvidence(const proto::TaskResult& r, sm::Input& in) {
+  // Evidence is stored unsynced: the events that reference it are committed
+  // at the end of this turn in a synced batch, which syncs the write-ahead
+  // log and with it these blobs (one fsync per turn, not one per blob).
+  json blobs = json::object();
+  for (const auto& b : r.blobs()) {
+    auto h = store_->PutBlobWithNextSync(b.data());
+    if (h.ok()) {
+      blobs[ToValidUtf8(b.name())] = *h;
+      continue;
+    }
+    // A result without its evidence would be a run citing nothing: the
+    // attempt fails instead (retryable: space may come back), and the run
+    // says why if it fails for good.
+    const std::string name = ToValidUtf8(TruncateUtf8(b.name(), 120));
+    spdlog::error("run {}: cannot store the evidence {} of task {} attempt {}: {}", r.run_id(), name,
+                  ToValidUtf8(TruncateUtf8(r.task_id(), 80)), r.attempt(), h.status().ToString());
+    in.ok = false;
+    in.retryable = true;
+    in.error_kind = h.status().code() == Code::kNoSpace ? "no_space" : "store_failed";
+    in.error = fmt::format("npuprof could not store this task's evidence {} ({} MB): {}", name,
+                           b.data().size() >> 20, h.status().message());
+    in.result = nullptr;
+    in.blobs = json::object();
+    return;
+  }
+  in.blobs = blobs;
 }
 
 void Broker::DecideLost(const std::vector<LostTask>& lost, int64_t now) {
@@ -342,9 +364,8 @@ void Broker::Dispatch() {
 }
 
 void Broker::SendToWorker(const std::string& identity, const proto::BrokerToWorker& msg) {
-  const std::string body = msg.SerializeAsString();
   try {
-    wire::SendFrames(router_, {identity, wire::kWorkerHeader, body});
+    send_budget_.Send(router_, identity, wire::kWorkerHeader, msg.SerializeAsString(), "worker");
   } catch (const zmq::error_t& e) {
     spdlog::warn("send to worker failed: {}", e.what());
   }

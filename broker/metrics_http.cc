@@ -137,8 +137,9 @@ void MetricsHttpServer::Loop() {
   std::vector<pollfd> fds;
   Clock::time_point accept_resume{};  // after running out of descriptors
   // The answer to a complete head (or to what makes it unanswerable).
-  auto respond = [this](Conn& c, int status, std::string_view type, std::string_view body) {
-    c.out = HttpResponse(status, type, body);
+  auto respond = [this](Conn& c, int status, std::string_view type, std::string_view body,
+                        std::string_view extra_header = {}) {
+    c.out = HttpResponse(status, type, body, extra_header);
     c.sent = 0;
     c.phase = Conn::Phase::kWriting;
   };
@@ -153,8 +154,8 @@ void MetricsHttpServer::Loop() {
       case HeadParse::State::kBad: return respond(c, 400, "text/plain", p.error + "\n");
       case HeadParse::State::kComplete: break;
     }
-    if (p.head.method != "GET" || p.head.path != "/metrics")
-      return respond(c, 404, "text/plain", "not found: the only resource is GET /metrics\n");
+    if (const Route route = RouteRequest(p.head); route.status != 200)
+      return respond(c, route.status, "text/plain", route.body, route.extra_header);
     std::string body;
     try {
       body = render_();

@@ -27,6 +27,7 @@ const char* Reason(int status) {
     case 200: return "OK";
     case 400: return "Bad Request";
     case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
@@ -109,9 +110,19 @@ HeadParse ParseRequestHead(std::string_view in, size_t max_head_bytes) {
   return out;
 }
 
-std::string HttpResponse(int status, std::string_view content_type, std::string_view body) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+Route RouteRequest(const RequestHead& head) {
+  if (head.path != "/metrics") return {404, "not found: the only resource is GET /metrics\n", ""};
+  if (head.method != "GET")
+    return {405, fmt::format("method {} not allowed: /metrics answers GET only\n", head.method), "Allow: GET"};
+  return {};
+}
+
+std::string HttpResponse(int status, std::string_view content_type, std::string_view body,
+                         std::string_view extra_header) {
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
                                 status, Reason(status), content_type, body.size());
+  if (!extra_header.empty()) out += fmt::format("{}\r\n", extra_header);
+  out += "\r\n";
   out.append(body);
   return out;
 }

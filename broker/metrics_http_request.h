@@ -2,7 +2,8 @@
 // Pure: bytes in, decisions and bytes out; no I/O.
 //
 //   GET /metrics (any query string)  -> 200, text/plain; version=0.0.4
-//   any other method or path         -> 404
+//   another method on /metrics       -> 405 Method Not Allowed, Allow: GET
+//   any other path                   -> 404
 //   a request head that is not HTTP  -> 400
 //   a head longer than the cap       -> 431
 // Every response says `Connection: close`: one request per connection.
@@ -43,9 +44,19 @@ struct HeadParse {
 // within max_head_bytes.
 HeadParse ParseRequestHead(std::string_view buffered, size_t max_head_bytes);
 
+// What a complete request head gets: 200 (render the metrics: body empty
+// here), 404 or 405 with their body and, for 405, the Allow header line.
+struct Route {
+  int status = 200;
+  std::string body;          // for 404 / 405
+  std::string extra_header;  // "Allow: GET" for 405, else empty
+};
+Route RouteRequest(const RequestHead& head);
+
 // A whole response: status line, Content-Type, Content-Length, Connection:
-// close, then body.
-std::string HttpResponse(int status, std::string_view content_type, std::string_view body);
+// close, the extra header line if any (without its CRLF), then body.
+std::string HttpResponse(int status, std::string_view content_type, std::string_view body,
+                         std::string_view extra_header = {});
 
 inline constexpr std::string_view kExpositionContentType = "text/plain; version=0.0.4; charset=utf-8";
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/export_registry.h"
+#include "cli/output_dir.h"
 
 namespace npuprof::cli {
 
@@ -75,9 +76,7 @@ void AddExportCommand(CLI::App& app) {
     if (!exporter)
       return Fail(2, fmt::format("runs of kind '{}' cannot be exported; exportable kinds: {}", kind,
                                  fmt::join(ExporterKinds(), ", ")));
-    std::error_code ec;
-    std::filesystem::create_directories(*dir, ec);
-    if (ec) return Fail(2, fmt::format("cannot create {}: {}", *dir, ec.message()));
+    if (Status made = EnsureOutputDir(*dir); !made.ok()) return Fail(2, made.message());
     ExportContext ctx{client, *run, *summary, *dir};
     auto written = (*exporter)(ctx);
     if (!written.ok()) return Fail(2, written.status().message());

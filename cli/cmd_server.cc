@@ -72,6 +72,7 @@ void AddServerCommand(CLI::App& app) {
     bool no_sync = false;
     std::string metrics_listen;
     bool metrics_allow_remote = false;
+    uint64_t min_free_mb = 64;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--data-dir", o->data_dir, "Where the store and the socket live (env NPUPROF_DATA_DIR)");
@@ -85,6 +86,11 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--metrics-listen", o->metrics_listen,
                   "Serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 (unauthenticated, "
                   "read-only; default off; loopback only unless --metrics-allow-remote; env NPUPROF_METRICS_LISTEN)");
+  cmd->add_option("--min-free-mb", o->min_free_mb,
+                  "Space kept free under the data dir (MB): below it new work is refused and evidence that does "
+                  "not fit fails its task, naming the space; runs under way record their progress down to half "
+                  "of it (default 64; 0 = no check)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30));
   cmd->add_flag("--metrics-allow-remote", o->metrics_allow_remote,
                 "Let --metrics-listen bind an address beyond loopback (anyone who reaches it reads the metrics)");
   cmd->callback([o] {
@@ -95,6 +101,7 @@ void AddServerCommand(CLI::App& app) {
     for (const auto& ep : bo.endpoints)
       if (Status st = broker::CheckListenEndpoint(ep); !st.ok()) return Fail(2, st.message());
     bo.sync = !o->no_sync;
+    bo.min_free_bytes = o->min_free_mb << 20;
     if (const char* k = std::getenv("NPUPROF_FAULT_CRASH_AFTER_GLOBAL_POS")) bo.faults.crash_after_global_pos = std::strtoull(k, nullptr, 10);
     if (const char* k = std::getenv("NPUPROF_FAULT_CRASH_BEFORE_DISPATCH")) bo.faults.crash_before_dispatch_kind = k;
     std::string metrics_listen = o->metrics_listen;

@@ -5,12 +5,15 @@
 
 #include <fmt/format.h>
 
+#include "cli/output_dir.h"
+
 namespace npuprof::cli {
 
 Status WriteFileAtomic(const std::string& path, const std::string& data) {
   const std::filesystem::path p(path);
   std::error_code ec;
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  if (p.has_parent_path())
+    if (Status made = EnsureOutputDir(p.parent_path().string()); !made.ok()) return made;
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

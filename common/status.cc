@@ -15,6 +15,7 @@ const char* CodeName(Code c) {
     case Code::kPermissionDenied: return "permission_denied";
     case Code::kFailedPrecondition: return "failed_precondition";
     case Code::kInternal: return "internal";
+    case Code::kNoSpace: return "no_space";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ enum class Code {
   kPermissionDenied, // auth failed, host key mismatch
   kFailedPrecondition,
   kInternal,
+  kNoSpace,          // the disk under the data dir is (nearly) full: free space, then retry
 };
 
 const char* CodeName(Code c);
@@ -40,6 +41,7 @@ class Status {
   static Status Denied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
   static Status Precondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status NoSpace(std::string m) { return {Code::kNoSpace, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

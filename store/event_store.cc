@@ -11,9 +11,14 @@
 #include <algorithm>
 #include <charconv>
 #include <exception>
+#include <filesystem>
 #include <string_view>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include "store/keys.h"
+#include "store/rocks_log.h"
 #include "store/store_impl.h"
 
 namespace npuprof::store {
@@ -36,6 +41,9 @@ Status OpenDb(const std::string& dir, StoreCore* impl) {
   rocksdb::DBOptions dbo;
   dbo.create_if_missing = true;
   dbo.create_missing_column_families = true;
+  // No LOG file in the store: its writer aborts the process once a full
+  // disk made one of its lines fail (rocks_log.h).
+  dbo.info_log = MakeRocksLogForwarder();
   // Point lookups (blob, run and meta Gets) check every L0 file: bloom
   // filters skip the files that cannot hold the key.
   rocksdb::BlockBasedTableOptions table;
@@ -121,6 +129,37 @@ Status RecoverGlobalPos(StoreCore* impl) {
   return Status::Ok();
 }
 
+// Bytes of the write-ahead logs in dir: what opening the store replays into
+// memtables and flushes to table files before it takes a write.
+uint64_t WalBytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".log") continue;
+    std::error_code size_ec;
+    const uintmax_t n = it->file_size(size_ec);
+    if (!size_ec) total += n;
+  }
+  return total;
+}
+
+// Refuses to open a store whose file system cannot take its recovery (the
+// logs flushed again) and first writes: RocksDB would meet the full disk
+// half-way through its own recovery instead.
+Status CheckOpenSpace(const std::string& dir, const std::string& label, const StoreOptions& opts) {
+  if (opts.min_free_bytes == 0) return Status::Ok();
+  std::error_code ec;
+  const std::string measured = std::filesystem::exists(dir, ec) ? dir : std::filesystem::path(dir).parent_path().string();
+  Result<uint64_t> free = FreeBytes(measured.empty() ? std::string(".") : measured);
+  if (!free.ok()) return Status::Ok();  // cannot measure: RocksDB's own error will say
+  const uint64_t wal = WalBytes(dir);
+  const uint64_t floor = FloorFor(SpaceUse::kProgress, opts.min_free_bytes);
+  if (Admits(*free, 0, wal, floor)) return Status::Ok();
+  return Status::NoSpace(fmt::format("{}: the store needs {} MB free to open (its recovery and first writes); free "
+                                     "space there, then start again",
+                                     NoSpaceMessage(label, *free), (floor + wal + (1u << 20) - 1) >> 20));
+}
+
 }  // namespace
 
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
@@ -132,6 +171,40 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) return Status::Unavailable(m);
   if (s.IsInvalidArgument()) return Status::Invalid(m);
   return Status::Internal(m);
+}
+
+Status StoreCore::CheckSpace(uint64_t bytes, SpaceUse use) const {
+  if (opts.min_free_bytes == 0) return Status::Ok();
+  Result<uint64_t> free = FreeBytes(dir);
+  if (!free.ok()) return Status::Ok();  // cannot measure: RocksDB's own error will say
+  uint64_t unflushed = 0;
+  if (db && !db->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &unflushed)) unflushed = 0;
+  if (Admits(*free, bytes, unflushed, FloorFor(use, opts.min_free_bytes))) return Status::Ok();
+  return Status::NoSpace(NoSpaceMessage(label, *free));
+}
+
+Status StoreCore::AdmitWrite(uint64_t bytes, SpaceUse use) {
+  if (Status s = CheckSpace(bytes, use); !s.ok()) return s;
+  if (degraded.load()) {
+    // A write failed earlier (a full disk RocksDB met itself): RocksDB keeps
+    // refusing writes until it is resumed. Busy = its own recovery is under
+    // way; the write then fails again and says so.
+    const rocksdb::Status r = db->Resume();
+    if (r.ok()) {
+      degraded.store(false);
+      spdlog::info("store: writes under {} resumed", label);
+    }
+  }
+  return Status::Ok();
+}
+
+Status StoreCore::WriteFailed(const rocksdb::Status& s, const std::string& what) {
+  degraded.store(true);
+  if (s.IsNoSpace()) {
+    Result<uint64_t> free = FreeBytes(dir);
+    return Status::NoSpace(fmt::format("{} ({}: {})", NoSpaceMessage(label, free.ok() ? *free : 0), what, s.ToString()));
+  }
+  return FromRocks(s, what);
 }
 
 StoreCore::~StoreCore() {
@@ -176,6 +249,12 @@ Result<std::unique_ptr<EventStore>> EventStore::Open(const std::string& dir, Sto
   try {
     auto impl = std::make_unique<Impl>();
     impl->opts = opts;
+    impl->dir = dir;
+    impl->label = opts.space_label.empty() ? dir : opts.space_label;
+    if (Status space = CheckOpenSpace(dir, impl->label, opts); !space.ok()) return space;
+    // RocksDB creates it too, but logs an error for a missing directory first.
+    std::error_code mkdir_error;
+    std::filesystem::create_directories(dir, mkdir_error);
     Status s = OpenDb(dir, impl.get());
     if (s.ok()) s = CheckSchema(dir, impl.get());
     if (s.ok()) s = RecoverGlobalPos(impl.get());
@@ -316,10 +395,11 @@ Result<std::string> EventStore::PutBlobImpl(const std::string& data, bool sync) 
   rocksdb::Status rs = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(Impl::kBlobs), key, &existing);
   if (rs.ok()) return key;  // content-addressed: same key, same bytes
   if (!rs.IsNotFound()) return FromRocks(rs, "put blob");
+  if (Status room = impl_->AdmitWrite(data.size(), SpaceUse::kNewWork); !room.ok()) return room;
   rocksdb::WriteOptions wo;
   wo.sync = sync;
-  Status s = FromRocks(impl_->db->Put(wo, impl_->cf(Impl::kBlobs), key, data), "put blob");
-  if (!s.ok()) return s;
+  if (rocksdb::Status w = impl_->db->Put(wo, impl_->cf(Impl::kBlobs), key, data); !w.ok())
+    return impl_->WriteFailed(w, "put blob");
   if (impl_->blob_count) ++*impl_->blob_count;
   return key;
 }
@@ -346,10 +426,15 @@ size_t EventStore::BlobCount() const {
 }
 
 Status EventStore::PutMeta(const std::string& key, const std::string& value) {
+  if (Status room = impl_->AdmitWrite(key.size() + value.size(), SpaceUse::kProgress); !room.ok()) return room;
   rocksdb::WriteOptions wo;
   wo.sync = impl_->opts.sync;
-  return FromRocks(impl_->db->Put(wo, impl_->cf(Impl::kMeta), key, value), "put meta " + key);
+  if (rocksdb::Status w = impl_->db->Put(wo, impl_->cf(Impl::kMeta), key, value); !w.ok())
+    return impl_->WriteFailed(w, "put meta " + key);
+  return Status::Ok();
 }
+
+Status EventStore::CheckSpace(SpaceUse use) const { return impl_->CheckSpace(0, use); }
 
 std::optional<std::string> EventStore::GetMeta(const std::string& key) const {
   std::string v;

@@ -27,6 +27,13 @@
 //    as is a run_id that is empty or contains '\0'.
 //  * Concurrent callers of Append are group-committed: one leader writes the
 //    batches of all waiting callers with one sync (LevelDB writer queue).
+//  * A full disk is an error, never an abort: every write is first measured
+//    against StoreOptions::min_free_bytes (store/disk_space.h) and refused
+//    with Code::kNoSpace ("no space left on device under DIR (N MB free)")
+//    when it does not fit; a write RocksDB itself fails for lack of space
+//    gets the same code. After such a failure the store resumes RocksDB
+//    once space is back, before its next write. Open refuses (kNoSpace) a
+//    file system that cannot take the store's recovery and first writes.
 //  * Thread-safe (except destruction: no call may be in flight then).
 //  * The store keeps the last seq and hash of every run it has appended to
 //    in memory, so validating an append needs no read.
@@ -41,6 +48,7 @@
 
 #include "common/status.h"
 #include "npuprof.pb.h"
+#include "store/disk_space.h"
 
 namespace npuprof::store {
 
@@ -64,6 +72,15 @@ struct RunFilter {
 
 struct StoreOptions {
   bool sync = true;  // fsync every commit (tests and benches may turn it off)
+  // Free space the store keeps on its file system (store/disk_space.h): a
+  // write that would leave less is refused as Code::kNoSpace before RocksDB
+  // sees it; new work needs all of it, progress of runs under way half.
+  // 0 = no check (RocksDB then meets a full disk itself: its error is still
+  // a kNoSpace status, never an abort).
+  uint64_t min_free_bytes = uint64_t{64} << 20;
+  // The directory named in "no space left on device under DIR"; empty = the
+  // store's own.
+  std::string space_label;
 };
 
 class EventStore {
@@ -120,6 +137,10 @@ class EventStore {
   size_t BlobCount() const;
 
   Status PutMeta(const std::string& key, const std::string& value);
+
+  // Ok when a write for `use` of a few bytes would be admitted now, else the
+  // kNoSpace refusal it would get (the broker asks before taking new work).
+  Status CheckSpace(SpaceUse use) const;
   std::optional<std::string> GetMeta(const std::string& key) const;
 
   // Test hook for corruption tests: overwrite a stored event as-is (no checks, no hashing).

@@ -101,10 +101,12 @@ class GroupBuilder {
     if (!Put(StoreCore::kMeta, kMetaNextGlobalPos, std::to_string(pos_ + 1))) {
       return Status::Internal("append: cannot add next_global_pos to the batch");
     }
+    // Runs under way must be able to record their progress (a failure
+    // included) while new work is refused: the progress floor.
+    if (Status room = impl_->AdmitWrite(batch_.GetDataSize(), SpaceUse::kProgress); !room.ok()) return room;
     rocksdb::WriteOptions wo;
     wo.sync = impl_->opts.sync;
-    Status s = FromRocks(impl_->db->Write(wo, &batch_), "append write");
-    if (!s.ok()) return s;
+    if (rocksdb::Status w = impl_->db->Write(wo, &batch_); !w.ok()) return impl_->WriteFailed(w, "append write");
     // Committed: from here on nothing may report failure.
     impl_->last_global_pos.store(pos_, std::memory_order_release);
     std::lock_guard<std::mutex> l(impl_->tip_mu);

@@ -53,6 +53,8 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what);
 // private, so free helpers use StoreCore).
 struct StoreCore {
   StoreOptions opts;
+  std::string dir;    // the store's directory (its free space is measured here)
+  std::string label;  // named in no-space messages (opts.space_label, else dir)
   std::unique_ptr<rocksdb::DB> db;
   // Every open column family handle (including "default" and any unknown
   // ones found on disk); owned, destroyed before db is closed.
@@ -95,6 +97,16 @@ struct StoreCore {
   Result<bool> HasFirstEvent(const std::string& run_id) const;
   // Runs a writer through the queue (leader or follower) until it is done.
   void Write(Writer* w);
+
+  // Space (disk_space.h): Ok when a write of `bytes` for `use` fits, else
+  // kNoSpace. After a failed write (degraded) it also resumes RocksDB once
+  // the write fits again.
+  Status AdmitWrite(uint64_t bytes, SpaceUse use);
+  Status CheckSpace(uint64_t bytes, SpaceUse use) const;
+  // A RocksDB write failed: its status as ours (kNoSpace for a full disk),
+  // and the store is degraded until a resume succeeds.
+  Status WriteFailed(const rocksdb::Status& s, const std::string& what);
+  std::atomic<bool> degraded{false};
 
  private:
   void LeadGroup(std::vector<Writer*>& group);

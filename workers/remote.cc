@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/utf8.h"
+#include "workers/ssh/env_script_protocol.h"
 #include "workers/ssh/output_cap.h"
 #include "workers/ssh/shell_quote.h"
 
@@ -32,7 +33,37 @@ Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<st
                                   const std::vector<std::pair<std::string, std::string>>& env) {
   auto script = ssh::BuildRemoteScriptChecked(session.target().env_script, env, argv);
   if (!script.ok()) return script.status();
-  return session.Exec(*script, timeout);
+  Result<ssh::ExecResult> r = session.Exec(*script, timeout);
+  // On a channel of its own the command's prefix sourced the script, and
+  // says on stderr when that failed (the command shell's driver fails the
+  // Exec itself).
+  if (r.ok() && r->exit_status != 0 && !session.target().env_script.empty()) {
+    if (auto failed = ssh::FindEnvScriptFailureInStderr(r->stderr_data))
+      return Status::Precondition(
+          fmt::format("{}: {}", ssh::SshErrorKindName(ssh::SshErrorKind::kEnvScriptFailed),
+                      ssh::DescribeEnvScriptFailure(*failed, session.target().env_script, session.target().Endpoint())));
+  }
+  return r;
+}
+
+std::string ExitText(const ssh::ExecResult& r) {
+  if (r.timed_out) {
+    const auto ms = r.timeout.count();
+    return ms % 1000 == 0 ? fmt::format("timed out after {} s (stopped)", ms / 1000)
+                          : fmt::format("timed out after {:.1f} s (stopped)", static_cast<double>(ms) / 1000.0);
+  }
+  if (r.exit_status < 0) return "was killed by a signal";
+  return fmt::format("exited {}", r.exit_status);
+}
+
+std::string EnvScriptHint(ssh::SshSession& session) {
+  const std::string& env = session.target().env_script;
+  if (env.empty()) return "";
+  auto r = session.Exec(ssh::BuildCommand({"test", "-f", env}), std::chrono::seconds(10));
+  if (!r.ok() || r->exit_status != 1) return "";
+  return fmt::format("; the machine's env script '{}' does not exist on {}: fix its --env-script (npuprof machine "
+                     "add)",
+                     env, session.target().Endpoint());
 }
 
 TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target) {
@@ -64,6 +95,12 @@ TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target) {
       break;
     case ssh::SshErrorKind::kToolMissing:
       fix = "install the missing tool on the target or put it on the SSH user's PATH";
+      break;
+    case ssh::SshErrorKind::kEnvScriptFailed:
+      fix = "fix the script, or point the machine at another one (npuprof machine add NAME ... --env-script PATH)";
+      break;
+    case ssh::SshErrorKind::kRemoteDiskFull:
+      fix = "free space on the target's file system, then retry";
       break;
     default:
       break;

@@ -23,10 +23,25 @@ Result<ssh::SshTarget> TargetFromMachine(const tasks::Machine& machine);
 // The name the machine was added under, or its host when the record has none.
 std::string MachineName(const tasks::Machine& machine);
 
-// Runs argv on the machine after sourcing its env script (if any).
+// Runs argv on the machine after sourcing its env script (if any). A
+// script that fails to source is an error of kind env_script_failed that
+// names it, its status and its stderr (env_script_protocol.h), never a
+// command run without its environment.
 Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout,
                                   const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// How a remote command ended, for messages: "exited 3", or "timed out after
+// 60 s (stopped)" when it ran past its timeout (exit_status is then -1),
+// or "was killed by a signal" for -1 without a timeout.
+std::string ExitText(const ssh::ExecResult& r);
+
+// For a message about a tool that is not found: when the machine's env
+// script (which would put the tool on PATH) does not exist on the target,
+// "; the machine's env script '<path>' does not exist on <endpoint>: fix
+// its --env-script (npuprof machine add)", else "" (no env script, or it
+// exists, or the check could not run). One remote `test -f`.
+std::string EnvScriptHint(ssh::SshSession& session);
 
 // Maps an SSH-layer failure to an outcome: unreachable / timeout /
 // connection_lost / channel_failed are retryable; the permanent kinds
@@ -37,6 +52,12 @@ TaskOutcome OutcomeFromSsh(const Status& st, const ssh::SshTarget& target);
 // Adds {"host_key_accepted": {...}} to result the first time this process
 // sees an accept-new acceptance on the session (the broker records it).
 void NoteHostKeyAcceptance(ssh::SshSession& session, const tasks::Machine& machine, json& result);
+
+// How long one `npu-smi info` may take before it is stopped and its task
+// fails saying it timed out: well inside the 60 s lease of the tasks that
+// run it (statemachine/task_policies.cc), so the answer reaches the broker
+// before the lease would call the attempt lost and start another.
+inline constexpr std::chrono::seconds kNpuSmiTimeout{45};
 
 // Caps on reads of remote logs (docs/RELIABILITY.md, "Caps").
 inline constexpr uint64_t kLogReadCap = uint64_t{32} << 20;  // a log read as evidence (ReadHeadTail)

@@ -83,7 +83,7 @@ Result<RemoteWaitResult> RunRemoteWait(ssh::SshSession& session, const RemoteChe
   auto r = RunRemote(session, RemoteWaitArgv(check, slice), slice + std::chrono::seconds(30));
   if (!r.ok()) return r.status();
   if (r->exit_status != 0)
-    return Status::Io(fmt::format("the remote wait failed on the target (exit {}): {}", r->exit_status,
+    return Status::Io(fmt::format("the remote wait failed on the target (it {}): {}", ExitText(*r),
                                   TailLines(r->stderr_data, 3)));
   return ParseRemoteWait(r->stdout_data);
 }

@@ -176,12 +176,19 @@ TEST_F(LiveServer, GetMetricsIs200WithTheExpositionContentType) {
   EXPECT_EQ(r.substr(r.find("\r\n\r\n") + 4), "# HELP x_total h\n# TYPE x_total counter\nx_total 1\n");
 }
 
-TEST_F(LiveServer, AnythingElseIs404And400) {
+TEST_F(LiveServer, OtherMethodsAre405OtherPaths404AndNonHttp400) {
   StartWith({});
   EXPECT_EQ(StatusLine(Exchange(server_->port(), "GET / HTTP/1.1\r\n\r\n")), "HTTP/1.1 404 Not Found");
   EXPECT_EQ(StatusLine(Exchange(server_->port(), "GET /metricsx HTTP/1.1\r\n\r\n")), "HTTP/1.1 404 Not Found");
-  EXPECT_EQ(StatusLine(Exchange(server_->port(), "POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")),
-            "HTTP/1.1 404 Not Found");
+  // Another method on the one resource is 405 with the method it allows
+  // (it used to be 404, as if /metrics did not exist).
+  const std::string post = Exchange(server_->port(), "POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(StatusLine(post), "HTTP/1.1 405 Method Not Allowed") << post;
+  EXPECT_NE(post.find("\r\nAllow: GET\r\n"), std::string::npos) << post;
+  EXPECT_NE(post.find("method POST not allowed: /metrics answers GET only"), std::string::npos) << post;
+  EXPECT_EQ(StatusLine(Exchange(server_->port(), "DELETE /metrics?x=1 HTTP/1.1\r\n\r\n")),
+            "HTTP/1.1 405 Method Not Allowed");
+  EXPECT_EQ(StatusLine(Exchange(server_->port(), "POST /other HTTP/1.1\r\n\r\n")), "HTTP/1.1 404 Not Found");
   EXPECT_EQ(StatusLine(Exchange(server_->port(), "hello there\r\n\r\n")), "HTTP/1.1 400 Bad Request");
   EXPECT_EQ(renders_.load(), 0);  // only GET /metrics renders
   EXPECT_EQ(StatusLine(Scrape()), "HTTP/1.1 200 OK");

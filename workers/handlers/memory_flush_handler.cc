@@ -31,7 +31,7 @@ TaskOutcome MemWaitFlush(const tasks::MemoryWaitFlush& p, const proto::Task&, Ta
     auto r = RunRemote(*c.session, *argv, std::chrono::seconds(30));
     if (!r.ok()) return r.status();
     if (r->exit_status != 0)
-      return Status::Io(fmt::format("checking {} failed (exit {}): {}", *dir, r->exit_status, TailLines(r->stderr_data, 3)));
+      return Status::Io(fmt::format("checking {} failed (it {}): {}", *dir, ExitText(*r), TailLines(r->stderr_data, 3)));
     MsprofFlushPoll poll = ParseMsprofFlushPoll(r->stdout_data, pgid > 0);
     detail = MsprofFlushJson(poll);
     detail["msprof_dir"] = *dir;

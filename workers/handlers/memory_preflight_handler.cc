@@ -47,8 +47,8 @@ TaskOutcome MemPreflight(const tasks::MemoryPreflight& p, const proto::Task&, Ta
   const std::string help_text = help->stdout_data + help->stderr_data;
   if (help_text.find("--output") == std::string::npos && help_text.find("Usage") == std::string::npos)
     return TaskOutcome::Failure("msprof_broken",
-                                fmt::format("`msprof --help` on {} did not print the msprof usage (exit {}): {}", where,
-                                            help->exit_status, TailLines(help_text, 5)),
+                                fmt::format("`msprof --help` on {} did not print the msprof usage ({}): {}", where,
+                                            ExitText(*help), TailLines(help_text, 5)),
                                 false);
 
   std::string python;

@@ -19,19 +19,19 @@ TaskOutcome MemNpuSmi(const tasks::MemoryNpuSmi& p, const proto::Task&, TaskCont
   auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
   const std::string phase = p.phase().empty() ? "snapshot" : p.phase();
-  auto run = RunRemote(*c->session, {"npu-smi", "info"}, std::chrono::seconds(60));
+  auto run = RunRemote(*c->session, {"npu-smi", "info"}, kNpuSmiTimeout);
   if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
   if (run->exit_status == 127 || (run->stdout_data.empty() && run->stderr_data.find("not found") != std::string::npos))
     return TaskOutcome::Failure("npu_smi_missing",
-                                fmt::format("npu-smi is not on PATH on {} (env script '{}'): install the Ascend driver "
-                                            "or fix the machine's env script",
-                                            mem::MachineName(*c), c->target.env_script),
+                                fmt::format("npu-smi is not on PATH on {} (env script '{}'){}: install the Ascend "
+                                            "driver or fix the machine's env script",
+                                            mem::MachineName(*c), c->target.env_script, EnvScriptHint(*c->session)),
                                 false);
   TaskOutcome out;
   out.blobs.emplace_back(phase + "_npu_smi.txt", run->stdout_data);
   if (run->exit_status != 0) {
     out.error_kind = "npu_smi_failed";
-    out.error = fmt::format("npu-smi info exited {}: {}", run->exit_status, TailLines(run->stderr_data, 5));
+    out.error = fmt::format("npu-smi info {}: {}", ExitText(*run), TailLines(run->stderr_data, 5));
     return out;
   }
   auto snap = parsers::ParseNpuSmi(run->stdout_data);

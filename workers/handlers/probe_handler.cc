@@ -11,7 +11,7 @@ TaskOutcome ProbeNpuSmi(const tasks::ProbeNpuSmi& payload, const proto::Task&, T
   auto target = TargetFromMachine(machine);
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
   auto session = ctx.pool.Get(*target);
-  auto run = RunRemote(*session, {"npu-smi", "info"}, std::chrono::seconds(60));
+  auto run = RunRemote(*session, {"npu-smi", "info"}, kNpuSmiTimeout);
   if (!run.ok()) return OutcomeFromSsh(run.status(), *target);
 
   const std::string& raw = run->stdout_data;
@@ -19,15 +19,15 @@ TaskOutcome ProbeNpuSmi(const tasks::ProbeNpuSmi& payload, const proto::Task&, T
   if (run->exit_status == 127 || (raw.empty() && run->stderr_data.find("not found") != std::string::npos)) {
     return TaskOutcome::Failure(
         "npu_smi_missing",
-        fmt::format("npu-smi is not on PATH on {} (env script '{}'): install the Ascend driver or fix --env-script",
-                    machine_name, target->env_script),
+        fmt::format("npu-smi is not on PATH on {} (env script '{}'){}: install the Ascend driver or fix --env-script",
+                    machine_name, target->env_script, EnvScriptHint(*session)),
         false);
   }
   TaskOutcome out;
   out.blobs.emplace_back("npu_smi_info.txt", raw);
   if (run->exit_status != 0) {
     out.error_kind = "npu_smi_failed";
-    out.error = fmt::format("npu-smi info exited {}: {}", run->exit_status, TailLines(run->stderr_data, 5));
+    out.error = fmt::format("npu-smi info {}: {}", ExitText(*run), TailLines(run->stderr_data, 5));
     return out;
   }
   auto snap = parsers::ParseNpuSmi(raw);

@@ -80,7 +80,7 @@ Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const tasks
   if (!r.ok()) return r.status();
   if (auto refused = RuntimeDirRefusal(r->stderr_data)) return Status::Denied(*refused);
   if (r->exit_status != 0)
-    return Status::Io(fmt::format("checking the runtime dir {} failed (exit {}): {}", dir, r->exit_status,
+    return Status::Io(fmt::format("checking the runtime dir {} failed (it {}): {}", dir, ExitText(*r),
                                   TailLines(r->stderr_data, 3)));
   return ParseRuntimeDirReport(r->stdout_data);
 }

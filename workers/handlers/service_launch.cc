@@ -17,8 +17,10 @@
 // before its start command, or it saw no <runtime>/.started marker.
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "parsers/npu_smi_parser.h"
 #include "workers/handlers/handlers.h"
@@ -44,8 +46,8 @@ std::optional<TaskOutcome> SelectDevices(Call& c, json& rec, TaskOutcome& out) {
   if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
   if (run->exit_status != 0)
     return NotStarted("npu_smi_failed",
-                      fmt::format("npu-smi info exited {} on {} (needed to pick free devices; or pass --devices): {}",
-                                  run->exit_status, c.target.Endpoint(), TailLines(run->stderr_data, 3)),
+                      fmt::format("npu-smi info {} on {} (needed to pick free devices; or pass --devices): {}",
+                                  ExitText(*run), c.target.Endpoint(), TailLines(run->stderr_data, 3)),
                       false);
   out.blobs.emplace_back("npu_smi_info.txt", run->stdout_data);
   auto snap = parsers::ParseNpuSmi(run->stdout_data);
@@ -107,6 +109,20 @@ Result<json> PublishRecord(Call& c, const std::string& rt, const json& rec, uint
   if (pub->exit_status != 0)
     return Status::Io(fmt::format("cannot publish {}/launch.json: {}", rt, TailLines(pub->stderr_data, 2)));
   return ReadRecord(c, rt);
+}
+
+// Removes the launch record, scripts and temp record of a launch that
+// started nothing, and the runtime dir when that leaves it empty; a failure
+// to do so is only logged (the launch has already failed).
+void RemoveUnstartedLaunch(Call& c, const std::string& rt, uint32_t attempt) {
+  auto r = RunRemote(*c.session,
+                     {"sh", "-c", "[ -e \"$1/.started\" ] && exit 0; rm -f -- \"$1/launch.json\" \"$1/_serve.sh\" "
+                                  "\"$1/_start.sh\" \"$1/launch.json.tmp-$2\" && { rmdir -- \"$1\" 2>/dev/null; true; }",
+                      "npuprof-unlaunch", rt, std::to_string(attempt)},
+                     std::chrono::seconds(30));
+  if (!r.ok() || r->exit_status != 0)
+    spdlog::warn("launch in {} on {}: could not remove what it wrote: {}", rt, c.target.Endpoint(),
+                 r.ok() ? TailLines(r->stderr_data, 2) : r.status().ToString());
 }
 
 void FaultPause(TaskContext& ctx) {
@@ -176,6 +192,7 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     rec["argv"] = ServeArgv(rec);
     auto published = PublishRecord(c, rt, rec, task.attempt());
     if (!published.ok()) {
+      if (nothing_started && published.status().code() == Code::kNoSpace) RemoveUnstartedLaunch(c, rt, task.attempt());
       if (published.status().code() == Code::kCorruption)
         return before_start(TaskOutcome::Failure("corrupt_runtime", published.status().message(), false));
       return ssh_failure(published.status());
@@ -191,8 +208,14 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     auto start_sh = StartScript(script_rec);
     if (!serve_sh.ok()) return before_start(NotStarted("invalid_input", serve_sh.status().message(), false));
     if (!start_sh.ok()) return before_start(NotStarted("invalid_input", start_sh.status().message(), false));
-    if (Status s = c.session->WriteFile(rt + "/_serve.sh", *serve_sh, 0700); !s.ok()) return ssh_failure(s);
-    if (Status s = c.session->WriteFile(rt + "/_start.sh", *start_sh, 0700); !s.ok()) return ssh_failure(s);
+    for (const auto& [name, text] : {std::pair{"/_serve.sh", &*serve_sh}, std::pair{"/_start.sh", &*start_sh}}) {
+      if (Status s = c.session->WriteFile(rt + name, *text, 0700); !s.ok()) {
+        // Nothing was started: what this launch wrote goes (a full disk must
+        // not keep a launch record a later attempt would adopt).
+        RemoveUnstartedLaunch(c, rt, task.attempt());
+        return ssh_failure(s);
+      }
+    }
     out.blobs.emplace_back("_serve.sh", *serve_sh);
   }
 
@@ -205,7 +228,7 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
   if (how == "nopid" || run->exit_status != 0)
     return TaskOutcome::Failure(
         "launch_lost",
-        fmt::format("{} was started but recorded no pid within 10 s (exit {}): {}", rt, run->exit_status,
+        fmt::format("{} was started but recorded no pid within 10 s ({}): {}", rt, ExitText(*run),
                     TailLines(run->stderr_data + run->stdout_data, 3)),
         false);
   FaultPause(ctx);

@@ -97,7 +97,7 @@ TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, con
   if (!launch.ok()) return OutcomeFromSsh(launch.status(), *target);
   if (launch->exit_status != 0)
     return TaskOutcome::Failure("analyse_launch_failed",
-                                fmt::format("could not start analyse() in {}: exit {}: {}", dir, launch->exit_status,
+                                fmt::format("could not start analyse() in {}: it {}: {}", dir, ExitText(*launch),
                                             TailLines(launch->stderr_data, 5)),
                                 false);
   std::string how = launch->stdout_data;

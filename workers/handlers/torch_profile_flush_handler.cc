@@ -26,7 +26,7 @@ TaskOutcome TorchProfileWaitFlush(const tasks::TorchProfileWaitFlush& p, const p
     auto r = RunRemote(*c.session, argv, std::chrono::seconds(30));
     if (!r.ok()) return r.status();
     if (r->exit_status != 0)
-      return Status::Io(fmt::format("listing {} failed (exit {}): {}", *root, r->exit_status, TailLines(r->stderr_data, 3)));
+      return Status::Io(fmt::format("listing {} failed (it {}): {}", *root, ExitText(*r), TailLines(r->stderr_data, 3)));
     TorchFlushPoll cur = ParseTorchFlushPoll(r->stdout_data);
     auto signal = TorchFlushSignal(prev, cur, have_prev);
     int finalised = 0;

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "workers/ssh/command_shell_protocol.h"
+#include "workers/ssh/env_script_protocol.h"
 #include "workers/ssh/output_cap.h"
 #include "workers/ssh/ssh_internal.h"
 #include "workers/ssh/ssh_session.h"
@@ -63,6 +64,13 @@ Status SshSession::EnsureShellLocked(internal::Clock::time_point deadline) {
     int n = ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 0);
     if (n > 0) {
       out.append(buf, static_cast<size_t>(n));
+      if (auto failed = FindEnvScriptFailure(out, ready)) {
+        // The machine's env script failed: no command can run with its
+        // environment, and a per-command channel would meet it again.
+        internal::ChannelGuard guard(ch);
+        return Fail(SshErrorKind::kEnvScriptFailed, Code::kFailedPrecondition,
+                    DescribeEnvScriptFailure(*failed, target_.env_script, target_.Endpoint()));
+      }
       if (auto pid = FindShellReady(out, ready)) {
         shell_ = ch;
         shell_pid_ = *pid;
@@ -79,9 +87,14 @@ Status SshSession::EnsureShellLocked(internal::Clock::time_point deadline) {
                               target_.Endpoint()));
     }
     if (n == SSH_ERROR || ssh_channel_is_eof(ch) != 0 || ssh_channel_is_closed(ch) != 0) {
+      // What arrived with the end (draining stderr may have read it).
+      for (int k; (k = ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 0)) > 0;) out.append(buf, static_cast<size_t>(k));
+      internal::ChannelGuard guard(ch);
+      if (auto failed = FindEnvScriptFailure(out, ready))
+        return Fail(SshErrorKind::kEnvScriptFailed, Code::kFailedPrecondition,
+                    DescribeEnvScriptFailure(*failed, target_.env_script, target_.Endpoint()));
       // The login shell could not run the driver (not a POSIX shell?): give
       // up on the command shell for this session.
-      internal::ChannelGuard guard(ch);
       shell_unsupported_ = true;
       spdlog::warn("ssh: {}: the login shell did not start npuprof's command shell; every "
                    "command gets its own channel (output: {:.200})",

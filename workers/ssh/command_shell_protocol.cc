@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "workers/ssh/env_script_protocol.h"
 #include "workers/ssh/shell_quote.h"
 
 namespace npuprof::ssh {
@@ -13,16 +14,13 @@ std::string CommandShellDriver(std::string_view ready_nonce, std::string_view en
   // Variables are prefixed __np_ so that the commands' own names never clash.
   // `set +eu`: an rc file's errexit/nounset (or the env script's) must not
   // end the driver when a command fails (each command's own options are
-  // whatever it sets).
-  std::string env;
-  if (!env_script.empty()) {
-    const std::string q = ShellQuote(std::string(env_script));
-    env = fmt::format("if [ -f {0} ]; then . {0} >/dev/null 2>&1 </dev/null; __np_env={0}; fi\nset +eu\n", q);
-  }
+  // whatever it sets). The env script (env_script_protocol.h) is sourced
+  // before the ready line, which it may replace with its failure.
   return fmt::format(
       "set +eu\n"
-      "{1}"
       "__np_rn={0}\n"
+      "{1}"
+      "set +eu\n"
       "printf '\\n%s:%s\\n' \"$__np_rn\" \"$$\"\n"
       "while IFS=' ' read -r __np_l __np_n; do\n"
       "  case $__np_l in ''|*[!0-9]*) exit 2;; esac\n"
@@ -35,7 +33,7 @@ std::string CommandShellDriver(std::string_view ready_nonce, std::string_view en
       "  printf '\\n%s:%s\\n' \"$__np_n\" \"$__np_r\"\n"
       "  printf '\\n%s\\n' \"$__np_n\" >&2\n"
       "done\n",
-      ready_nonce, env);
+      ready_nonce, EnvScriptDriverPrelude(env_script));
 }
 
 std::string CommandShellFrame(std::string_view command, std::string_view nonce) {

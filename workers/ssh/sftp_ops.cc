@@ -8,12 +8,17 @@
 #include <libssh/sftp.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <fmt/format.h>
 #include <memory>
 #include <spdlog/spdlog.h>
 
 #include "workers/ssh/file_over_exec_protocol.h"
+#include "workers/ssh/output_cap.h"
+#include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_internal.h"
 #include "workers/ssh/ssh_session.h"
 
@@ -160,8 +165,33 @@ Status SshSession::WriteFile(const std::string& path, std::string_view data, uin
   std::lock_guard<std::mutex> lock(mu_);
   OpScope op(this);
   Note(internal::Stat::kSftpOps);
-  return FileOpLocked([&](sftp_session sftp) { return SftpWriteLocked(sftp, path, data, mode); },
-                      [&] { return WriteOverExecLocked(path, data, mode); });
+  Status s = FileOpLocked([&](sftp_session sftp) { return SftpWriteLocked(sftp, path, data, mode); },
+                          [&] { return WriteOverExecLocked(path, data, mode); });
+  // SFTP v3 says only "Failure" for a full disk: when a write fails for no
+  // reason it names, look at the file system's free space and say so.
+  if (s.ok() || s.code() != Code::kIoError || ErrorKindOf(s) != SshErrorKind::kRemoteError || !AliveLocked()) return s;
+  if (auto full = FullDiskLocked(path, data.size(), s)) return *full;
+  return s;
+}
+
+std::optional<Status> SshSession::FullDiskLocked(const std::string& path, uint64_t bytes, const Status& failure) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  // GNU stat -f: blocks free to an unprivileged user, and their size.
+  auto r = ExecLocked(BuildCommand({"stat", "-f", "-c", "%a %S", "--", dir}), std::chrono::seconds(10), {},
+                      OutputCap::kMinCap);
+  if (!r.ok() || r->exit_status != 0) return std::nullopt;
+  unsigned long long blocks = 0, block_size = 0;
+  if (std::sscanf(r->stdout_data.c_str(), "%llu %llu", &blocks, &block_size) != 2 || block_size == 0) return std::nullopt;
+  const uint64_t free_bytes = blocks > UINT64_MAX / block_size ? UINT64_MAX : blocks * block_size;
+  constexpr uint64_t kSlack = 64 << 10;  // file system metadata, the temp file's own block
+  if (free_bytes >= bytes + kSlack) return std::nullopt;
+  spdlog::debug("ssh: {}: a write failed on a full file system: {}", target_.Endpoint(), failure.ToString());
+  return Fail(SshErrorKind::kRemoteDiskFull, Code::kNoSpace,
+              fmt::format("no space left on the target's file system holding {} on {} ({} KB free; writing {} needs "
+                          "{} KB); nothing of that write was left there",
+                          dir, target_.Endpoint(), free_bytes >> 10,
+                          slash == std::string::npos ? path : path.substr(slash + 1), (bytes + 1023) >> 10));
 }
 
 Result<std::string> SshSession::SftpReadLocked(sftp_session sftp, const std::string& path,

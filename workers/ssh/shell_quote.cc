@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "workers/ssh/env_script_protocol.h"
+
 namespace npuprof::ssh {
 namespace {
 
@@ -123,12 +125,10 @@ Result<std::string> BuildRemoteScriptChecked(
     if (!s.ok()) return s;
   }
   std::string out;
-  if (!env_script.empty()) {
-    const std::string q = ShellQuote(env_script);
-    // Sourced unless the command shell running this already sourced this
-    // very file (command_shell_protocol.h: __np_env).
-    out += fmt::format("{{ [ \"${{__np_env-}}\" = {0} ] || {{ [ -f {0} ] && . {0} >/dev/null 2>&1; }}; }} ; ", q);
-  }
+  // Sourced unless the command shell running this already sourced this
+  // very file (command_shell_protocol.h: __np_env); a failure is named
+  // (env_script_protocol.h).
+  if (!env_script.empty()) out += EnvScriptPrefix(env_script);
   for (const auto& [k, v] : env) {
     out += fmt::format("export {}={}; ", k, ShellQuote(v));
   }

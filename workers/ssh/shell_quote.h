@@ -34,10 +34,10 @@ Status ValidateEnvName(std::string_view name);
 // offending character and the fix.
 Status ValidateSafeName(std::string_view field, std::string_view value);
 
-// Builds the remote script that optionally sources `env_script` (silently, only
-// if it exists), exports `env`, and execs argv:
-//   { [ "${__np_env-}" = '<s>' ] || { [ -f '<s>' ] && . '<s>' >/dev/null 2>&1; }; } ;
-//   export K='v' ...; exec 'a' 'b'
+// Builds the remote script that sources `env_script` (if it exists; its
+// stdout dropped, its stderr kept, a failure named: env_script_protocol.h),
+// exports `env`, and execs argv:
+//   <EnvScriptPrefix(s)> export K='v' ...; exec 'a' 'b'
 // The source is skipped in the command shell of a connection that sourced
 // that same file when it started (command_shell_protocol.h): the set_env.sh
 // of a real toolkit costs ~0.1 s, once per connection instead of per command.

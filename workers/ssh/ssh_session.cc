@@ -31,6 +31,8 @@ const char* SshErrorKindName(SshErrorKind k) {
     case SshErrorKind::kInvalidInput: return "invalid_input";
     case SshErrorKind::kSubsystemRefused: return "subsystem_refused";
     case SshErrorKind::kToolMissing: return "tool_missing";
+    case SshErrorKind::kEnvScriptFailed: return "env_script_failed";
+    case SshErrorKind::kRemoteDiskFull: return "remote_disk_full";
   }
   return "none";
 }
@@ -43,6 +45,8 @@ bool IsPermanent(SshErrorKind k) {
     case SshErrorKind::kSubsystemRefused:
     case SshErrorKind::kToolMissing:
     case SshErrorKind::kInvalidInput:
+    case SshErrorKind::kEnvScriptFailed:
+    case SshErrorKind::kRemoteDiskFull:
       return true;
     default:
       return false;
@@ -52,7 +56,7 @@ bool IsPermanent(SshErrorKind k) {
 SshErrorKind ErrorKindOf(const Status& s) {
   if (s.ok()) return SshErrorKind::kNone;
   const std::string& m = s.message();
-  for (int i = 1; i <= static_cast<int>(SshErrorKind::kToolMissing); ++i) {
+  for (int i = 1; i <= static_cast<int>(SshErrorKind::kLast); ++i) {
     auto k = static_cast<SshErrorKind>(i);
     std::string prefix = std::string(SshErrorKindName(k)) + ": ";
     if (m.rfind(prefix, 0) == 0) return k;
@@ -319,7 +323,9 @@ Result<ExecResult> SshSession::Exec(const std::string& command,
                                     std::string_view stdin_data, size_t output_cap) {
   std::lock_guard<std::mutex> lock(mu_);
   OpScope op(this);
-  return ExecLocked(command, timeout, stdin_data, output_cap);
+  Result<ExecResult> r = ExecLocked(command, timeout, stdin_data, output_cap);
+  if (r.ok()) r->timeout = timeout;
+  return r;
 }
 
 Result<ExecResult> SshSession::ExecLocked(const std::string& command,

@@ -70,13 +70,17 @@ enum class SshErrorKind {
   kInvalidInput,      // rejected before anything was sent
   kSubsystemRefused,  // sshd refused the sftp subsystem                -> kUnavailable
   kToolMissing,       // a tool a file operation needs is not on PATH  -> kFailedPrecondition
+  kEnvScriptFailed,   // the machine's env script exited or returned non-zero (env_script_protocol.h)
+                      //                                              -> kFailedPrecondition
+  kRemoteDiskFull,    // a file could not be written: the target's file system is full -> kNoSpace
+  kLast = kRemoteDiskFull,
 };
 const char* SshErrorKindName(SshErrorKind k);
 // Parses the "<kind>: " prefix of a Status produced by this library.
 SshErrorKind ErrorKindOf(const Status& s);
 // Kinds that the same call will meet again however often it is retried:
 // auth refused, host key unknown or changed, subsystem refused, a missing
-// tool, invalid input. (kRemoteError is the caller's call: a missing file
+// tool, invalid input, a failing env script, a full remote disk. (kRemoteError is the caller's call: a missing file
 // may appear later.)
 bool IsPermanent(SshErrorKind k);
 
@@ -94,6 +98,7 @@ struct ExecResult {
   uint64_t stdout_omitted = 0;  // bytes left out of stdout_data by the cap (0: exact)
   uint64_t stderr_omitted = 0;
   bool timed_out = false;
+  std::chrono::milliseconds timeout{0};  // what the caller gave (to say "timed out after N s")
   std::chrono::milliseconds duration{0};
 };
 
@@ -218,6 +223,10 @@ class SshSession {
   // subsystem itself (asked on a channel of its own).
   bool SubsystemRefusedLocked();
   Status SftpError(const std::string& op, const std::string& path);
+  // After a write of `bytes` to `path` failed with `failure`: a
+  // remote_disk_full error naming the file system, its free space and the
+  // write when that is why, else nullopt.
+  std::optional<Status> FullDiskLocked(const std::string& path, uint64_t bytes, const Status& failure);
   template <typename SftpFn, typename ExecFn>
   auto FileOpLocked(SftpFn via_sftp, ExecFn via_exec) -> decltype(via_exec());
   // SFTP and command-channel halves of the file operations (sftp_ops.cc,
