@@ -14,7 +14,7 @@
 #include "common/utf8.h"
 #include "proto/wire.h"
 #include "statemachine/event_types.h"
-#include "statemachine/sweep_machine.h"
+#include "statemachine/child_runs.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/spec_checks.h"
 

@@ -5,6 +5,7 @@
 
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
+#include "statemachine/child_runs.h"
 #include "statemachine/sweep_machine.h"
 
 namespace npuprof::sm::testing {
@@ -123,15 +124,15 @@ TEST(Sweep, SubmitsOneChildPerPointUnderDerivedIds) {
   EXPECT_EQ(r.types, (std::vector<std::string>{"RunSubmitted", "StateChanged", "ChildRunRequested", "WatchRequested",
                                                "ChildRunRequested", "WatchRequested"}));
   EXPECT_EQ(r.s.watching, (std::vector<std::string>{"sw1-p0", "sw1-p1"}));
-  auto c = RequestedChild(r.s, "sw1-p1");
-  ASSERT_TRUE(c.has_value());
+  auto c = RequestedChild(Kinds(), r.s, "sw1-p1");
+  ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->kind, "memory-profile");
   EXPECT_EQ(c->spec["gpu_memory_utilization"], 0.9);
   EXPECT_EQ(c->spec["machine"], "sim1");
   EXPECT_EQ(c->spec["sweep_run"], "sw1");
   EXPECT_FALSE(c->spec.contains("machine_record"));  // the broker fills it from its inventory
-  EXPECT_FALSE(RequestedChild(r.s, "sw1-p2").has_value());
-  EXPECT_EQ(RequestedChildren(r.s).size(), 2u);
+  EXPECT_EQ(RequestedChild(Kinds(), r.s, "sw1-p2").status().code(), Code::kNotFound);
+  EXPECT_EQ(RequestedChildren(Kinds(), r.s).size(), 2u);
   const json sum = r.Summary();
   EXPECT_EQ(sum["children"][0]["point"]["gpu-memory-utilization"], "0.8");
   EXPECT_EQ(sum["sweep_status"], "running");
