@@ -170,8 +170,11 @@ TEST_F(ManagedFlagsE2E, TheArgvThatRanIsRecordedAndAnEditedLaunchRecordIsReporte
   ASSERT_TRUE(all.is_object());
   EXPECT_FALSE(all.value("ok", true));
   for (const auto& row : all["runs"]) {
-    if (row["run_id"] == "argv-a") EXPECT_TRUE(row.value("ok", false)) << row.dump();
-    if (row["run_id"] == "argv-b") EXPECT_FALSE(row.value("ok", true)) << row.dump();
+    if (row["run_id"] == "argv-a") {
+      EXPECT_TRUE(row.value("ok", false)) << row.dump();
+    } else if (row["run_id"] == "argv-b") {
+      EXPECT_FALSE(row.value("ok", true)) << row.dump();
+    }
   }
   EXPECT_TRUE(all["lease_audit"].value("ok", false)) << all.dump();
   EXPECT_TRUE(h_.LiveServicePids().empty());
