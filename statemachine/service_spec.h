@@ -7,7 +7,8 @@
 //   served_model_name  name the API serves; default: vLLM's (the model path)
 //   tp, dp             >= 1 (default 1)
 //   devices            list of device indices (logical ids), exactly tp*dp of
-//                      them, or null = pick free NPUs at launch ("0,1" accepted)
+//                      them, or null = any free NPUs, found by the device lease
+//                      before the launch ("0,1" accepted; device_ids.h)
 //   port               1..65535, or null = a free port found on the target
 //   env                {NAME: "value"}: NAME a shell variable name, not one that
 //                      looks like a secret (put those in the machine's env script)
