@@ -108,6 +108,9 @@ class Broker {
   void FireTimers(int64_t now);
   // Grants (or refuses) devices to queued runs; true when it staged anything.
   bool ScheduleLeases();
+  // The scheduler's entry of run_id again from its (cached or stored) state:
+  // after a grant or refusal the run did not take.
+  void ResyncLease(const std::string& run_id);
   void Dispatch();
   void SendToWorker(const std::string& identity, const proto::BrokerToWorker& msg);
   void SendHeartbeats(int64_t now);

@@ -1,14 +1,15 @@
-// The broker's side of runs that start other runs (the sweep kind,
-// statemachine/sweep_machine.h): it submits each child a sweep asked for,
-// under the child's derived id, cancels the children of a cancelled sweep,
-// and redoes both at recovery. Both are idempotent: Submit returns an
-// existing run unchanged, a finished or cancelling run ignores a cancel.
+// The broker's side of runs that start other runs (statemachine/child_runs.h;
+// the sweep kind is one): it submits each child a run asked for, under the
+// child's id, cancels the children of a cancelled parent, and redoes both at
+// recovery for every run that lists children, whatever its kind. Both are
+// idempotent: Submit returns an existing run unchanged, a finished or
+// cancelling run ignores a cancel.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "broker/broker.h"
 #include "common/time_util.h"
-#include "statemachine/sweep_machine.h"
+#include "statemachine/child_runs.h"
 
 namespace npuprof::broker {
 
@@ -17,9 +18,10 @@ using sm::json;
 void Broker::SubmitChild(const std::string& parent, const std::string& child) {
   sm::RunState* p = LoadRun(parent);
   if (!p) return;
-  auto req = sm::RequestedChild(*p, child);
-  if (!req) {
-    spdlog::error("run {}: asked for child {} it does not list", parent, child);
+  auto req = sm::RequestedChild(kinds_, *p, child);
+  if (!req.ok()) {
+    // The parent's watch then reports the child as missing.
+    spdlog::error("run {}: child {} is not submitted: {}", parent, child, req.status().message());
     return;
   }
   std::string deferred;
@@ -45,11 +47,11 @@ void Broker::RecoverChildren(const std::string& parent) {
   sm::RunState* p = LoadRun(parent);
   if (!p || p->terminal || !sm::HasChildRuns(*p)) return;
   const bool cancel = p->cancel_requested;
-  for (const auto& req : sm::RequestedChildren(*p)) SubmitChild(parent, req.run_id);
+  const std::vector<std::string> children = p->requested_children;  // SubmitChild may reload p
+  for (const auto& id : children) SubmitChild(parent, id);
   if (!cancel) return;
-  p = LoadRun(parent);
-  if (!p) return;
-  for (const auto& id : sm::UnfinishedChildren(*p)) CancelChild(parent, id);
+  // A child that has ended (or is being cancelled) ignores it.
+  for (const auto& id : children) CancelChild(parent, id);
 }
 
 void Broker::AddLiveChildStatus(json& summary) {

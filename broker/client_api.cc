@@ -17,6 +17,7 @@
 #include "statemachine/event_types.h"
 #include "statemachine/import_checks.h"
 #include "statemachine/sweep_machine.h"
+#include "statemachine/child_runs.h"
 #include "statemachine/replay_verifier.h"
 #include "statemachine/spec_checks.h"
 

@@ -7,38 +7,18 @@
 
 namespace npuprof::broker {
 
-namespace {
-
-std::vector<int> Ids(const nlohmann::json& j) {
-  std::vector<int> out;
-  if (!j.is_array()) return out;
-  for (const auto& d : j) {
-    if (d.is_number_integer()) out.push_back(d.get<int>());
-    else if (d.is_string()) {
-      try {
-        out.push_back(std::stoi(d.get<std::string>()));
-      } catch (...) {
-      }
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-void DeviceScheduler::Hold(const std::string& run_id, const std::string& machine, const json& devices) {
+void DeviceScheduler::Hold(const std::string& run_id, const std::string& machine, const sm::DeviceIds& devices) {
   // Leaving the queue (a grant confirmed) and holding are one step.
   if (auto w = wait_index_.find(run_id); w != wait_index_.end()) {
     machines_[w->second.first].queue.erase(w->second.second);
     wait_index_.erase(w);
   }
   Machine& m = machines_[machine];
-  std::vector<int> ids = Ids(devices);
-  for (int d : ids) {
+  for (Id d : devices) {
     m.holder[d] = run_id;
     m.known.insert(d);
   }
-  held_by_run_[run_id] = {machine, ids};
+  held_by_run_[run_id] = {machine, devices};
 }
 
 void DeviceScheduler::Wait(const std::string& run_id, const sm::LeaseInfo& lease, uint64_t order) {
@@ -52,13 +32,12 @@ void DeviceScheduler::Wait(const std::string& run_id, const sm::LeaseInfo& lease
   Waiter w;
   w.run_id = run_id;
   w.count = lease.count;
-  if (lease.devices.is_array()) {
-    w.devices = Ids(lease.devices);
+  if (lease.devices) {
+    w.devices = *lease.devices;
   } else {
     w.any = true;
-    std::set<int> cand;
-    for (int d : Ids(lease.free)) cand.insert(d);
-    for (int d : Ids(lease.busy)) {
+    std::set<Id> cand(lease.free.begin(), lease.free.end());
+    for (Id d : lease.busy) {
       if (m.known.count(d) || m.holder.count(d)) cand.insert(d);
       else w.foreign.push_back(d);
     }
@@ -71,7 +50,7 @@ void DeviceScheduler::Wait(const std::string& run_id, const sm::LeaseInfo& lease
 void DeviceScheduler::Drop(const std::string& run_id) {
   if (auto h = held_by_run_.find(run_id); h != held_by_run_.end()) {
     Machine& m = machines_[h->second.first];
-    for (int d : h->second.second) {
+    for (Id d : h->second.second) {
       auto it = m.holder.find(d);
       if (it != m.holder.end() && it->second == run_id) m.holder.erase(it);
     }
@@ -90,23 +69,23 @@ void DeviceScheduler::Sync(const sm::RunState& s) {
   else if (s.lease.phase == sm::LeasePhase::kWaiting) Wait(s.run_id, s.lease, s.lease.request_pos);
 }
 
-void DeviceScheduler::Quarantine(const std::string& machine, const json& devices, const std::string& run_id,
+void DeviceScheduler::Quarantine(const std::string& machine, const sm::DeviceIds& devices, const std::string& run_id,
                                  const std::string& why, int64_t since_ms) {
   Machine& m = machines_[machine];
-  for (int d : Ids(devices)) m.quarantined[d] = {run_id, why, since_ms};
+  for (Id d : devices) m.quarantined[d] = {run_id, why, since_ms};
 }
 
-void DeviceScheduler::Clear(const std::string& machine, const json& devices) {
+void DeviceScheduler::Clear(const std::string& machine, const sm::DeviceIds& devices) {
   auto it = machines_.find(machine);
   if (it == machines_.end()) return;
-  for (int d : Ids(devices)) it->second.quarantined.erase(d);
+  for (Id d : devices) it->second.quarantined.erase(d);
 }
 
-nlohmann::json DeviceScheduler::QuarantinedAmong(const std::string& machine, const json& devices) const {
-  json out = json::array();
+sm::DeviceIds DeviceScheduler::QuarantinedAmong(const std::string& machine, const sm::DeviceIds& devices) const {
+  sm::DeviceIds out;
   auto it = machines_.find(machine);
   if (it == machines_.end()) return out;
-  for (int d : Ids(devices))
+  for (Id d : devices)
     if (it->second.quarantined.count(d)) out.push_back(d);
   return out;
 }
@@ -123,18 +102,18 @@ void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>*
   for (auto& [name, m] : machines_) {
     std::set<int> blocked;  // wanted by an earlier waiter that could not start
     std::vector<uint64_t> done;
-    auto quarantine_why = [&](int d) {
+    auto quarantine_why = [&](Id d) {
       const QuarantineEntry& q = m.quarantined.at(d);
       return fmt::format("quarantined: run {}'s service may still be running there ({}); granted again once a probe "
                          "shows it idle",
                          q.run_id, q.why);
     };
     for (auto& [order, w] : m.queue) {
-      std::vector<int> pick;
+      std::vector<Id> pick;
       if (!w.any) {
-        std::map<std::string, std::vector<int>> by_holder;  // "held by run X" / "wanted by an earlier queued run"
-        json suspect = json::array();
-        for (int d : w.devices) {
+        std::map<std::string, std::vector<Id>> by_holder;  // "held by run X" / "wanted by an earlier queued run"
+        sm::DeviceIds suspect;
+        for (Id d : w.devices) {
           if (auto h = m.holder.find(d); h != m.holder.end()) by_holder["held by run " + h->second].push_back(d);
           else if (m.quarantined.count(d)) by_holder[quarantine_why(d)].push_back(d), suspect.push_back(d);
           else if (blocked.count(d)) by_holder["wanted by an earlier queued run"].push_back(d);
@@ -159,21 +138,21 @@ void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>*
           done.push_back(order);
           continue;
         }
-        json suspect = json::array();
-        for (int d : w.candidates) {
+        sm::DeviceIds suspect;
+        for (Id d : w.candidates) {
           if (m.quarantined.count(d)) suspect.push_back(d);
           else if (!m.holder.count(d) && !blocked.count(d)) pick.push_back(d);
         }
         if (static_cast<int>(pick.size()) < w.count) {
           std::set<std::string> holders;
-          for (int d : w.candidates)
+          for (Id d : w.candidates)
             if (auto h = m.holder.find(d); h != m.holder.end()) holders.insert(h->second);
           w.why = fmt::format("needs {} of devices [{}]; {} available now (held by: {})", w.count,
                               fmt::join(w.candidates, ","), pick.size(),
                               holders.empty() ? std::string(suspect.empty() ? "earlier queued runs" : "no run")
                                               : fmt::format("{}", fmt::join(holders, ", ")));
           if (!suspect.empty()) {
-            w.why += fmt::format("; devices {} {}", suspect.dump(), quarantine_why(suspect[0].get<int>()));
+            w.why += fmt::format("; devices {} {}", sm::DeviceIdsJson(suspect).dump(), quarantine_why(suspect[0]));
             if (checks) checks->push_back({w.run_id, suspect});
           }
           blocked.insert(w.candidates.begin(), w.candidates.end());
@@ -181,14 +160,12 @@ void DeviceScheduler::Schedule(std::vector<Grant>* grants, std::vector<Refusal>*
         }
         pick.resize(w.count);
       }
-      json devs = json::array();
-      for (int d : pick) {
-        devs.push_back(d);
+      for (Id d : pick) {
         m.holder[d] = w.run_id;
         m.known.insert(d);
       }
       held_by_run_[w.run_id] = {name, pick};
-      grants->push_back({w.run_id, devs});
+      grants->push_back({w.run_id, pick});
       done.push_back(order);
     }
     for (uint64_t o : done) {
@@ -208,8 +185,7 @@ nlohmann::json DeviceScheduler::WaitingFor(const std::string& run_id) const {
     if (order == w->second.second) break;
     ++ahead;
   }
-  json devs = json::array();
-  for (int d : waiter.any ? waiter.candidates : waiter.devices) devs.push_back(d);
+  const json devs = sm::DeviceIdsJson(waiter.any ? waiter.candidates : waiter.devices);
   return {{"machine", w->second.first},
           {"devices", waiter.any ? json(nullptr) : devs},
           {"count", waiter.count},

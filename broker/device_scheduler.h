@@ -35,7 +35,7 @@ class DeviceScheduler {
   using json = nlohmann::json;
   struct Grant {
     std::string run_id;
-    json devices;  // array of ids
+    sm::DeviceIds devices;
   };
   struct Refusal {
     std::string run_id;
@@ -44,22 +44,22 @@ class DeviceScheduler {
   // A waiter held back by quarantined devices: they are worth a probe.
   struct Check {
     std::string run_id;
-    json devices;  // quarantined ids the waiter needs
+    sm::DeviceIds devices;  // quarantined ids the waiter needs
   };
 
   // Committed facts.
-  void Hold(const std::string& run_id, const std::string& machine, const json& devices);
+  void Hold(const std::string& run_id, const std::string& machine, const sm::DeviceIds& devices);
   void Wait(const std::string& run_id, const sm::LeaseInfo& lease, uint64_t order);
   void Drop(const std::string& run_id);  // released, refused or run finished
   // Rebuilds the entry of one run from its folded state (after a failed commit, recovery).
   void Sync(const sm::RunState& s);
 
   // Committed quarantine facts (machines stream).
-  void Quarantine(const std::string& machine, const json& devices, const std::string& run_id, const std::string& why,
-                  int64_t since_ms);
-  void Clear(const std::string& machine, const json& devices);
+  void Quarantine(const std::string& machine, const sm::DeviceIds& devices, const std::string& run_id,
+                  const std::string& why, int64_t since_ms);
+  void Clear(const std::string& machine, const sm::DeviceIds& devices);
   // The quarantined ones among `devices` on `machine`.
-  json QuarantinedAmong(const std::string& machine, const json& devices) const;
+  sm::DeviceIds QuarantinedAmong(const std::string& machine, const sm::DeviceIds& devices) const;
   // Every quarantined device: [{machine, device, run_id, why, since_ms}].
   json Quarantined() const;
 
@@ -77,13 +77,14 @@ class DeviceScheduler {
   }
 
  private:
+  using Id = sm::DeviceId;
   struct Waiter {
     std::string run_id;
-    std::vector<int> devices;     // explicit request
-    bool any = false;             // "any count free"
+    std::vector<Id> devices;     // explicit request
+    bool any = false;            // "any count free"
     int count = 0;
-    std::vector<int> candidates;  // for any
-    std::vector<int> foreign;     // for any: busy with processes npuprof did not start
+    std::vector<Id> candidates;  // for any
+    std::vector<Id> foreign;     // for any: busy with processes npuprof did not start
     std::string why = "not scheduled yet";
   };
   struct QuarantineEntry {
@@ -92,14 +93,14 @@ class DeviceScheduler {
     int64_t since_ms = 0;
   };
   struct Machine {
-    std::map<int, std::string> holder;  // device -> run
-    std::map<int, QuarantineEntry> quarantined;
-    std::set<int> known;                // ever leased here (npuprof's own)
+    std::map<Id, std::string> holder;  // device -> run
+    std::map<Id, QuarantineEntry> quarantined;
+    std::set<Id> known;                // ever leased here (npuprof's own)
     std::map<uint64_t, Waiter> queue;   // order -> waiter
   };
 
   std::map<std::string, Machine> machines_;
-  std::map<std::string, std::pair<std::string, std::vector<int>>> held_by_run_;
+  std::map<std::string, std::pair<std::string, std::vector<Id>>> held_by_run_;
   std::map<std::string, std::pair<std::string, uint64_t>> wait_index_;  // run -> (machine, order)
   uint64_t next_local_order_ = 1ull << 62;  // for entries without a stored position yet
 };

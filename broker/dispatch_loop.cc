@@ -13,6 +13,7 @@
 #include "common/time_util.h"
 #include "common/utf8.h"
 #include "proto/wire.h"
+#include "statemachine/device_ids.h"
 #include "statemachine/event_types.h"
 
 namespace npuprof::broker {
@@ -310,6 +311,11 @@ void Broker::FireTimers(int64_t now) {
   }
 }
 
+void Broker::ResyncLease(const std::string& run_id) {
+  if (sm::RunState* s = LoadRun(run_id)) leases_.Sync(*s);
+  else leases_.Drop(run_id);
+}
+
 bool Broker::ScheduleLeases() {
   std::vector<DeviceScheduler::Grant> grants;
   std::vector<DeviceScheduler::Refusal> refusals;
@@ -325,11 +331,10 @@ bool Broker::ScheduleLeases() {
     in.devices = g.devices;
     if (!DecideAndStage(g.run_id, in).ok()) {
       // Not grantable after all (e.g. the run ended meanwhile): resync its entry.
-      if (sm::RunState* s = LoadRun(g.run_id)) leases_.Sync(*s);
-      else leases_.Drop(g.run_id);
+      ResyncLease(g.run_id);
     } else {
       staged = true;
-      spdlog::info("run {}: devices {} leased", g.run_id, g.devices.dump());
+      spdlog::info("run {}: devices [{}] leased", g.run_id, sm::DeviceIdsText(g.devices));
     }
   }
   for (const auto& r : refusals) {
@@ -337,7 +342,10 @@ bool Broker::ScheduleLeases() {
     in.type = sm::Input::Type::kLeaseRefused;
     in.now_ms = now;
     in.error = r.error;
+    // Schedule took the refused run off its queue, as it marks a grant held:
+    // a refusal the run did not take leaves it waiting, so it goes back in.
     if (DecideAndStage(r.run_id, in).ok()) staged = true;
+    else ResyncLease(r.run_id);
   }
   // A rejected input may have staged a cancel (a kind that threw: commit.cc).
   return staged || !turn_.staged.empty();

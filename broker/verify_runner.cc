@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "statemachine/device_lease.h"
+#include "statemachine/launch_audit.h"
 #include "statemachine/machine_inventory.h"
 #include "statemachine/replay_verifier.h"
 
@@ -47,6 +48,22 @@ json VerifyOneRun(const std::string& id, const VerifyJob& job, const store::Even
     } catch (const std::exception& e) {
       vr.ok = false;
       vr.first_divergence = std::string("the run's projections cannot be built from its events: ") + e.what();
+    }
+  }
+  if (vr.ok && k) {
+    // The service ran as the spec says: the managed values of the argv read
+    // back from the target's launch record, and the leased devices.
+    std::vector<std::string> disagree;
+    try {
+      disagree = sm::LaunchDisagreements(*k, vr.state);
+    } catch (const std::exception& e) {  // a kind that cannot read the folded state: this run's row
+      disagree.push_back(std::string("its launch cannot be judged: ") + e.what());
+    }
+    if (!disagree.empty()) {
+      vr.ok = false;
+      std::string all;
+      for (const auto& d : disagree) all += (all.empty() ? "" : "; ") + d;
+      vr.first_divergence = "the service that ran disagrees with the run's spec: " + all;
     }
   }
   if (vr.ok && k && idx) {

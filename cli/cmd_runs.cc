@@ -197,7 +197,9 @@ void AddRunCommands(CLI::App& app) {
   }
   {
     auto* cmd = app.add_subcommand(
-        "verify", "Replay runs from their events: hash chain, legal transitions, projections equal to the served ones");
+        "verify",
+        "Replay runs from their events: hash chain, legal transitions, projections equal to the served ones, "
+        "and each launched service's argv (read back from its launch record) agreeing with the spec");
     auto addr = std::make_shared<ServerAddress>();
     auto run = std::make_shared<std::string>();
     AddServerOptions(cmd, addr.get());

@@ -15,6 +15,8 @@
 #include "cli/submit_kinds.h"
 #include "common/json_depth.h"
 #include "parsers/npu_smi_parser.h"
+#include "statemachine/device_ids.h"
+#include "statemachine/managed_flags.h"
 
 namespace npuprof::cli {
 
@@ -22,7 +24,7 @@ namespace {
 
 struct MemOpts {
   std::string model, devices, served_name, speculative, compilation, additional, quantization, prompt, image_url;
-  std::string attach, baseline_from;
+  std::string attach, baseline_from, host;
   int tp = 1, dp = 1, port = 0, max_model_len = 2048, max_tokens = 128, mem_freq = 50;
   double gmu = 0.85;
   int64_t health_timeout = 300, export_timeout = 1800, flush_s = 0, flush_timeout = 300;
@@ -92,6 +94,9 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
   cmd->add_option("--dp", o->dp, "Data parallel size")->check(CLI::Range(1, 64));
   cmd->add_option("--devices", o->devices, "Device indices, e.g. 0,1 (default 0..tp*dp-1)");
   cmd->add_option("--port", o->port, "Service port (default: a free port on the target)")->check(CLI::Range(1, 65535));
+  cmd->add_option("--host", o->host,
+                  "Address vLLM listens on: 127.0.0.1 (default), 0.0.0.0 or :: (npuprof reaches it at 127.0.0.1 "
+                  "on the target)");
   cmd->add_option("--served-model-name", o->served_name, "Name the API serves (default npuprof-mem-<run id>)");
   cmd->add_option("--gpu-memory-utilization", o->gmu, "vLLM --gpu-memory-utilization (default 0.85)");
   cmd->add_option("--max-model-len", o->max_model_len, "vLLM --max-model-len (default 2048)");
@@ -119,7 +124,8 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
   cmd->add_flag("--install-wrapper", o->install_wrapper,
                 "Only write the msprof wrap script on --machine; prints its path (wrap_script) for "
                 "`npuprof submit serve --wrap-script PATH`");
-  cmd->add_option("extra", o->extra, "Extra vLLM arguments (after --)");
+  cmd->add_option("extra", o->extra,
+                  "Extra vLLM arguments (after --); none of the flags npuprof manages (the options above)");
   cmd->callback([c, o] {
     json spec = json::object();
     if (!o->baseline_from.empty()) {
@@ -146,12 +152,19 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
       return SubmitAndMaybeWait(*c, "memory-profile", spec, true);
     }
     if (c->machine.empty()) return Fail(2, "standalone memory-profile needs --machine (or use --attach SERVE_RUN)");
+    // Refused here, before anything is sent: nothing is submitted.
+    if (Status st = sm::CheckExtraArgs("memory-profile", o->extra); !st.ok()) return Fail(2, st.message());
     if (o->model.empty()) return Fail(2, "standalone memory-profile needs --model /abs/path/on/the/target");
     spec["mode"] = "standalone";
     spec["model"] = o->model;
     spec["tp"] = o->tp;
     spec["dp"] = o->dp;
-    if (!o->devices.empty()) spec["devices"] = o->devices;
+    if (!o->devices.empty()) {
+      auto ids = sm::ParseDeviceIdText(o->devices);
+      if (!ids.ok()) return Fail(2, ids.status().message());
+      spec["devices"] = sm::DeviceIdsJson(*ids);
+    }
+    if (!o->host.empty()) spec["host"] = o->host;
     if (o->port > 0) spec["port"] = o->port;
     if (!o->served_name.empty()) spec["served_model_name"] = o->served_name;
     spec["gpu_memory_utilization"] = o->gmu;

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "cli/submit_kinds.h"
+#include "statemachine/device_ids.h"
+#include "statemachine/managed_flags.h"
 #include "common/time_util.h"
 
 namespace npuprof::cli {
@@ -17,7 +19,7 @@ namespace npuprof::cli {
 namespace {
 
 struct ServeOpts {
-  std::string model, served_name, devices, wrap_script;
+  std::string model, served_name, devices, wrap_script, host;
   int tp = 1, dp = 1, port = 0;
   int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096, watch_poll = 10;
   std::vector<std::string> env, extra;
@@ -66,6 +68,9 @@ void AddSubmitServe(CLI::App* submit) {
   cmd->add_option("--dp", o->dp, "Data parallel size")->check(CLI::Range(1, 64));
   cmd->add_option("--devices", o->devices, "Device indices, e.g. 0,1 (tp*dp of them; default: free NPUs)");
   cmd->add_option("--port", o->port, "Service port (default: a free port on the target)")->check(CLI::Range(1, 65535));
+  cmd->add_option("--host", o->host,
+                  "Address vLLM listens on: 127.0.0.1 (default), 0.0.0.0 or :: (npuprof reaches it at 127.0.0.1 "
+                  "on the target)");
   cmd->add_option("--env", o->env, "Extra environment KEY=VALUE for the service (repeat --env for more)")
       ->allow_extra_args(false);
   cmd->get_option("--wait")->description(
@@ -78,8 +83,17 @@ void AddSubmitServe(CLI::App* submit) {
                   "releases its NPUs (default 10, 0 = never)");
   cmd->add_option("--busy-threshold-mb", o->busy_threshold,
                   "A device with at least this much HBM used and no process listed counts as busy");
-  cmd->add_option("extra", o->extra, "Extra `vllm serve` arguments (after --)");
+  cmd->add_option("extra", o->extra,
+                  "Extra `vllm serve` arguments (after --); none of the flags npuprof manages (the options above)");
   cmd->callback([c, o] {
+    // Refused here, before anything is sent: nothing is submitted.
+    if (Status st = sm::CheckExtraArgs("serve", o->extra); !st.ok()) return Fail(2, st.message());
+    json devices = nullptr;
+    if (!o->devices.empty()) {
+      auto ids = sm::ParseDeviceIdText(o->devices);
+      if (!ids.ok()) return Fail(2, ids.status().message());
+      devices = sm::DeviceIdsJson(*ids);
+    }
     json env = json::object();
     for (const auto& kv : o->env) {
       const auto eq = kv.find('=');
@@ -97,7 +111,8 @@ void AddSubmitServe(CLI::App* submit) {
                  {"stop_grace_s", o->stop_grace},
                  {"busy_threshold_mb", o->busy_threshold}};
     if (!o->served_name.empty()) spec["served_model_name"] = o->served_name;
-    if (!o->devices.empty()) spec["devices"] = o->devices;
+    if (!devices.is_null()) spec["devices"] = devices;
+    if (!o->host.empty()) spec["host"] = o->host;
     if (o->port > 0) spec["port"] = o->port;
     if (!o->wrap_script.empty()) spec["wrap_script"] = o->wrap_script;
     if (!c->wait) return SubmitAndMaybeWait(*c, "serve", spec, false);

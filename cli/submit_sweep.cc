@@ -13,6 +13,7 @@
 
 #include "cli/submit_kinds.h"
 #include "cli/sweep_args.h"
+#include "statemachine/managed_flags.h"
 
 namespace npuprof::cli {
 
@@ -99,6 +100,8 @@ Result<const CLI::Option*> GridOption(const std::string& kind, const std::string
     return Status::Invalid(fmt::format("--grid {}: not a grid key (it names the run, the server or the sweep; "
                                        "each point picks a free port)",
                                        key));
+  // A vLLM flag npuprof manages through another option: sweep that option.
+  if (Status st = sm::CheckGridKey(kind, key); !st.ok()) return st;
   static CLI::App app("npuprof");
   static CLI::App* mem = [] {
     auto* s = app.add_subcommand("submit");

@@ -5,19 +5,20 @@
 #include <optional>
 
 #include "cli/submit_kinds.h"
+#include "statemachine/device_ids.h"
 
 namespace npuprof::cli {
 
 namespace {
 
 struct TorchProfileFlags {
-  std::string model, served_model_name, mode, request_kind, speculative_method, torch_profiler_dir, image_path;
+  std::string model, served_model_name, mode, request_kind, speculative_method, torch_profiler_dir, image_path,
+      devices, host;
   std::optional<int64_t> tp, dp, benchmark_output_tokens, speculative_tokens, max_model_len, max_num_seqs,
       max_num_batched_tokens, api_server_count, prompt_tokens, followup_output_tokens, benchmark_total_requests,
       benchmark_concurrency, request_timeout, profile_control_timeout, image_height, flush_seconds,
       flush_timeout, health_timeout, analyse_timeout, port;
   std::optional<double> gpu_memory_utilization, benchmark_success_threshold;
-  std::vector<int64_t> devices;
   bool enable_expert_parallel = false, torch_profiler_with_stack = false;
 };
 
@@ -63,7 +64,7 @@ json SpecFrom(const TorchProfileFlags& f) {
   Put(s, "health_timeout_s", f.health_timeout);
   Put(s, "analyse_timeout_s", f.analyse_timeout);
   Put(s, "port", f.port);
-  if (!f.devices.empty()) s["devices"] = f.devices;
+  if (!f.host.empty()) s["host"] = f.host;
   return s;
 }
 
@@ -104,8 +105,11 @@ void AddTorchProfile(CLI::App* submit) {
   cmd->add_flag("--torch-profiler-with-stack", f->torch_profiler_with_stack, "torch_profiler_with_stack=true");
   cmd->add_option("--image-path", f->image_path, "PNG image for --request-kind vl (read on this machine)");
   cmd->add_option("--image-height", f->image_height, "Resize the image to this height (default 480)");
-  cmd->add_option("--devices", f->devices, "NPU device indices (default: free ones)")->delimiter(',');
+  cmd->add_option("--devices", f->devices, "NPU device indices, e.g. 0,1 (default: free ones)");
   cmd->add_option("--port", f->port, "Service port on the target (default: a free one)");
+  cmd->add_option("--host", f->host,
+                  "Address vLLM listens on: 127.0.0.1 (default), 0.0.0.0 or :: (npuprof reaches it at 127.0.0.1 "
+                  "on the target)");
   cmd->add_option("--health-timeout", f->health_timeout, "Seconds to wait for readiness (default 300)");
   cmd->add_option("--analyse-timeout", f->analyse_timeout, "Seconds per rank for analyse() (default 1800)");
   cmd->add_option("--flush-timeout", f->flush_timeout,
@@ -117,6 +121,11 @@ void AddTorchProfile(CLI::App* submit) {
     if (!f->image_path.empty() && !std::filesystem::is_regular_file(f->image_path))
       return Fail(2, "image_path '" + f->image_path + "' is not a readable file");
     json spec = SpecFrom(*f);
+    if (!f->devices.empty()) {
+      auto ids = sm::ParseDeviceIdText(f->devices);
+      if (!ids.ok()) return Fail(2, ids.status().message());
+      spec["devices"] = sm::DeviceIdsJson(*ids);
+    }
     if (!c->tag.empty()) spec["tag"] = c->tag;
     SubmitAndMaybeWait(*c, "torch-profile", spec, true);
   });

@@ -26,10 +26,9 @@ template <class Spec>
 DeviceNeed ServiceDeviceNeed(const RunState& s, const Spec& spec) {
   DeviceNeed n;
   n.machine = s.machine;
-  const auto devices = SpecDevices(spec.devices());
-  n.devices = devices ? json(*devices) : json(nullptr);
+  if (const auto devices = SpecDevices(spec.devices())) n.devices = DeviceIds(devices->begin(), devices->end());
   n.count = static_cast<int>(spec.tp() * spec.dp());
-  if (n.devices.is_array()) n.count = static_cast<int>(n.devices.size());
+  if (n.devices) n.count = static_cast<int>(n.devices->size());
   n.probe_payload.set_busy_threshold_mb(spec.busy_threshold_mb());
   n.probe_payload.set_purpose(kLeaseProbePurpose);
   return n;
@@ -45,8 +44,9 @@ void RequestDevicesOrStart(const RunKind& kind, Decision& d) {
     kind.OnStart(d);
     return;
   }
-  if (need->devices.is_array()) {
-    d.Emit(kDevicesRequested, json{{"machine", need->machine}, {"devices", need->devices}, {"count", need->count}});
+  if (need->devices) {
+    d.Emit(kDevicesRequested,
+           json{{"machine", need->machine}, {"devices", DeviceIdsJson(*need->devices)}, {"count", need->count}});
     return;
   }
   // Any free ones: find out which are free first (the probe runs while queued).
@@ -79,21 +79,21 @@ void OnLeaseProbeFailed(Decision& d, const TaskFailure& failure) {
            fmt::format("device probe before the lease failed: {}{}", kind.empty() ? "" : kind + ": ", err));
 }
 
-Status CheckLeaseGrant(const RunState& s, const json& devices) {
+Status CheckLeaseGrant(const RunState& s, const DeviceIds& devices) {
   if (s.terminal || s.lease.phase != LeasePhase::kWaiting)
     return Status::Precondition(fmt::format("run {} is not waiting for devices (lease phase '{}')", s.run_id,
                                             LeasePhaseName(s.lease.phase)));
-  if (!devices.is_array() || static_cast<int>(devices.size()) != s.lease.count)
-    return Status::Invalid(fmt::format("grant of {} for run {} that needs {} device(s)", devices.dump(), s.run_id,
-                                       s.lease.count));
-  if (s.lease.devices.is_array() && s.lease.devices != devices)
-    return Status::Invalid(fmt::format("grant of {} for run {} that asked for {}", devices.dump(), s.run_id,
-                                       s.lease.devices.dump()));
+  if (static_cast<int>(devices.size()) != s.lease.count)
+    return Status::Invalid(fmt::format("grant of [{}] for run {} that needs {} device(s)", DeviceIdsText(devices),
+                                       s.run_id, s.lease.count));
+  if (s.lease.devices && *s.lease.devices != devices)
+    return Status::Invalid(fmt::format("grant of [{}] for run {} that asked for [{}]", DeviceIdsText(devices),
+                                       s.run_id, DeviceIdsText(*s.lease.devices)));
   return Status::Ok();
 }
 
-void OnLeaseGranted(const RunKind& kind, Decision& d, const json& devices) {
-  d.Emit(kDevicesLeased, json{{"machine", d.state().lease.machine}, {"devices", devices}});
+void OnLeaseGranted(const RunKind& kind, Decision& d, const DeviceIds& devices) {
+  d.Emit(kDevicesLeased, json{{"machine", d.state().lease.machine}, {"devices", DeviceIdsJson(devices)}});
   kind.OnStart(d);
 }
 
@@ -105,7 +105,7 @@ void OnLeaseRefused(Decision& d, const std::string& error) {
 void ReleaseDevices(Decision& d, const std::string& reason) {
   const LeaseInfo& l = d.state().lease;
   if (l.phase != LeasePhase::kHeld) return;
-  json p = {{"machine", l.machine}, {"devices", l.granted}, {"reason", reason}};
+  json p = {{"machine", l.machine}, {"devices", DeviceIdsJson(l.granted)}, {"reason", reason}};
   if (std::string why = ServiceMayStillRun(d.state()); !why.empty()) p["quarantine"] = why;
   d.Emit(kDevicesReleased, std::move(p));
 }
@@ -141,9 +141,9 @@ std::string ServiceMayStillRun(const RunState& s) {
   return fmt::format("its service.stop did not finish ({})", TaskStatusName(stop->status));
 }
 
-void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devices) {
+void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const DeviceIds& devices) {
   const RunState& s = d.state();
-  if (s.terminal || s.lease.phase != LeasePhase::kWaiting || !devices.is_array() || devices.empty()) return;
+  if (s.terminal || s.lease.phase != LeasePhase::kWaiting || devices.empty()) return;
   for (const auto& [id, t] : s.tasks)
     if (IsQuarantineProbe(t) && (t.in_flight() || t.status == TaskStatus::kRetryWait)) return;  // one at a time
   const std::optional<DeviceNeed> need = kind.DevicesNeeded(s);
@@ -151,8 +151,7 @@ void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devic
   tasks::ProbeNpuSmi p;
   p.set_busy_threshold_mb(need->probe_payload.busy_threshold_mb());
   p.set_purpose(kQuarantineProbePurpose);
-  for (const auto& id : devices)
-    if (id.is_number_integer()) p.add_devices(id.get<int64_t>());
+  for (const DeviceId id : devices) p.add_devices(id);
   d.Schedule(p, PolicyFor("device-quarantine", kProbeTask));
 }
 
@@ -199,21 +198,28 @@ void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailur
 
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& p) {
   LeaseInfo& l = s.lease;
+  // Absent or null: none (an empty list).
+  const auto ids = [&](const char* key, const char* what) {
+    const json& v = Field(p, key);
+    return v.is_null() ? DeviceIds{} : DeviceIdsOrThrow(v, what);
+  };
   if (type == kDevicesRequested) {
     l.phase = LeasePhase::kWaiting;
     l.machine = p.value("machine", s.machine);
-    l.devices = p.value("devices", json(nullptr));
+    if (Field(p, "devices").is_null()) l.devices.reset();
+    else l.devices = ids("devices", "DevicesRequested.devices");
     l.count = p.value("count", 0);
-    l.free = p.value("free", json(nullptr));
-    l.busy = p.value("busy", json(nullptr));
+    l.free = ids("free", "DevicesRequested.free");
+    l.busy = ids("busy", "DevicesRequested.busy");
     l.requested_ms = s.updated_ms;
   } else if (type == kDevicesLeased) {
     l.phase = LeasePhase::kHeld;
-    l.granted = p.value("devices", json::array());
+    l.granted = ids("devices", "DevicesLeased.devices");
     // "Any free ones": from now on the run uses exactly the leased ones.
     // (The fold then decodes the spec's message again: engine.cc.)
-    if (!s.spec.value("devices", json(nullptr)).is_array()) s.spec["devices"] = l.granted;
+    if (!s.spec.value("devices", json(nullptr)).is_array()) s.spec["devices"] = DeviceIdsJson(l.granted);
   } else if (type == kDevicesReleased) {
+    (void)ids("devices", "DevicesReleased.devices");  // read as the audit reads them
     l.phase = LeasePhase::kReleased;
   } else if (type == kDevicesUnavailable) {
     l.phase = LeasePhase::kRefused;
@@ -234,7 +240,8 @@ json LeaseSummary(const RunKind& kind, const RunState& s) {
     const std::optional<DeviceNeed> need = kind.DevicesNeeded(s);
     j["count"] = need ? need->count : 0;
   }
-  j["devices"] = l.granted.is_array() ? l.granted : l.devices;
+  const bool granted = l.phase == LeasePhase::kHeld || l.phase == LeasePhase::kReleased;
+  j["devices"] = granted ? DeviceIdsJson(l.granted) : l.devices ? DeviceIdsJson(*l.devices) : json(nullptr);
   return j;
 }
 
@@ -243,20 +250,24 @@ std::string FindDoubleLease(const std::vector<proto::Event>& events) {
     std::string run;
     uint64_t since = 0;
   };
-  std::map<std::pair<std::string, std::string>, Holder> held;  // (machine, device) -> holder
+  std::map<std::pair<std::string, DeviceId>, Holder> held;  // (machine, device) -> holder
   for (const auto& e : events) {
     if (e.type() != kDevicesLeased && e.type() != kDevicesReleased) continue;
     Result<json> parsed = ParseJson(e.payload_json(), kMaxOwnJsonDepth);
-    if (!parsed.ok()) continue;
+    if (!parsed.ok() || !parsed->is_object())
+      return fmt::format("global position {}: run {}'s {} is not a JSON object", e.global_pos(), e.run_id(), e.type());
     const json& p = *parsed;
     const std::string machine = p.value("machine", "");
-    for (const auto& dev : p.value("devices", json::array())) {
-      const auto key = std::make_pair(machine, dev.dump());
+    auto ids = DeviceIdsFromJson(p.value("devices", json::array()), e.type() + ".devices");
+    if (!ids.ok())
+      return fmt::format("global position {}: run {}: {}", e.global_pos(), e.run_id(), ids.status().message());
+    for (const DeviceId dev : *ids) {
+      const auto key = std::make_pair(machine, dev);
       if (e.type() == kDevicesLeased) {
         auto it = held.find(key);
         if (it != held.end() && it->second.run != e.run_id())
           return fmt::format("global position {}: run {} leased device {} on {} while run {} held it (since position {})",
-                             e.global_pos(), e.run_id(), dev.dump(), machine, it->second.run, it->second.since);
+                             e.global_pos(), e.run_id(), dev, machine, it->second.run, it->second.since);
         held[key] = {e.run_id(), e.global_pos()};
       } else {
         auto it = held.find(key);

@@ -46,7 +46,7 @@ inline constexpr const char* kQuarantineProbePurpose = "quarantine_check";
 // null when any free ones will do (a probe finds them first).
 struct DeviceNeed {
   std::string machine;
-  json devices = nullptr;
+  std::optional<DeviceIds> devices;  // nullopt: any `count` free ones
   int count = 0;
   tasks::ProbeNpuSmi probe_payload;  // probe.npu_smi payload when devices is null
 };
@@ -68,8 +68,8 @@ bool IsLeaseProbe(const TaskInfo& task);
 void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const TaskResult& result);
 void OnLeaseProbeFailed(Decision& d, const TaskFailure& failure);
 // The broker's answers.
-Status CheckLeaseGrant(const RunState& s, const json& devices);
-void OnLeaseGranted(const RunKind& kind, Decision& d, const json& devices);
+Status CheckLeaseGrant(const RunState& s, const DeviceIds& devices);
+void OnLeaseGranted(const RunKind& kind, Decision& d, const DeviceIds& devices);
 void OnLeaseRefused(Decision& d, const std::string& error);
 // Gives the devices back if the run holds them (Finish does this too). When
 // the run's service may still be running the release carries `quarantine`
@@ -83,18 +83,22 @@ std::string ServiceMayStillRun(const RunState& s);
 
 // The broker asks a waiting run to probe quarantined devices (Input
 // kCheckDevices): one npu-smi probe task, unless one is already out.
-void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const json& devices);
+void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const DeviceIds& devices);
 bool IsQuarantineProbe(const TaskInfo& task);
 void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result);
 void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure);
 
-// Fold of the lease events (called by the engine's Apply).
+// Fold of the lease events (called by the engine's Apply). Device ids are
+// read with DeviceIdsOrThrow: a stored event whose ids are not integers
+// 0..4095 is corruption naming the event, never read leniently.
 bool ApplyLeaseEvent(RunState& s, const std::string& type, const json& payload);
 // The lease part of `npuprof show`.
 json LeaseSummary(const RunKind& kind, const RunState& s);
 
 // Audit over the whole log in global order: no device is ever held by two
-// runs at once. Returns the first violation ("" when none).
+// runs at once. Devices are keyed by their id as device_ids.h reads it; an
+// event whose ids do not read as ids is itself a violation. Returns the
+// first violation ("" when none).
 std::string FindDoubleLease(const std::vector<proto::Event>& global_order);
 
 }  // namespace npuprof::sm

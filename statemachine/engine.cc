@@ -144,6 +144,12 @@ bool ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     s.cancel_requested = true;
   } else if (type == ev::kWatchRequested) {
     s.watching.push_back(p.value("run_id", ""));
+  } else if (type == ev::kChildRunRequested) {
+    s.requested_children.push_back(p.value("run_id", ""));
+    // The kind keeps its own record of the child too (a sweep: its point).
+    if (kind == nullptr) return false;
+    kind->ApplyKindEvent(s, type, p);
+    return true;
   } else if (type == ev::kSignalReceived) {
     if (p.value("name", "") == ev::kSignalWatchedRunFinished) {
       const std::string done = p.value("payload", json::object()).value("run_id", "");

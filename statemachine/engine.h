@@ -41,9 +41,9 @@ struct Input {
   std::string by;
   // kSignal (payload in result)
   std::string signal;
-  // kLeaseGranted: the device ids (array); kLeaseRefused: why (in error);
-  // kCheckDevices: the quarantined device ids the run waits for (array)
-  json devices;
+  // kLeaseGranted: the device ids; kLeaseRefused: why (in error);
+  // kCheckDevices: the quarantined device ids the run waits for
+  DeviceIds devices;
 };
 
 class KindRegistry {

@@ -44,6 +44,13 @@ json BuildMemoryManifest(const RunState& s, const json& summary, const json& rep
   m["devices"] = service.value("devices", s.spec.value("devices", json(nullptr)));
   m["port"] = service.value("port", s.spec.value("port", json(nullptr)));
   m["serve_args"] = service.value("extra_args", json::array());
+  // The argv that ran, as the launch read it back from the target's launch
+  // record (what _serve.sh runs); `npuprof verify` checks its managed values
+  // against the spec.
+  m["serve_argv"] = service.value("serve_argv", json::array());
+  m["launch_record"] = service.contains("runtime_dir") && service["runtime_dir"].is_string()
+                           ? json(service["runtime_dir"].get<std::string>() + "/launch.json")
+                           : json(nullptr);
   for (const char* f : {"gpu_memory_utilization", "max_model_len", "enable_expert_parallel", "enforce_eager",
                         "speculative_config", "compilation_config", "additional_config", "quantization",
                         "max_tokens", "image_url", "msprof_mem_freq", "attach_run", "baseline_run"})

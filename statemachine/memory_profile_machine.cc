@@ -42,6 +42,13 @@ const run_specs::MemoryProfileSpec& Spec(const RunState& s) { return SpecOf<run_
 const std::string& Mode(const RunState& s) { return Spec(s).mode(); }
 bool Standalone(const RunState& s) { return Mode(s) == "standalone"; }
 
+// The service a standalone run's spec asks for (SpecService).
+tasks::ServiceLaunch StandaloneService(const RunState& s) {
+  tasks::ServiceLaunch p = BuildLaunchPayload(s.run_id, 1, Spec(s), MemoryServeArgs(Spec(s)));
+  p.set_served_model_name(MemoryServedName(Spec(s), s.run_id));
+  return p;
+}
+
 using Data = kind_data::MemoryProfileData;
 // The service record as a decision reads it: ServiceLaunched's keys plus the
 // status (the serve kind's record message, which the attached run's summary
@@ -225,8 +232,7 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
     p.set_phase(step);
     d.Schedule(p);
   } else if (step == "service") {
-    tasks::ServiceLaunch p = BuildLaunchPayload(s.run_id, 1, Spec(s), MemoryServeArgs(Spec(s)));
-    p.set_served_model_name(MemoryServedName(Spec(s), s.run_id));
+    tasks::ServiceLaunch p = StandaloneService(s);
     // The script the preflight wrote, else where it writes it.
     const std::string& written = v.data.preflight().wrap_script();
     p.set_wrap_script(!written.empty() ? written : MemoryWrapScriptPath(MachineOf(s), s.run_id));
@@ -435,6 +441,11 @@ std::optional<DeviceNeed> MemoryProfileMachine::DevicesNeeded(const RunState& s)
   // install_wrapper only writes a script.
   if (Mode(s) != "standalone") return std::nullopt;
   return ServiceDeviceNeed(s, Spec(s));
+}
+
+std::optional<tasks::ServiceLaunch> MemoryProfileMachine::SpecService(const RunState& s) const {
+  if (!Standalone(s)) return std::nullopt;
+  return StandaloneService(s);
 }
 
 void MemoryProfileMachine::OnStart(Decision& d) const {

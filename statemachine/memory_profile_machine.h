@@ -53,6 +53,7 @@ class MemoryProfileMachine : public RunKind {
   const TransitionTable& transitions() const override;
   Status ValidateSpec(json& spec) const override;
   std::optional<DeviceNeed> DevicesNeeded(const RunState& s) const override;
+  std::optional<tasks::ServiceLaunch> SpecService(const RunState& s) const override;
   void OnStart(Decision& d) const override;
   void OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const override;
   void OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const override;

@@ -158,7 +158,7 @@ Status ValidateMemorySpec(json& spec) {
   // served_model_name stays null unless given: the launch uses MemoryServedName (per run).
   ServiceDefaults defaults;
   defaults.stop_grace_s = 30;  // msprof exports after the app exits: give it time
-  return ValidateServiceSpec(spec, defaults);
+  return ValidateServiceSpec(spec, "memory-profile", defaults);
 }
 
 std::vector<std::string> MemoryServeArgs(const run_specs::MemoryProfileSpec& spec) {

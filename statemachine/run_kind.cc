@@ -19,6 +19,12 @@ void RunKind::ApplyKindEvent(RunState&, const std::string&, const json&) const {
 
 std::optional<DeviceNeed> RunKind::DevicesNeeded(const RunState&) const { return std::nullopt; }
 
+std::optional<tasks::ServiceLaunch> RunKind::SpecService(const RunState&) const { return std::nullopt; }
+
+std::optional<ChildRequest> RunKind::ChildRequestFor(const RunState&, const std::string&) const {
+  return std::nullopt;
+}
+
 json RunKind::Summary(const RunState& s) const {
   json outstanding = json::array();
   for (const auto& [id, t] : s.tasks) {

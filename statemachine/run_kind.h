@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "task_payloads.pb.h"
 #include "statemachine/decision.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/task_failure.h"
@@ -15,6 +16,14 @@
 #include "statemachine/transition_table.h"
 
 namespace npuprof::sm {
+
+// A run another run asked for (ChildRunRequested): what the broker submits
+// under `run_id` (statemachine/child_runs.h).
+struct ChildRequest {
+  std::string run_id;
+  std::string kind;
+  json spec;
+};
 
 class RunKind {
  public:
@@ -46,6 +55,18 @@ class RunKind {
   virtual void OnSignal(Decision& d, const std::string& name, const json& payload) const;
   // Called after CancelRequested was applied. Default: abandon and finish cancelled.
   virtual void OnCancel(Decision& d) const;
+
+  // The vLLM service the spec asks for, as the payload of its first
+  // service.launch (serve, torch-profile, standalone memory-profile; nullopt
+  // for a kind or mode that launches none). The kind schedules its launch
+  // from it, and verify compares the argv that ran with the one it gives
+  // (statemachine/launch_audit.h).
+  virtual std::optional<tasks::ServiceLaunch> SpecService(const RunState& s) const;
+
+  // What child `child_id` of parent is, for a kind whose runs ask for
+  // children (ChildRunRequested): the broker submits it. nullopt: the kind
+  // does not know that child (the default: a kind that asks for none).
+  virtual std::optional<ChildRequest> ChildRequestFor(const RunState& parent, const std::string& child_id) const;
 
   // Folds a kind-specific event (one the common Apply does not know) into state.
   virtual void ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const;

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "statemachine/device_ids.h"
+
 namespace google::protobuf {
 class Message;
 }
@@ -84,14 +86,15 @@ void to_json(json& j, LeasePhase phase) = delete;
 void from_json(const json& j, LeasePhase& phase) = delete;
 
 // The run's hold on NPUs of its machine (statemachine/device_lease.h).
+// Device ids are read once, by the fold, with the one parser of device_ids.h.
 struct LeaseInfo {
   LeasePhase phase = LeasePhase::kNone;
   std::string machine;
-  json devices = nullptr;     // requested ids (array), or null = any `count` free ones
+  std::optional<DeviceIds> devices;  // requested ids, or nullopt = any `count` free ones
   int count = 0;
-  json free = nullptr;        // probe view when devices were not given
-  json busy = nullptr;
-  json granted = nullptr;     // ids held (array) once granted
+  DeviceIds free;             // probe view when devices were not given
+  DeviceIds busy;
+  DeviceIds granted;          // ids held once granted (kHeld, then kReleased)
   uint64_t request_pos = 0;   // global position of DevicesRequested (FIFO order); 0 = not stored yet
   int64_t requested_ms = 0;
 };
@@ -138,6 +141,10 @@ struct RunState {
   int recoveries = 0;
   LeaseInfo lease;
   std::vector<std::string> watching;  // runs whose end this run waits for (WatchRequested)
+  // Runs this run asked the broker to start (ChildRunRequested), in order:
+  // folded for every kind, so whether a run has children never depends on
+  // its kind's name (statemachine/child_runs.h).
+  std::vector<std::string> requested_children;
   int next_task_no = 1;
   int next_timer_no = 1;
 

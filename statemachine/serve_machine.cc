@@ -153,14 +153,18 @@ Status ServeMachine::ValidateSpec(json& spec) const {
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
   // watch_poll_s: how often a ready service's process is checked (0 = never).
   if (Status s = CheckIntRange(spec, "watch_poll_s", 10, 0, 3600); !s.ok()) return s;
-  return ValidateServiceSpec(spec);
+  return ValidateServiceSpec(spec, name());
 }
 
 std::optional<DeviceNeed> ServeMachine::DevicesNeeded(const RunState& s) const { return ServiceDeviceNeed(s, Spec(s)); }
 
+std::optional<tasks::ServiceLaunch> ServeMachine::SpecService(const RunState& s) const {
+  return BuildLaunchPayload(s.run_id, 1, Spec(s));
+}
+
 void ServeMachine::OnStart(Decision& d) const {
   d.Transition("launching");
-  d.Schedule(BuildLaunchPayload(d.state().run_id, 1, Spec(d.state())));
+  d.Schedule(*SpecService(d.state()));
 }
 
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {

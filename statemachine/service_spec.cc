@@ -8,8 +8,11 @@
 
 #include "common/json_field.h"
 #include "run_specs.pb.h"
-#include "statemachine/task_result.h"
+#include "statemachine/device_ids.h"
+#include "statemachine/managed_flags.h"
+#include "statemachine/serve_argv.h"
 #include "statemachine/spec_checks.h"
+#include "statemachine/task_result.h"
 
 namespace npuprof::sm {
 
@@ -47,38 +50,21 @@ Status CheckServedName(const json& spec) {
   return Status::Ok();
 }
 
-// "0,1,2" -> [0,1,2]; arrays kept; null kept.
+// "0,1,2" -> [0,1,2]; arrays kept; null kept. Read with the one device-id
+// parser (device_ids.h): what is not a list of indices is refused here.
 Status NormaliseDevices(json& spec, int64_t ranks) {
   json& d = spec["devices"];
   if (d.is_null()) return Status::Ok();
-  if (d.is_string()) {
-    const std::string s = d;
-    json arr = json::array();
-    std::string cur;
-    for (size_t i = 0; i <= s.size(); ++i) {
-      if (i == s.size() || s[i] == ',') {
-        if (cur.empty() || cur.size() > 4 || !std::all_of(cur.begin(), cur.end(), ::isdigit))
-          return Status::Invalid(fmt::format("devices '{}' is not a list of device indices: use e.g. --devices 0,1", s));
-        arr.push_back(std::stoi(cur));
-        cur.clear();
-      } else {
-        cur.push_back(s[i]);
-      }
-    }
-    d = arr;
-  }
-  if (!d.is_array()) return Status::Invalid("devices must be a list of device indices, e.g. [0,1], or null");
-  std::set<int64_t> seen;
-  for (const auto& x : d) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 4095)
-      return Status::Invalid(fmt::format("devices {} holds {}: device indices are integers 0..4095", d.dump(), x.dump()));
-    if (!seen.insert(x.get<int64_t>()).second)
-      return Status::Invalid(fmt::format("devices {} lists device {} twice", d.dump(), x.dump()));
-  }
-  if (static_cast<int64_t>(d.size()) != ranks)
+  Result<DeviceIds> ids = d.is_string() ? ParseDeviceIdText(d.get<std::string>()) : DeviceIdsFromJson(d, "devices");
+  if (!ids.ok()) return ids.status();
+  d = DeviceIdsJson(*ids);
+  std::set<DeviceId> seen;
+  for (DeviceId x : *ids)
+    if (!seen.insert(x).second) return Status::Invalid(fmt::format("devices {} lists device {} twice", d.dump(), x));
+  if (static_cast<int64_t>(ids->size()) != ranks)
     return Status::Invalid(fmt::format("devices lists {} device(s) but tp*dp = {}: give exactly {} (or omit "
                                        "--devices to pick free NPUs)",
-                                       d.size(), ranks, ranks));
+                                       ids->size(), ranks, ranks));
   return Status::Ok();
 }
 
@@ -117,38 +103,32 @@ Status CheckEnv(json& spec) {
   return Status::Ok();
 }
 
-// Flags npuprof sets itself; the option to use instead. --host is not among
-// them on purpose: the service listens on 127.0.0.1 (npuprof reaches it
-// through its SSH tunnel) unless the user's --host says otherwise.
-const char* ManagedFlag(const std::string& arg) {
-  static const std::vector<std::pair<std::string, const char*>> kManaged = {
-      {"--port", "--port"},
-      {"--tensor-parallel-size", "--tp"},
-      {"-tp", "--tp"},
-      {"--data-parallel-size", "--dp"},
-      {"-dp", "--dp"},
-      {"--served-model-name", "--served-model-name"},
-      {"--model", "--model"}};
-  for (const auto& [flag, use] : kManaged)
-    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return use;
-  return nullptr;
-}
-
-Status CheckExtraArgs(json& spec) {
+Status CheckExtraArgs(json& spec, std::string_view kind) {
   json& a = spec["extra_args"];
   if (a.is_null()) a = json::array();
   if (!a.is_array()) return Status::Invalid("extra_args must be a list of strings (CLI: after --)");
+  std::vector<std::string> args;
   for (const auto& x : a) {
     if (!x.is_string() || HasControlChar(x.get<std::string>()) || x.get<std::string>().size() > 65536)
       return Status::Invalid(fmt::format("extra_args holds {}: each argument must be a one-line string", x.dump()));
-    if (const char* use = ManagedFlag(x.get<std::string>()))
-      return Status::Invalid(fmt::format(
-          "extra_args: {} is set by npuprof; use {} instead (npuprof manages --port, --tensor-parallel-size/-tp, "
-          "--data-parallel-size/-dp, --served-model-name and --model; --host may be given and replaces the "
-          "default 127.0.0.1)",
-          x.get<std::string>(), use));
+    args.push_back(x.get<std::string>());
   }
-  return Status::Ok();
+  // The flags npuprof sets, derives or records are never taken from extra args.
+  return sm::CheckExtraArgs(kind, args);
+}
+
+// The address vLLM listens on: one npuprof reaches at 127.0.0.1 on the target.
+Status CheckHost(json& spec) {
+  if (!spec.contains("host") || spec["host"].is_null() || spec["host"] == "") {
+    spec["host"] = nullptr;
+    return Status::Ok();
+  }
+  const json& h = spec["host"];
+  if (h.is_string() && (h == kDefaultServiceHost || h == "0.0.0.0" || h == "::")) return Status::Ok();
+  return Status::Invalid(fmt::format(
+      "host {} is not allowed: npuprof reaches the service at 127.0.0.1 on the target, so it must listen there: "
+      "use --host 127.0.0.1 (the default), 0.0.0.0 or :: (every interface)",
+      h.is_string() ? "'" + h.get<std::string>() + "'" : h.dump()));
 }
 
 void DefaultNull(json& spec, const char* field) {
@@ -157,7 +137,7 @@ void DefaultNull(json& spec, const char* field) {
 
 }  // namespace
 
-Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults) {
+Status ValidateServiceSpec(json& spec, std::string_view kind, const ServiceDefaults& defaults) {
   if (Status s = CheckAbsPath(spec, "model", true, "pass --model /abs/path/of/the/model/dir/on/the/target"); !s.ok())
     return s;
   DefaultNull(spec, "served_model_name");
@@ -171,7 +151,8 @@ Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults) {
     if (Status s = CheckIntRange(spec, "port", 0, 1, 65535); !s.ok())
       return Status::Invalid(s.message() + " (omit --port to use a free port on the target)");
   if (Status s = CheckEnv(spec); !s.ok()) return s;
-  if (Status s = CheckExtraArgs(spec); !s.ok()) return s;
+  if (Status s = CheckHost(spec); !s.ok()) return s;
+  if (Status s = CheckExtraArgs(spec, kind); !s.ok()) return s;
   DefaultNull(spec, "wrap_script");
   if (Status s = CheckAbsPath(spec, "wrap_script", false, "give the absolute path of the wrap script on the target");
       !s.ok())
@@ -257,6 +238,7 @@ tasks::ServiceLaunch BuildLaunchPayload(const std::string& run_id, int launch_no
   if (const auto devices = SpecDevices(spec.devices()))
     for (int64_t d : *devices) p.add_devices(static_cast<int32_t>(d));
   if (spec.has_port()) p.set_port(spec.port());
+  if (spec.has_host()) p.set_host(spec.host());
   auto& env = *p.mutable_env();
   AddKindEnv(env, kind_env);
   for (const auto& [k, v] : spec.env()) env[k] = v;

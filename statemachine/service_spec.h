@@ -7,14 +7,17 @@
 //   served_model_name  name the API serves; default: vLLM's (the model path)
 //   tp, dp             >= 1 (default 1)
 //   devices            list of device indices (logical ids), exactly tp*dp of
-//                      them, or null = pick free NPUs at launch ("0,1" accepted)
+//                      them, or null = any free NPUs, found by the device lease
+//                      before the launch ("0,1" accepted; device_ids.h)
 //   port               1..65535, or null = a free port found on the target
 //   env                {NAME: "value"}: NAME a shell variable name, not one that
 //                      looks like a secret (put those in the machine's env script)
-//   extra_args         extra `vllm serve` arguments; flags npuprof manages
-//                      (--port, -tp, -dp, --served-model-name, --model) are
-//                      refused with the option to use instead. --host is
-//                      allowed on purpose: it replaces npuprof's 127.0.0.1
+//   host               null = 127.0.0.1; else "127.0.0.1", "0.0.0.0" or "::"
+//                      (npuprof reaches the service at 127.0.0.1 on the target)
+//   extra_args         extra `vllm serve` arguments; one that spells a flag
+//                      the kind manages (statemachine/managed_flags.h: the
+//                      fields above and what the kind adds) is refused,
+//                      naming the flag and the option to use instead
 //   wrap_script        absolute path of a script run as `bash WRAP _serve.sh RUNTIME`, or null
 //   health_timeout_s   readiness deadline (default 300)
 //   stop_grace_s       wait after SIGINT and after SIGTERM (default 10)
@@ -24,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <google/protobuf/repeated_field.h>
@@ -60,9 +64,10 @@ struct ServiceDefaults {
   int64_t stop_grace_s = 10;
 };
 
-// Checks and normalises the service fields of spec in place. The error names
-// the field and the fix; nothing has run when it fails.
-Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults = {});
+// Checks and normalises the service fields of spec in place, for a run of
+// `kind` (serve, torch-profile, memory-profile: which flags it manages). The
+// error names the field and the fix; nothing has run when it fails.
+Status ValidateServiceSpec(json& spec, std::string_view kind, const ServiceDefaults& defaults = {});
 
 // The machine record's runtime_base (default kDefaultRuntimeBase), without
 // trailing slashes. May start with "~/".

@@ -9,6 +9,7 @@
 #include "run_specs.pb.h"
 #include "statemachine/event_types.h"
 #include "statemachine/kind_schemas.h"
+#include "statemachine/managed_flags.h"
 #include "statemachine/spec_checks.h"
 #include "statemachine/typed_data.h"
 #include "statemachine/typed_spec.h"
@@ -84,6 +85,33 @@ void FinishIfAllEnded(Decision& d) {
   d.Finish(RunStatus::kFailed, fmt::format("partial: {} of {} points ok; {}", ok, ch.size(), fmt::join(parts, "; ")));
 }
 
+// The child spec's value of a managed option's field equals the point's
+// value for that key (as written: "0.9" for 0.9, "true" for true).
+bool SameValue(const json& given, const json& point_value) {
+  const std::string text = point_value.is_string() ? point_value.get<std::string>() : point_value.dump();
+  if (given.is_string()) return given.get<std::string>() == text;
+  if (given.is_boolean()) return text == (given.get<bool>() ? "true" : "false");
+  if (given.is_number()) {
+    const json parsed = json::parse(text, nullptr, false);
+    return parsed.is_number() && parsed.get<double>() == given.get<double>();
+  }
+  return given.is_null() && (text == "null" || text.empty());
+}
+
+Status CheckPointGivesItsValues(const std::string& child_kind, const json& point, const json& child) {
+  for (auto it = point.begin(); it != point.end(); ++it) {
+    const auto field = ManagedFieldOfOption(child_kind, "--" + it.key());
+    if (!field) continue;
+    const json& given = child.contains(*field) ? child[*field] : json(nullptr);
+    if (!SameValue(given, it.value()))
+      return Status::Invalid(fmt::format("the point says {}={} but its spec gives {} = {}; a point's spec must be "
+                                         "what the point says (npuprof submit sweep builds both)",
+                                         it.key(), it->is_string() ? it->get<std::string>() : it->dump(), *field,
+                                         given.dump()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string SweepPointText(const json& point) {
@@ -114,25 +142,10 @@ std::optional<ChildRequest> RequestOf(const RunState& parent, const Child& c) {
 
 }  // namespace
 
-std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id) {
-  if (parent.kind != "sweep") return std::nullopt;
+std::optional<ChildRequest> SweepMachine::ChildRequestFor(const RunState& parent, const std::string& child_id) const {
   for (const auto& c : ChildrenOrNone(parent))
-    if (c.run_id() == run_id) return RequestOf(parent, c);
+    if (c.run_id() == child_id) return RequestOf(parent, c);
   return std::nullopt;
-}
-
-bool HasChildRuns(const RunState& parent) {
-  // Any kind may ask for children: the key, not the kind's message, says so.
-  const json& children = Field(parent.data, "children");
-  return children.is_array() && !children.empty();
-}
-
-std::vector<ChildRequest> RequestedChildren(const RunState& parent) {
-  std::vector<ChildRequest> out;
-  if (parent.kind != "sweep") return out;
-  for (const auto& c : ChildrenOrNone(parent))  // one decode of the data for all of them
-    if (auto r = RequestOf(parent, c)) out.push_back(std::move(*r));
-  return out;
 }
 
 std::vector<std::string> UnfinishedChildren(const RunState& parent) {
@@ -177,6 +190,9 @@ Status SweepMachine::ValidateSpec(json& spec) const {
     if (key.empty() || !values.is_array() || values.empty())
       return Status::Invalid("grid: every entry needs a key and at least one value (--grid KEY=V1,V2)");
     if (!keys.insert(key).second) return Status::Invalid(fmt::format("grid: key '{}' is given twice", key));
+    // The managed-flag rule (managed_flags.h): a vLLM spelling of a flag the
+    // child kind sets from another option is refused, naming that option.
+    if (Status st = CheckGridKey(child_kind, key); !st.ok()) return st;
     product *= values.size();
     if (product > kMaxSweepPoints)
       return Status::Invalid(fmt::format("grid: more than {} points; split the sweep", kMaxSweepPoints));
@@ -198,6 +214,9 @@ Status SweepMachine::ValidateSpec(json& spec) const {
       return Status::Invalid(fmt::format("grid point {} ({}): a sweep's points each pick a free port; drop --port",
                                          i, PointText(p["point"])));
     if (Status st = kind->ValidateSpec(child); !st.ok())
+      return Status::Invalid(fmt::format("grid point {} ({}): {}", i, PointText(p["point"]), st.message()));
+    // A key that is a managed flag's option labels what the child is given.
+    if (Status st = CheckPointGivesItsValues(child_kind, p["point"], child); !st.ok())
       return Status::Invalid(fmt::format("grid point {} ({}): {}", i, PointText(p["point"]), st.message()));
     // Judged as the child's submission will be, so a sweep is refused now
     // rather than its children later.
@@ -318,7 +337,8 @@ json SweepMachine::Summary(const RunState& s) const {
 json SweepMachine::Manifest(const RunState& s) const {
   json j = Summary(s);
   json specs = json::array();
-  for (const auto& r : RequestedChildren(s)) specs.push_back({{"run_id", r.run_id}, {"spec", r.spec}});
+  for (const auto& c : ChildrenOrNone(s))  // one decode of the data for all of them
+    if (auto r = RequestOf(s, c)) specs.push_back({{"run_id", r->run_id}, {"spec", r->spec}});
   j["child_specs"] = std::move(specs);
   return j;
 }

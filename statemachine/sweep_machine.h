@@ -19,7 +19,8 @@
 //
 // Child ids are derived: "<sweep id>-p<index>" (index from 0, in grid
 // order). OnStart emits ChildRunRequested + WatchRequested per point; the
-// broker submits each child with that id (idempotent: a crash at any point
+// broker submits each child (ChildRequestFor: the point's kind and spec,
+// statemachine/child_runs.h) with that id (idempotent: a crash at any point
 // never submits a child twice) and delivers watched_run_finished when it
 // ends. The sweep ends once every child has: ok when all are ok, else
 // failed with sweep_status "partial" and each point's status. Cancel asks
@@ -39,25 +40,11 @@ inline constexpr size_t kMaxSweepPoints = 64;
 inline constexpr size_t kMaxSweepIdLength = 58;  // + "-p63" stays within a run id's 64 characters
 inline constexpr const char* kSweepChildFinished = "SweepChildFinished";
 
-// The child a sweep asked for: what the broker submits under `run_id`.
-struct ChildRequest {
-  std::string run_id;
-  std::string kind;
-  json spec;
-};
-
-// The child run_id of `parent` (a sweep) asked for, or nullopt.
-std::optional<ChildRequest> RequestedChild(const RunState& parent, const std::string& run_id);
 // A grid point as "key=value key=value" in the point's key order (strings
 // unquoted); empty for a point that is not an object.
 std::string SweepPointText(const json& point);
 
-// Whether the run has asked for child runs (ChildRunRequested): what the
-// broker looks at, never the run's kind.
-bool HasChildRuns(const RunState& parent);
-// Every child `parent` asked for, in point order (empty for other kinds).
-std::vector<ChildRequest> RequestedChildren(const RunState& parent);
-// Children not known to have ended (what a cancel must reach).
+// Children of a sweep not known to have ended (what its cancel must reach).
 std::vector<std::string> UnfinishedChildren(const RunState& parent);
 std::string SweepChildId(const std::string& sweep_id, size_t index);
 
@@ -68,6 +55,7 @@ class SweepMachine : public RunKind {
   const TransitionTable& transitions() const override;
   Status ValidateSpec(json& spec) const override;
   void OnStart(Decision& d) const override;
+  std::optional<ChildRequest> ChildRequestFor(const RunState& parent, const std::string& child_id) const override;
   void OnTaskSucceeded(Decision&, const TaskInfo&, const TaskResult&) const override {}
   void OnTaskFailed(Decision&, const TaskInfo&, const TaskFailure&) const override {}
   bool AcceptsSignal(std::string_view name) const override;

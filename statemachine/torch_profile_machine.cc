@@ -129,7 +129,7 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 
 void StartLaunch(Decision& d) {
   d.Transition("launching");
-  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, Spec(d.state())));
+  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, Spec(d.state())));  // = SpecService
 }
 
 void ScheduleControl(Decision& d, const std::string& action) {
@@ -236,6 +236,10 @@ Status TorchProfileMachine::ValidateSpec(json& spec) const { return ValidateTorc
 
 std::optional<DeviceNeed> TorchProfileMachine::DevicesNeeded(const RunState& s) const {
   return ServiceDeviceNeed(s, Spec(s));
+}
+
+std::optional<tasks::ServiceLaunch> TorchProfileMachine::SpecService(const RunState& s) const {
+  return TorchProfileLaunchPayload(s.run_id, Spec(s));
 }
 
 void TorchProfileMachine::OnStart(Decision& d) const {

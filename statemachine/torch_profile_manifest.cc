@@ -82,6 +82,12 @@ json TorchProfileManifest(const RunState& s) {
   json service = StepRecord(LastTask(s, kServiceLaunchTask));
   if (service.is_object()) service["ready"] = StepRecord(LastTask(s, kServiceWaitReadyTask));
   m["service_result"] = service;
+  // The argv that ran, as the launch read it back from the target's launch
+  // record; `npuprof verify` checks its managed values against the spec.
+  m["serve_argv"] = service.is_object() ? service.value("serve_argv", json::array()) : json::array();
+  m["launch_record"] = service.is_object() && service.contains("runtime_dir") && service["runtime_dir"].is_string()
+                           ? json(service["runtime_dir"].get<std::string>() + "/launch.json")
+                           : json(nullptr);
   m["start_profile"] = StepRecord(LastTask(s, kTpControlTask, "start_profile"));
   m["stop_profile"] = StepRecord(LastTask(s, kTpControlTask, "stop_profile"));
   const json wave = StepRecord(LastTask(s, kTpRequestsTask, "wave"));

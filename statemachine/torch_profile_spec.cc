@@ -161,7 +161,7 @@ Status ValidateTorchProfileSpec(json& spec) {
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
   // Service fields shared with the other service kinds: devices, port, env,
   // extra_args, wrap_script, health_timeout_s, stop_grace_s.
-  return ValidateServiceSpec(spec);
+  return ValidateServiceSpec(spec, "torch-profile");
 }
 
 int ExpectedRanks(const run_specs::TorchProfileSpec& spec) {

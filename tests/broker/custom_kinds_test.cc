@@ -25,6 +25,7 @@
 #include "broker/verify_runner.h"
 #include "npuprof.pb.h"
 #include "proto/wire.h"
+#include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
 #include "store/event_store.h"
 
@@ -480,6 +481,109 @@ TEST_F(ThrowingKindTest, AProjectionThatThrowsOutsideARequestIsNamedAndTheBroker
   EXPECT_NE(built_on.error().find("baseline_run: run 'unr1' cannot be read (no summary of this state"), std::string::npos)
       << built_on.error();
   EXPECT_FALSE(client_->Call("show", json{{"run_id", "w2"}}).ok()) << "w2 was not submitted";
+}
+
+// A kind that needs any 2 NPUs of machine "m1" and cannot fail while queued
+// (no queued -> failed move): a lease refusal is a decision it rejects.
+class UnrefusableKind : public sm::RunKind {
+ public:
+  std::string_view name() const override { return "test-unrefusable"; }
+  const sm::TransitionTable& transitions() const override {
+    static const sm::TransitionTable table({{"queued", "running"}, {"queued", "cancelled"}, {"running", "completed"}},
+                                           {"completed", "cancelled"});
+    return table;
+  }
+  Status ValidateSpec(sm::json&) const override { return Status::Ok(); }
+  std::optional<sm::DeviceNeed> DevicesNeeded(const sm::RunState&) const override {
+    sm::DeviceNeed n;
+    n.machine = "m1";
+    n.count = 2;
+    n.probe_payload.set_purpose(sm::kLeaseProbePurpose);
+    return n;
+  }
+  void OnStart(sm::Decision& d) const override { d.Transition("running"); }
+  void OnTaskSucceeded(sm::Decision&, const sm::TaskInfo&, const sm::TaskResult&) const override {}
+  void OnTaskFailed(sm::Decision&, const sm::TaskInfo&, const sm::TaskFailure&) const override {}
+};
+
+class LeaseRefusalTest : public CustomKindsTest {
+ protected:
+  const sm::KindRegistry& Kinds() const override {
+    static const sm::KindRegistry* kinds = [] {
+      auto* r = new sm::KindRegistry;
+      r->Register(std::make_unique<UnrefusableKind>());
+      return r;
+    }();
+    return *kinds;
+  }
+  // A worker whose npu-smi probe sees one free NPU on any machine.
+  void StartProbeWorker() {
+    worker_ = std::thread([this] {
+      zmq::socket_t sock(ctx_, zmq::socket_type::dealer);
+      sock.set(zmq::sockopt::linger, 0);
+      sock.set(zmq::sockopt::routing_id, "probe-worker");
+      sock.connect(wire::IpcEndpointFor(dir_));
+      auto send = [&](const proto::WorkerToBroker& m) { wire::SendFrames(sock, {wire::kWorkerHeader, m.SerializeAsString()}); };
+      proto::WorkerToBroker ready;
+      ready.mutable_ready()->set_worker_id("probe-worker");
+      ready.mutable_ready()->add_task_kinds("probe.npu_smi");
+      ready.mutable_ready()->set_capacity(4);
+      send(ready);
+      while (!stop_) {
+        zmq::pollitem_t items[] = {{sock.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, 50ms);
+        while (auto frames = wire::RecvFrames(sock, true)) {
+          proto::BrokerToWorker msg;
+          if (frames->size() < 2 || !msg.ParseFromString((*frames)[1])) continue;
+          proto::WorkerToBroker out;
+          if (!msg.has_task()) {
+            out.set_heartbeat(true);
+            send(out);
+            continue;
+          }
+          proto::TaskResult* r = out.mutable_result();
+          r->set_task_id(msg.task().task_id());
+          r->set_run_id(msg.task().run_id());
+          r->set_attempt(msg.task().attempt());
+          r->set_ok(true);
+          r->set_result_json(json{{"free_devices", {0}}, {"busy_devices", json::array()}}.dump());
+          send(out);
+        }
+      }
+    });
+  }
+};
+
+// The scheduler takes a refused run off its queue, as it marks a granted one
+// held. A refusal the run does not take (its decision is rejected, so
+// nothing is committed) leaves the run queued: it must go back into the
+// scheduler, as a grant it did not take does, not vanish from it (before,
+// `runs` showed it queued with nothing it waited for, and it was never
+// scheduled again).
+TEST_F(LeaseRefusalTest, ARefusalTheRunDoesNotTakeLeavesItInTheScheduler) {
+  StartBroker();
+  StartProbeWorker();
+  ASSERT_EQ(Call("submit", json{{"kind", "test-unrefusable"}, {"run_id", "ref1"}, {"spec", json::object()}})
+                .value("run_id", ""),
+            "ref1");
+  // The probe's answer is recorded, then the scheduler refuses (1 free of 2).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  json shown, evs;
+  bool requested = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    evs = Call("events", json{{"run_id", "ref1"}})["events"];
+    for (const auto& e : evs) requested |= e["type"] == sm::kDevicesRequested;
+    shown = Call("show", json{{"run_id", "ref1"}});
+    if (requested && shown.contains("waiting_for")) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(requested) << evs.dump();
+  EXPECT_EQ(shown.value("state", ""), "queued") << shown.dump();
+  ASSERT_TRUE(shown.contains("waiting_for")) << "the refused run is still in the scheduler: " << shown.dump();
+  EXPECT_EQ(shown["waiting_for"].value("count", 0), 2) << shown.dump();
+  for (const auto& e : evs) EXPECT_NE(e["type"], sm::kDevicesUnavailable) << "the refusal was not committed";
+  Call("cancel", json{{"run_id", "ref1"}});
+  EXPECT_EQ(WaitFinished("ref1").value("status", ""), "cancelled");
 }
 
 }  // namespace

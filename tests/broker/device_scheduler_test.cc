@@ -9,7 +9,7 @@ namespace {
 
 using json = nlohmann::json;
 
-sm::LeaseInfo Explicit(json devices, const std::string& machine = "m1") {
+sm::LeaseInfo Explicit(sm::DeviceIds devices, const std::string& machine = "m1") {
   sm::LeaseInfo l;
   l.phase = sm::LeasePhase::kWaiting;
   l.machine = machine;
@@ -18,7 +18,7 @@ sm::LeaseInfo Explicit(json devices, const std::string& machine = "m1") {
   return l;
 }
 
-sm::LeaseInfo Any(int count, json free, json busy = json::array()) {
+sm::LeaseInfo Any(int count, sm::DeviceIds free, sm::DeviceIds busy = {}) {
   sm::LeaseInfo l;
   l.phase = sm::LeasePhase::kWaiting;
   l.machine = "m1";
@@ -107,7 +107,7 @@ TEST(DeviceScheduler, AnyRequestTakesFreeOnesAndWaitsForOursButRefusesForeignBus
   s.Schedule(&g, &r);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "a");
-  EXPECT_EQ(g[0].devices, json({2, 3}));
+  EXPECT_EQ(g[0].devices, (sm::DeviceIds{2, 3}));
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].run_id, "c");
   EXPECT_NE(r[0].error.find("needs 6 free NPU(s)"), std::string::npos) << r[0].error;
@@ -117,7 +117,7 @@ TEST(DeviceScheduler, AnyRequestTakesFreeOnesAndWaitsForOursButRefusesForeignBus
   s.Schedule(&g, &r);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "b");
-  EXPECT_EQ(g[0].devices, json({0, 1}));
+  EXPECT_EQ(g[0].devices, (sm::DeviceIds{0, 1}));
 }
 
 TEST(DeviceScheduler, SyncRebuildsFromRunState) {
@@ -150,7 +150,7 @@ TEST(DeviceScheduler, QuarantinedDevicesAreGrantedToNobodyUntilCleared) {
   EXPECT_TRUE(r.empty());
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].run_id, "a");
-  EXPECT_EQ(c[0].devices, json({0, 1}));
+  EXPECT_EQ(c[0].devices, (sm::DeviceIds{0, 1}));
   const json why = s.WaitingFor("a");
   EXPECT_NE(why.value("reason", "").find("quarantined: run old's service may still be running"), std::string::npos)
       << why.dump();
@@ -158,8 +158,8 @@ TEST(DeviceScheduler, QuarantinedDevicesAreGrantedToNobodyUntilCleared) {
   ASSERT_EQ(q.size(), 2u);
   EXPECT_EQ(q[0].value("run_id", ""), "old");
   EXPECT_EQ(q[0].value("since_ms", 0), 5000);
-  EXPECT_EQ(s.QuarantinedAmong("m1", {1, 2}), json({1}));
-  EXPECT_EQ(s.QuarantinedAmong("m2", {1}), json::array());
+  EXPECT_EQ(s.QuarantinedAmong("m1", {1, 2}), (sm::DeviceIds{1}));
+  EXPECT_TRUE(s.QuarantinedAmong("m2", {1}).empty());
   s.Clear("m1", {0});
   EXPECT_TRUE(GrantedRuns(s).empty()) << "device 1 is still quarantined";
   s.Clear("m1", {1});
@@ -178,11 +178,11 @@ TEST(DeviceScheduler, AnyRequestSkipsQuarantinedCandidatesAndAsksForACheckWhenSh
   auto [g, r, c] = ScheduleAll(s);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "a");
-  EXPECT_EQ(g[0].devices, json({1, 2, 3})) << "the quarantined device is never picked";
+  EXPECT_EQ(g[0].devices, (sm::DeviceIds{1, 2, 3})) << "the quarantined device is never picked";
   EXPECT_TRUE(r.empty()) << "b can get 4 once 0 is cleared: it waits";
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].run_id, "b");
-  EXPECT_EQ(c[0].devices, json({0}));
+  EXPECT_EQ(c[0].devices, (sm::DeviceIds{0}));
   EXPECT_NE(s.WaitingFor("b").value("reason", "").find("quarantined"), std::string::npos);
 }
 

@@ -104,13 +104,13 @@ TEST(BrokerMetrics, RecoveredRunsCountAsActiveUntilTheyFinish) {
 TEST(BrokerMetrics, TurnGaugesTimingsAndClientVerbs) {
   BrokerMetrics m;
   DeviceScheduler leases;
-  leases.Hold("a", "m1", json::array({0, 1, 2}));
+  leases.Hold("a", "m1", {0, 1, 2});
   sm::LeaseInfo wants;
   wants.machine = "m1";
-  wants.devices = json::array({2});
+  wants.devices = sm::DeviceIds{2};
   wants.count = 1;
   leases.Wait("b", wants, 10);
-  leases.Hold("c", "m2", json::array({0}));
+  leases.Hold("c", "m2", {0});
   WorkerRegistry workers;
   workers.Upsert("w1").capacity = 8;
   workers.Upsert("w2").capacity = 4;

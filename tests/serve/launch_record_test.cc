@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "statemachine/task_schema.h"
+#include "common/status.h"
 #include "task_payloads.pb.h"
 #include "workers/handlers/launch_record.h"
 #include "workers/handlers/service_scripts.h"
@@ -26,16 +27,59 @@ json Published() {
   p.set_model("/models/m");
   p.set_tp(2);
   p.set_port(18001);
+  p.add_devices(0);
+  p.add_devices(1);
   (*p.mutable_env())["HCCL_BUFFSIZE"] = "200";
   p.add_extra_args("--enforce-eager");
-  json rec = LaunchRecordFromPayload(p, kRt, "/opt/env.sh");
-  rec["devices"] = {0, 1};  // what the handler picks before it publishes
+  json rec = LaunchRecordFromPayload(p, kRt, "/opt/env.sh").value();
   rec["service_marker"] = "NPUPROF_SERVICE=r1/service-1";
   rec["argv"] = ServeArgv(rec);
+  // A record written before leases also says how its launch picked devices.
   rec["device_selection"] = {{"free_devices", {0, 1, 2}},
                              {"busy_devices", {{{"device", 3}, {"used_mb", 61440}, {"pids", {4242}},
                                                 {"reason", "61440 MB in use by pid 4242"}}}}};
   return rec;
+}
+
+tasks::ServiceLaunch LeasedPayload(std::vector<int32_t> devices) {
+  tasks::ServiceLaunch p;
+  p.set_run_id("r1");
+  p.set_model("/models/m");
+  for (int32_t d : devices) p.add_devices(d);
+  return p;
+}
+
+// The launch runs on the run's leased devices and picks none of its own.
+TEST(LaunchRecord, ALaunchUsesTheLeasedDevicesOnly) {
+  auto none = LaunchRecordFromPayload(LeasedPayload({}), kRt, "");
+  ASSERT_FALSE(none.ok()) << "no leased devices: refused, not picked from npu-smi";
+  EXPECT_NE(none.status().message().find("picks none of its own"), std::string::npos) << none.status().message();
+  auto leased = LaunchRecordFromPayload(LeasedPayload({4, 5}), kRt, "");
+  ASSERT_TRUE(leased.ok());
+  EXPECT_EQ((*leased)["devices"], json({4, 5}));
+  // A record in force (another attempt's, read back) must name the lease.
+  auto read = DecodeLaunchRecord(kRt, Published().dump());
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_TRUE(CheckRecordDevices(*read, LeasedPayload({0, 1}), kRt).ok());
+  const Status other = CheckRecordDevices(*read, LeasedPayload({4, 5}), kRt);
+  EXPECT_EQ(other.code(), Code::kCorruption);
+  EXPECT_NE(other.message().find(kRt + "/launch.json names devices [0,1] but the run leased [4,5]"),
+            std::string::npos)
+      << other.message();
+}
+
+// What _serve.sh runs is the record's argv: the argv the launch reports.
+TEST(LaunchRecord, TheScriptRunsTheArgvTheRecordHolds) {
+  json rec = Published();
+  rec["runtime_dir"] = kRt;
+  EXPECT_EQ(ArgvToRun(rec), ServeArgv(rec));
+  rec["argv"] = {"vllm", "serve", "/models/m", "--gpu-memory-utilization", "0.5"};
+  EXPECT_EQ(ArgvToRun(rec), rec["argv"].get<std::vector<std::string>>());
+  auto script = ServeScript(rec);
+  ASSERT_TRUE(script.ok());
+  EXPECT_NE(script->find("vllm serve /models/m --gpu-memory-utilization 0.5"), std::string::npos) << *script;
+  rec.erase("argv");
+  EXPECT_EQ(ArgvToRun(rec), ServeArgv(rec)) << "a record without an argv runs what its fields give";
 }
 
 TEST(LaunchRecord, WhatALaunchPublishesReadsBackAsItWasWritten) {

@@ -5,8 +5,11 @@
 #include "tests/support/lease_inputs.h"
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
+#include "statemachine/launch_audit.h"
+#include "statemachine/serve_argv.h"
 #include "statemachine/serve_machine.h"
 #include "statemachine/service_spec.h"
+#include "statemachine/task_payload.h"
 
 namespace npuprof::sm {
 namespace {
@@ -104,6 +107,39 @@ json LaunchResult() {
   return {{"runtime_dir", "/rt/r1/service-1"}, {"pid", 4242}, {"port", 18000}, {"devices", {2, 3}},
           {"serve_argv", {"vllm", "serve", "/models/qwen"}}, {"stdout_log", "/rt/r1/service-1/stdout.log"},
           {"stderr_log", "/rt/r1/service-1/stderr.log"}, {"adopted", false}};
+}
+
+// What verify checks of a launched service (statemachine/launch_audit.h):
+// the argv read back from the launch record gives every managed flag the
+// spec's value, and the service ran on the leased devices.
+TEST(ServeLaunchAudit, TheArgvThatRanIsJudgedAgainstTheSpec) {
+  const auto launched = [](std::vector<std::string> extra_ran, json devices) {
+    ServeRun r;
+    r.Submit();
+    const TaskInfo* launch = r.Pending(kServiceLaunchTask);
+    EXPECT_NE(launch, nullptr);
+    if (!launch) return std::vector<std::string>{"no launch"};
+    std::vector<std::string> argv = BuildServeArgv(ServeArgvFieldsOf(PayloadOf<tasks::ServiceLaunch>(*launch), 18000));
+    argv.insert(argv.end(), extra_ran.begin(), extra_ran.end());
+    json result = LaunchResult();
+    result["serve_argv"] = argv;
+    result["devices"] = devices;
+    r.Answer(kServiceLaunchTask, true, result);
+    return LaunchDisagreements(*r.reg.Find("serve"), r.s);
+  };
+  EXPECT_TRUE(launched({}, {0, 1}).empty()) << "what the spec asked for ran";
+  EXPECT_TRUE(launched({"--max-model-len", "4096"}, {0, 1}).empty()) << "serve does not manage it";
+  auto port = launched({"--port", "1"}, {0, 1});
+  ASSERT_EQ(port.size(), 1u);
+  EXPECT_EQ(port[0], "r1.t2 (/rt/r1/service-1/launch.json): --port: ran 18000 then 1, the spec gives 18000");
+  auto tp = launched({"-tp=1", "--data-parallel-size-local", "1"}, {0, 1});
+  ASSERT_EQ(tp.size(), 2u);
+  EXPECT_NE(tp[0].find("--tensor-parallel-size: ran 2 then 1, the spec gives 2"), std::string::npos) << tp[0];
+  EXPECT_NE(tp[1].find("--data-parallel-size-local: ran 1, the spec gives nothing"), std::string::npos) << tp[1];
+  auto devices = launched({}, {2, 3});
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_NE(devices[0].find("the service ran on devices [2,3], the run leased [0,1]"), std::string::npos)
+      << devices[0];
 }
 
 TEST(ServeTable, IllegalMovesAreRejected) {

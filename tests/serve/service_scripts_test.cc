@@ -63,7 +63,14 @@ TEST(ServiceScripts, ServeArgv) {
   argv = ServeArgv(r);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--data-parallel-size"), 1);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--served-model-name"), 0);
-  // The user's --host replaces npuprof's loopback bind, passed through as given.
+  // The spec's host (a managed flag) replaces the loopback bind.
+  r["host"] = "0.0.0.0";
+  argv = ServeArgv(r);
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--host"), 1);
+  EXPECT_EQ(argv[4], "0.0.0.0");
+  // A record written before the host was a spec field could carry it among
+  // the extra args: then it is left to them, as it was.
+  r.erase("host");
   r["extra_args"] = {"--host", "0.0.0.0"};
   argv = ServeArgv(r);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--host"), 1);

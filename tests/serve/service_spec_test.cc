@@ -16,7 +16,7 @@ json Base() {
               {"model", "/models/m"}};
 }
 
-Status Check(json spec) { return ValidateServiceSpec(spec); }
+Status Check(json spec) { return ValidateServiceSpec(spec, "serve"); }
 
 json With(const std::string& k, json v) {
   json s = Base();
@@ -32,7 +32,7 @@ void ExpectInvalid(const json& spec, const std::string& needle) {
 
 TEST(ServiceSpec, DefaultsAreFilled) {
   json s = Base();
-  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  ASSERT_TRUE(ValidateServiceSpec(s, "serve").ok());
   EXPECT_EQ(s["tp"], 1);
   EXPECT_EQ(s["dp"], 1);
   EXPECT_EQ(s["devices"], nullptr);
@@ -48,7 +48,7 @@ TEST(ServiceSpec, KindDefaultsApply) {
   json s = Base();
   ServiceDefaults d;
   d.port = 8901;
-  ASSERT_TRUE(ValidateServiceSpec(s, d).ok());
+  ASSERT_TRUE(ValidateServiceSpec(s, "serve", d).ok());
   EXPECT_EQ(s["port"], 8901);
 }
 
@@ -63,7 +63,7 @@ TEST(ServiceSpec, ParallelSizesAndDevices) {
   ExpectInvalid(With("dp", -1), "dp = -1");
   json s = With("devices", "2,3");
   s["tp"] = 2;
-  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  ASSERT_TRUE(ValidateServiceSpec(s, "serve").ok());
   EXPECT_EQ(s["devices"], json({2, 3}));
   ExpectInvalid(With("devices", "0,1"), "tp*dp = 1");
   json dup = With("devices", json({1, 1}));
@@ -75,7 +75,7 @@ TEST(ServiceSpec, ParallelSizesAndDevices) {
 TEST(ServiceSpec, PortRange) {
   ExpectInvalid(With("port", 70000), "port");
   json s = With("port", 8000);
-  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  ASSERT_TRUE(ValidateServiceSpec(s, "serve").ok());
   EXPECT_EQ(s["port"], 8000);
 }
 
@@ -86,21 +86,38 @@ TEST(ServiceSpec, EnvNamesAreValidatedAndSecretsRefused) {
   ExpectInvalid(With("env", {{"ASCEND_RT_VISIBLE_DEVICES", "0"}}), "--devices");
   ExpectInvalid(With("env", {{"A", "line\nbreak"}}), "one-line");
   json s = With("env", {{"HCCL_BUFFSIZE", 200}, {"X", "a b 'c'"}});
-  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  ASSERT_TRUE(ValidateServiceSpec(s, "serve").ok());
   EXPECT_EQ(s["env"]["HCCL_BUFFSIZE"], "200");
 }
 
 TEST(ServiceSpec, ExtraArgsMayNotOverrideManagedFlags) {
-  ExpectInvalid(With("extra_args", {"--port", "1"}), "use --port");
-  ExpectInvalid(With("extra_args", {"--port=1"}), "use --port");
-  ExpectInvalid(With("extra_args", {"-tp", "2"}), "use --tp");
+  ExpectInvalid(With("extra_args", {"--port", "1"}), "use `npuprof submit serve --port`");
+  ExpectInvalid(With("extra_args", {"--port=1"}), "use `npuprof submit serve --port`");
+  ExpectInvalid(With("extra_args", {"-tp", "2"}), "use `npuprof submit serve --tp`");
   ExpectInvalid(With("extra_args", {"--served-model-name", "x"}), "--served-model-name");
-  json s = With("extra_args", {"--compilation-config", "{\"cudagraph_mode\": \"PIECEWISE\"}", "--enforce-eager"});
-  EXPECT_TRUE(ValidateServiceSpec(s).ok());
-  // --host stays possible on purpose (it replaces the default 127.0.0.1), and the message says so.
-  EXPECT_TRUE(Check(With("extra_args", {"--host", "0.0.0.0"})).ok());
-  EXPECT_TRUE(Check(With("extra_args", {"--host=::"})).ok());
-  ExpectInvalid(With("extra_args", {"--port", "1"}), "--host may be given");
+  // --host is managed now: a spec field with its own option.
+  ExpectInvalid(With("extra_args", {"--host", "0.0.0.0"}), "use `npuprof submit serve --host`");
+  ExpectInvalid(With("extra_args", {"--data-parallel-size-local", "1"}), "npuprof sets it itself");
+  // serve adds nothing of its own: what torch-profile and memory-profile
+  // manage is the user's to give here.
+  json s = With("extra_args", {"--compilation-config", "{\"cudagraph_mode\": \"PIECEWISE\"}", "--enforce-eager",
+                               "--max-model-len", "4096", "--gpu-memory-utilization=0.5"});
+  EXPECT_TRUE(ValidateServiceSpec(s, "serve").ok());
+  json m = With("extra_args", {"--max-model-len", "4096"});
+  Status st = ValidateServiceSpec(m, "memory-profile");
+  EXPECT_NE(st.message().find("use `npuprof submit memory-profile --max-model-len`"), std::string::npos)
+      << st.message();
+}
+
+TEST(ServiceSpec, HostIsASpecFieldNpuprofCanReach) {
+  json s = With("host", "0.0.0.0");
+  ASSERT_TRUE(ValidateServiceSpec(s, "serve").ok());
+  EXPECT_EQ(s["host"], "0.0.0.0");
+  json d = Base();
+  ASSERT_TRUE(ValidateServiceSpec(d, "serve").ok());
+  EXPECT_TRUE(d["host"].is_null()) << "null: 127.0.0.1";
+  ExpectInvalid(With("host", "10.0.0.5"), "npuprof reaches the service at 127.0.0.1");
+  ExpectInvalid(With("host", 1), "host 1 is not allowed");
 }
 
 TEST(ServiceSpec, RuntimeDirDefaultsUnderTheHome) {
@@ -122,7 +139,7 @@ TEST(ServiceSpec, LaunchPayload) {
   s["served_model_name"] = "m";
   s["env"] = {{"A", "user"}};
   s["extra_args"] = {"--enforce-eager"};
-  ASSERT_TRUE(ValidateServiceSpec(s).ok());
+  ASSERT_TRUE(ValidateServiceSpec(s, "serve").ok());
   s["machine"] = "m1";
   auto typed = DecodeRunSpec("serve", s);
   ASSERT_TRUE(typed.ok() && *typed) << typed.status().message();

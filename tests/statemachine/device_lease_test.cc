@@ -24,7 +24,7 @@ TEST(DeviceLease, ExplicitDevicesWaitQueuedWithNoTaskUntilGranted) {
   EXPECT_EQ(r.s.state, "queued");
   EXPECT_TRUE(r.s.tasks.empty());
   EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
-  EXPECT_EQ(r.s.lease.devices, json({2, 3}));
+  EXPECT_EQ(r.s.lease.devices, (DeviceIds{2, 3}));
   EXPECT_EQ(r.Types(), (std::vector<std::string>{ev::kRunSubmitted, kDevicesRequested}));
 
   ASSERT_TRUE(r.Grant({2, 3}).ok());
@@ -61,8 +61,8 @@ TEST(DeviceLease, AnyFreeDevicesProbeFirstThenRequestWithTheProbeView) {
   ASSERT_TRUE(r.Feed(res).ok());
   EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
   EXPECT_EQ(r.s.lease.count, 2);
-  EXPECT_EQ(r.s.lease.free, json({4, 5, 6}));
-  EXPECT_EQ(r.s.lease.busy, json({0}));
+  EXPECT_EQ(r.s.lease.free, (DeviceIds{4, 5, 6}));
+  EXPECT_EQ(r.s.lease.busy, (DeviceIds{0}));
   ASSERT_TRUE(r.Grant({5, 6}).ok());
   EXPECT_EQ(r.s.spec["devices"], json({5, 6})) << "the leased devices become the run's devices";
   const auto& typed = SpecOf<run_specs::ServeSpec>(r.s).devices();
@@ -236,6 +236,43 @@ TEST(DeviceLease, DoubleLeaseAuditFindsOverlapAndAcceptsHandOver) {
                                    LeaseEvent(kDevicesLeased, "b", {1, 2}, 2)};
   const std::string err = FindDoubleLease(bad);
   EXPECT_NE(err.find("run b leased device 1 on m1 while run a held it"), std::string::npos) << err;
+}
+
+// One device-id type from the CLI to the audit (device_ids.h): an id the
+// audit cannot read as one is never keyed as another device. Before, the
+// audit keyed on the id's JSON text, so "1" (which protobuf's parser lets
+// through an int64 field) or 1.0 next to 1 hid a double lease.
+TEST(DeviceLease, DoubleLeaseAuditReadsIdsWithTheOneParser) {
+  for (const json& spelled : {json("1"), json(1.0), json(-1), json(nullptr)}) {
+    std::vector<proto::Event> events = {LeaseEvent(kDevicesLeased, "a", {1}, 1),
+                                        LeaseEvent(kDevicesLeased, "b", json::array({spelled}), 2)};
+    const std::string err = FindDoubleLease(events);
+    EXPECT_NE(err.find("global position 2: run b: DevicesLeased.devices"), std::string::npos)
+        << spelled.dump() << ": " << err;
+    EXPECT_NE(err.find("device indices are integers 0..4095"), std::string::npos) << err;
+  }
+}
+
+// The fold reads a stored lease's ids with the same parser: an id that is
+// not an integer is corruption naming the event, not a device parsed
+// leniently (or dropped) later by the scheduler.
+TEST(DeviceLease, AStoredLeaseWhoseIdsAreNoIdsIsCorruption) {
+  LeaseRun r;
+  r.Submit(ServeSpec({0, 1}));
+  ASSERT_TRUE(r.Grant({0, 1}).ok());
+  for (const json& ids : {json({"0", "1"}), json({0.5, 1}), json({0, 4096})}) {
+    RunState s = r.s;
+    proto::Event e = LeaseEvent(kDevicesReleased, "r1", ids, 9);
+    e.set_seq(s.last_seq + 1);
+    const Status st = ApplyStored(DefaultKinds(), s, e);
+    EXPECT_EQ(st.code(), Code::kCorruption) << ids.dump();
+    EXPECT_NE(st.message().find("DevicesReleased"), std::string::npos) << st.message();
+  }
+  RunState s = r.s;
+  proto::Event requested = LeaseEvent(kDevicesRequested, "r1", json({"2", "3"}), 9);
+  requested.set_seq(s.last_seq + 1);
+  EXPECT_EQ(ApplyStored(DefaultKinds(), s, requested).code(), Code::kCorruption)
+      << "DevicesRequested ids are read the same way";
 }
 
 }  // namespace

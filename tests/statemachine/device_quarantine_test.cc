@@ -23,7 +23,7 @@ void Waiting(LeaseRun& r) {
   ASSERT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
 }
 
-Status Check(LeaseRun& r, json devices) {
+Status Check(LeaseRun& r, DeviceIds devices) {
   Input check;
   check.type = Input::Type::kCheckDevices;
   check.devices = std::move(devices);

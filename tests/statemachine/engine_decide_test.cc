@@ -511,7 +511,8 @@ json Fingerprint(const RunState& s) {
   return {s.run_id,     s.kind,        s.state,      RunStatusName(s.status), s.machine,          s.tag,
           s.error,      s.spec,        s.data,       tasks,         timers,             s.last_seq,
           s.last_hash,  s.created_ms,  s.updated_ms, s.finished_ms, s.terminal,         s.cancel_requested,
-          s.recoveries, std::string(sm::LeasePhaseName(s.lease.phase)), s.watching,   s.next_task_no, s.next_timer_no};
+          s.recoveries, std::string(sm::LeasePhaseName(s.lease.phase)), s.watching,   s.next_task_no, s.next_timer_no,
+          s.requested_children};
 }
 
 // The broker keeps DecideWithState's state instead of applying the events

@@ -55,7 +55,7 @@ struct LeaseRun {
     in.spec = std::move(spec);
     ASSERT_TRUE(Feed(in).ok());
   }
-  Result<std::vector<NewEvent>> Grant(json devices) {
+  Result<std::vector<NewEvent>> Grant(DeviceIds devices) {
     Input in;
     in.type = Input::Type::kLeaseGranted;
     in.devices = std::move(devices);

@@ -5,6 +5,7 @@
 
 #include "statemachine/engine.h"
 #include "statemachine/event_types.h"
+#include "statemachine/child_runs.h"
 #include "statemachine/sweep_machine.h"
 
 namespace npuprof::sm::testing {
@@ -116,6 +117,31 @@ TEST(Sweep, ValidatesEveryPointBeforeAnythingIsSubmitted) {
   EXPECT_NE(r.Submit(kind).message().find("memory-profile or torch-profile"), std::string::npos);
 }
 
+// Grid keys go through the managed-flag rule (statemachine/managed_flags.h):
+// a vLLM spelling of a flag the child kind sets from an option is refused
+// naming the option, and a key that is such an option must be what each
+// point's spec gives (a hand-made spec cannot label 0.8 as 0.9).
+TEST(Sweep, GridKeysFollowTheManagedFlagRule) {
+  SweepRun r;
+  json vllm_key = Spec({"1", "2"});
+  vllm_key["grid"][0]["key"] = "tensor-parallel-size";
+  for (auto& p : vllm_key["points"]) p["point"] = {{"tensor-parallel-size", p["point"]["gpu-memory-utilization"]}};
+  const std::string why = r.Submit(vllm_key).message();
+  EXPECT_NE(why.find("--grid tensor-parallel-size: vLLM's --tensor-parallel-size is set by npuprof from --tp"),
+            std::string::npos)
+      << why;
+  json mislabelled = Spec({"0.8", "0.9"});
+  mislabelled["points"][1]["spec"]["gpu_memory_utilization"] = 0.7;
+  const std::string wrong = r.Submit(mislabelled).message();
+  EXPECT_NE(wrong.find("grid point 1 (gpu-memory-utilization=0.9): the point says gpu-memory-utilization=0.9 but "
+                       "its spec gives gpu_memory_utilization = 0.7"),
+            std::string::npos)
+      << wrong;
+  EXPECT_TRUE(r.types.empty()) << "nothing was submitted";
+  const Status written_so = r.Submit(Spec({"0.8", "0.90"}));
+  EXPECT_TRUE(written_so.ok()) << "0.90 labels 0.9: " << written_so.message();
+}
+
 TEST(Sweep, SubmitsOneChildPerPointUnderDerivedIds) {
   SweepRun r;
   ASSERT_TRUE(r.Submit(Spec({"0.8", "0.9"})).ok());
@@ -123,15 +149,15 @@ TEST(Sweep, SubmitsOneChildPerPointUnderDerivedIds) {
   EXPECT_EQ(r.types, (std::vector<std::string>{"RunSubmitted", "StateChanged", "ChildRunRequested", "WatchRequested",
                                                "ChildRunRequested", "WatchRequested"}));
   EXPECT_EQ(r.s.watching, (std::vector<std::string>{"sw1-p0", "sw1-p1"}));
-  auto c = RequestedChild(r.s, "sw1-p1");
-  ASSERT_TRUE(c.has_value());
+  auto c = RequestedChild(Kinds(), r.s, "sw1-p1");
+  ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->kind, "memory-profile");
   EXPECT_EQ(c->spec["gpu_memory_utilization"], 0.9);
   EXPECT_EQ(c->spec["machine"], "sim1");
   EXPECT_EQ(c->spec["sweep_run"], "sw1");
   EXPECT_FALSE(c->spec.contains("machine_record"));  // the broker fills it from its inventory
-  EXPECT_FALSE(RequestedChild(r.s, "sw1-p2").has_value());
-  EXPECT_EQ(RequestedChildren(r.s).size(), 2u);
+  EXPECT_EQ(RequestedChild(Kinds(), r.s, "sw1-p2").status().code(), Code::kNotFound);
+  EXPECT_EQ(RequestedChildren(Kinds(), r.s).size(), 2u);
   const json sum = r.Summary();
   EXPECT_EQ(sum["children"][0]["point"]["gpu-memory-utilization"], "0.8");
   EXPECT_EQ(sum["sweep_status"], "running");

@@ -29,10 +29,9 @@ inline std::optional<Input> NextLeaseInput(const RunState& s, int npus = 8) {
   }
   if (s.lease.phase == LeasePhase::kWaiting) {
     in.type = Input::Type::kLeaseGranted;
-    if (s.lease.devices.is_array()) {
-      in.devices = s.lease.devices;
+    if (s.lease.devices) {
+      in.devices = *s.lease.devices;
     } else {
-      in.devices = json::array();
       for (int i = 0; i < s.lease.count; ++i) in.devices.push_back(i);
     }
     return in;

@@ -83,7 +83,7 @@ void ReplaceAll(std::string& s, const std::string& from, const std::string& to) 
 //            <RUNTIME>; the harness temp dir -> <TMP>; each rank dir name
 //            (<host>_<rank pid>_<timestamp>_ascend_pt) -> <RANK i>_ascend_pt;
 //            the service port (service_result.port, .ready.port and the value
-//            after --port in serve_argv) -> 0.
+//            after --port in serve_argv, the manifest's and the result's) -> 0.
 //  kept:     everything else: spec fields, serve_args, serve_argv modulo the
 //            port and paths, devices, start/stop_profile action/ok/status,
 //            benchmark and follow-up index/ok/status, workload_status (all
@@ -117,11 +117,12 @@ json Normalise(json m, const std::string& tmp_dir) {
       for (const char* k : {"pid", "ready_after_ms", "rounds", "seen_by"}) svc["ready"].erase(k);
       if (svc["ready"].contains("port")) svc["ready"]["port"] = 0;
     }
-    if (svc["serve_argv"].is_array()) {
-      auto& argv = svc["serve_argv"];
-      for (size_t i = 0; i + 1 < argv.size(); ++i)
-        if (argv[i] == "--port") argv[i + 1] = "0";
-    }
+  }
+  for (json* argv : {svc.is_object() && svc.contains("serve_argv") ? &svc["serve_argv"] : nullptr,
+                     m.contains("serve_argv") ? &m["serve_argv"] : nullptr}) {
+    if (argv == nullptr || !argv->is_array()) continue;
+    for (size_t i = 0; i + 1 < argv->size(); ++i)
+      if ((*argv)[i] == "--port") (*argv)[i + 1] = "0";
   }
   if (m["stop_result"].is_object()) m["stop_result"].erase("pid");
   m.erase("benchmark_wall_ms");  // timing

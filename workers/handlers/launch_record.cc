@@ -14,10 +14,14 @@ namespace npuprof::workers::service {
 
 using json = nlohmann::json;
 
-json LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::string& runtime_dir,
-                             const std::string& env_script) {
-  json devices = nullptr, env = json::object(), args = json::array();
-  if (p.devices_size() > 0) devices = json(std::vector<int32_t>(p.devices().begin(), p.devices().end()));
+Result<json> LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::string& runtime_dir,
+                                     const std::string& env_script) {
+  if (p.devices_size() == 0)
+    return Status::Invalid(
+        "the service.launch payload names no devices: a launch runs on the devices its run leased and picks none "
+        "of its own (a bug in npuprof: please report it)");
+  json env = json::object(), args = json::array();
+  const json devices = json(std::vector<int32_t>(p.devices().begin(), p.devices().end()));
   for (const auto& [k, v] : p.env()) env[k] = v;
   for (const std::string& a : p.extra_args()) args.push_back(a);
   return json{{"run_id", p.run_id()},
@@ -33,7 +37,18 @@ json LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::string& r
               {"extra_args", args},
               {"wrap_script", p.has_wrap_script() ? json(p.wrap_script()) : json(nullptr)},
               {"env_script", env_script},
-              {"busy_threshold_mb", p.has_busy_threshold_mb() ? p.busy_threshold_mb() : int64_t{4096}}};
+              {"busy_threshold_mb", p.has_busy_threshold_mb() ? p.busy_threshold_mb() : int64_t{4096}},
+              {"host", p.has_host() ? json(p.host()) : json(nullptr)}};
+}
+
+Status CheckRecordDevices(const json& record, const tasks::ServiceLaunch& p, const std::string& runtime_dir) {
+  const json leased = json(std::vector<int64_t>(p.devices().begin(), p.devices().end()));
+  const json recorded = record.value("devices", json::array());
+  if (recorded == leased) return Status::Ok();
+  return Status::Corruption(fmt::format(
+      "{}/launch.json names devices {} but the run leased {}: npuprof runs a service only on the devices its run "
+      "holds; remove {} once no service of it runs, or submit a new run",
+      runtime_dir, recorded.dump(), leased.dump(), runtime_dir));
 }
 
 Result<json> DecodeLaunchRecord(const std::string& runtime_dir, std::string_view bytes) {

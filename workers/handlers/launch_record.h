@@ -4,9 +4,15 @@
 // records.LaunchRecord (proto/remote_records.proto).
 //
 // Contract:
-// * LaunchRecordFromPayload is what a first launch writes before it picks
-//   devices and a port ("not given" is null; the handler fills devices, port,
-//   argv, service_marker and device_selection before publishing).
+// * LaunchRecordFromPayload is what a first launch writes before it picks a
+//   port ("not given" is null; the handler fills port, argv and
+//   service_marker before publishing). The devices are the payload's: the
+//   ones the run leased. A payload that names none is refused (Invalid):
+//   a launch never picks devices of its own.
+// * CheckRecordDevices: the record in force (published by an earlier
+//   attempt, read back) must name exactly the payload's devices; a record
+//   naming others (edited on the target) is refused (Corruption), so a
+//   service never runs on devices its run does not hold.
 // * DecodeLaunchRecord reads the bytes of a launch.json as the target holds
 //   them: at most kMaxLaunchRecordBytes, never assumed UTF-8. It returns the
 //   record as its message writes it (sm::MessageToJson: the declared keys
@@ -31,8 +37,12 @@ namespace npuprof::workers::service {
 
 inline constexpr size_t kMaxLaunchRecordBytes = size_t{1} << 20;
 
-nlohmann::json LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::string& runtime_dir,
-                                       const std::string& env_script);
+Result<nlohmann::json> LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::string& runtime_dir,
+                                               const std::string& env_script);
+
+// `record` as DecodeLaunchRecord returns it.
+Status CheckRecordDevices(const nlohmann::json& record, const tasks::ServiceLaunch& p,
+                          const std::string& runtime_dir);
 
 // `runtime_dir` only names the file in the error.
 Result<nlohmann::json> DecodeLaunchRecord(const std::string& runtime_dir, std::string_view bytes);

@@ -6,6 +6,12 @@
 // other attempt adopts the pid it finds. So a re-dispatched launch never
 // starts a second vLLM.
 //
+// What runs is what is recorded: the service runs on the payload's devices
+// (the run's lease) and nothing else, a record in force that names other
+// devices fails the launch (corrupt_runtime), and _serve.sh runs the
+// record's argv, which the result reports as serve_argv (verify compares its
+// managed values with the spec: statemachine/launch_audit.h).
+//
 // Safe on a shared host: the runtime dirs are created 0700 and checked
 // (service_runtime_dir.h) before anything is read or written there; a
 // launch.json or pid file npuprof cannot have written (a symbolic link,
@@ -22,7 +28,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "parsers/npu_smi_parser.h"
 #include "workers/handlers/handlers.h"
 #include "workers/handlers/launch_record.h"
 #include "workers/handlers/service_common.h"
@@ -37,45 +42,6 @@ TaskOutcome NotStarted(std::string kind, std::string error, bool retryable, json
   o.result = std::move(extra);
   o.result["started"] = false;
   return o;
-}
-
-// Picks tp*dp free devices from `npu-smi info`; refusal lists free and busy ones.
-std::optional<TaskOutcome> SelectDevices(Call& c, json& rec, TaskOutcome& out) {
-  const int64_t need = rec.value("tp", 1) * rec.value("dp", 1);
-  auto run = RunRemote(*c.session, {"npu-smi", "info"}, std::chrono::seconds(60));
-  if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
-  if (run->exit_status != 0)
-    return NotStarted("npu_smi_failed",
-                      fmt::format("npu-smi info {} on {} (needed to pick free devices; or pass --devices): {}",
-                                  ExitText(*run), c.target.Endpoint(), TailLines(run->stderr_data, 3)),
-                      false);
-  out.blobs.emplace_back("npu_smi_info.txt", run->stdout_data);
-  auto snap = parsers::ParseNpuSmi(run->stdout_data);
-  if (!snap.ok())
-    return NotStarted("unparseable", "npu-smi output could not be parsed: " + snap.status().message(), false);
-  json free_ids = json::array(), busy = json::array();
-  std::vector<std::string> busy_text;
-  for (const auto& d : parsers::ClassifyDevices(*snap, rec.value("busy_threshold_mb", parsers::kDefaultBusyThresholdMb))) {
-    if (d.busy) {
-      busy.push_back({{"device", d.logical_id}, {"reason", d.reason}, {"used_mb", d.used_mb}, {"pids", d.pids}});
-      busy_text.push_back(fmt::format("{} ({})", d.logical_id, d.reason));
-    } else {
-      free_ids.push_back(d.logical_id);
-    }
-  }
-  if (static_cast<int64_t>(free_ids.size()) < need)
-    return NotStarted("devices_unavailable",
-                      fmt::format("need {} free NPU(s) (tp*dp) but {} are free: free [{}]; busy: {}. Wait for the "
-                                  "busy devices, lower --tp/--dp, or pass --devices",
-                                  need, free_ids.size(),
-                                  fmt::join(free_ids.get<std::vector<int>>(), ","),
-                                  busy_text.empty() ? "none" : fmt::format("{}", fmt::join(busy_text, "; "))),
-                      false, json{{"free_devices", free_ids}, {"busy_devices", busy}});
-  json chosen = json::array();
-  for (int64_t i = 0; i < need; ++i) chosen.push_back(free_ids[i]);
-  rec["devices"] = chosen;
-  rec["device_selection"] = {{"free_devices", free_ids}, {"busy_devices", busy}};
-  return std::nullopt;
 }
 
 std::optional<TaskOutcome> PickPort(Call& c, json& rec) {
@@ -136,6 +102,10 @@ void FaultPause(TaskContext& ctx) {
 }  // namespace
 
 TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskContext& ctx) {
+  // The service runs on the run's leased devices and nowhere else: a payload
+  // without them is refused before anything runs on the target.
+  if (p.devices_size() == 0)
+    return NotStarted("bad_payload", LaunchRecordFromPayload(p, p.runtime_dir(), "").status().message(), false);
   Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
   // Until the runtime dir is seen, only a first attempt knows nothing was started.
@@ -177,16 +147,13 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
       return ssh_failure(existing.status());
     }
     rec = *existing;
+    if (Status st = CheckRecordDevices(rec, p, rt); !st.ok())
+      return before_start(TaskOutcome::Failure("corrupt_runtime", st.message(), false));
   } else {
-    rec = LaunchRecordFromPayload(p, rt, c.target.env_script);
+    auto fresh = LaunchRecordFromPayload(p, rt, c.target.env_script);
+    if (!fresh.ok()) return before_start(NotStarted("bad_payload", fresh.status().message(), false));
+    rec = std::move(*fresh);
     rec["service_marker"] = "NPUPROF_SERVICE=" + *marker;
-    if (rec["devices"].is_null()) {
-      ctx.progress("selecting free devices (npu-smi info)");
-      if (auto fail = SelectDevices(c, rec, out)) {
-        for (auto& b : out.blobs) fail->blobs.push_back(b);
-        return before_start(*fail);
-      }
-    }
     if (rec["port"].is_null())
       if (auto fail = PickPort(c, rec)) return before_start(*fail);
     rec["argv"] = ServeArgv(rec);
@@ -198,6 +165,9 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
       return ssh_failure(published.status());
     }
     rec = *published;
+    // Another attempt may have published first: the record in force is its.
+    if (Status st = CheckRecordDevices(rec, p, rt); !st.ok())
+      return before_start(TaskOutcome::Failure("corrupt_runtime", st.message(), false));
   }
 
   // Scripts are a pure function of the record; written only before the start.
@@ -242,7 +212,8 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
                 {"service_marker", "NPUPROF_SERVICE=" + *marker},
                 {"port", rec.value("port", json(nullptr))},
                 {"devices", rec.value("devices", json(nullptr))},
-                {"serve_argv", rec.value("argv", json::array())},
+                // The argv _serve.sh runs (ArgvToRun), as read back from the record in force.
+                {"serve_argv", ArgvToRun(rec)},
                 {"serve_sh", rt + "/_serve.sh"},
                 {"start_sh", rt + "/_start.sh"},
                 {"stdout_log", rt + "/stdout.log"},
@@ -253,7 +224,6 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
         "pid {} in {}/pid is alive but carries no NPUPROF_SERVICE={} marker: the service is gone and its pid "
         "was reused by another process (not adopted)",
         pid_text, rt, *marker);
-  if (rec.contains("device_selection")) out.result["device_selection"] = rec["device_selection"];
   NoteHostKeyAcceptance(*c.session, p.machine(), out.result);
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "statemachine/serve_argv.h"
 #include "workers/ssh/shell_quote.h"
 
 namespace npuprof::workers::service {
@@ -120,12 +121,6 @@ std::vector<std::pair<std::string, std::string>> EnvList(const json& rec) {
   return env;
 }
 
-bool UserSetsHost(const json& r) {
-  for (const auto& a : r.value("extra_args", json::array()))
-    if (a.is_string() && (a == "--host" || a.get<std::string>().rfind("--host=", 0) == 0)) return true;
-  return false;
-}
-
 // Checks for workers/remote_wait.h ($1 pid, $2 marker value, $3 runtime dir;
 // $1 pgid for the second). The leader's state is read with the shell's own
 // `read`; `ours` costs two short processes per poll.
@@ -154,29 +149,29 @@ std::string WithOurs(const char* script) { return std::string(kOursFunction) + s
 }  // namespace
 
 std::vector<std::string> ServeArgv(const json& r) {
-  std::vector<std::string> argv = {"vllm", "serve", r.value("model", "")};
-  if (!UserSetsHost(r)) {
-    argv.push_back("--host");
-    argv.push_back("127.0.0.1");
-  }
-  argv.push_back("--port");
-  argv.push_back(std::to_string(r.value("port", 0)));
-  if (r.contains("served_model_name") && r["served_model_name"].is_string() && r["served_model_name"] != "") {
-    argv.push_back("--served-model-name");
-    argv.push_back(r["served_model_name"]);
-  }
-  argv.push_back("--tensor-parallel-size");
-  argv.push_back(std::to_string(r.value("tp", 1)));
-  if (r.value("dp", 1) > 1) {
-    argv.push_back("--data-parallel-size");
-    argv.push_back(std::to_string(r.value("dp", 1)));
-  }
-  for (const auto& a : r.value("extra_args", json::array())) argv.push_back(a.get<std::string>());
-  return argv;
+  sm::ServeArgvFields f;
+  f.model = r.value("model", "");
+  if (r.contains("served_model_name") && r["served_model_name"].is_string())
+    f.served_model_name = r["served_model_name"].get<std::string>();
+  if (r.contains("host") && r["host"].is_string()) f.host = r["host"].get<std::string>();
+  f.port = r.value("port", 0);
+  f.tp = r.value("tp", 1);
+  f.dp = r.value("dp", 1);
+  for (const auto& a : r.value("extra_args", json::array()))
+    if (a.is_string()) f.extra_args.push_back(a.get<std::string>());
+  return sm::BuildServeArgv(f);
+}
+
+std::vector<std::string> ArgvToRun(const json& r) {
+  std::vector<std::string> argv;
+  if (r.contains("argv") && r["argv"].is_array())
+    for (const auto& a : r["argv"])
+      if (a.is_string()) argv.push_back(a.get<std::string>());
+  return argv.empty() ? ServeArgv(r) : argv;
 }
 
 Result<std::string> ServeScript(const json& r) {
-  auto body = ssh::BuildRemoteScriptChecked(r.value("env_script", ""), EnvList(r), ServeArgv(r));
+  auto body = ssh::BuildRemoteScriptChecked(r.value("env_script", ""), EnvList(r), ArgvToRun(r));
   if (!body.ok()) return body.status();
   return fmt::format("#!/bin/bash\n# npuprof: service {} of run {} (generated; every token shell-quoted)\n{}\n",
                      r.value("launch_no", 1), r.value("run_id", ""), *body);

@@ -33,16 +33,18 @@ namespace npuprof::workers::service {
 
 using json = nlohmann::json;
 
-// `vllm serve <model> --host 127.0.0.1 --port <p> [--served-model-name N]
-//  --tensor-parallel-size tp [--data-parallel-size dp] <extra...>`. npuprof
-// reaches the service only through its SSH tunnel, so it listens on loopback;
-// a --host in the user's extra args replaces npuprof's (passed through as given).
+// The `vllm serve` argv a launch record's fields give (sm::BuildServeArgv,
+// statemachine/serve_argv.h): what a first launch writes as the record's argv.
 std::vector<std::string> ServeArgv(const json& launch_record);
 
 // The marker value of the service whose runtime dir is `runtime_dir`:
 // "<run_id>/service-<n>" from the dir's last two components (the layout
 // sm::ServiceRuntimeDir makes). Invalid when the dir does not end so.
 Result<std::string> ServiceMarker(const std::string& runtime_dir);
+
+// The argv _serve.sh runs: the record's argv (what the launch published and
+// reports as serve_argv), else (a record without one) ServeArgv(record).
+std::vector<std::string> ArgvToRun(const json& launch_record);
 
 // _serve.sh for the launch record (fields: env_script, devices, env, argv).
 // Fails only on an invalid env name (validated earlier; checked again here).
