@@ -11,7 +11,8 @@ import signal
 import time
 import unittest
 
-from tests.sim_harness import (PROFILE_CFG, SimTestCase, complete, free_port, http, parse_npu_smi, small_model,
+from .test_hbm_series import series
+from .sim_harness import (PROFILE_CFG, SimTestCase, complete, free_port, http, parse_npu_smi, small_model,
                                wait_for)
 
 ADDRS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
@@ -145,6 +146,30 @@ class TwoNodes(MultiNodeCase):
         self.assertEqual(self.truth(targets[0])["deployment"]["nodes"][0]["left"], "shutdown")
         for t in targets:
             self.assertEqual(parse_npu_smi(self.npu_smi(t))[1], [])
+
+    def test_msprof_wrapping_a_headless_node_sees_that_nodes_series(self):
+        targets = self.nodes(2, token_delay=0.004)
+        api, rpc = free_port(), free_port()
+        procs = []
+        for i, t in enumerate(targets):
+            cwd = os.path.join(self.tmp, "cwd%d" % i)
+            os.makedirs(cwd, exist_ok=True)
+            argv = self.node_argv(i, 2, 1, 1, rpc, api)
+            if i == 1:  # as the memory workflow wraps a service: msprof app mode around `vllm serve`
+                argv = ["msprof", "--output=%s" % os.path.join(cwd, "msprof_data"), "--sys-hardware-mem=on",
+                        "--sys-hardware-mem-freq=50", "--task-time=off", "--ai-core=off", "--ascendcl=off"] + argv
+            procs.append(self.start(argv, devices="0", name="node%d" % i, target=t, cwd=cwd))
+        self.wait_ready(procs[0], api, timeout=60)
+        self.assertEqual(complete(api, max_tokens=64), 200)   # DP rank 0, on the head: the wave reaches node 1
+        self.assertEqual(self.stop_all(procs), [0, 0])
+        node = self.truth(targets[1])
+        self.assertEqual(node["engine_requests"], 0)
+        wins = node["msprof_series"]["inference_windows"]
+        self.assertEqual(len(wins), 1)
+        self.assertGreater(wins[0]["samples"], 0)
+        rows = series(os.path.join(self.tmp, "cwd1", "msprof_data"), 0)
+        self.assertEqual(max(kb for _t, kb in rows) // 1024, node["per_device"]["0"]["npu_smi"]["inference_peak_mb"])
+        self.assertEqual(series(os.path.join(self.tmp, "cwd0", "msprof_data"), 0), [])  # nothing on the head
 
     def test_node_dying_mid_workload_fails_the_head(self):
         targets = self.nodes(2, per_node={1: {"faults": ["die_after_requests=1"]}})

@@ -114,7 +114,7 @@ class NodeClient:
         """This node stops (signal or the head's shutdown): say so and close."""
         self.leaving = True
         if self.link is not None:
-            if not self.shutdown_by_head:
+            if not self.shutdown_by_head and not self.svc.failure:  # a failing node just drops the link
                 self.link.send({"type": "bye"})
             self.link.close()
 

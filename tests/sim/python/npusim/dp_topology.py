@@ -20,6 +20,7 @@ machine's loopback means the machine itself. So a head told to bind
 127.0.0.1 reaches only itself: the deployment never forms, as on real
 hardware."""
 import ipaddress
+import socket
 
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_RPC_PORT = 29550
@@ -101,6 +102,11 @@ def bind_address(address, own):
     a = (address or "").strip().lower()
     if a in ANY_NAMES or a in LOOPBACK_NAMES:
         return own
+    if address != own and not is_loopback(address):
+        try:  # a host name: fine when it names this host's address
+            address = socket.gethostbyname(address)
+        except OSError:
+            pass
     if address != own:
         raise OSError(99, "Cannot assign requested address")
     return own

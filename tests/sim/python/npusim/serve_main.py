@@ -559,6 +559,8 @@ def run(args, entry):
                 if rk["proc"].poll() is not None:
                     svc.api_log.error("core.py:700", "Worker proc rank %d died unexpectedly, shutting down executor."
                                       % rk["rank"])
+                    if svc.topo.multinode:  # the rest of the deployment cannot go on without it
+                        svc.fail("RuntimeError: worker proc rank %d died unexpectedly" % rk["rank"])
                     svc.stop_event.set()
     except KeyboardInterrupt:
         pass
