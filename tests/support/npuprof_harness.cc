@@ -210,7 +210,9 @@ Status NpuprofHarness::AddNode(const std::string& name, const std::vector<std::s
   auto sshd = std::make_unique<SshdFixture>();
   sshd->set_listen_address(address);
   if (Status s = sshd->Start(); !s.ok()) return s;
-  const auto given = [&](const char* flag) { return std::find(sim_args.begin(), sim_args.end(), flag) != sim_args.end(); };
+  const auto given = [&](const char* flag) {
+    return std::find(sim_args.begin(), sim_args.end(), flag) != sim_args.end();
+  };
   std::vector<std::string> setup = {"/usr/bin/python3", SimDir() + "/setup_target.py", "--root", SimRoot(name)};
   if (!given("--address")) setup.insert(setup.end(), {"--address", address});
   if (!given("--hostname")) setup.insert(setup.end(), {"--hostname", name});

@@ -322,13 +322,13 @@ class Service(RequestsMixin):
         eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, topo.start_rank),
                      self.cfg.get("log_ansi"))
         eng.info("core.py:281" if style != "old" else "llm_engine.py:431",
-                 "init engine (profile, create kv cache, warmup model) took %.2f seconds" % (sim_clock.now() - self.started))
+                 "init engine (profile, create kv cache, warmup model) took %.2f seconds"
+                 % (sim_clock.now() - self.started))
         if sim_root.fault(self.cfg, "never_ready"):
             self._mark("loaded-never-ready", "loaded", "loaded-never-ready")
             return None
         if self.node is not None:
-            self.node.report_ready([{"rank": rk["rank"], "dp_rank": rk["rank"] // self.tp, "tp_rank": rk["rank"] % self.tp,
-                                     "device": rk["device"], "pid": rk["pid"]} for rk in self.ranks])
+            self.node.report_ready(self._rank_list())
         if self.head is not None:
             self._wait_remote_engines()
         if topo.role == "headless":  # engines only: ready once they are up and reported
@@ -435,11 +435,12 @@ class Service(RequestsMixin):
         if self.msprof:
             for rk in self.ranks:
                 self.prof_dirs[rk["rank"]] = msprof_raw.create_prof(self.msprof["output"], rk["pid"], [rk["device"]])
-        self._write_truth("starting", {"rank_pids": [rk["pid"] for rk in self.ranks],
-                                       "ranks": [{"rank": rk["rank"], "dp_rank": rk["rank"] // self.tp,
-                                                  "tp_rank": rk["rank"] % self.tp, "device": rk["device"],
-                                                  "pid": rk["pid"]} for rk in self.ranks]})
+        self._write_truth("starting", {"rank_pids": [rk["pid"] for rk in self.ranks], "ranks": self._rank_list()})
         self._write_instance()
+
+    def _rank_list(self):
+        return [{"rank": rk["rank"], "dp_rank": rk["rank"] // self.tp, "tp_rank": rk["rank"] % self.tp,
+                 "device": rk["device"], "pid": rk["pid"]} for rk in self.ranks]
 
     def _wait_ranks(self, ch):
         while True:
