@@ -36,6 +36,11 @@ def main(argv=None):
     ap.add_argument("--msprof-missing", action="store_true")
     ap.add_argument("--npu-smi-missing", action="store_true")
     ap.add_argument("--hostname", default=None)
+    ap.add_argument("--clock-offset-s", type=float, default=0.0,
+                    help="this host's clock runs this many seconds ahead (negative: behind) of the real one")
+    ap.add_argument("--address", default=None,
+                    help="this host's own address (127.x.y.z; default 127.0.0.1): what 'localhost' means on it "
+                         "and the only address its data-parallel head binds")
     ap.add_argument("--set", action="append", default=[], metavar="DOTTED.KEY=JSON",
                     help="override any config key, e.g. memory.activation_mb=200")
     ap.add_argument("--list-faults", action="store_true")
@@ -66,7 +71,7 @@ def main(argv=None):
             log_style=a.log_style, msprof_missing=a.msprof_missing, npu_smi_missing=a.npu_smi_missing,
             hostname=a.hostname, sets=a.set, finalise_delay=fin[0] if len(fin) == 1 else fin,
             msprof_flush_delay=a.msprof_flush_delay, activation=a.activation, env_delay=a.env_delay,
-            login_delay=a.login_delay)
+            login_delay=a.login_delay, clock_offset_s=a.clock_offset_s, address=a.address)
     except ValueError as e:
         sys.stderr.write("setup_target: %s\n" % e)
         return 2

@@ -55,6 +55,15 @@ std::string ReadFile(const std::string& path) {
 
 bool Alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
 
+// Alive and not a zombie: a killed process whose parent (often init, when it
+// was started detached over SSH) has not reaped it yet holds nothing any more.
+bool Running(pid_t pid) {
+  if (!Alive(pid)) return false;
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t rp = stat.rfind(')');
+  return rp != std::string::npos && rp + 2 < stat.size() && stat[rp + 2] != 'Z' && stat[rp + 2] != 'X';
+}
+
 // Runs argv with stdout/stderr captured; kills it (SIGKILL) after timeout.
 CliResult RunCaptured(const std::vector<std::string>& argv, int timeout_s) {
   CliResult r;
@@ -193,6 +202,51 @@ Status NpuprofHarness::AddTarget(const std::string& name, const std::vector<std:
   return Status::Ok();
 }
 
+Status NpuprofHarness::AddNode(const std::string& name, const std::vector<std::string>& sim_args) {
+  if (!started_ || server_pid_ <= 0) return Status::Precondition("AddNode needs a started harness");
+  if (name.empty() || name == "sim1" || NodeSshd(name) != nullptr)
+    return Status::Invalid("AddNode: node name '" + name + "' is empty or already taken");
+  const std::string address = fmt::format("127.0.0.{}", 2 + nodes_.size());
+  auto sshd = std::make_unique<SshdFixture>();
+  sshd->set_listen_address(address);
+  if (Status s = sshd->Start(); !s.ok()) return s;
+  const auto given = [&](const char* flag) {
+    return std::find(sim_args.begin(), sim_args.end(), flag) != sim_args.end();
+  };
+  std::vector<std::string> setup = {"/usr/bin/python3", SimDir() + "/setup_target.py", "--root", SimRoot(name)};
+  if (!given("--address")) setup.insert(setup.end(), {"--address", address});
+  if (!given("--hostname")) setup.insert(setup.end(), {"--hostname", name});
+  setup.insert(setup.end(), sim_args.begin(), sim_args.end());
+  SshdFixture& node_sshd = *sshd;
+  nodes_.emplace_back(name, std::move(sshd));  // stopped by Stop() even when a step below fails
+  CliResult sr = RunCaptured(setup, 60);
+  if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
+  CliResult add = Cli({"machine", "add", name, "--host", address, "--port", std::to_string(node_sshd.port()),
+                       "--user", node_sshd.user(), "--identity", node_sshd.identity_file(), "--known-hosts",
+                       node_sshd.known_hosts_file(), "--env-script", SimRoot(name) + "/set_env.sh",
+                       "--runtime-base", dir_ + "/runtime-" + name});
+  if (add.exit_code != 0) return Status::Internal("machine add failed: " + add.err);
+  return Status::Ok();
+}
+
+std::string NpuprofHarness::NodeAddress(const std::string& name) const {
+  for (const auto& [n, sshd] : nodes_)
+    if (n == name) return sshd->listen_address();
+  return "";
+}
+
+SshdFixture* NpuprofHarness::NodeSshd(const std::string& name) {
+  for (auto& [n, sshd] : nodes_)
+    if (n == name) return sshd.get();
+  return nullptr;
+}
+
+std::vector<std::string> NpuprofHarness::NodeNames() const {
+  std::vector<std::string> out;
+  for (const auto& [n, sshd] : nodes_) out.push_back(n);
+  return out;
+}
+
 Status NpuprofHarness::StartServer() {
   std::vector<std::string> argv = {NpuprofBinary(), "server", "--data-dir", DataDir(), "--local-workers",
                                    std::to_string(local_workers_)};
@@ -302,10 +356,10 @@ Status NpuprofHarness::UpdateTarget(const std::vector<std::string>& args, const 
   return Status::Ok();
 }
 
-std::vector<nlohmann::json> NpuprofHarness::SimTruthFiles() const {
+std::vector<nlohmann::json> NpuprofHarness::SimTruthFiles(const std::string& machine) const {
   std::vector<nlohmann::json> out;
   std::error_code ec;
-  const std::string dir = SimRoot() + "/state/truth";
+  const std::string dir = SimRoot(machine) + "/state/truth";
   if (!fs::exists(dir, ec)) return out;
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir, ec))
@@ -328,7 +382,7 @@ std::vector<pid_t> NpuprofHarness::LiveServicePids(const std::string& machine) c
     auto j = nlohmann::json::parse(ReadFile(e.path().string()), nullptr, false);
     if (j.is_discarded()) continue;
     pid_t pid = j.value("main_pid", 0);
-    if (Alive(pid)) out.push_back(pid);
+    if (Running(pid)) out.push_back(pid);
   }
   return out;
 }
@@ -397,6 +451,7 @@ void NpuprofHarness::Stop() {
     for (pid_t p : pids) kill(p, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  for (auto& [name, sshd] : nodes_) sshd->Stop();
   sshd_.Stop();
 }
 

@@ -4,6 +4,11 @@
 // in its inventory. Everything lives in one temp dir, removed at the end
 // (kept when NPUPROF_KEEP_TEST_DIR=1).
 //
+// Multi-node: AddNode adds a simulated host with an sshd of its own on a
+// loopback address of its own (127.0.0.2, 127.0.0.3, ...), so a deployment
+// can span "machines" that differ in address, NPUs, state, truth and clock
+// (tests/sim/README.md "Multi-node data parallel").
+//
 // Cleanup signals only processes this harness started or that carry its
 // simulated target's marker (NPUPROF_SIM_ROOT=<its root> in their
 // environment, set by the target's env script): never anything by name.
@@ -13,6 +18,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,12 +96,29 @@ class NpuprofHarness {
   // Another simulated target behind the same sshd (its own root, env script
   // and runtime base), added to the inventory as machine `name`.
   Status AddTarget(const std::string& name, const std::vector<std::string>& sim_args = {});
+  // A simulated host for multi-node runs: its own target (root SimRoot(name):
+  // NPUs, state, truth, clock) behind its own sshd listening on its own
+  // loopback address (127.0.0.2 for the first node added, then 127.0.0.3,
+  // ...), added to the inventory as machine `name` with --host that address
+  // (runtime base Dir()/runtime-<name>). sim_args go to setup_target.py after
+  // --root; `--address <its address>` and `--hostname <name>` are added unless
+  // sim_args give them, e.g. {"--devices", "4", "--clock-offset-s", "3.2"}.
+  // After Start(). Stop() stops every node's sshd and the processes its
+  // target's marker names.
+  Status AddNode(const std::string& name, const std::vector<std::string>& sim_args = {});
+  // The node's address ("" when no node has that name), its sshd (nullptr
+  // likewise), and the node names in the order added.
+  std::string NodeAddress(const std::string& name) const;
+  SshdFixture* NodeSshd(const std::string& name);
+  std::vector<std::string> NodeNames() const;
   // Changes a target in place between runs: setup_target.py --update ARGS
   // (--fault, --clear-faults, --set DOTTED.KEY=JSON).
   Status UpdateTarget(const std::vector<std::string>& args, const std::string& machine = "");
   std::string DataDir() const { return dir_ + "/data"; }
   std::string Dir() const { return dir_; }
-  std::vector<nlohmann::json> SimTruthFiles() const;
+  // The ground-truth files of a target (default "sim1"; a node or AddTarget name), oldest name first.
+  std::vector<nlohmann::json> SimTruthFiles(const std::string& machine = "") const;
+  // Main pids of the target's service instances that still run (zombies excluded).
   std::vector<pid_t> LiveServicePids(const std::string& machine = "") const;
   // The simulator's invocation logs under this installation: every file
   // named `name` (".sim_analyse_invocations", ".sim_export_invocations") ->
@@ -113,6 +136,7 @@ class NpuprofHarness {
   Status WaitForServer(int timeout_s);
 
   SshdFixture sshd_;
+  std::vector<std::pair<std::string, std::unique_ptr<SshdFixture>>> nodes_;  // AddNode, in order
   std::string dir_;
   pid_t server_pid_ = -1;
   std::vector<std::pair<std::string, std::string>> server_env_;

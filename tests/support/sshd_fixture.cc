@@ -35,13 +35,15 @@ std::string ReadAll(const std::string& path) {
 
 }  // namespace
 
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
+int FreeLoopbackPort() { return FreeLoopbackPort("127.0.0.1"); }
+
+int FreeLoopbackPort(const std::string& address) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1) return 0;
   a.sin_port = 0;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
   socklen_t len = sizeof(a);
   int port = 0;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
@@ -52,19 +54,19 @@ int FreeLoopbackPort() {
   return port;
 }
 
-namespace {
-
-bool PortAccepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
+bool PortAccepts(const std::string& address, int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1) return false;
   a.sin_port = htons(static_cast<uint16_t>(port));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   ::close(fd);
   return ok;
 }
+
+namespace {
 
 // fork + exec without a shell. stdout/stderr appended to log_file. The child
 // dies with us (PR_SET_PDEATHSIG) so a crashed test leaves no sshd behind.
@@ -194,7 +196,8 @@ Status SshdFixture::Start() {
   }
   Status s;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    port_ = FreeLoopbackPort();
+    port_ = FreeLoopbackPort(listen_address_);
+    if (port_ == 0) return Status::Invalid("no free port on listen address " + listen_address_);
     s = WriteConfig();
     if (!s.ok()) return s;
     s = Launch();
@@ -202,13 +205,13 @@ Status SshdFixture::Start() {
   }
   if (!s.ok()) return s;
   std::ofstream kh(known_hosts_file(), std::ios::trunc);
-  kh << fmt::format("[127.0.0.1]:{} {}\n", port_, host_public_key());
+  kh << fmt::format("[{}]:{} {}\n", listen_address_, port_, host_public_key());
   return Status::Ok();
 }
 
 Status SshdFixture::WriteConfig() {
   std::ofstream c(dir_ + "/sshd_config", std::ios::trunc);
-  c << "ListenAddress 127.0.0.1\n"
+  c << "ListenAddress " << listen_address_ << "\n"
     << "Port " << port_ << "\n"
     << "HostKey " << dir_ << "/host_ed25519_key\n"
     << "PidFile " << dir_ << "/sshd.pid\n"
@@ -236,7 +239,7 @@ Status SshdFixture::Launch() {
   const size_t log_start = log().size();
   pid_ = Spawn({"/usr/sbin/sshd", "-D", "-e", "-f", dir_ + "/sshd_config"}, log_path);
   if (pid_ < 0) return Status::Internal("fork failed");
-  const std::string ready = fmt::format("Server listening on 127.0.0.1 port {}", port_);
+  const std::string ready = fmt::format("Server listening on {} port {}", listen_address_, port_);
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (std::chrono::steady_clock::now() < deadline) {
     int st = 0;
@@ -244,7 +247,7 @@ Status SshdFixture::Launch() {
       pid_ = -1;
       return Status::Unavailable("sshd exited at start: " + log().substr(log_start));
     }
-    if (log().find(ready, log_start) != std::string::npos && PortAccepts(port_)) {
+    if (log().find(ready, log_start) != std::string::npos && PortAccepts(listen_address_, port_)) {
       return Status::Ok();
     }
     std::this_thread::sleep_for(10ms);
@@ -315,7 +318,7 @@ Status SshdFixture::RestartWithNewHostKey() {
 
 ssh::SshTarget SshdFixture::target() const {
   ssh::SshTarget t;
-  t.host = "127.0.0.1";
+  t.host = listen_address_;
   t.port = port_;
   t.user = user_;
   t.identity_file = identity_file();

@@ -1,7 +1,10 @@
-// SshdFixture: a real OpenSSH sshd on 127.0.0.1 (free port) in a fresh temp
-// dir, with its own ed25519 host key, a client key pair, authorized_keys and a
-// known_hosts entry. Depends on nothing outside the temp dir except system
-// binaries (/usr/sbin/sshd, ssh-keygen). Works as root (creates /run/sshd for
+// SshdFixture: a real OpenSSH sshd on a loopback address (127.0.0.1 unless
+// set_listen_address says another of 127.0.0.0/8, which Linux routes to the
+// loopback interface too: several "hosts" on one machine) and a port free on
+// that address, in a fresh temp dir, with its own ed25519 host key, a client
+// key pair, authorized_keys and a known_hosts entry for [address]:port.
+// Depends on nothing outside the temp dir except system binaries
+// (/usr/sbin/sshd, ssh-keygen). Works as root (creates /run/sshd for
 // privilege separation) and as a normal user (logs in as that user).
 //
 // Only processes it started (the listener) or found as its descendants are
@@ -11,6 +14,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -29,6 +33,10 @@ class SshdFixture {
   // yes). Without it sshd refuses SFTP, as minimal containers and hardened
   // hosts do.
   void set_sftp_subsystem(bool on) { sftp_subsystem_ = on; }
+  // Before Start(): the IPv4 loopback address sshd listens on (default
+  // 127.0.0.1). target(), known_hosts and the readiness check all use it.
+  void set_listen_address(std::string address) { listen_address_ = std::move(address); }
+  const std::string& listen_address() const { return listen_address_; }
 
   // Creates keys/config and starts sshd; returns once the port accepts TCP.
   Status Start();
@@ -68,6 +76,7 @@ class SshdFixture {
   int port_ = 0;
   pid_t pid_ = -1;
   bool sftp_subsystem_ = true;
+  std::string listen_address_ = "127.0.0.1";
 };
 
 // Writes `lines` (one per line) to <dir>/env.sh and returns its path.
@@ -76,8 +85,12 @@ std::string WriteEnvScript(const std::string& dir, const std::vector<std::string
 // Runs argv locally (no shell), returns exit status; output goes to `log_file`.
 int RunLocal(const std::vector<std::string>& argv, const std::string& log_file = "/dev/null");
 
-// A loopback TCP port that was free a moment ago.
+// A loopback TCP port that was free a moment ago (on 127.0.0.1, or on the
+// given IPv4 loopback address).
 int FreeLoopbackPort();
+int FreeLoopbackPort(const std::string& address);
+// Whether address:port accepts a TCP connection now.
+bool PortAccepts(const std::string& address, int port);
 
 // Descendants of `root` from /proc; every pid comes after its parent.
 std::vector<pid_t> DescendantPids(pid_t root);

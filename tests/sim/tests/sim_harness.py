@@ -76,8 +76,19 @@ class SimTestCase(unittest.TestCase):
         self.target = target_setup.setup(os.path.join(self.tmp, "target"), **args)
         return self.target
 
-    def env(self, extra=None):
-        t = self.target
+    def make_node(self, name, address, **kw):
+        """Another simulated host (its own root, address and clock) for a multi-node deployment;
+        -> its target dict (self.target stays the first one)."""
+        args = dict(startup_delay=0.3, export_delay=0.3, address=address, hostname=name)
+        args.update(self.target_kwargs)
+        args.update(kw)
+        t = target_setup.setup(os.path.join(self.tmp, name), **args)
+        if self.target is None:
+            self.target = t
+        return t
+
+    def env(self, extra=None, target=None):
+        t = target or self.target
         env = dict(os.environ)
         env["PATH"] = t["bin"] + ":" + env.get("PATH", "")
         env["PYTHONPATH"] = os.path.join(SIM_DIR, "python")
@@ -87,29 +98,29 @@ class SimTestCase(unittest.TestCase):
         env.update(extra or {})
         return env
 
-    def run_tool(self, argv, extra_env=None, timeout=60, cwd=None):
-        return subprocess.run(argv, env=self.env(extra_env), capture_output=True, text=True, timeout=timeout,
+    def run_tool(self, argv, extra_env=None, timeout=60, cwd=None, target=None):
+        return subprocess.run(argv, env=self.env(extra_env, target), capture_output=True, text=True, timeout=timeout,
                               cwd=cwd or self.tmp)
 
-    def sh(self, command, timeout=60):
+    def sh(self, command, timeout=60, target=None):
         """Run a shell command after sourcing the target's set_env.sh, like the C++ workers do."""
-        full = ". '%s' && %s" % (self.target["set_env"], command)
+        full = ". '%s' && %s" % ((target or self.target)["set_env"], command)
         env = {k: v for k, v in os.environ.items() if k not in ("NPUPROF_SIM_ROOT", "PYTHONPATH")}
         return subprocess.run(["bash", "-c", full], env=env, capture_output=True, text=True, timeout=timeout,
                               cwd=self.tmp)
 
-    def npu_smi(self):
-        r = self.run_tool(["npu-smi", "info"])
+    def npu_smi(self, target=None):
+        r = self.run_tool(["npu-smi", "info"], target=target)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout
 
-    def start(self, argv, devices=None, extra_env=None, name="svc"):
-        env = self.env(extra_env)
+    def start(self, argv, devices=None, extra_env=None, name="svc", target=None, cwd=None):
+        env = self.env(extra_env, target)
         if devices is not None:
             env["ASCEND_RT_VISIBLE_DEVICES"] = devices
         out = open(os.path.join(self.tmp, name + ".stdout.log"), "w")
         err = open(os.path.join(self.tmp, name + ".stderr.log"), "w")
-        p = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=self.tmp,
+        p = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd or self.tmp,
                              start_new_session=True)
         p.log_paths = (out.name, err.name)
         out.close()
@@ -167,12 +178,12 @@ class SimTestCase(unittest.TestCase):
         self.wait_ready(p, port)
         return p, port, out_dir
 
-    def timeline(self):
+    def timeline(self, target=None):
         from npusim import work_timeline
-        return work_timeline.read(self.target["root"])
+        return work_timeline.read((target or self.target)["root"])
 
-    def truth(self):
-        d = self.target["truth_dir"]
+    def truth(self, target=None):
+        d = (target or self.target)["truth_dir"]
         # Only finished files: a rewrite in flight is a "<name>.json.tmp.*" beside them.
         files = sorted(f for f in os.listdir(d) if f.endswith(".json"))
         self.assertTrue(files, "no truth file")

@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 
-from . import sim_root, work_timeline
+from . import sim_clock, sim_root, work_timeline
 
 # One JSON line per analyse() of a directory, appended inside that directory
 # when the invocation starts (so an invocation killed mid-way still counts).
@@ -27,7 +27,7 @@ HEADER_BLOCKNUM.insert(0, HEADER_BLOCKNUM.pop(HEADER_BLOCKNUM.index("Step Id")))
 
 
 def _log(level, msg):
-    print("[%s] [%s] [%d] profiler.py: %s" % (time.strftime("%Y-%m-%d %H:%M:%S"), level, os.getpid(), msg),
+    print("[%s] [%s] [%d] profiler.py: %s" % (sim_clock.strftime("%Y-%m-%d %H:%M:%S"), level, os.getpid(), msg),
           flush=True)
 
 
@@ -96,7 +96,7 @@ def device_task_files(path):
 
 
 def record_invocation(path):
-    line = json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "time": time.time(), "path": path},
+    line = json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "time": sim_clock.now(), "path": path},
                       separators=(",", ":")) + "\n"
     fd = os.open(os.path.join(path, INVOCATION_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
@@ -107,7 +107,7 @@ def record_invocation(path):
 
 def analyse_one(path, cfg):
     _log("INFO", "Start parsing profiling data in sync mode at: %s" % path)
-    t0 = time.time()
+    t0 = sim_clock.now()
     work_timeline.record_process_start("analyse_process_start", t0, path=path)
     record_invocation(path)
     delay = sim_root.delay(cfg, "analyse", 0.0)
@@ -126,9 +126,9 @@ def analyse_one(path, cfg):
                 tasks = (tasks or []) + json.load(fh)
         if tasks is None:
             _log("WARNING", "Can't find device data in %s, the CANN profiling data may be incomplete." % path)
-    _log("INFO", "CANN profiling data parsed in a total time of %s" % datetime.timedelta(seconds=time.time() - t0))
+    _log("INFO", "CANN profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))
     header = HEADER_BLOCKNUM if cfg.get("kernel_details_header") == "blocknum" else HEADER_BLOCKDIM
-    if tasks:
+    if tasks is not None:  # device data landed (a rank that ran no request: the header only)
         with open(os.path.join(out, "kernel_details.csv"), "w") as f:
             f.write(",".join(header) + "\n")
             for row in _kernel_rows(tasks, header):
@@ -139,7 +139,7 @@ def analyse_one(path, cfg):
             for t in tasks:
                 types.setdefault((t["type"], t["core"]), []).append(t["dur_us"])
             total = sum(sum(v) for v in types.values()) or 1
-            for (typ, core), v in sorted(types.items()):
+            for (typ, core), v in sorted(types.items()):  # no rows when no kernel ran
                 f.write("%d,%s,%s,%d,%.3f,%.3f,%.3f,%.3f,%.2f\n" % (tasks[0]["device"], typ, core, len(v), sum(v),
                                                                     min(v), sum(v) / len(v), max(v),
                                                                     100 * sum(v) / total))
@@ -162,8 +162,8 @@ def analyse_one(path, cfg):
     else:
         _log("WARNING", "Failed to parse framework data: torch.op_range not found in %s" % path)
     open(os.path.join(out, "analyse.done"), "w").close()
-    _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=time.time() - t0))
-    work_timeline.record("analyse", t0, time.time(), path=path, kernel_rows=len(tasks or []))
+    _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))
+    work_timeline.record("analyse", t0, sim_clock.now(), path=path, kernel_rows=len(tasks or []))
 
 
 def analyse(profiler_path, max_process_number=None, export_type=None):

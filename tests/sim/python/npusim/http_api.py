@@ -7,6 +7,8 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from . import sim_clock
+
 
 def count_tokens(text):
     return max(1, len(str(text).split()))
@@ -123,7 +125,7 @@ class Handler(BaseHTTPRequestHandler):
             text = " ".join("tok%d" % (i % 97) for i in range(max_tokens))
             usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + max_tokens,
                      "completion_tokens": max_tokens, "prompt_tokens_details": None}
-            now = int(time.time())
+            now = int(sim_clock.now())
             if chat:
                 return self._send(200, {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion",
                                         "created": now, "model": svc.served_name,

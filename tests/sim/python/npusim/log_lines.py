@@ -2,15 +2,18 @@
 A Logger knows its style and process prefix and
 writes complete lines to stdout (vLLM's handler) or stderr (uvicorn, tqdm,
 tracebacks)."""
+import os
 import sys
 import time
+
+from . import sim_clock
 
 STYLES = ("old", "new", "ascend")
 CYAN_OLD = ("\x1b[1;36m", "\x1b[0;0m")
 
 
 def stamp():
-    return time.strftime("%m-%d %H:%M:%S")
+    return sim_clock.strftime("%m-%d %H:%M:%S")
 
 
 class Logger:
@@ -40,6 +43,11 @@ class Logger:
 
     def info(self, fileinfo, msg):
         self.line("INFO", fileinfo, msg)
+
+    def debug(self, fileinfo, msg):
+        """Printed only with VLLM_LOGGING_LEVEL=DEBUG, as vLLM's debug lines."""
+        if os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper() == "DEBUG":
+            self.line("DEBUG", fileinfo, msg)
 
     def warning(self, fileinfo, msg):
         self.line("WARNING", fileinfo, msg)

@@ -77,8 +77,10 @@ def busy_mb(cfg, index):
 
 
 def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
-         enforce_eager, cudagraph_mode):
-    """devices: config device dicts, one per rank (rank order).
+         enforce_eager, cudagraph_mode, rank_offset=0):
+    """devices: config device dicts, one per local rank (rank order); dp: the whole deployment's
+    data-parallel size (EP = tp x dp); rank_offset: the world rank of the first device (a node of a
+    multi-node deployment holds ranks start_rank*tp ..).
     Returns the plan; raises ValueError(msg) when vLLM would refuse to start.
 
     KV cache follows vLLM(-ascend)'s own budget: total x utilisation minus
@@ -103,7 +105,7 @@ def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
     graph_mb = graph_centi * 1024 / 100.0
     bpt = kv_bytes_per_token(mc, tp)
     ranks = []
-    for r, dev in enumerate(devices):
+    for r, dev in enumerate(devices, start=rank_offset):
         total = dev["total_mb"]
         base = dev["baseline_mb"] + busy_mb(cfg, dev["index"])
         non_torch = hccl_mb + runtime_mb + slog_mb + other_all_mb + m["residual_mb"]

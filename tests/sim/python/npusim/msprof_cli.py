@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from . import msprof_export, msprof_raw, sim_root, work_timeline
+from . import msprof_export, msprof_raw, sim_clock, sim_root, work_timeline
 
 OPTIONS = [
     ("output", "Specify the directory that is used for storing data results."),
@@ -85,9 +85,9 @@ def parse(argv):
 def query_table(prof):
     devs = [n for n in sorted(os.listdir(prof)) if n.startswith("device_")]
     out = ["Job Info Device ID Dir Name Collection Time            Model ID Iteration Number Top Time Iteration Rank ID ", "",
-           "NA                host     %s N/A      N/A              N/A                1       " % time.strftime("%Y-%m-%d %H:%M:%S.000000"), ""]
+           "NA                host     %s N/A      N/A              N/A                1       " % sim_clock.strftime("%Y-%m-%d %H:%M:%S.000000"), ""]
     for d in devs:
-        out += ["NA       %-9s%-8s %s N/A      N/A              N/A                1 " % (d[7:], d, time.strftime("%Y-%m-%d %H:%M:%S.000000")), ""]
+        out += ["NA       %-9s%-8s %s N/A      N/A              N/A                1 " % (d[7:], d, sim_clock.strftime("%Y-%m-%d %H:%M:%S.000000")), ""]
     return "\n".join(out)
 
 
@@ -103,8 +103,8 @@ def run_export(opts, cfg):
     if not profs:
         print("[ERROR] No valid PROF_* directory found in %s." % os.path.abspath(out), flush=True)
         return 1
-    stamp = time.strftime("%Y%m%d%H%M%S")
-    t0 = time.time()
+    stamp = sim_clock.strftime("%Y%m%d%H%M%S")
+    t0 = sim_clock.now()
     work_timeline.record_process_start("msprof_process_start", t0, mode="export")
     record_export_invocation(out)
     hang = sim_root.fault(cfg, "export_hang")
@@ -117,7 +117,7 @@ def run_export(opts, cfg):
         time.sleep(total_delay / len(profs))
         msprof_export.export_prof(p, stamp, opts.get("type", "text"))
         info("Export all data in %s done." % os.path.basename(p))
-    work_timeline.record("msprof_export", t0, time.time(), output=os.path.abspath(out), profs=len(profs))
+    work_timeline.record("msprof_export", t0, sim_clock.now(), output=os.path.abspath(out), profs=len(profs))
     return 0
 
 
@@ -127,7 +127,7 @@ EXPORT_INVOCATION_LOG = ".sim_export_invocations"
 
 
 def record_export_invocation(out):
-    line = json.dumps({"pid": os.getpid(), "time": time.time()}, separators=(",", ":")) + "\n"
+    line = json.dumps({"pid": os.getpid(), "time": sim_clock.now()}, separators=(",", ":")) + "\n"
     fd = os.open(os.path.join(out, EXPORT_INVOCATION_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, line.encode())
@@ -195,8 +195,8 @@ def run_app(opts, app, cfg):
               "business, or ensure that aclInit/GEInitialize is invoked in the application", flush=True)
         return 1
     if cfg.get("msprof_auto_export", True):
-        t0 = time.time()
-        stamp = time.strftime("%Y%m%d%H%M%S")
+        t0 = sim_clock.now()
+        stamp = sim_clock.strftime("%Y%m%d%H%M%S")
         for p in profs:
             name = os.path.basename(p)
             info("Start export data in %s." % name)
@@ -206,7 +206,7 @@ def run_app(opts, app, cfg):
             info("Start query data in %s." % name)
             print(query_table(p), flush=True)
             info("Query all data in %s done." % name)
-        work_timeline.record("msprof_auto_export", t0, time.time(), output=output, profs=len(profs))
+        work_timeline.record("msprof_auto_export", t0, sim_clock.now(), output=output, profs=len(profs))
     info("Profiling finished.")
     for p in profs:
         info("Process profiling data complete. Data is saved in %s" % p)
@@ -217,7 +217,7 @@ def flush(profs, cfg):
     """After the application exits: msprof drains the collection for delays.msprof_flush
     seconds, then writes every PROF dir's end_info markers. Faults: msprof_flush_hang
     (never finishes, never exits on its own), msprof_flush_crash (dies half-way: no end_info)."""
-    t0 = time.time()
+    t0 = sim_clock.now()
     if sim_root.fault(cfg, "msprof_flush_hang"):
         while True:
             time.sleep(3600)
@@ -229,7 +229,7 @@ def flush(profs, cfg):
     time.sleep(wait)
     for p in profs:
         msprof_raw.finish(p)
-    work_timeline.record("msprof_flush", t0, time.time(), profs=len(profs))
+    work_timeline.record("msprof_flush", t0, sim_clock.now(), profs=len(profs))
 
 
 def main(argv):

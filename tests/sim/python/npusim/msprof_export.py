@@ -5,7 +5,7 @@ import json
 import os
 import time
 
-from . import msprof_raw, msprof_series
+from . import msprof_raw, msprof_series, sim_clock
 from .memory_plan import MODULE_IDS
 
 MODULE_HEADER = "Device_id,Component,Timestamp(us),Total Reserved(KB),Device"
@@ -34,7 +34,7 @@ def find_profs(output):
 
 def export_prof(prof, stamp=None, type_="text"):
     """Export one PROF dir; returns the list of files written."""
-    stamp = stamp or time.strftime("%Y%m%d%H%M%S")
+    stamp = stamp or sim_clock.strftime("%Y%m%d%H%M%S")
     outdir = os.path.join(prof, "mindstudio_profiler_output")
     os.makedirs(outdir, exist_ok=True)
     os.makedirs(os.path.join(prof, "mindstudio_profiler_log"), exist_ok=True)

@@ -14,15 +14,17 @@ import json
 import os
 import time
 
+from . import sim_clock
+
 
 def local_stamp(t=None, ms=True):
-    t = time.time() if t is None else t
+    t = sim_clock.now() if t is None else t
     s = time.strftime("%Y%m%d%H%M%S", time.localtime(t))
     return s + ("%03d" % int((t % 1) * 1000) if ms else "")
 
 
 def prof_dir_name(index, pid, t=None):
-    t = time.time() if t is None else t
+    t = sim_clock.now() if t is None else t
     h = hashlib.sha256(("%d-%f" % (pid, t)).encode()).digest()
     letters = "".join(chr(ord("A") + b % 18) for b in h[:8])
     return "PROF_%06d_%s_%08d%s" % (index, local_stamp(t), pid % 100000000, letters)
@@ -36,7 +38,7 @@ def _write(path, text):
 
 def create_prof(parent, pid, devices, index=1, t=None):
     """Create an (empty) PROF dir for one process with host/ and device_<id>/ parts."""
-    t = time.time() if t is None else t
+    t = sim_clock.now() if t is None else t
     path = os.path.join(parent, prof_dir_name(index, pid, t))
     os.makedirs(os.path.join(path, "host", "data"), exist_ok=True)
     _write(os.path.join(path, "host", "info.json"), json.dumps({"pid": str(pid), "hostname": os.uname().nodename,
@@ -64,7 +66,7 @@ def finish(prof, t=None):
     """Collection of this PROF dir is complete: host/end_info and
     device_<id>/end_info.<id> (collection end time), each followed by its
     .done marker. Written last, so their presence means nothing more comes."""
-    t = time.time() if t is None else t
+    t = sim_clock.now() if t is None else t
     end = json.dumps({"collectionTimeEnd": str(int(t * 1e6)), "clockMonotonicRaw": str(time.monotonic_ns())})
     _write(os.path.join(prof, "host", "end_info"), end)
     _write(os.path.join(prof, "host", "end_info.done"), "")

@@ -67,7 +67,7 @@ def main(argv):
 
     if style == "ascend":
         log.info("parallel_state.py:1395", "world_size=%d rank=%d local_rank=%d distributed_init_method=tcp://127.0.0.1:%d backend=hccl"
-                 % (spec["world"], spec["rank"], spec["rank"], 29500))
+                 % (spec["world"], spec["rank"], spec.get("local_rank", spec["rank"]), 29500))
         log.info("model_runner_v1.py:2562", "Starting to load model %s..." % spec["model"])
     _sleep(step * 0.3, ppid)
     if spec["rank"] == 0:

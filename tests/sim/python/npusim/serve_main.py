@@ -1,7 +1,10 @@
-"""The simulated vLLM API-server process: resolves devices, plans memory,
+"""The simulated `vllm serve` process: resolves devices, plans memory,
 spawns one process per rank, prints start-up logs, serves HTTP, records the
 state npu-smi reads and the ground truth tests compare against, and shuts
-everything down cleanly on SIGINT/SIGTERM."""
+everything down cleanly on SIGINT/SIGTERM. In a multi-node data-parallel
+deployment (dp_topology.py) it is the head (dp_head.py: waits for every
+node's engines before it serves) or a node (dp_node.py: joins the head);
+requests and profiling are in serve_requests.py."""
 import json
 import os
 import select
@@ -11,13 +14,12 @@ import sys
 import threading
 import time
 
-from . import (ground_truth, hbm_levels, kernel_model, log_lines, memory_plan, msprof_raw, msprof_series, sim_root,
-               torch_finalise, torch_profile_writer, work_timeline)
+from . import (dp_head, dp_node, dp_topology, ground_truth, hbm_levels, log_lines, memory_plan, msprof_raw,
+               msprof_series, sim_clock, sim_root, work_timeline)
 from .http_api import make_server, serve_in_thread
 from .log_lines import Logger
+from .serve_requests import RequestsMixin
 from .service_phases import PhaseLog
-
-REQUESTS_LOG_MAX = 1000  # requests kept in truth.requests_log
 
 ENV_ERRORS = {
     "vllm_ascend": "ModuleNotFoundError: No module named 'vllm_ascend'",
@@ -65,26 +67,33 @@ class StopFlag:
         return self._set
 
 
-class Service:
-    def __init__(self, args, entry):
+class Service(RequestsMixin):
+    def __init__(self, args, entry, topo):
         self.args = args
         self.entry = entry
+        self.topo = topo
         self.root = sim_root.root_dir()
         self.cfg = sim_root.load_config(self.root)
+        self.own_address = sim_root.own_address(self.cfg)
         self.style = self.cfg.get("log_style", "ascend")
         self.pid = os.getpid()
         self.stop_event = StopFlag()  # set from signal handlers: no locks
         self.lock = threading.Lock()
         self.truth_lock = threading.RLock()  # taken after self.lock, never before it
-        self.api_log = Logger(self.style, log_lines.api_prefix(self.style, self.pid), self.cfg.get("log_ansi"))
+        self.api_log = Logger(self.style, log_lines.api_prefix(self.style, self.pid) if topo.serves_api else "",
+                              self.cfg.get("log_ansi"))
         self.model = args.model
         self.served_names = list(args.served_model_name or [args.model])
         self.served_name = self.served_names[0]
-        self.tp = max(1, args.tensor_parallel_size)
-        self.dp = max(1, args.data_parallel_size)
-        self.world = self.tp * self.dp
+        self.tp = topo.tp
+        self.dp = topo.dp            # the whole deployment's DP size
+        self.world = topo.local_world  # ranks on this node
+        self.head = None             # dp_head.Head on a multi-node head
+        self.node = None             # dp_node.NodeClient on a multi-node node
+        self.failure = None          # why this service stops with exit code 1 (a thread set it)
+        self.dying = False           # fault die_after_requests fired
         self.max_model_len = args.max_model_len or 4096
-        self.started = time.time()
+        self.started = sim_clock.now()
         work_timeline.record_process_start("service_process_start", self.started)
         self.image_tokens = int(self.cfg.get("image_tokens", 256))
         self.ranks = []          # [{"rank", "pid", "start", "device", "proc", "fd"}]
@@ -92,15 +101,8 @@ class Service:
         self.phase = "starting"
         self.ready = False
         self.stop_requested_at = None
-        self.requests_total = 0
-        self.requests_log = []
-        self.profile_sessions = []
-        self.finalisers = []     # [(RankFinalise, truth entry)]
-        self.chat_seen = 0
-        self.profiling = False
-        self.window = []
-        self.window_start = 0.0
-        self.instance = "vllm-%d-%s" % (self.pid, time.strftime("%Y%m%dT%H%M%S"))
+        self.init_requests()
+        self.instance = "vllm-%d-%s" % (self.pid, sim_clock.strftime("%Y%m%dT%H%M%S"))
         self.truth_path = os.path.join(sim_root.truth_dir(self.root), self.instance + ".json")
         self.inst_path = os.path.join(sim_root.instances_dir(self.root), self.instance + ".json")
         self.plan = None
@@ -155,12 +157,42 @@ class Service:
         with self.truth_lock:
             t = dict(self.truth or {})
             t.update({"status": status or t.get("status", "starting"), "phase": self.phase,
-                      "updated_at": time.time(), "phases": self.phases.truth(),
-                      "requests_log": list(self.requests_log), "profile_sessions": self.profile_sessions})
+                      "updated_at": sim_clock.now(), "phases": self.phases.truth(),
+                      "requests": self.requests_total, "requests_log": list(self.requests_log),
+                      "engine_requests": self.engine_requests,
+                      "engine_requests_log": list(self.engine_requests_log),
+                      "profile_sessions": self.profile_sessions, "deployment": self.deployment_truth()})
             if extra:
                 t.update(extra)
             self.truth = t
             sim_root.write_json_atomic(self.truth_path, t)
+
+    def write_truth_soon(self):
+        """Rewrite the truth now (a thread saw the deployment change)."""
+        if self.truth is not None:
+            self._write_truth()
+
+    def deployment_truth(self):
+        d = dict(self.topo.truth(), clock_offset_s=sim_clock.offset(), host_address=self.own_address,
+                 hostname=self.cfg.get("hostname"))
+        if self.head is not None:
+            d.update(self.head.truth())
+        if self.node is not None:
+            d.update(self.node.truth())
+        return d
+
+    def fail(self, message):
+        """From any thread: the deployment broke (a node or the head lost); stop with exit code 1."""
+        if self.failure is None:
+            self.failure = message
+        self.stop_event.set()
+
+    def node_lost(self, node):
+        """The head saw a node's link close while not shutting down."""
+        self.write_truth_soon()
+        self.fail("RuntimeError: remote engine core(s) %s on node %s (%s, pid %s) %s; the deployment cannot "
+                  "serve without them" % (node["engines"], node["node_rank"], node.get("address"), node.get("pid"),
+                                          "stopped" if node.get("left") == "stopped" else "died unexpectedly"))
 
     def _crash(self, message, code=1):
         sys.stderr.write("Traceback (most recent call last):\n"
@@ -171,7 +203,7 @@ class Service:
                          + message + "\n")
         sys.stderr.flush()
         if not self.ready:
-            work_timeline.record("service_startup", self.started, time.time(), instance=self.instance,
+            work_timeline.record("service_startup", self.started, sim_clock.now(), instance=self.instance,
                                  port=self.args.port, ok=False, error=message[:200])
         if self.truth is not None:
             self._write_truth("crashed", {"error": message})
@@ -207,7 +239,11 @@ class Service:
         api.info("utils.py:233" if style != "old" else "api_server.py:712",
                  "non-default args: {'model_tag': %r, 'model': %r, 'tensor_parallel_size': %d}"
                  % (a.model, a.model, self.tp))
-        if self.profiler_enabled:
+        topo = self.topo
+        if topo.role == "headless":
+            api.info("serve.py:224", "Launching %d data parallel engine(s) in headless mode, with head node address "
+                     "%s." % (topo.dp_local, topo.handshake_uri()))
+        if self.profiler_enabled and topo.serves_api:
             if a.profiler_config:
                 api.info("api_server.py:1760", "Profiler with mode '%s' is enabled in the API server. This should "
                          "ONLY be used for local development!" % (a.profiler_config.get("profiler") or "torch"))
@@ -228,7 +264,8 @@ class Service:
         mode = cc.get("cudagraph_mode") if isinstance(cc, dict) else None
         try:
             self.plan = memory_plan.plan(self.cfg, self.model, devices, self.tp, self.dp, a.enable_expert_parallel,
-                                         a.gpu_memory_utilization, self.max_model_len, a.enforce_eager, mode)
+                                         a.gpu_memory_utilization, self.max_model_len, a.enforce_eager, mode,
+                                         rank_offset=topo.rank_offset)
         except (ValueError, MemoryError, FileNotFoundError) as e:
             self._crash("%s: %s" % (type(e).__name__, e))
         mc = self.plan["model_config"]
@@ -241,6 +278,23 @@ class Service:
         self._write_truth("starting")
         if self.msprof:
             self.prof_dirs["main"] = msprof_raw.create_prof(self.msprof["output"], self.pid, [], index=1)
+        if topo.role == "head":
+            self.head = dp_head.Head(self)
+            try:
+                self.head.bind()
+            except OSError as e:
+                self._crash("zmq.error.ZMQError: %s (addr='%s')" % (e.strerror, topo.handshake_uri()))
+            self._write_truth()
+        elif topo.multinode:
+            self.node = dp_node.NodeClient(self)
+            self._write_truth()
+            try:
+                self.node.join()
+            except dp_node.JoinError as e:
+                api.error("core.py:1120", "Engine core(s) %s could not join the data parallel deployment: %s"
+                          % (topo.local_dp_ranks, e))
+                self._crash(str(e))
+            self._write_truth()
         self._spawn_ranks(devices, step)
         self._wait_ranks("L")
         self._mark("loaded", "loaded", "loaded")
@@ -249,10 +303,10 @@ class Service:
         self._wait_ranks("K")
         self._mark("kv_allocated", "kv")
         p = self.plan
-        for d in range(self.dp):
+        for d in topo.local_dp_ranks:
             eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, d), self.cfg.get("log_ansi"))
             if style == "old":
-                if d == 0:
+                if d == topo.start_rank:
                     eng.info("distributed_gpu_executor.py:57", "# GPU blocks: %d, # CPU blocks: %d"
                              % (p["num_gpu_blocks"], 4096))
                     eng.info("distributed_gpu_executor.py:61", "Maximum concurrency for %d tokens per request: %.2fx"
@@ -265,12 +319,31 @@ class Service:
                              self.max_model_len, p["max_concurrency"]))
         self._wait_ranks("G")
         self._mark("graph_captured", "ready")
-        eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, 0), self.cfg.get("log_ansi"))
+        eng = Logger(style, log_lines.engine_prefix(style, self.pid, self.dp, topo.start_rank),
+                     self.cfg.get("log_ansi"))
         eng.info("core.py:281" if style != "old" else "llm_engine.py:431",
-                 "init engine (profile, create kv cache, warmup model) took %.2f seconds" % (time.time() - self.started))
+                 "init engine (profile, create kv cache, warmup model) took %.2f seconds"
+                 % (sim_clock.now() - self.started))
         if sim_root.fault(self.cfg, "never_ready"):
             self._mark("loaded-never-ready", "loaded", "loaded-never-ready")
             return None
+        if self.node is not None:
+            self.node.report_ready(self._rank_list())
+        if self.head is not None:
+            self._wait_remote_engines()
+        if topo.role == "headless":  # engines only: ready once they are up and reported
+            self.ready = True
+            self._mark("ready", "ready", "ready")
+            now = sim_clock.now()
+            self._write_truth("ready", {"ready_at": now})
+            work_timeline.record("service_startup", self.started, now, instance=self.instance, port=None,
+                                 tp=self.tp, dp=self.dp, ok=True, role=topo.role)
+            return None
+        if topo.role == "secondary":  # its API server answers once the whole deployment is up
+            while self.node.deployment_ready_at is None:
+                self._check_failure()
+                if self.stop_event.wait(0.05):
+                    raise KeyboardInterrupt
         early = float(sim_root.fault(self.cfg, "ready_line_early", 0) or 0)
         uvicorn_level = getattr(self.args, "uvicorn_log_level", "info")
         if early > 0:  # the start-up lines come before the port answers
@@ -280,10 +353,12 @@ class Service:
         srv = self._bind()
         self.ready = True
         self._mark("ready", "ready", "ready")
-        now = time.time()
+        if self.head is not None:
+            self.head.announce_ready()
+        now = sim_clock.now()
         self._write_truth("ready", {"ready_at": now})
         work_timeline.record("service_startup", self.started, now, instance=self.instance, port=self.args.port,
-                             tp=self.tp, dp=self.dp, ok=True)
+                             tp=self.tp, dp=self.dp, ok=True, role=topo.role)
         if early <= 0:
             log_lines.readiness(api, style, self.args.host or "0.0.0.0", self.args.port, self.pid,
                                 self.profiler_enabled, uvicorn_level)
@@ -291,6 +366,39 @@ class Service:
             api.info("loggers.py:147", "Engine 000: vllm cache_config_info with initialization after num_gpu_blocks is: %d"
                      % self.plan["num_gpu_blocks"])
         return srv
+
+    def _check_failure(self):
+        """During start-up: a failure seen by a thread (a node lost, the head gone, a refused
+        handshake) ends the start-up with it."""
+        if self.head is not None and self.head.fatal:
+            self._crash(self.head.fatal)
+        if self.failure:
+            self._crash(self.failure)
+
+    def _wait_remote_engines(self):
+        """The head's front end waits for every remote engine's hello and ready (vLLM prints the
+        pending counts at DEBUG every multinode.startup_poll_s)."""
+        self._write_truth()  # its engines are up (phase graph_captured): the wait for the others begins
+        period = max(0.05, sim_root.multinode(self.cfg, "startup_poll_s"))
+        next_log = sim_clock.now() + period
+        while not self.head.all_ready():
+            self._check_failure()
+            if self.stop_event.wait(0.05):
+                raise KeyboardInterrupt
+            for rk in self.ranks:
+                if rk["proc"].poll() is not None:
+                    self._crash("RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+                                "proc(s): {'EngineCore_DP%d': 1}" % (rk["rank"] // self.tp))
+            if sim_clock.now() >= next_log:
+                new, connected = self.head.pending()
+                if new:
+                    self.api_log.debug("utils.py:930", "Waiting for 0 local, %d remote core engine proc(s) to "
+                                       "connect." % new)
+                if connected:
+                    self.api_log.debug("utils.py:935", "Waiting for 0 local, %d remote core engine proc(s) to "
+                                       "start." % connected)
+                next_log += period
+        self._check_failure()
 
     def _spawn_ranks(self, devices, step):
         pyroot = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -300,7 +408,8 @@ class Service:
             rfd, wfd = os.pipe()
             c = r["components_mb"]
             spec = {"rank": r["rank"], "tp_rank": r["tp_rank"], "dp_rank": r["dp_rank"], "tp": self.tp,
-                    "dp": self.dp, "world": self.world, "ppid": self.pid, "fd": wfd, "style": self.style,
+                    "dp": self.dp, "world": self.topo.world, "local_rank": r["rank"] - self.topo.rank_offset,
+                    "ppid": self.pid, "fd": wfd, "style": self.style,
                     "ansi": self.cfg.get("log_ansi"), "startup": step, "model": self.model,
                     "printed": r["printed"], "shards": max(1, len([f for f in os.listdir(self.model)
                                                                    if f.endswith(".safetensors")])),
@@ -326,11 +435,18 @@ class Service:
         if self.msprof:
             for rk in self.ranks:
                 self.prof_dirs[rk["rank"]] = msprof_raw.create_prof(self.msprof["output"], rk["pid"], [rk["device"]])
-        self._write_truth("starting", {"rank_pids": [rk["pid"] for rk in self.ranks]})
+        self._write_truth("starting", {"rank_pids": [rk["pid"] for rk in self.ranks], "ranks": self._rank_list()})
         self._write_instance()
 
+    def _rank_list(self):
+        return [{"rank": rk["rank"], "dp_rank": rk["rank"] // self.tp, "tp_rank": rk["rank"] % self.tp,
+                 "device": rk["device"], "pid": rk["pid"]} for rk in self.ranks]
+
     def _wait_ranks(self, ch):
-        while not self.stop_event.is_set():
+        while True:
+            self._check_failure()
+            if self.stop_event.is_set():
+                break
             pending = [rk for rk in self.ranks if ch not in rk["seen"]]
             if not pending:
                 return
@@ -352,123 +468,6 @@ class Service:
             self._crash("OSError: [Errno %d] error while attempting to bind on address ('%s', %d): %s"
                         % (e.errno or 98, self.args.host or "0.0.0.0", self.args.port, e.strerror))
 
-    # ---- requests and profiling ---------------------------------------------
-    def run_request(self, kind, prompt_tokens, completion_tokens):
-        with self.lock:
-            self.requests_total += 1
-            index = self.requests_total - 1
-            fail = False
-            if kind == "chat":
-                ratio = float(sim_root.fault(self.cfg, "chat_fail_ratio", 0) or 0)
-                i = self.chat_seen
-                self.chat_seen += 1
-                fail = int((i + 1) * ratio) > int(i * ratio)
-            now = time.time()
-            rec = {"kind": kind, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                   "t_start": now, "ok": not fail}
-            first = self.phase == "ready"
-            changed = self.phases.request_started(now)
-            if first:
-                self._mark_state("inferred")
-                self._write_truth("ready", {"first_request_at": round(now, 6)})
-            elif changed:
-                self._write_instance()
-            if self.profiling:
-                self.window.append(rec)
-        tok = sim_root.delay(self.cfg, "token", 0.001)
-        time.sleep(min(5.0, sim_root.delay(self.cfg, "prefill", 0.005) + tok * completion_tokens))
-        with self.lock:
-            rec["t_end"] = end = time.time()
-            if self.phases.request_ended(end):
-                self._write_instance()
-            if len(self.requests_log) < REQUESTS_LOG_MAX:
-                self.requests_log.append({"i": index, "kind": kind, "ok": not fail, "start": round(rec["t_start"], 6),
-                                          "end": round(end, 6), "prompt_tokens": prompt_tokens,
-                                          "completion_tokens": completion_tokens})
-            if index == 0:
-                self._write_truth(None, {"first_request_end_at": round(end, 6)})
-        work_timeline.record("request", rec["t_start"], end, port=self.args.port, kind=kind, ok=not fail,
-                             prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-        return not fail
-
-    def _mark_state(self, state):
-        self.phase = state
-        self._write_instance()
-
-    def profile_control(self, start):
-        t0 = time.time()
-        code, msg = self._profile_control(start)
-        work_timeline.record("profile_start" if start else "profile_stop", t0, time.time(), port=self.args.port,
-                             code=code)
-        return code, msg
-
-    def _profile_control(self, start):
-        slow = float(sim_root.fault(self.cfg, "slow_profile_control", 0) or 0)
-        if slow:
-            time.sleep(slow)
-        if start:
-            if sim_root.fault(self.cfg, "start_profile_500"):
-                return 500, "Failed to start profiler: simulated failure"
-            with self.lock:
-                self.profiling = True
-                self.window = []
-                self.window_start = time.time()
-            self.api_log.info("api_server.py:1054", "Starting profiler...")
-            return 200, ""
-        if sim_root.fault(self.cfg, "stop_profile_500"):
-            return 500, "Failed to stop profiler: simulated failure"
-        with self.lock:
-            was, reqs = self.profiling, [r for r in self.window if r.get("ok")]
-            self.profiling = False
-            self.window = []
-        self.api_log.info("api_server.py:1062", "Stopping profiler...")
-        if was and reqs:
-            self._write_profiles(reqs, time.time())
-        return 200, ""
-
-    def _write_profiles(self, reqs, t_stop):
-        """Begin every profiled rank's *_ascend_pt and start its finalise (torch_finalise.py)."""
-        skip = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_profile"))
-        no_kd = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_kernel_details"))
-        no_tv = sim_root.parse_rank_list(sim_root.fault(self.cfg, "rank_no_trace_view"))
-        hang = sim_root.parse_rank_list(sim_root.fault(self.cfg, "finalise_hang"))
-        delays = self.cfg.get("delays", {}).get("finalise")
-        os.makedirs(self.profiler_dir, exist_ok=True)
-        session = {"start_at": round(self.window_start, 6), "stop_at": round(t_stop, 6), "requests": len(reqs),
-                   "kernel_slow": kernel_model.settings(self.cfg)["slow"], "ranks": []}
-        started = []
-        for rk in self.ranks:
-            if rk["rank"] in skip:
-                continue
-            r = rk["rank"]
-            trace = torch_profile_writer.begin_rank(
-                self.profiler_dir, r, rk["pid"], rk["device"], self.tp, self.window_start,
-                naming=self.cfg.get("profile_dir_naming", "host"), host=self.cfg.get("hostname"))
-            tasks = kernel_model.tasks(reqs, self.plan["model_config"], self.tp, rk["device"], self.cfg, rank=r)
-            entry = {"rank": r, "device": rk["device"], "pid": rk["pid"], "dir": trace["path"],
-                     "finalise_delay_s": sim_root.per_rank(delays, r, 0.0), "hang": r in hang,
-                     "finalised_at": None, "abandoned": False, "device_data": r not in no_kd,
-                     "framework_ops": r not in no_tv,
-                     "kernels": kernel_model.summary(tasks) if r not in no_kd else []}
-            fin = torch_finalise.RankFinalise(
-                trace, torch_profile_writer.cpu_ops(reqs, rk["pid"]), tasks, entry["finalise_delay_s"], entry["hang"],
-                t_stop, framework_ops=entry["framework_ops"], device_data=entry["device_data"],
-                with_stack=self.profiler_with_stack, on_done=lambda f, e=entry: self._finalised(f, e))
-            session["ranks"].append(entry)
-            started.append((fin, entry))
-        with self.truth_lock:
-            self.profile_sessions.append(session)
-            self.finalisers += started
-            self._write_truth(None, {"profile_dirs": (self.truth.get("profile_dirs") or [])
-                                     + [e["dir"] for _f, e in started]})
-        for fin, _e in started:
-            fin.start()
-
-    def _finalised(self, fin, entry):
-        with self.truth_lock:
-            entry["finalised_at"] = round(fin.finished_at, 6)
-            self._write_truth()
-
     # ---- shutdown ------------------------------------------------------------
     def _cleanup(self):
         for rk in self.ranks:
@@ -477,10 +476,10 @@ class Service:
                     rk["proc"].send_signal(signal.SIGTERM)
                 except OSError:
                     pass
-        deadline = time.time() + 5
+        deadline = sim_clock.now() + 5
         for rk in self.ranks:
             try:
-                rk["proc"].wait(max(0.1, deadline - time.time()))
+                rk["proc"].wait(max(0.1, deadline - sim_clock.now()))
             except subprocess.TimeoutExpired:
                 rk["proc"].kill()
                 rk["proc"].wait()
@@ -500,10 +499,16 @@ class Service:
             api.raw("INFO:     Waiting for application shutdown.", err)
             api.raw("INFO:     Application shutdown complete.", err)
             api.raw("INFO:     Finished server process [%d]" % self.pid, err)
-        t_stop = self.stop_requested_at or time.time()
+        t_stop = self.stop_requested_at or sim_clock.now()
         with self.lock:
             self._mark("stopping", None, "stopping")
+        if self.failure:
+            api.error("core_client.py:564", self.failure)
+        if self.head is not None:
+            self.head.shutdown()  # the nodes stop too: each closes its link once its ranks are gone (bounded wait)
         self._cleanup()
+        if self.node is not None:
+            self.node.leave()
         with self.truth_lock:
             for fin, entry in self.finalisers:
                 if fin.finished_at is None:
@@ -511,27 +516,36 @@ class Service:
                     entry["abandoned"] = True
         with self.lock:
             self.phases.mark("stopped", "base")
-        extra = {"stopped_at": time.time(), "requests": self.requests_total}
+        extra = {"stopped_at": sim_clock.now(), "requests": self.requests_total}
+        if self.failure:
+            extra["error"] = self.failure
         try:
             if self.msprof and self.msprof.get("memory") and self.plan:
                 freq = int(self.msprof.get("sys_hardware_mem_freq", 50))
                 # msprof keeps sampling (the freed devices) until its own flush ends
-                series = self.phases.series(time.time() + sim_root.delay(self.cfg, "msprof_flush", 0.1))
+                series = self.phases.series(sim_clock.now() + sim_root.delay(self.cfg, "msprof_flush", 0.1))
                 msprof_series.write(self.prof_dirs, self.plan, series, freq)
                 extra["msprof_series"] = msprof_series.truth(series, freq, self.phases.inference_windows())
         except OSError as e:
             sys.stderr.write("msprof data write failed: %s\n" % e)
         if self.truth is not None:
-            self._write_truth("stopped", extra)
-        work_timeline.record("service_shutdown", t_stop, time.time(), instance=self.instance, port=self.args.port)
+            self._write_truth("failed" if self.failure else "stopped", extra)
+        work_timeline.record("service_shutdown", t_stop, sim_clock.now(), instance=self.instance, port=self.args.port)
+        return 1 if self.failure else 0
 
 
 def run(args, entry):
-    svc = Service(args, entry)
+    try:
+        topo = dp_topology.Topology(args)
+    except dp_topology.TopologyError as e:
+        sys.stderr.write("Traceback (most recent call last):\n  File \"/usr/local/bin/vllm\", line 8, in <module>\n"
+                         "    sys.exit(main())\n%s\n" % e)
+        return 1
+    svc = Service(args, entry, topo)
 
     def on_signal(_s, _f):
         if svc.stop_requested_at is None:
-            svc.stop_requested_at = time.time()
+            svc.stop_requested_at = sim_clock.now()
         svc.stop_event.set()
 
     signal.signal(signal.SIGINT, on_signal)
@@ -546,11 +560,15 @@ def run(args, entry):
                 if rk["proc"].poll() is not None:
                     svc.api_log.error("core.py:700", "Worker proc rank %d died unexpectedly, shutting down executor."
                                       % rk["rank"])
+                    if svc.topo.multinode:  # the rest of the deployment cannot go on without it
+                        svc.fail("RuntimeError: worker proc rank %d died unexpectedly" % rk["rank"])
                     svc.stop_event.set()
     except KeyboardInterrupt:
         pass
-    svc.shutdown(srv)
-    return 0
+    if svc.dying:
+        svc.die()
+        return 1
+    return svc.shutdown(srv)
 
 
 def main_serve(argv):

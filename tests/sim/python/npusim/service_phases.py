@@ -9,6 +9,8 @@ it gives it back when no request is running, so idle windows fall back to
 `ready`. Not thread-safe: the service calls it under its own lock."""
 import time
 
+from . import sim_clock
+
 
 class PhaseLog:
     def __init__(self, release, t0=None):
@@ -27,7 +29,7 @@ class PhaseLog:
             self.closing = True
         if level is not None:
             self.level = level
-        self.entries.append([(time.time() if t is None else t) * 1e6, phase, self.level])
+        self.entries.append([(sim_clock.now() if t is None else t) * 1e6, phase, self.level])
         return changed
 
     def request_started(self, t=None):
@@ -44,7 +46,7 @@ class PhaseLog:
 
     def series(self, t_end=None):
         """Entries closed by an "end" sentinel, for the msprof series."""
-        return [list(e) for e in self.entries] + [[(time.time() if t_end is None else t_end) * 1e6, "end",
+        return [list(e) for e in self.entries] + [[(sim_clock.now() if t_end is None else t_end) * 1e6, "end",
                                                     self.level]]
 
     def truth(self, t_end=None):

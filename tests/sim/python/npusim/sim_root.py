@@ -109,6 +109,19 @@ def delay(cfg, name, default=0.0):
     return float(cfg.get("delays", {}).get(name, default))
 
 
+MULTINODE_DEFAULTS = {"join_timeout_s": 60.0, "startup_poll_s": 10.0, "control_timeout_s": 30.0}
+
+
+def multinode(cfg, name):
+    """A `multinode.*` setting (README.md "Multi-node data parallel"), with its default."""
+    return float((cfg.get("multinode") or {}).get(name, MULTINODE_DEFAULTS[name]))
+
+
+def own_address(cfg):
+    """This simulated host's address (config network.address)."""
+    return (cfg.get("network") or {}).get("address") or "127.0.0.1"
+
+
 def per_rank(value, rank, default=0.0):
     """A per-rank setting: one number for every rank, a list indexed by rank
     (missing ranks: default) or a dict keyed by the rank number."""

@@ -1,11 +1,12 @@
 """Create a simulated target root: state/config.json, bin/ (links to the
 simulated tools that are "installed"), set_env.sh. See README.md."""
+import ipaddress
 import json
 import os
 import shutil
 import socket
 
-from . import kernel_model, layouts, memory_plan
+from . import kernel_model, layouts, memory_plan, sim_root
 
 SIM_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = ("npu-smi", "msprof", "vllm")
@@ -32,7 +33,30 @@ FAULTS = {
                     "'dcmi error \\377\\376' on stderr), then exits 0 (true) or with that code",
     "terminal_escapes": "true|exit code: npu-smi prints terminal control sequences (set the title, clear the "
                         "screen, a C1 CSI) on stderr and in process names, then exits 0 (true) or with that code",
+    "never_join": "true|wrong_port: a data-parallel node of a multi-node deployment never joins the head (true: "
+                  "its engines start but never connect; wrong_port: they connect to the rpc port + 1 until "
+                  "multinode.join_timeout_s, then exit 1)",
+    "join_delay": "seconds: a data-parallel node connects to the head this much later",
+    "die_after_requests": "N: after its engines served N requests the service's ranks die and it exits 1 "
+                          "(a node lost mid-workload)",
 }
+
+# multinode.join_timeout_s: a node gives up connecting to the head after this long (exit 1);
+# startup_poll_s: the head's "Waiting for ... core engine proc(s)" DEBUG period; control_timeout_s:
+# how long either side waits for an answer to a forwarded call.
+DEFAULT_MULTINODE = dict(sim_root.MULTINODE_DEFAULTS)
+
+
+def check_address(address):
+    """The simulated host's own address: a loopback IPv4 address (every listener binds loopback only)."""
+    try:
+        ip = ipaddress.IPv4Address(address)
+    except ValueError:
+        raise ValueError("bad --address %r (want a 127.x.y.z address)" % address)
+    if not ip.is_loopback:
+        raise ValueError("bad --address %r: the simulator listens on loopback addresses only (127.0.0.0/8)"
+                         % address)
+    return str(ip)
 
 
 def parse_value(text):
@@ -75,8 +99,10 @@ def parse_faults(faults):
 def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, baseline_mb=2862, busy=(),
           faults=(), startup_delay=0.5, token_delay=0.001, export_delay=1.0, log_style="ascend",
           msprof_missing=False, npu_smi_missing=False, hostname=None, sets=(), finalise_delay=0.0,
-          msprof_flush_delay=0.1, activation="retained", env_delay=0.0, login_delay=0.0):
+          msprof_flush_delay=0.1, activation="retained", env_delay=0.0, login_delay=0.0, clock_offset_s=0.0,
+          address=None):
     root = os.path.abspath(root)
+    address = check_address(address or "127.0.0.1")
     devs = layouts.make_devices(layout, devices, npu_ids, hbm_total_mb, baseline_mb)
     if activation not in ("retained", "released"):
         raise ValueError("bad activation mode %r (want retained or released)" % activation)
@@ -96,6 +122,9 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
         "hostname": hostname or socket.gethostname(), "profile_dir_naming": "host",
         "kernel_details_header": "blockdim", "image_tokens": 256, "process_table": True,
         "msprof_auto_export": True,
+        "clock": {"offset_s": float(clock_offset_s)},
+        "network": {"address": address},
+        "multinode": dict(DEFAULT_MULTINODE),
         "installed": [t for t in TOOLS if not ((t == "msprof" and msprof_missing) or
                                                (t == "npu-smi" and npu_smi_missing))],
     }
@@ -113,8 +142,9 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
     for t in cfg["installed"]:
         os.symlink(os.path.join(SIM_DIR, "bin", t), os.path.join(bindir, t))
     env_script, login_rc = write_scripts(root, bindir, cfg["delays"].get("env_script", 0.0),
-                                         cfg["delays"].get("login", 0.0))
+                                         cfg["delays"].get("login", 0.0), clock_offset(cfg))
     return {"root": root, "set_env": env_script, "login_rc": login_rc, "bin": bindir,
+            "address": cfg["network"]["address"], "clock_offset_s": clock_offset(cfg),
             "config": os.path.join(state, "config.json"), "timeline": os.path.join(state, "timeline.jsonl"),
             "truth_dir": os.path.join(state, "truth"), "layout": layout, "installed": cfg["installed"],
             "faults": fdict, "busy": cfg["busy"],
@@ -133,10 +163,53 @@ def _sleep_line(seconds):
     return "sleep %s\n" % repr(float(seconds)) if seconds and float(seconds) > 0 else ""
 
 
-def write_scripts(root, bindir, env_delay=0.0, login_delay=0.0):
+def clock_offset(cfg):
+    return float((cfg.get("clock") or {}).get("offset_s") or 0.0)
+
+
+def real_date():
+    """GNU date as installed (not a shim in some target's bin/)."""
+    for d in ("/usr/bin", "/bin"):
+        if os.access(os.path.join(d, "date"), os.X_OK):
+            return os.path.join(d, "date")
+    return shutil.which("date") or "/bin/date"
+
+
+# The target's `date` (bin/date, first on PATH after set_env.sh): GNU date on the
+# host's shifted clock. Microsecond resolution (bash's EPOCHREALTIME); arguments
+# that name another time (-d, -r, -f, -s) pass through unshifted.
+DATE_SHIM = """#!/bin/bash
+# The simulated host's clock (npuprof test simulator): GNU date, shifted by clock.offset_s.
+off_ns=%(off_ns)d
+real='%(real)s'
+for a in "$@"; do
+  case $a in -d*|--date*|-r*|--reference*|-f*|--file*|-s*|--set*) exec "$real" "$@" ;; esac
+done
+[ "$off_ns" -eq 0 ] && exec "$real" "$@"
+t=${EPOCHREALTIME/[.,]/}
+[ -n "$t" ] || t=$(( $("$real" +%%s%%N) / 1000 ))
+ns=$(( t * 1000 + off_ns ))
+printf -v at '@%%d.%%09d' $(( ns / 1000000000 )) $(( ns %% 1000000000 ))
+exec "$real" -d "$at" "$@"
+"""
+
+
+def write_date_shim(bindir, offset_s):
+    path = os.path.join(bindir, "date")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(DATE_SHIM % {"off_ns": int(round(float(offset_s) * 1e9)), "real": real_date()})
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)
+    return path
+
+
+def write_scripts(root, bindir, env_delay=0.0, login_delay=0.0, clock_offset_s=0.0):
     """set_env.sh (the target's "Ascend set_env.sh"; sourcing it takes env_delay s, as the real
-    one's ~100 ms) and login_rc.sh (what a slow login shell's rc file costs: login_delay s; a
-    harness makes every `bash -c` of its sshd read it with `SetEnv BASH_ENV=<root>/login_rc.sh`)."""
+    one's ~100 ms), login_rc.sh (what a slow login shell's rc file costs: login_delay s; a
+    harness makes every `bash -c` of its sshd read it with `SetEnv BASH_ENV=<root>/login_rc.sh`)
+    and bin/date (the host's clock, clock_offset_s ahead of the real one)."""
+    write_date_shim(bindir, clock_offset_s)
     pyroot = os.path.join(SIM_DIR, "python")
     env_script = os.path.join(root, "set_env.sh")
     with open(env_script, "w") as f:
@@ -174,6 +247,7 @@ def update(root, faults=(), sets=(), clear_faults=False):
         set_dotted(cfg, k, parse_value(v))
     write_config(state, cfg)
     delays = cfg.get("delays", {})
-    write_scripts(root, os.path.join(root, "bin"), delays.get("env_script", 0.0), delays.get("login", 0.0))
-    return {"root": root, "config": path, "faults": cfg["faults"], "delays": delays,
+    write_scripts(root, os.path.join(root, "bin"), delays.get("env_script", 0.0), delays.get("login", 0.0),
+                  clock_offset(cfg))
+    return {"root": root, "config": path, "faults": cfg["faults"], "delays": delays, "clock": cfg.get("clock", {}),
             "memory": cfg.get("memory", {}), "kernels": cfg.get("kernels", {})}

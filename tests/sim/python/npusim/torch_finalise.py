@@ -11,7 +11,7 @@ unfinished finalise stops where it is (its rank process is gone)."""
 import threading
 import time
 
-from . import torch_profile_writer, work_timeline
+from . import sim_clock, torch_profile_writer, work_timeline
 
 MAX_CHUNKS = 10
 
@@ -66,7 +66,7 @@ class RankFinalise:
             self._abandon.wait()  # never finalises
             return
         torch_profile_writer.finish_rank(self.trace, self.t_stop, self.with_stack)
-        self.finished_at = time.time()
+        self.finished_at = sim_clock.now()
         work_timeline.record("torch_finalise", self.t_stop, self.finished_at, rank=self.trace["rank"],
                              path=self.trace["path"])
         if self.on_done:

@@ -55,7 +55,7 @@ def write_chunk(trace, ops, tasks, framework_ops=True, device_data=True):
         with open(os.path.join(trace["path"], "FRAMEWORK", "torch.op_range"), "a") as f:
             for op in ops:
                 f.write(json.dumps(op) + "\n")
-    if device_data and tasks:
+    if device_data and (tasks or trace["chunks"] == 0):  # a rank that ran nothing still has its (empty) data
         data = os.path.join(trace["prof"], "device_%d" % trace["device"], "data")
         with open(os.path.join(data, "sim_tasks.json.slice_%d" % trace["chunks"]), "w") as f:
             json.dump(tasks, f)

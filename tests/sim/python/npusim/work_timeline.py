@@ -14,7 +14,7 @@ import json
 import os
 import time
 
-from . import sim_root
+from . import sim_clock, sim_root
 
 FILE = "timeline.jsonl"
 
@@ -71,12 +71,12 @@ def process_start_time():
         age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
-    return time.time() - max(0.0, age)
+    return sim_clock.now() - max(0.0, age)
 
 
 def record_process_start(what, until=None, root=None, **fields):
     """Append the piece from this process's start to `until` (default now):
     the tool's own start-up. Never raises."""
-    start, end = process_start_time(), until if until is not None else time.time()
+    start, end = process_start_time(), until if until is not None else sim_clock.now()
     if start is not None and end > start:
         record(what, start, end, root, **fields)

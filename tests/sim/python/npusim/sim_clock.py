@@ -1,0 +1,50 @@
+"""The simulated host's own clock: real time shifted by the target's
+`clock.offset_s` (setup_target.py --clock-offset-s), as on a machine whose
+clock is not in sync with its neighbours. Every timestamp the target
+produces (logs, truth, timeline, traces, kernel and msprof series,
+directory stamps, the `date` shim in bin/) comes from here, so a target
+set 3.2 s ahead says so everywhere at once.
+
+The offset is read once per process from the target's config (a running
+service keeps the offset it started with, as it keeps the rest of the
+config); without a target it is 0."""
+import json
+import os
+import time
+
+_OFFSET = None
+
+
+def offset():
+    """Seconds this host's clock is ahead of the real one (negative: behind)."""
+    global _OFFSET
+    if _OFFSET is None:
+        _OFFSET = 0.0
+        root = os.environ.get("NPUPROF_SIM_ROOT", "")
+        if root:
+            try:
+                with open(os.path.join(root, "state", "config.json")) as f:
+                    _OFFSET = float((json.load(f).get("clock") or {}).get("offset_s") or 0.0)
+            except (OSError, ValueError, TypeError, AttributeError):
+                _OFFSET = 0.0
+    return _OFFSET
+
+
+def set_offset(seconds):
+    """Use this offset in this process from now on (tests; a process that loaded another config)."""
+    global _OFFSET
+    _OFFSET = float(seconds)
+
+
+def now():
+    """Unix time on this host's clock."""
+    return time.time() + offset()
+
+
+def localtime(t=None):
+    return time.localtime(now() if t is None else t)
+
+
+def strftime(fmt, t=None):
+    """time.strftime on this host's clock (t: a time already on it)."""
+    return time.strftime(fmt, localtime(t))
