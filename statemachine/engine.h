@@ -41,9 +41,12 @@ struct Input {
   std::string by;
   // kSignal (payload in result)
   std::string signal;
-  // kLeaseGranted: the device ids (array); kLeaseRefused: why (in error);
-  // kCheckDevices: the quarantined device ids the run waits for (array)
+  // kLeaseGranted: the device ids (array) of a one-leg lease, or every leg as
+  // [{machine, devices}]; kLeaseRefused: why (in error); kCheckDevices: the
+  // quarantined device ids the run waits for (array) on `machine` ("" = the
+  // run's machine)
   json devices;
+  std::string machine;
 };
 
 class KindRegistry {

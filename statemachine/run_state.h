@@ -83,17 +83,37 @@ std::ostream& operator<<(std::ostream& os, LeasePhase phase);
 void to_json(json& j, LeasePhase phase) = delete;
 void from_json(const json& j, LeasePhase& phase) = delete;
 
-// The run's hold on NPUs of its machine (statemachine/device_lease.h).
-struct LeaseInfo {
-  LeasePhase phase = LeasePhase::kNone;
+// One machine's part of a lease: a one-node run has one leg (its machine),
+// a multi-node run one per node, the head first.
+struct LeaseLeg {
   std::string machine;
   json devices = nullptr;     // requested ids (array), or null = any `count` free ones
   int count = 0;
   json free = nullptr;        // probe view when devices were not given
   json busy = nullptr;
   json granted = nullptr;     // ids held (array) once granted
+};
+
+// The run's hold on NPUs (statemachine/device_lease.h): every leg at once or
+// none (a gang).
+struct LeaseInfo {
+  LeasePhase phase = LeasePhase::kNone;
+  std::vector<LeaseLeg> legs;
   uint64_t request_pos = 0;   // global position of DevicesRequested (FIFO order); 0 = not stored yet
   int64_t requested_ms = 0;
+
+  // The leg on `machine` (nullptr when none).
+  const LeaseLeg* Leg(const std::string& machine) const {
+    for (const auto& l : legs)
+      if (l.machine == machine) return &l;
+    return nullptr;
+  }
+  // NPUs over every leg.
+  int count() const {
+    int n = 0;
+    for (const auto& l : legs) n += l.count;
+    return n;
+  }
 };
 
 // How a run ended: kRunning until RunFinished, which records kOk, kFailed or

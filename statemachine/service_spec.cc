@@ -8,6 +8,7 @@
 
 #include "common/json_field.h"
 #include "run_specs.pb.h"
+#include "statemachine/deployment_spec.h"
 #include "statemachine/task_result.h"
 #include "statemachine/spec_checks.h"
 
@@ -44,41 +45,6 @@ Status CheckServedName(const json& spec) {
     return Status::Invalid(fmt::format(
         "served_model_name '{}' is not allowed: use 1-128 characters from A-Z a-z 0-9 . _ - / : (not starting with -)",
         v.is_string() ? v.get<std::string>() : v.dump()));
-  return Status::Ok();
-}
-
-// "0,1,2" -> [0,1,2]; arrays kept; null kept.
-Status NormaliseDevices(json& spec, int64_t ranks) {
-  json& d = spec["devices"];
-  if (d.is_null()) return Status::Ok();
-  if (d.is_string()) {
-    const std::string s = d;
-    json arr = json::array();
-    std::string cur;
-    for (size_t i = 0; i <= s.size(); ++i) {
-      if (i == s.size() || s[i] == ',') {
-        if (cur.empty() || cur.size() > 4 || !std::all_of(cur.begin(), cur.end(), ::isdigit))
-          return Status::Invalid(fmt::format("devices '{}' is not a list of device indices: use e.g. --devices 0,1", s));
-        arr.push_back(std::stoi(cur));
-        cur.clear();
-      } else {
-        cur.push_back(s[i]);
-      }
-    }
-    d = arr;
-  }
-  if (!d.is_array()) return Status::Invalid("devices must be a list of device indices, e.g. [0,1], or null");
-  std::set<int64_t> seen;
-  for (const auto& x : d) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 4095)
-      return Status::Invalid(fmt::format("devices {} holds {}: device indices are integers 0..4095", d.dump(), x.dump()));
-    if (!seen.insert(x.get<int64_t>()).second)
-      return Status::Invalid(fmt::format("devices {} lists device {} twice", d.dump(), x.dump()));
-  }
-  if (static_cast<int64_t>(d.size()) != ranks)
-    return Status::Invalid(fmt::format("devices lists {} device(s) but tp*dp = {}: give exactly {} (or omit "
-                                       "--devices to pick free NPUs)",
-                                       d.size(), ranks, ranks));
   return Status::Ok();
 }
 
@@ -164,8 +130,18 @@ Status ValidateServiceSpec(json& spec, const ServiceDefaults& defaults) {
   if (Status s = CheckServedName(spec); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "tp", 1, 1, 64); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
-  DefaultNull(spec, "devices");
-  if (Status s = NormaliseDevices(spec, spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>()); !s.ok()) return s;
+  if (Status s = ValidateDeployment(spec, defaults.node_device_range); !s.ok()) return s;
+  if (IsMultiNodeSpec(spec)) {
+    // Each node's devices are its own (nodes[i].devices).
+    if (defaults.node_device_range) spec.erase("devices");
+    else spec["devices"] = nullptr;
+  } else {
+    DefaultNull(spec, "devices");
+    if (Status s = NormaliseDeviceList(spec["devices"], spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>(),
+                                       {"devices", "--devices 0,1", "tp*dp", "omit --devices to pick free NPUs"});
+        !s.ok())
+      return s;
+  }
   if (!spec.contains("port") || spec["port"].is_null() || spec["port"] == 0) spec["port"] = defaults.port;
   if (!spec["port"].is_null())
     if (Status s = CheckIntRange(spec, "port", 0, 1, 65535); !s.ok())

@@ -29,12 +29,15 @@ inline std::optional<Input> NextLeaseInput(const RunState& s, int npus = 8) {
   }
   if (s.lease.phase == LeasePhase::kWaiting) {
     in.type = Input::Type::kLeaseGranted;
-    if (s.lease.devices.is_array()) {
-      in.devices = s.lease.devices;
-    } else {
-      in.devices = json::array();
-      for (int i = 0; i < s.lease.count; ++i) in.devices.push_back(i);
+    json legs = json::array();
+    for (const LeaseLeg& leg : s.lease.legs) {
+      json ids = json::array();
+      if (leg.devices.is_array()) ids = leg.devices;
+      else
+        for (int i = 0; i < leg.count; ++i) ids.push_back(i);
+      legs.push_back({{"machine", leg.machine}, {"devices", ids}});
     }
+    in.devices = legs.size() == 1 ? legs[0]["devices"] : legs;
     return in;
   }
   return std::nullopt;

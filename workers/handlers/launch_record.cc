@@ -19,7 +19,7 @@ json LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::string& r
   if (p.devices_size() > 0) devices = json(std::vector<int32_t>(p.devices().begin(), p.devices().end()));
   for (const auto& [k, v] : p.env()) env[k] = v;
   for (const std::string& a : p.extra_args()) args.push_back(a);
-  return json{{"run_id", p.run_id()},
+  json rec = {{"run_id", p.run_id()},
               {"launch_no", p.launch_no()},
               {"runtime_dir", runtime_dir},
               {"model", p.model()},
@@ -33,6 +33,8 @@ json LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::string& r
               {"wrap_script", p.has_wrap_script() ? json(p.wrap_script()) : json(nullptr)},
               {"env_script", env_script},
               {"busy_threshold_mb", p.has_busy_threshold_mb() ? p.busy_threshold_mb() : int64_t{4096}}};
+  if (p.has_deployment() && p.deployment().nodes() > 1) rec["deployment"] = sm::MessageToJson(p.deployment());
+  return rec;
 }
 
 Result<json> DecodeLaunchRecord(const std::string& runtime_dir, std::string_view bytes) {

@@ -155,21 +155,43 @@ std::string WithOurs(const char* script) { return std::string(kOursFunction) + s
 
 std::vector<std::string> ServeArgv(const json& r) {
   std::vector<std::string> argv = {"vllm", "serve", r.value("model", "")};
-  if (!UserSetsHost(r)) {
+  const json dep = r.contains("deployment") && r["deployment"].is_object() ? r["deployment"] : json::object();
+  const bool multi = dep.value("nodes", 0) > 1;
+  const bool headless = multi && dep.value("headless", false);
+  // A headless node runs no API server: no --host, no --port.
+  if (!headless && !UserSetsHost(r)) {
     argv.push_back("--host");
     argv.push_back("127.0.0.1");
   }
-  argv.push_back("--port");
-  argv.push_back(std::to_string(r.value("port", 0)));
+  if (!headless) {
+    argv.push_back("--port");
+    argv.push_back(std::to_string(r.value("port", 0)));
+  }
   if (r.contains("served_model_name") && r["served_model_name"].is_string() && r["served_model_name"] != "") {
     argv.push_back("--served-model-name");
     argv.push_back(r["served_model_name"]);
   }
   argv.push_back("--tensor-parallel-size");
   argv.push_back(std::to_string(r.value("tp", 1)));
-  if (r.value("dp", 1) > 1) {
+  if (r.value("dp", 1) > 1 || multi) {
     argv.push_back("--data-parallel-size");
     argv.push_back(std::to_string(r.value("dp", 1)));
+  }
+  if (multi) {
+    // vLLM's multi-node data parallelism: every node names the head's
+    // address and RPC port and how many ranks it runs; a headless node also
+    // where its ranks start.
+    const auto add = [&](const char* flag, const std::string& v) {
+      argv.push_back(flag);
+      argv.push_back(v);
+    };
+    add("--data-parallel-size-local", std::to_string(dep.value("dp_local", 1)));
+    add("--data-parallel-address", dep.value("dp_address", ""));
+    add("--data-parallel-rpc-port", std::to_string(dep.value("dp_rpc_port", 0)));
+    if (headless) {
+      argv.push_back("--headless");
+      add("--data-parallel-start-rank", std::to_string(dep.value("dp_start_rank", 0)));
+    }
   }
   for (const auto& a : r.value("extra_args", json::array())) argv.push_back(a.get<std::string>());
   return argv;
@@ -213,10 +235,18 @@ Result<std::string> ServiceMarker(const std::string& runtime_dir) {
     return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>");
   const std::string run = rt.substr(prev + 1, last - prev - 1);
   const std::string svc = rt.substr(last + 1);
-  const bool numbered = svc.size() > 8 && svc.rfind("service-", 0) == 0 &&
-                        svc.find_first_not_of("0123456789", 8) == std::string::npos;
+  // service-<n>, or service-<n>-node<i> for node i of a multi-node deployment.
+  const auto digits = [](const std::string& s, size_t from, size_t to) {
+    return to > from && s.find_first_not_of("0123456789", from) >= to;
+  };
+  bool numbered = svc.size() > 8 && svc.rfind("service-", 0) == 0;
+  if (numbered) {
+    const size_t node = svc.find("-node", 8);
+    numbered = node == std::string::npos ? digits(svc, 8, svc.size())
+                                         : digits(svc, 8, node) && digits(svc, node + 5, svc.size());
+  }
   if (run.empty() || run == "." || run == ".." || !numbered)
-    return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>");
+    return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>[-node<i>]");
   return run + "/" + svc;
 }
 
