@@ -192,6 +192,14 @@ proto::ClientResponse Broker::Submit(const json& args, std::string* deferred_run
   if (spec.contains("machine") && spec["machine"].is_string()) {
     if (auto rec = machines_.Find(spec["machine"].get<std::string>())) spec["machine_record"] = *rec;
   }
+  // Each node of a multi-node deployment gets its own record the same way.
+  if (spec.contains("nodes") && spec["nodes"].is_array())
+    for (json& node : spec["nodes"]) {
+      if (!node.is_object()) continue;
+      node.erase("machine_record");
+      if (node.contains("machine") && node["machine"].is_string())
+        if (auto rec = machines_.Find(node["machine"].get<std::string>())) node["machine_record"] = *rec;
+    }
   // A run that builds on another one (attach to a service, baseline from a
   // previous run) gets that run's summary as it is at submit time.
   for (const char* field : {"attach_run", "baseline_run"}) {

@@ -165,7 +165,15 @@ Status Broker::DecideAndStage(const std::string& run_id, const sm::Input& input)
   auto& follow_ups = turn_.follow_ups[run_id];
   std::vector<json> quarantines;
   for (auto& ne : decided->events) {
-    if (ne.type == sm::kDevicesReleased && ne.payload.contains("quarantine")) quarantines.push_back(ne.payload);
+    if (ne.type == sm::kDevicesReleased) {
+      // A multi-node release judges each node on its own (its legs).
+      if (ne.payload.contains("legs") && ne.payload["legs"].is_array()) {
+        for (const json& leg : ne.payload["legs"])
+          if (leg.is_object() && leg.contains("quarantine")) quarantines.push_back(leg);
+      } else if (ne.payload.contains("quarantine")) {
+        quarantines.push_back(ne.payload);
+      }
+    }
     follow_ups.push_back(FollowUpFields(ne.type, ne.payload));
     proto::Event e;
     e.set_run_id(run_id);
@@ -335,7 +343,7 @@ void Broker::AfterCommit(const std::string& run_id, const std::vector<proto::Eve
     const std::string& t = e.type();
     if (opts_.metrics) opts_.metrics->EventCommitted(e, *s);
     if (t == sm::kDevicesRequested) leases_.Wait(run_id, s->lease, e.global_pos());
-    else if (t == sm::kDevicesLeased) leases_.Hold(run_id, s->lease.machine, s->lease.granted);
+    else if (t == sm::kDevicesLeased) leases_.Hold(run_id, s->lease);
     else if (t == sm::kDevicesReleased || t == sm::kDevicesUnavailable || t == ev::kRunFinished) leases_.Drop(run_id);
     AfterLeaseEvent(run_id, e, *s);
     if (!HasFollowUp(t)) continue;

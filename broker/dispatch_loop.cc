@@ -328,13 +328,14 @@ bool Broker::ScheduleLeases() {
     sm::Input in;
     in.type = sm::Input::Type::kLeaseGranted;
     in.now_ms = now;
-    in.devices = g.devices;
+    in.legs = g.legs;
     if (!DecideAndStage(g.run_id, in).ok()) {
       // Not grantable after all (e.g. the run ended meanwhile): resync its entry.
       ResyncLease(g.run_id);
     } else {
       staged = true;
-      spdlog::info("run {}: devices [{}] leased", g.run_id, sm::DeviceIdsText(g.devices));
+      for (const sm::LeaseGrantLeg& leg : g.legs)
+        spdlog::info("run {}: devices [{}] on {} leased", g.run_id, sm::DeviceIdsText(leg.devices), leg.machine);
     }
   }
   for (const auto& r : refusals) {

@@ -63,32 +63,37 @@ void Broker::AfterLeaseEvent(const std::string& run_id, const proto::Event& e, c
     quarantine_checks_.erase(run_id);
     return;
   }
-  sm::DeviceIds idle;
-  std::string machine = s.lease.machine;
+  // What a probe just saw idle, per machine.
+  std::vector<std::pair<std::string, sm::DeviceIds>> seen;
   std::string task_id;
   if (t == sm::kDevicesChecked) {
     const json p = PayloadOf(e);
+    std::string machine = s.lease.legs.empty() ? s.machine : s.lease.legs[0].machine;
+    sm::DeviceIds idle;
     auto ids = sm::DeviceIdsFromJson(p.value("idle", json::array()), "DevicesChecked.idle");
     if (!ids.ok()) spdlog::error("run {}: {} (no device is cleared by it)", run_id, ids.status().message());
     else idle = std::move(*ids);
     if (p.contains("machine") && p["machine"].is_string()) machine = p["machine"].get<std::string>();
+    seen.emplace_back(machine, std::move(idle));
     task_id = Text(p, "task_id");
     auto& c = quarantine_checks_[run_id];
     c.in_flight = false;
     c.next_ms = NowMs() + c.delay_ms;
     c.delay_ms = std::min(c.delay_ms * 2, kMaxCheckDelayMs);
   } else if (t == sm::kDevicesRequested) {
-    idle = s.lease.free;  // the lease probe just saw these free
+    for (const sm::LeaseLeg& leg : s.lease.legs) seen.emplace_back(leg.machine, leg.free);  // the lease probes just saw these free
   } else {
     return;
   }
-  const sm::DeviceIds cleared = leases_.QuarantinedAmong(machine, idle);
-  if (cleared.empty()) return;
-  StageMachineEvent(sm::kDevicesCleared,
-                    json{{"machine", machine}, {"devices", sm::DeviceIdsJson(cleared)}, {"run_id", run_id},
-                         {"task_id", task_id},
-                         {"evidence", "npu-smi shows no process and HBM under the busy threshold"}},
-                    "run " + run_id);
+  for (const auto& [machine, idle] : seen) {
+    const sm::DeviceIds cleared = leases_.QuarantinedAmong(machine, idle);
+    if (cleared.empty()) continue;
+    StageMachineEvent(sm::kDevicesCleared,
+                      json{{"machine", machine}, {"devices", sm::DeviceIdsJson(cleared)}, {"run_id", run_id},
+                           {"task_id", task_id},
+                           {"evidence", "npu-smi shows no process and HBM under the busy threshold"}},
+                      "run " + run_id);
+  }
 }
 
 bool Broker::AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& checks, int64_t now) {
@@ -102,6 +107,7 @@ bool Broker::AskForQuarantineChecks(const std::vector<DeviceScheduler::Check>& c
     in.type = sm::Input::Type::kCheckDevices;
     in.now_ms = now;
     in.devices = c.devices;
+    in.machine = c.machine;
     if (DecideAndStage(c.run_id, in).ok()) q.in_flight = staged = true;
   }
   return staged;

@@ -23,7 +23,7 @@ void AddMachineCommand(CLI::App& app) {
     auto* cmd = machine->add_subcommand("add", "Add a machine reached over SSH");
     struct Opts {
       ServerAddress addr;
-      std::string name, host, user, identity, known_hosts, env_script, runtime_base;
+      std::string name, host, user, identity, known_hosts, env_script, runtime_base, cluster_address;
       int port = 22;
       bool accept_new = false;
     };
@@ -39,6 +39,9 @@ void AddMachineCommand(CLI::App& app) {
     cmd->add_option("--runtime-base", o->runtime_base, "Remote directory under which runtime dirs are made, absolute or '~/...' (the SSH user's home "
                     "on the target; quote it). Default ~/.cache/npuprof/runtime. Its dirs are made 0700; one owned "
                     "by another user, group/world-writable or a symbolic link is refused");
+    cmd->add_option("--cluster-address", o->cluster_address,
+                    "Address the other machines of a multi-node deployment reach this one at (its cluster "
+                    "network); default: --host");
     cmd->add_flag("--accept-new-host-key", o->accept_new,
                   "Trust the host key seen on first connection and add it to known_hosts (recorded)");
     cmd->callback([o] {
@@ -56,6 +59,7 @@ void AddMachineCommand(CLI::App& app) {
                   {"env_script", o->env_script},
                   {"runtime_base", o->runtime_base},
                   {"accept_new_host_key", o->accept_new}};
+      if (!o->cluster_address.empty()) rec["cluster_address"] = o->cluster_address;
       if (!std::filesystem::exists(rec["identity_file"].get<std::string>()))
         return Fail(2, "identity: no such file " + rec["identity_file"].get<std::string>());
       Client client(o->addr);

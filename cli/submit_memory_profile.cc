@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/submit_deployment.h"
 #include "cli/submit_kinds.h"
 #include "common/json_depth.h"
 #include "parsers/npu_smi_parser.h"
@@ -84,11 +85,13 @@ std::string ResolveBaseline(const std::string& from, json& spec) {
 void AddSubmitMemoryProfile(CLI::App* submit) {
   auto c = std::make_shared<SubmitCommon>();
   auto o = std::make_shared<MemOpts>();
+  auto dep = std::make_shared<DeploymentOpts>();
   auto* cmd = AddSubmitKind(submit, "memory-profile",
                             "Attribute each device's HBM to fixed overhead, weights, KV cache, graphs, HCCL, runtime, "
                             "activations and residual, with evidence. Standalone (--model) launches the service under "
                             "msprof; --attach SERVE_RUN profiles a running `serve` run. Extra vLLM arguments go after --",
                             c.get(), /*machine_required=*/false);
+  AddDeploymentOptions(cmd, dep.get());
   cmd->add_option("--model", o->model, "Absolute path of the model dir on the target (standalone)");
   cmd->add_option("--tp", o->tp, "Tensor parallel size")->check(CLI::Range(1, 64));
   cmd->add_option("--dp", o->dp, "Data parallel size")->check(CLI::Range(1, 64));
@@ -126,7 +129,7 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
                 "`npuprof submit serve --wrap-script PATH`");
   cmd->add_option("extra", o->extra,
                   "Extra vLLM arguments (after --); none of the flags npuprof manages (the options above)");
-  cmd->callback([c, o] {
+  cmd->callback([c, o, dep] {
     json spec = json::object();
     if (!o->baseline_from.empty()) {
       const std::string err = ResolveBaseline(o->baseline_from, spec);
@@ -139,6 +142,9 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
     spec["flush_timeout_s"] = o->flush_timeout;
     if (!o->prompt.empty()) spec["prompt"] = o->prompt;
     if (!o->image_url.empty()) spec["image_url"] = o->image_url;
+    if (!dep->nodes.empty() && (o->install_wrapper || !o->attach.empty()))
+      return Fail(2, "--node is for a standalone memory-profile (--model ...): --attach and --install-wrapper run on "
+                     "one machine");
     if (o->install_wrapper) {
       if (c->machine.empty()) return Fail(2, "--install-wrapper needs --machine");
       spec["mode"] = "install_wrapper";
@@ -151,9 +157,11 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
       spec["attach_run"] = o->attach;
       return SubmitAndMaybeWait(*c, "memory-profile", spec, true);
     }
-    if (c->machine.empty()) return Fail(2, "standalone memory-profile needs --machine (or use --attach SERVE_RUN)");
+    if (c->machine.empty() && dep->nodes.empty())
+      return Fail(2, "standalone memory-profile needs --machine (or --node, repeated; or use --attach SERVE_RUN)");
     // Refused here, before anything is sent: nothing is submitted.
     if (Status st = sm::CheckExtraArgs("memory-profile", o->extra); !st.ok()) return Fail(2, st.message());
+    if (const std::string err = ApplyDeployment(*dep, *c, spec); !err.empty()) return Fail(2, err);
     if (o->model.empty()) return Fail(2, "standalone memory-profile needs --model /abs/path/on/the/target");
     spec["mode"] = "standalone";
     spec["model"] = o->model;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/submit_deployment.h"
 #include "cli/submit_kinds.h"
 #include "statemachine/device_ids.h"
 #include "statemachine/managed_flags.h"
@@ -58,10 +59,12 @@ void WaitForReady(Client& client, const std::string& run_id, bool quiet) {
 void AddSubmitServe(CLI::App* submit) {
   auto c = std::make_shared<SubmitCommon>();
   auto o = std::make_shared<ServeOpts>();
+  auto dep = std::make_shared<DeploymentOpts>();
   auto* cmd = AddSubmitKind(submit, "serve",
-                            "Start a vLLM service on a machine; it runs until `npuprof stop RUN [--force]`. "
-                            "Extra vLLM arguments go after --",
-                            c.get());
+                            "Start a vLLM service on a machine (or a deployment over several: --node, repeated); it "
+                            "runs until `npuprof stop RUN [--force]`. Extra vLLM arguments go after --",
+                            c.get(), /*machine_required=*/false);
+  AddDeploymentOptions(cmd, dep.get());
   cmd->add_option("--model", o->model, "Absolute path of the model dir on the target")->required();
   cmd->add_option("--served-model-name", o->served_name, "Name the API serves (default: the model path)");
   cmd->add_option("--tp", o->tp, "Tensor parallel size")->check(CLI::Range(1, 64));
@@ -85,7 +88,7 @@ void AddSubmitServe(CLI::App* submit) {
                   "A device with at least this much HBM used and no process listed counts as busy");
   cmd->add_option("extra", o->extra,
                   "Extra `vllm serve` arguments (after --); none of the flags npuprof manages (the options above)");
-  cmd->callback([c, o] {
+  cmd->callback([c, o, dep] {
     // Refused here, before anything is sent: nothing is submitted.
     if (Status st = sm::CheckExtraArgs("serve", o->extra); !st.ok()) return Fail(2, st.message());
     json devices = nullptr;
@@ -115,6 +118,7 @@ void AddSubmitServe(CLI::App* submit) {
     if (!o->host.empty()) spec["host"] = o->host;
     if (o->port > 0) spec["port"] = o->port;
     if (!o->wrap_script.empty()) spec["wrap_script"] = o->wrap_script;
+    if (const std::string err = ApplyDeployment(*dep, *c, spec); !err.empty()) return Fail(2, err);
     if (!c->wait) return SubmitAndMaybeWait(*c, "serve", spec, false);
     // Submit without the run-to-end wait, then wait for readiness instead.
     if (!c->machine.empty()) spec["machine"] = c->machine;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "cli/submit_deployment.h"
 #include "cli/submit_kinds.h"
 #include "statemachine/device_ids.h"
 
@@ -71,10 +72,13 @@ json SpecFrom(const TorchProfileFlags& f) {
 void AddTorchProfile(CLI::App* submit) {
   auto c = std::make_shared<SubmitCommon>();
   auto f = std::make_shared<TorchProfileFlags>();
+  auto dep = std::make_shared<DeploymentOpts>();
   auto* cmd = AddSubmitKind(submit, "torch-profile",
-                            "Collect one torch-profiler case: profiled vLLM service, workload between "
-                            "/start_profile and /stop_profile, analyse() per rank, manifest",
-                            c.get());
+                            "Collect one torch-profiler case: profiled vLLM service (on one machine, or a deployment "
+                            "over several: --node, repeated), workload between /start_profile and /stop_profile, "
+                            "analyse() per rank, manifest",
+                            c.get(), /*machine_required=*/false);
+  AddDeploymentOptions(cmd, dep.get());
   cmd->add_option("--model", f->model, "Model directory on the target")->required();
   cmd->add_option("--served-model-name", f->served_model_name, "Served model name")->required();
   cmd->add_option("--tp", f->tp, "Tensor parallel size")->required();
@@ -117,7 +121,7 @@ void AddTorchProfile(CLI::App* submit) {
                   "on timeout the run goes on and the gates judge what was written");
   cmd->add_option("--flush-seconds", f->flush_seconds,
                   "Minimum wait after /stop_profile before polling for the finalise (default 0)");
-  cmd->callback([c, f] {
+  cmd->callback([c, f, dep] {
     if (!f->image_path.empty() && !std::filesystem::is_regular_file(f->image_path))
       return Fail(2, "image_path '" + f->image_path + "' is not a readable file");
     json spec = SpecFrom(*f);
@@ -126,6 +130,7 @@ void AddTorchProfile(CLI::App* submit) {
       if (!ids.ok()) return Fail(2, ids.status().message());
       spec["devices"] = sm::DeviceIdsJson(*ids);
     }
+    if (const std::string err = ApplyDeployment(*dep, *c, spec); !err.empty()) return Fail(2, err);
     if (!c->tag.empty()) spec["tag"] = c->tag;
     SubmitAndMaybeWait(*c, "torch-profile", spec, true);
   });

@@ -74,7 +74,7 @@ void AnalyseRootMachine::OnStart(Decision& d) const {
 
 void AnalyseRootMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   if (task.kind == kTpListDirsTask) {
-    if (!ScheduleRankAnalyses(d, result.As<results::TorchProfileListProfileDirsResult>(),
+    if (!ScheduleRankAnalyses(d, task, result.As<results::TorchProfileListProfileDirsResult>(),
                               Spec(d.state()).analyse_timeout_s()))
       FinishAnalysis(d);
     return;

@@ -1,15 +1,22 @@
-// Device leases: a run that needs NPUs of its machine holds them exclusively
-// from grant to release, and the grant and release are events of the run.
+// Device leases: a run that needs NPUs holds them exclusively from grant to
+// release, and the grant and release are events of the run. A multi-node
+// run needs NPUs on several machines: one leg per node, requested, granted
+// and released together (a gang: never a partial hold).
 //
 //   RunSubmitted (queued)
 //     devices given    -> DevicesRequested{machine, devices, count}
 //     devices null     -> probe task (npu-smi) -> DevicesRequested{machine,
 //                          count, free, busy}      (still queued)
-//   broker grants      -> DevicesLeased{machine, devices}, then the kind's OnStart
+//     several nodes    -> a probe per node whose devices are not given (one
+//                          at a time: each ends the same way), then one
+//                          DevicesRequested{machine, count, legs: [{machine,
+//                          devices | free, busy, count}, ...]}
+//   broker grants      -> DevicesLeased{machine, devices | legs}, then the kind's OnStart
 //   broker refuses     -> DevicesUnavailable{error}, run failed
 //   run ends or the kind gives the devices back -> DevicesReleased
 //     (with `quarantine`: why when the run's service may still be running:
-//      launched, and no service.stop confirmed it gone)
+//      launched, and no service.stop confirmed it gone; per leg for a
+//      multi-node run, each node judged by its own launch and stop)
 //   broker: a waiting run wants a quarantined device -> probe task (purpose
 //     quarantine_check, one npu-smi) -> DevicesChecked{machine, devices,
 //     idle, busy | error}; the broker lifts the quarantine of the idle ones
@@ -42,18 +49,30 @@ inline constexpr const char* kLeaseProbePurpose = "device_lease";
 // Purpose marker of the probe a waiting run makes of quarantined devices.
 inline constexpr const char* kQuarantineProbePurpose = "quarantine_check";
 
-// What a run needs: `count` NPUs on `machine`; `devices` names them, or is
+// What a run needs on one machine: `count` NPUs; `devices` names them, or is
 // null when any free ones will do (a probe finds them first).
-struct DeviceNeed {
+struct DeviceNeedLeg {
   std::string machine;
+  tasks::Machine record;  // where that machine's probe goes (unset: the run's machine)
   std::optional<DeviceIds> devices;  // nullopt: any `count` free ones
   int count = 0;
-  tasks::ProbeNpuSmi probe_payload;  // probe.npu_smi payload when devices is null
+};
+
+// What a run needs: one leg per machine, the run's own first.
+struct DeviceNeed {
+  std::vector<DeviceNeedLeg> legs;
+  tasks::ProbeNpuSmi probe_payload;  // probe.npu_smi payload (busy threshold, purpose) for a leg without devices
+  int count() const {
+    int n = 0;
+    for (const auto& l : legs) n += l.count;
+    return n;
+  }
 };
 
 // The need of a service spec as its message (typed_spec.h: serve's,
 // torch-profile's, standalone memory-profile's): spec.devices, or tp*dp free
-// ones on the run's machine. The lease reads every number it needs (count,
+// ones on the run's machine; for a multi-node spec, each node's devices (or
+// tp*dp_local free ones there). The lease reads every number it needs (count,
 // busy threshold) from the kind's DevicesNeeded, never from the spec itself.
 template <class Spec>
 DeviceNeed ServiceDeviceNeed(const RunState& s, const Spec& spec);
@@ -65,11 +84,12 @@ class RunKind;
 void RequestDevicesOrStart(const RunKind& kind, Decision& d);
 // The lease's probe task ended (engine routes it here instead of the kind).
 bool IsLeaseProbe(const TaskInfo& task);
-void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const TaskResult& result);
-void OnLeaseProbeFailed(Decision& d, const TaskFailure& failure);
-// The broker's answers.
-Status CheckLeaseGrant(const RunState& s, const DeviceIds& devices);
-void OnLeaseGranted(const RunKind& kind, Decision& d, const DeviceIds& devices);
+void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const TaskInfo& task, const TaskResult& result);
+void OnLeaseProbeFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure);
+// The broker's answers. A grant names every leg of the run's lease (a leg
+// with no machine is the only leg of a one-leg lease).
+Status CheckLeaseGrant(const RunState& s, const LeaseGrant& grant);
+void OnLeaseGranted(const RunKind& kind, Decision& d, const LeaseGrant& grant);
 void OnLeaseRefused(Decision& d, const std::string& error);
 // Gives the devices back if the run holds them (Finish does this too). When
 // the run's service may still be running the release carries `quarantine`
@@ -78,12 +98,15 @@ void OnLeaseRefused(Decision& d, const std::string& error);
 void ReleaseDevices(Decision& d, const std::string& reason);
 // Why the run's service may still be running on its devices ("" when it
 // cannot be): a service.launch that may have started a process, and no later
-// service.stop that confirmed it stopped, gone or never started.
-std::string ServiceMayStillRun(const RunState& s);
+// service.stop that confirmed it stopped, gone or never started. With a
+// machine: only the service tasks sent to that machine (a multi-node run's
+// node); "" = every task.
+std::string ServiceMayStillRun(const RunState& s, const std::string& machine = "");
 
 // The broker asks a waiting run to probe quarantined devices (Input
-// kCheckDevices): one npu-smi probe task, unless one is already out.
-void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const DeviceIds& devices);
+// kCheckDevices) of one machine: one npu-smi probe task, unless one is
+// already out. machine "" = the run's machine.
+void CheckQuarantinedDevices(const RunKind& kind, Decision& d, const std::string& machine, const DeviceIds& devices);
 bool IsQuarantineProbe(const TaskInfo& task);
 void OnQuarantineProbeSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result);
 void OnQuarantineProbeFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure);

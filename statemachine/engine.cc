@@ -270,7 +270,7 @@ void OnFailure(const RunKind& kind, Decision& d, const TaskInfo& task, json fail
   }
   const TaskInfo* after = d.state().FindTask(task.task_id);
   const TaskFailure failed(failure);
-  if (IsLeaseProbe(task)) return OnLeaseProbeFailed(d, failed);
+  if (IsLeaseProbe(task)) return OnLeaseProbeFailed(d, task, failed);
   if (IsQuarantineProbe(task)) return OnQuarantineProbeFailed(d, task, failed);
   kind.OnTaskFailed(d, after ? *after : task, failed);
 }
@@ -356,7 +356,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
         d.Emit(ev::kTaskSucceeded, p);
         const TaskInfo* after = d.state().FindTask(in.task_id);
         const TaskResult result(after->kind, in.result, std::move(typed).value());
-        if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(*kind, d, result);
+        if (IsLeaseProbe(*after)) OnLeaseProbeSucceeded(*kind, d, *after, result);
         else if (IsQuarantineProbe(*after)) OnQuarantineProbeSucceeded(d, *after, result);
         else kind->OnTaskSucceeded(d, *after, result);
       } else {
@@ -421,12 +421,13 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
       break;
     }
     case Input::Type::kLeaseGranted: {
-      if (Status st = CheckLeaseGrant(state, in.devices); !st.ok()) return st;
-      OnLeaseGranted(*kind, d, in.devices);
+      const LeaseGrant grant = in.legs.empty() ? LeaseGrant{LeaseGrantLeg{"", in.devices}} : in.legs;
+      if (Status st = CheckLeaseGrant(state, grant); !st.ok()) return st;
+      OnLeaseGranted(*kind, d, grant);
       break;
     }
     case Input::Type::kCheckDevices: {
-      CheckQuarantinedDevices(*kind, d, in.devices);
+      CheckQuarantinedDevices(*kind, d, in.machine, in.devices);
       break;
     }
     case Input::Type::kLeaseRefused: {

@@ -41,9 +41,12 @@ struct Input {
   std::string by;
   // kSignal (payload in result)
   std::string signal;
-  // kLeaseGranted: the device ids; kLeaseRefused: why (in error);
-  // kCheckDevices: the quarantined device ids the run waits for
+  // kLeaseGranted: the device ids of a one-leg lease, or every leg in `legs`;
+  // kLeaseRefused: why (in error); kCheckDevices: the quarantined device ids
+  // the run waits for on `machine` ("" = the run's machine)
   DeviceIds devices;
+  LeaseGrant legs;
+  std::string machine;
 };
 
 class KindRegistry {

@@ -70,6 +70,14 @@ Status RequireString(const json& rec, const char* field, const char* fix) {
   return Status::Ok();
 }
 
+// A host name or an IPv4/IPv6 address: [A-Za-z0-9.:_-], 1..253 characters, not starting with '-'.
+bool IsHostName(const std::string& host) {
+  if (host.empty() || host.size() > 253 || host[0] == '-') return false;
+  return std::all_of(host.begin(), host.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '-' || c == ':' || c == '_';
+  });
+}
+
 Status RequireAbsolutePath(const json& rec, const char* field) {
   const std::string v = rec.value(field, "");
   if (v.empty() || v[0] != '/')
@@ -88,10 +96,8 @@ Status MachineInventory::ValidateAdd(json& rec) {
   if (Status s = RequireString(rec, "known_hosts_file", "pass --known-hosts FILE"); !s.ok()) return s;
   if (Status s = RequireAbsolutePath(rec, "known_hosts_file"); !s.ok()) return s;
   if (Status s = CheckIntRange(rec, "port", 22, 1, 65535); !s.ok()) return s;
-  const std::string host = rec["host"];
-  for (char c : host)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '_'))
-      return Status::Invalid(fmt::format("host '{}' is not a host name or address", host));
+  if (!IsHostName(rec["host"].get<std::string>()))
+    return Status::Invalid(fmt::format("host '{}' is not a host name or address", rec["host"].get<std::string>()));
   const std::string user = rec["user"];
   if (!IsSafeName(user)) return Status::Invalid(fmt::format("user '{}' is not a valid user name", user));
   if (!rec.contains("env_script") || rec["env_script"].is_null()) rec["env_script"] = "";
@@ -107,6 +113,17 @@ Status MachineInventory::ValidateAdd(json& rec) {
         "runtime_base must be an absolute path or one under the SSH user's home ('~/dir', quoted so the local "
         "shell keeps the ~), on one line (got {})",
         rec["runtime_base"].dump()));
+  // The address the other nodes of a multi-node deployment reach this
+  // machine at; absent or "" = its SSH host (not stored then).
+  if (rec.contains("cluster_address") && (rec["cluster_address"].is_null() || rec["cluster_address"] == ""))
+    rec.erase("cluster_address");
+  if (rec.contains("cluster_address")) {
+    const json& a = rec["cluster_address"];
+    if (!a.is_string() || !IsHostName(a.get<std::string>()))
+      return Status::Invalid(fmt::format("cluster_address {} is not a host name or address (--cluster-address "
+                                         "HOST: the address the other nodes of a deployment reach this machine at)",
+                                         a.dump()));
+  }
   if (!rec.contains("accept_new_host_key")) rec["accept_new_host_key"] = false;
   if (!rec["accept_new_host_key"].is_boolean())
     return Status::Invalid("accept_new_host_key must be true or false");

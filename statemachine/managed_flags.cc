@@ -27,9 +27,9 @@ struct Row {
 
 constexpr std::string_view kServe = "serve", kTorch = "torch-profile", kMemory = "memory-profile";
 
-constexpr std::string_view kOneNode =
-    "every data-parallel rank of a run runs on its machine, as --tp and --dp say; multi-node serving cannot be "
-    "set up through extra arguments";
+constexpr std::string_view kPerNode =
+    "set for each node of a multi-node deployment from the order of --node MACHINE[:DEVICES] (the first is the "
+    "head); multi-node serving cannot be set up through extra arguments";
 constexpr std::string_view kAlwaysTrusted = "always given by npuprof for this kind";
 
 const std::vector<Row>& Rows() {
@@ -41,14 +41,14 @@ const std::vector<Row>& Rows() {
       {"--port", {}, false, false, {{"", "--port", "port", ""}}},
       {"--tensor-parallel-size", {"-tp"}, false, false, {{"", "--tp", "tp", ""}}},
       {"--data-parallel-size", {"-dp"}, false, false, {{"", "--dp", "dp", ""}}},
-      {"--data-parallel-size-local", {"-dpl"}, false, false, {{"", "", "", kOneNode}}},
-      {"--data-parallel-address", {"-dpa"}, false, false, {{"", "", "", kOneNode}}},
-      {"--data-parallel-rpc-port", {"-dpp"}, false, false, {{"", "", "", kOneNode}}},
-      {"--data-parallel-start-rank", {"-dpr"}, false, false, {{"", "", "", kOneNode}}},
-      {"--data-parallel-rank", {"-dpn"}, false, false, {{"", "", "", kOneNode}}},
-      {"--headless", {}, true, false, {{"", "", "", kOneNode}}},
-      {"--nnodes", {"-n"}, false, false, {{"", "", "", kOneNode}}},
-      {"--node-rank", {"-r"}, false, false, {{"", "", "", kOneNode}}},
+      {"--data-parallel-size-local", {"-dpl"}, false, false, {{"", "--dp-local", "dp_local", ""}}},
+      {"--data-parallel-address", {"-dpa"}, false, false, {{"", "--dp-address", "dp_address", ""}}},
+      {"--data-parallel-rpc-port", {"-dpp"}, false, false, {{"", "--dp-rpc-port", "dp_rpc_port", ""}}},
+      {"--data-parallel-start-rank", {"-dpr"}, false, false, {{"", "", "", kPerNode}}},
+      {"--data-parallel-rank", {"-dpn"}, false, false, {{"", "", "", kPerNode}}},
+      {"--headless", {}, true, false, {{"", "", "", kPerNode}}},
+      {"--nnodes", {"-n"}, false, false, {{"", "", "", kPerNode}}},
+      {"--node-rank", {"-r"}, false, false, {{"", "", "", kPerNode}}},
       {"--config",
        {},
        false,

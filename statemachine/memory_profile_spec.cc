@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/json_depth.h"
+#include "statemachine/deployment_spec.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 
@@ -111,6 +112,10 @@ Status ValidateMemorySpec(json& spec) {
   if (Status s = CheckLiveFields(spec); !s.ok()) return s;
   if (Status s = CheckBaseline(spec); !s.ok()) return s;
 
+  if (mode != "standalone" && IsSet(spec, "nodes"))
+    return Status::Invalid(fmt::format("nodes: a {} memory-profile runs on one machine; only a standalone "
+                                       "memory-profile spans several nodes",
+                                       mode));
   if (mode == "attach") {
     if (Status s = RequireSafeName(spec, "attach_run", true); !s.ok()) return s;
     const json rec = spec.value("attach_run_record", json::object());
@@ -150,7 +155,12 @@ Status ValidateMemorySpec(json& spec) {
   // Devices default to 0..tp*dp-1, not "pick free" (docs/BEHAVIOUR.md#mem-inputs).
   if (Status s = CheckIntRange(spec, "tp", 1, 1, 64); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
-  if (!IsSet(spec, "devices")) {
+  if (Status s = ValidateDeployment(spec, /*default_device_range=*/true); !s.ok()) return s;
+  if (IsMultiNodeSpec(spec))
+    return Status::Invalid(
+        "nodes: memory-profile over several machines is not available in this version (serve and torch-profile "
+        "are); profile one node of the deployment with --machine");
+  else if (!IsSet(spec, "devices")) {
     json devs = json::array();
     for (int64_t i = 0; i < spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>(); ++i) devs.push_back(i);
     spec["devices"] = devs;
@@ -158,6 +168,7 @@ Status ValidateMemorySpec(json& spec) {
   // served_model_name stays null unless given: the launch uses MemoryServedName (per run).
   ServiceDefaults defaults;
   defaults.stop_grace_s = 30;  // msprof exports after the app exits: give it time
+  defaults.node_device_range = true;
   return ValidateServiceSpec(spec, "memory-profile", defaults);
 }
 

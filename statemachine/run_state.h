@@ -85,18 +85,45 @@ std::ostream& operator<<(std::ostream& os, LeasePhase phase);
 void to_json(json& j, LeasePhase phase) = delete;
 void from_json(const json& j, LeasePhase& phase) = delete;
 
-// The run's hold on NPUs of its machine (statemachine/device_lease.h).
 // Device ids are read once, by the fold, with the one parser of device_ids.h.
-struct LeaseInfo {
-  LeasePhase phase = LeasePhase::kNone;
+// One machine's part of a lease: a one-node run has one leg (its machine),
+// a multi-node run one per node, the head first.
+struct LeaseLeg {
   std::string machine;
   std::optional<DeviceIds> devices;  // requested ids, or nullopt = any `count` free ones
   int count = 0;
   DeviceIds free;             // probe view when devices were not given
   DeviceIds busy;
   DeviceIds granted;          // ids held once granted (kHeld, then kReleased)
+};
+
+// The broker's grant of one leg: `devices` on `machine` ("" = the run's only leg).
+struct LeaseGrantLeg {
+  std::string machine;
+  DeviceIds devices;
+};
+using LeaseGrant = std::vector<LeaseGrantLeg>;
+
+// The run's hold on NPUs (statemachine/device_lease.h): every leg at once or
+// none (a gang).
+struct LeaseInfo {
+  LeasePhase phase = LeasePhase::kNone;
+  std::vector<LeaseLeg> legs;
   uint64_t request_pos = 0;   // global position of DevicesRequested (FIFO order); 0 = not stored yet
   int64_t requested_ms = 0;
+
+  // The leg on `machine` (nullptr when none).
+  const LeaseLeg* Leg(const std::string& machine) const {
+    for (const auto& l : legs)
+      if (l.machine == machine) return &l;
+    return nullptr;
+  }
+  // NPUs over every leg.
+  int count() const {
+    int n = 0;
+    for (const auto& l : legs) n += l.count;
+    return n;
+  }
 };
 
 // How a run ended: kRunning until RunFinished, which records kOk, kFailed or

@@ -26,4 +26,24 @@ const TaskInfo* LastTask(const RunState& s, std::string_view kind, std::string_v
   return best;
 }
 
+std::string TaskMachine(const TaskInfo& task) {
+  if (!task.payload.is_object()) return "";
+  auto m = task.payload.find("machine");
+  if (m == task.payload.end() || !m->is_object()) return "";
+  auto n = m->find("name");
+  return n != m->end() && n->is_string() ? n->get<std::string>() : "";
+}
+
+const TaskInfo* LastTaskOn(const RunState& s, std::string_view kind, std::string_view machine) {
+  const TaskInfo* best = nullptr;
+  uint64_t best_no = 0;
+  for (const auto& [id, t] : s.tasks) {
+    if (t.kind != kind) continue;
+    if (!machine.empty() && TaskMachine(t) != machine) continue;
+    const uint64_t no = TaskNumber(id);
+    if (!best || no >= best_no) best = &t, best_no = no;
+  }
+  return best;
+}
+
 }  // namespace npuprof::sm

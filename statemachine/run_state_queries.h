@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "statemachine/run_state.h"
@@ -17,5 +18,12 @@ uint64_t TaskNumber(std::string_view task_id);
 // The task of `kind` with the highest task number, optionally only those with
 // payload.role == role; nullptr when there is none.
 const TaskInfo* LastTask(const RunState& s, std::string_view kind, std::string_view role = "");
+
+// The machine a task was sent to: its payload's machine.name ("" when the
+// payload names none).
+std::string TaskMachine(const TaskInfo& task);
+
+// LastTask among the tasks sent to `machine` ("" = every task).
+const TaskInfo* LastTaskOn(const RunState& s, std::string_view kind, std::string_view machine);
 
 }  // namespace npuprof::sm

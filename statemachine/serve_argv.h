@@ -10,6 +10,12 @@
 //   vllm serve MODEL --host HOST --port PORT [--served-model-name NAME]
 //        --tensor-parallel-size TP [--data-parallel-size DP] EXTRA...
 //
+// A node of a multi-node data-parallel deployment (statemachine/
+// deployment_spec.h) adds vLLM's multi-node flags after --data-parallel-size:
+//   --data-parallel-size-local K --data-parallel-address ADDR
+//   --data-parallel-rpc-port PORT [--headless --data-parallel-start-rank R]
+// and a headless node (no API server) has no --host and no --port.
+//
 // HOST is the record's host, else 127.0.0.1: npuprof reaches the service
 // through its SSH connection at 127.0.0.1 on the target. A record written
 // before the host was a spec field may carry --host among its extra args;
@@ -19,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +43,8 @@ struct ServeArgvFields {
   int64_t tp = 1;
   int64_t dp = 1;
   std::vector<std::string> extra_args;
+  // Set for a node of a multi-node deployment (nodes >= 2).
+  std::optional<tasks::ServiceDeployment> deployment;
 };
 
 std::vector<std::string> BuildServeArgv(const ServeArgvFields& f);

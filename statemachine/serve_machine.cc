@@ -7,6 +7,8 @@
 #include "common/json_field.h"
 #include "kind_data.pb.h"
 #include "run_specs.pb.h"
+#include "statemachine/clock_offsets.h"
+#include "statemachine/deployment_service.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
@@ -28,6 +30,10 @@ constexpr int64_t kWatchAgainMs = 30000;
 // The readiness task reports a timeout itself; the timer only catches a task
 // that never answers, so it fires this long after the deadline.
 constexpr int64_t kHealthTimerSlackMs = 30000;
+// How often a multi-node deployment's headless nodes are checked alive (from
+// their launch on: a node that dies while the head waits for it fails the
+// run at once, naming it).
+constexpr int64_t kNodeWatchPollS = 2;
 
 // The run's error when service.launch failed before anything was started.
 constexpr const char* kNeverLaunched = "the service was never launched (nothing to stop)";
@@ -83,8 +89,19 @@ void ScheduleStop(Decision& d) {
   d.Schedule(BuildStopPayload(rt, PidOf(svc), data.stop().force(), Spec(s).stop_grace_s()));
 }
 
+// A multi-node deployment: the stop of every node (headless ones first); the
+// run ends once every node is settled.
+void ContinueMultiStop(Decision& d);
+
 void StartStop(Decision& d, const std::string& reason, bool force) {
   RequestStop(d, reason, force, false);
+  if (NodeCount(d.state()) > 1) {
+    if (d.state().state != "stopping") {
+      ScheduleClock(d, "end");  // the deployment's last moment up
+      d.Transition("stopping", Data(d.state()).stop().reason());
+    }
+    return ContinueMultiStop(d);
+  }
   ScheduleStop(d);
 }
 
@@ -96,8 +113,33 @@ std::string FailureError(const RunState& s) {
   return e;
 }
 
+void FinishByReason(Decision& d, const std::string& extra_error = "");
+
+void ContinueMultiStop(Decision& d) {
+  const ServeData data = Data(d.state());
+  if (ContinueNodeStops(d, data.stop().force(), Spec(d.state()).stop_grace_s())) return;
+  std::string extra = NodesThatMayStillRun(d.state());
+  if (extra.empty() && data.has_failure() && !AllNodesLaunched(d.state())) {
+    // Nothing to stop anywhere: some node's launch started nothing.
+    bool any = false;
+    for (int i = 0; i < NodeCount(d.state()); ++i) any = any || NodeServiceOf(d.state(), i).has_value();
+    if (!any) extra = kNeverLaunched;
+  }
+  FinishByReason(d, extra);
+}
+
+// The failure record of node i's task (multi-node only): which node and machine.
+void NameNode(json& rec, const RunState& s, const TaskInfo& task) {
+  if (NodeCount(s) < 2) return;
+  const int node = NodeOfTask(s, task);
+  rec["node"] = node;
+  rec["machine"] = NodeMachine(s, node);
+  if (rec.contains("error") && rec["error"].is_string())
+    rec["error"] = fmt::format("node {} ({}): {}", node, NodeMachine(s, node), rec["error"].get<std::string>());
+}
+
 // Ends the run after the service is known stopped (or known never started).
-void FinishByReason(Decision& d, const std::string& extra_error = "") {
+void FinishByReason(Decision& d, const std::string& extra_error) {
   const RunState& s = d.state();
   const ServeData data = Data(s);
   const std::string& reason = data.stop().reason();
@@ -164,13 +206,65 @@ std::optional<tasks::ServiceLaunch> ServeMachine::SpecService(const RunState& s)
 
 void ServeMachine::OnStart(Decision& d) const {
   d.Transition("launching");
+  if (NodeCount(d.state()) > 1) {
+    d.Schedule(BuildNodeLaunchPayload(d.state().run_id, 1, Spec(d.state()), 0, std::nullopt));
+    ScheduleClock(d, "start");
+    return;
+  }
   d.Schedule(*SpecService(d.state()));
 }
 
+namespace {
+
+// A multi-node deployment's launch answered on some node: launch the other
+// nodes after the head, stop when asked to, and wait for readiness once
+// every node is up.
+void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& result) {
+  const RunState& s = d.state();
+  const ServeData data = Data(s);
+  if (s.cancel_requested || data.has_stop() || data.has_failure()) {
+    const std::string& asked = data.stop().reason().empty() ? "user" : data.stop().reason();
+    return StartStop(d, data.has_failure() ? "failure" : s.cancel_requested ? "cancel" : asked,
+                     s.cancel_requested || data.stop().force() || data.has_failure());
+  }
+  if (NodeOfTask(s, task) == 0) {
+    const auto& launched = result.Required<results::ServiceLaunchResult>();
+    std::optional<int32_t> rpc;
+    if (launched.deployment().has_dp_rpc_port()) rpc = launched.deployment().dp_rpc_port();
+    const run_specs::ServeSpec spec = Spec(s);
+    const std::string run_id = s.run_id;
+    LaunchHeadlessNodes(d, rpc, [&](int node, std::optional<int32_t> port) {
+      return BuildNodeLaunchPayload(run_id, 1, spec, node, port);
+    });
+    return;
+  }
+  if (!AllNodesLaunched(d.state())) return;
+  // Every node is up: ready means the head's API answers (its front end
+  // waits for every engine to join), while every headless node is watched.
+  const TaskInfo* head = LastNodeTask(d.state(), kServiceLaunchTask, 0);
+  d.Transition("waiting_ready");
+  const tasks::ServiceWaitReady wait =
+      BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(*head), RecordedOf<results::ServiceLaunchResult>(*head),
+                            d.now_ms());
+  d.Schedule(wait);
+  d.ScheduleTimer(kHealthDeadline, wait.health_timeout_s() * 1000 + kHealthTimerSlackMs);
+  WatchNodes(d, 1, kNodeWatchPollS);
+}
+
+}  // namespace
+
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
+  if (OnClockTaskSucceeded(d, task, result)) return;
   if (task.kind == kServiceLaunchTask) {
     json rec = ServiceRecordFromLaunch(task.payload, result.recorded());
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
+    if (NodeCount(d.state()) > 1) {
+      NameNode(rec, d.state(), task);
+      const json& r = result.recorded();
+      if (r.contains("deployment") && r["deployment"].is_object()) rec["deployment"] = r["deployment"];
+      d.Emit(kServiceLaunched, rec);
+      return AfterNodeLaunched(d, task, result);
+    }
     d.Emit(kServiceLaunched, rec);
     const ServeData data = Data(d.state());
     if (d.state().cancel_requested || data.has_stop()) {
@@ -197,12 +291,27 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
   }
   if (task.kind == kServiceWatchTask) {
     // The watch ended without a death (it only does so when cancelled): watch again if still ready.
+    if (NodeCount(d.state()) > 1) {
+      const int node = NodeOfTask(d.state(), task);
+      if (d.state().state == "ready" || (node > 0 && d.state().state == "waiting_ready")) {
+        if (node == 0) StartWatch(d);
+        else WatchNodes(d, node, kNodeWatchPollS);
+      }
+      return;
+    }
     if (d.state().state == "ready") StartWatch(d);
     return;
   }
   if (task.kind == kServiceStopTask) {
     json rec = result.recorded();
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
+    if (NodeCount(d.state()) > 1) {
+      const int node = NodeOfTask(d.state(), task);
+      rec["node"] = node;
+      rec["machine"] = NodeMachine(d.state(), node);
+      d.Emit(kServiceStopped, rec);
+      return ContinueMultiStop(d);
+    }
     d.Emit(kServiceStopped, rec);
     const bool never = result.As<results::ServiceStopResult>().never_started() && Data(d.state()).has_failure();
     FinishByReason(d, never ? kNeverLaunched : "");
@@ -210,6 +319,7 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
 }
 
 void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
+  if (NodeCount(d.state()) > 1) return OnNodeTaskFailed(d, task, failure);
   if (task.kind == kServiceLaunchTask) {
     d.Emit(kServiceFailed, FailureRecord("launch", failure));
     if (LaunchStartedNothing(task)) return FinishByReason(d, kNeverLaunched);  // no stop: there is nothing to stop
@@ -252,9 +362,58 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFai
   }
 }
 
+void ServeMachine::OnNodeTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
+  const RunState& s = d.state();
+  if (IsClockTask(task)) return;  // no offsets then; the run goes on
+  const int node = NodeOfTask(s, task);
+  const auto fail = [&](const char* stage) {
+    json rec = FailureRecord(stage, failure);
+    NameNode(rec, s, task);
+    d.Emit(kServiceFailed, rec);
+    StartStop(d, "failure", true);
+  };
+  if (task.kind == kServiceLaunchTask) {
+    if (Data(s).has_failure() || s.state == "stopping") {
+      // Another node failed first: this launch's answer only matters to the stop.
+      return StartStop(d, Data(s).stop().reason().empty() ? "failure" : Data(s).stop().reason(), true);
+    }
+    return fail("launch");
+  }
+  if (task.kind == kServiceWaitReadyTask) {
+    if (s.state != "waiting_ready") return;
+    d.AbandonOutstanding("readiness failed");
+    return fail("wait_ready");
+  }
+  if (task.kind == kServiceWatchTask) {
+    const std::string& kind = failure.error_kind();
+    const bool watched = s.state == "ready" || (node > 0 && s.state == "waiting_ready");
+    if (!watched) return;
+    if (kind == "service_died" || kind == "environment") {
+      // A node died: the deployment is broken; stop every other node.
+      d.AbandonOutstanding(fmt::format("node {} ({}) died", node, NodeMachine(s, node)));
+      return fail("watch");
+    }
+    d.ScheduleTimer(kWatchAgain, kWatchAgainMs);  // e.g. target unreachable for the whole retry budget
+    return;
+  }
+  if (task.kind == kServiceStopTask) {
+    const auto asked = PayloadOf<tasks::ServiceStop>(task);
+    d.Emit(kServiceStopFailed,
+           json{{"error_kind", failure.error_kind()}, {"error", failure.error()}, {"force", asked.force()},
+                {"result", failure.recorded().value("result", json(nullptr))}, {"node", node},
+                {"machine", NodeMachine(s, node)}});
+    // An unforced stop that failed is tried again with force; a forced one
+    // that failed leaves that node's devices in quarantine.
+    return ContinueMultiStop(d);
+  }
+}
+
 void ServeMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
   if (timer.purpose == kWatchAgain) {
-    if (d.state().state == "ready") StartWatch(d);
+    if (d.state().state == "ready") {
+      StartWatch(d);
+      if (NodeCount(d.state()) > 1) WatchNodes(d, 1, kNodeWatchPollS);
+    }
     return;
   }
   if (timer.purpose != kHealthDeadline || d.state().state != "waiting_ready") return;
@@ -294,7 +453,42 @@ void ServeMachine::OnCancel(Decision& d) const {
   if (st == "stopping") RequestStop(d, "cancel", true, false);
 }
 
+namespace {
+
+// A multi-node deployment's event about node i >= 1 (its payload's `node`):
+// that node's record in data.nodes, created by its ServiceLaunched.
+void ApplyNodeEvent(RunState& s, const std::string& type, const json& p, int64_t node) {
+  json& nodes = s.data["nodes"];
+  if (!nodes.is_array()) nodes = json::array();
+  json* rec = nullptr;
+  for (json& n : nodes)
+    if (n.is_object() && n.value("node", int64_t{0}) == node) rec = &n;
+  if (type == kServiceLaunched) {
+    if (rec) *rec = p;
+    else nodes.push_back(p);
+    return;
+  }
+  if (type == kServiceFailed) s.data["failure"] = p;
+  if (type == kServiceStopFailed) s.data["stop_error"] = p;
+  if (!rec) return;
+  if (type == kServiceFailed) {
+    (*rec)["status"] = "failed";
+    (*rec)["failure"] = p;
+  } else if (type == kServiceStopped) {
+    if (rec->value("status", "") != "failed") (*rec)["status"] = "stopped";
+    (*rec)["stop_result"] = p;
+  } else if (type == kServiceStopFailed) {
+    (*rec)["stop_error"] = p;
+  }
+}
+
+}  // namespace
+
 void ServeMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
+  if (ApplyClockEvent(s, type, p)) return;
+  const json& node_field = p.is_object() && p.contains("node") ? p["node"] : json(nullptr);
+  if (node_field.is_number_integer() && node_field.get<int64_t>() > 0)
+    return ApplyNodeEvent(s, type, p, node_field.get<int64_t>());
   json& svc = s.data["service"];
   if (type == kServiceLaunched) {
     svc = p;
@@ -303,6 +497,10 @@ void ServeMachine::ApplyKindEvent(RunState& s, const std::string& type, const js
       svc["status"] = "ready";
       svc["ready"] = p;
     }
+    // The head answers once every node's engines joined: the deployment is ready.
+    if (s.data.contains("nodes") && s.data["nodes"].is_array())
+      for (json& n : s.data["nodes"])
+        if (n.is_object() && n.value("status", "") == "starting") n["status"] = "ready";
   } else if (type == kServiceFailed) {
     s.data["failure"] = p;
     if (svc.is_object()) {
@@ -312,6 +510,10 @@ void ServeMachine::ApplyKindEvent(RunState& s, const std::string& type, const js
   } else if (type == kServiceStopRequested) {
     s.data["stop"] = p;
     if (svc.is_object() && svc.value("status", "") != "failed" && !p.value("deferred", false)) svc["status"] = "stopping";
+    if (s.data.contains("nodes") && s.data["nodes"].is_array() && !p.value("deferred", false))
+      for (json& n : s.data["nodes"])
+        if (n.is_object() && n.value("status", "") != "failed" && n.value("status", "") != "stopped")
+          n["status"] = "stopping";
   } else if (type == kServiceStopped) {
     if (svc.is_object()) {
       if (svc.value("status", "") != "failed") svc["status"] = "stopped";
@@ -330,6 +532,8 @@ void ServeMachine::ApplyKindEvent(RunState& s, const std::string& type, const js
 json ServeMachine::Summary(const RunState& s) const {
   json j = RunKind::Summary(s);
   j["service"] = s.data.value("service", json(nullptr));
+  if (s.data.contains("nodes")) j["nodes"] = s.data["nodes"];
+  if (s.data.contains("clock")) j["clock"] = ClockProjection(s);
   if (s.data.contains("failure")) j["failure"] = s.data["failure"];
   if (s.data.contains("stop")) j["stop_request"] = s.data["stop"];
   return j;

@@ -42,6 +42,8 @@ class ServeMachine : public RunKind {
   void OnStart(Decision& d) const override;
   void OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const override;
   void OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const override;
+  // A task of a multi-node deployment failed for good.
+  void OnNodeTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const;
   void OnTimer(Decision& d, const TimerInfo& timer) const override;
   bool AcceptsSignal(std::string_view name) const override;
   void OnSignal(Decision& d, const std::string& name, const json& payload) const override;

@@ -11,6 +11,7 @@
 #include "statemachine/device_ids.h"
 #include "statemachine/managed_flags.h"
 #include "statemachine/serve_argv.h"
+#include "statemachine/deployment_spec.h"
 #include "statemachine/spec_checks.h"
 #include "statemachine/task_result.h"
 
@@ -47,24 +48,6 @@ Status CheckServedName(const json& spec) {
     return Status::Invalid(fmt::format(
         "served_model_name '{}' is not allowed: use 1-128 characters from A-Z a-z 0-9 . _ - / : (not starting with -)",
         v.is_string() ? v.get<std::string>() : v.dump()));
-  return Status::Ok();
-}
-
-// "0,1,2" -> [0,1,2]; arrays kept; null kept. Read with the one device-id
-// parser (device_ids.h): what is not a list of indices is refused here.
-Status NormaliseDevices(json& spec, int64_t ranks) {
-  json& d = spec["devices"];
-  if (d.is_null()) return Status::Ok();
-  Result<DeviceIds> ids = d.is_string() ? ParseDeviceIdText(d.get<std::string>()) : DeviceIdsFromJson(d, "devices");
-  if (!ids.ok()) return ids.status();
-  d = DeviceIdsJson(*ids);
-  std::set<DeviceId> seen;
-  for (DeviceId x : *ids)
-    if (!seen.insert(x).second) return Status::Invalid(fmt::format("devices {} lists device {} twice", d.dump(), x));
-  if (static_cast<int64_t>(ids->size()) != ranks)
-    return Status::Invalid(fmt::format("devices lists {} device(s) but tp*dp = {}: give exactly {} (or omit "
-                                       "--devices to pick free NPUs)",
-                                       ids->size(), ranks, ranks));
   return Status::Ok();
 }
 
@@ -144,8 +127,18 @@ Status ValidateServiceSpec(json& spec, std::string_view kind, const ServiceDefau
   if (Status s = CheckServedName(spec); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "tp", 1, 1, 64); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
-  DefaultNull(spec, "devices");
-  if (Status s = NormaliseDevices(spec, spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>()); !s.ok()) return s;
+  if (Status s = ValidateDeployment(spec, defaults.node_device_range); !s.ok()) return s;
+  if (IsMultiNodeSpec(spec)) {
+    // Each node's devices are its own (nodes[i].devices).
+    if (defaults.node_device_range) spec.erase("devices");
+    else spec["devices"] = nullptr;
+  } else {
+    DefaultNull(spec, "devices");
+    if (Status s = NormaliseDeviceList(spec["devices"], spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>(),
+                                       {"devices", "--devices 0,1", "tp*dp", "omit --devices to pick free NPUs"});
+        !s.ok())
+      return s;
+  }
   if (!spec.contains("port") || spec["port"].is_null() || spec["port"] == 0) spec["port"] = defaults.port;
   if (!spec["port"].is_null())
     if (Status s = CheckIntRange(spec, "port", 0, 1, 65535); !s.ok())

@@ -62,6 +62,9 @@ struct ServiceDefaults {
   json port = nullptr;  // null = free port on the target
   int64_t health_timeout_s = 300;
   int64_t stop_grace_s = 10;
+  // A node of a multi-node spec without devices gets 0..tp*dp_local-1
+  // (memory-profile's rule) instead of null (any free ones).
+  bool node_device_range = false;
 };
 
 // Checks and normalises the service fields of spec in place, for a run of

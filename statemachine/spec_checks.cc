@@ -1,5 +1,11 @@
 #include "statemachine/spec_checks.h"
 
+#include "statemachine/device_ids.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
 #include <fmt/format.h>
 
 namespace npuprof::sm {
@@ -44,6 +50,21 @@ Status CheckIntRange(json& spec, const std::string& field, int64_t def, int64_t 
     return Status::Invalid(fmt::format("{} must be an integer between {} and {}", field, lo, hi));
   const int64_t v = spec[field].get<int64_t>();
   if (v < lo || v > hi) return Status::Invalid(fmt::format("{} = {} is out of range: use {}..{}", field, v, lo, hi));
+  return Status::Ok();
+}
+
+Status NormaliseDeviceList(json& d, int64_t expected, const DeviceListNames& n) {
+  if (d.is_null()) return Status::Ok();
+  // The one device-id parser (device_ids.h): what is not a list of indices is refused here.
+  Result<DeviceIds> ids = d.is_string() ? ParseDeviceIdText(d.get<std::string>()) : DeviceIdsFromJson(d, n.field);
+  if (!ids.ok()) return ids.status();
+  d = DeviceIdsJson(*ids);
+  std::set<DeviceId> seen;
+  for (DeviceId x : *ids)
+    if (!seen.insert(x).second) return Status::Invalid(fmt::format("{} {} lists device {} twice", n.field, d.dump(), x));
+  if (static_cast<int64_t>(ids->size()) != expected)
+    return Status::Invalid(fmt::format("{} lists {} device(s) but {} = {}: give exactly {} (or {})", n.field, ids->size(),
+                                       n.count_label, expected, expected, n.omit_hint));
   return Status::Ok();
 }
 

@@ -15,6 +15,16 @@ Status RequireSafeName(const json& spec, const std::string& field, bool required
 Status RequireMachineRecord(const json& spec);
 Status CheckIntRange(json& spec, const std::string& field, int64_t def, int64_t lo, int64_t hi);
 
+// How a device list is named in errors: its field ("devices",
+// "nodes[1].devices"), an example of the option ("--devices 0,1"), what its
+// length must equal ("tp*dp") and the way out ("omit --devices to pick free NPUs").
+struct DeviceListNames {
+  std::string field, example, count_label, omit_hint;
+};
+// A list of `expected` distinct device indices 0..4095 in place: a "0,1,2"
+// string becomes [0,1,2], an array is checked, null stays null.
+Status NormaliseDeviceList(json& devices, int64_t expected, const DeviceListNames& names);
+
 }  // namespace npuprof::sm
 
 namespace npuprof::sm {

@@ -29,6 +29,8 @@ constexpr std::array kPolicies = {
     NamedTaskPolicy{"device-lease", kProbeTask, Tries(3, 60), "npu-smi before a lease"},
     NamedTaskPolicy{"device-quarantine", kProbeTask, Tries(1, 60),
                     "npu-smi on quarantined NPUs; the next check is a new task"},
+    NamedTaskPolicy{"deployment", "machine.clock", Tries(2, 60),
+                    "a few timestamp exchanges with every node of a multi-node run"},
 
     NamedTaskPolicy{"serve", kServiceLaunchTask, Tries(3, 90), "write the runtime dir, start vLLM detached"},
     NamedTaskPolicy{"serve", kServiceWaitReadyTask, Tries(3, 30), "poll until the service is ready"},

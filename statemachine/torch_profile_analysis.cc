@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "task_payloads.pb.h"
 #include "statemachine/task_payload.h"
 #include "statemachine/torch_profile_gates.h"
@@ -55,28 +58,34 @@ json TaskResultData(const TaskInfo* t) {
   return t->result.value("result", json(nullptr));
 }
 
-void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s) {
+void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s,
+                            const tasks::Machine* machine) {
   tasks::TorchProfileListProfileDirs p;
   p.set_profile_root(root);
   p.set_analyse_timeout_s(analyse_timeout_s);
+  if (machine && !machine->name().empty()) *p.mutable_machine() = *machine;
   d.Schedule(p);
 }
 
-bool ScheduleRankAnalyses(Decision& d, const results::TorchProfileListProfileDirsResult& listed,
+bool ScheduleRankAnalyses(Decision& d, const TaskInfo& listing, const results::TorchProfileListProfileDirsResult& listed,
                           int64_t analyse_timeout_s) {
   if (listed.dirs().empty()) return false;
+  const tasks::Machine where = PayloadOf<tasks::TorchProfileListProfileDirs>(listing).machine();
   for (const std::string& dir : listed.dirs()) {
     tasks::TorchProfileAnalyseRank p;
     p.set_dir(dir);
     p.set_analyse_timeout_s(analyse_timeout_s);
+    *p.mutable_machine() = where;  // where the dir was listed
     d.Schedule(p);
   }
   return true;
 }
 
 bool AnalysisDone(const RunState& s) {
-  const TaskInfo* list = LastTask(s, kTpListDirsTask);
-  if (!list || list->in_flight() || list->status == TaskStatus::kRetryWait) return false;
+  const std::vector<const TaskInfo*> lists = TasksInOrder(s, kTpListDirsTask);
+  if (lists.empty()) return false;
+  for (const TaskInfo* list : lists)
+    if (list->in_flight() || list->status == TaskStatus::kRetryWait) return false;
   for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask))
     if (t->in_flight() || t->status == TaskStatus::kRetryWait) return false;
   return true;
@@ -87,11 +96,39 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
               {"remote_profile_dirs", json::array()},
               {"rank_count", nullptr},
               {"analysis_status", nullptr}};
-  const TaskInfo* list = LastTask(s, kTpListDirsTask);
-  if (!list) return out;
+  const std::vector<const TaskInfo*> lists = TasksInOrder(s, kTpListDirsTask);
+  if (lists.empty()) return out;
+  const bool several = lists.size() > 1;
+  const TaskInfo* list = lists.front();  // the head's (the only one on one node)
   out["remote_profile_root"] = PayloadOf<tasks::TorchProfileListProfileDirs>(*list).profile_root();
-  const json listed = TaskResultData(list);
-  if (listed.is_object()) out["rank_count"] = listed.value("dirs", json::array()).size();
+  bool all_listed = true;
+  size_t ranks = 0;
+  bool any_listed = false;
+  std::vector<std::string> short_nodes;
+  if (several) {
+    out["remote_profile_roots"] = json::array();
+    out["rank_counts"] = json::array();
+  }
+  const int per_node = several ? expected_ranks / static_cast<int>(lists.size()) : expected_ranks;
+  for (size_t i = 0; i < lists.size(); ++i) {
+    const TaskInfo* l = lists[i];
+    const json listed = TaskResultData(l);
+    const size_t found = listed.is_object() ? listed.value("dirs", json::array()).size() : 0;
+    if (listed.is_object()) {
+      ranks += found;
+      any_listed = true;
+    }
+    if (l->status != TaskStatus::kSucceeded) all_listed = false;
+    if (!several) continue;
+    const std::string machine = TaskMachine(*l);
+    out["remote_profile_roots"].push_back(
+        {{"machine", machine}, {"root", PayloadOf<tasks::TorchProfileListProfileDirs>(*l).profile_root()}});
+    out["rank_counts"].push_back({{"machine", machine}, {"expected", per_node}, {"found", found}});
+    if (static_cast<int>(found) != per_node)
+      short_nodes.push_back(fmt::format("node {} ({}) wrote {} of {} rank directories", i, machine, found, per_node));
+  }
+  if (any_listed) out["rank_count"] = ranks;
+  if (!short_nodes.empty()) out["analysis_detail"] = fmt::format("{}", fmt::join(short_nodes, "; "));
   std::vector<std::string> statuses;
   const std::vector<std::string> unfinalised = UnfinalisedDirs(s);
   for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask)) {
@@ -116,12 +153,15 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
       if (rec.value("analysis_status", "") == "ok") rec["analysis_status"] = "partial";
       rec["note"] = "torch_npu never finalised this rank (no profiler_info*.json when the flush wait timed out)";
     }
+    if (several) rec["machine"] = TaskMachine(*t);
     statuses.push_back(rec.value("analysis_status", "missing_kernel_details"));
     out["remote_profile_dirs"].push_back(std::move(rec));
   }
   if (AnalysisDone(s)) {
-    if (list->status != TaskStatus::kSucceeded) {
+    if (!all_listed && (!several || !any_listed)) {
       out["analysis_status"] = "no_profile_dirs";
+    } else if (several && !all_listed) {
+      out["analysis_status"] = statuses.empty() ? "no_profile_dirs" : "rank_count_mismatch";
     } else {
       out["analysis_status"] = AnalysisGate(statuses, expected_ranks);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -12,6 +13,8 @@
 #include "run_specs.pb.h"
 
 #include "statemachine/analyse_root_machine.h"
+#include "statemachine/clock_offsets.h"
+#include "statemachine/deployment_service.h"
 #include "statemachine/event_types.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/task_payload.h"
@@ -57,8 +60,9 @@ struct KnownService {
 // The service to stop: the launch result; for a failed launch that may have
 // started something (anything but started=false), the payload's runtime dir
 // with the pid unknown. nullopt when no service can be running.
+// A multi-node deployment: the head's (node 0's).
 std::optional<KnownService> ServiceOf(const RunState& s) {
-  const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
+  const TaskInfo* launch = LastNodeTask(s, kServiceLaunchTask, 0);
   if (!launch) return std::nullopt;
   if (TaskResultData(launch).is_object()) {
     const auto r = RecordedOf<results::ServiceLaunchResult>(*launch);
@@ -72,7 +76,16 @@ std::optional<KnownService> ServiceOf(const RunState& s) {
   return KnownService{PayloadOf<tasks::ServiceLaunch>(*launch).runtime_dir(), std::nullopt, std::nullopt};
 }
 
+bool Multi(const RunState& s) { return NodeCount(s) > 1; }
+
+// One node: its last stop confirmed it. Several: every node that may have
+// run a service confirmed it stopped.
 bool ServiceStopped(const RunState& s) {
+  if (Multi(s)) {
+    for (int i = 0; i < NodeCount(s); ++i)
+      if (NodeServiceOf(s, i) && !NodeStopConfirmed(s, i)) return false;
+    return true;
+  }
   const TaskInfo* stop = LastTask(s, kServiceStopTask);
   if (!TaskResultData(stop).is_object()) return false;
   const auto r = RecordedOf<results::ServiceStopResult>(*stop);
@@ -85,7 +98,27 @@ void StepFailed(Decision& d, const std::string& step, const std::string& kind, c
   d.Emit(kTpStepFailed, json{{"step", step}, {"error_kind", kind}, {"error", error}});
 }
 
+// A multi-node deployment: the next step of the node-by-node stop (true
+// while something is still out).
+bool ContinueStops(Decision& d, bool force) {
+  return ContinueNodeStops(d, force, Spec(d.state()).stop_grace_s());
+}
+
+// The watches of a multi-node deployment's headless nodes end before its
+// stop (which they would otherwise report as a death).
+void EndNodeWatches(Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& [id, t] : d.state().tasks)
+    if (t.kind == kServiceWatchTask && (t.in_flight() || t.status == TaskStatus::kRetryWait)) out.push_back(id);
+  for (const auto& id : out) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the service is stopping"}});
+}
+
 void ScheduleStop(Decision& d, bool force) {
+  if (Multi(d.state())) {
+    EndNodeWatches(d);
+    ContinueStops(d, force);
+    return;
+  }
   const KnownService svc = ServiceOf(d.state()).value_or(KnownService{});
   d.Schedule(BuildStopPayload(svc.runtime_dir, svc.pid, force,
                               Spec(d.state()).stop_grace_s()));
@@ -106,16 +139,30 @@ std::string RunError(const RunState& s) {
     gate = true;
   }
   if (!as.empty() && as != "ok") {
-    parts.push_back("analysis gate: " + as);
+    parts.push_back("analysis gate: " + as + (data.analysis_detail().empty() ? "" : " (" + data.analysis_detail() + ")"));
     gate = true;
   }
   if (gate) parts.push_back("re-collect required");
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+// Cleanup of a multi-node deployment, one step: stop what may run on every
+// node; end once every node is settled.
+void ContinueCleanup(Decision& d) {
+  EndNodeWatches(d);
+  if (ContinueStops(d, false)) {
+    if (d.state().state != "stopping_service") d.Transition("stopping_service", "cleanup");
+    return;
+  }
+  const RunState& s = d.state();
+  if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
+  d.Finish(RunStatus::kFailed, RunError(d.state()));
+}
+
 // Starts cleanup: stop the service if one is known, else end now.
 void BeginCleanup(Decision& d, const std::string& reason) {
   d.Emit(kTpCleanupStarted, json{{"reason", reason}});
+  if (Multi(d.state())) return ContinueCleanup(d);
   const RunState& s = d.state();
   if (Pending(LastTask(s, kServiceStopTask))) return;  // a stop is already on its way
   if (ServiceOf(s) && !ServiceStopped(s)) {
@@ -129,8 +176,13 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 
 void StartLaunch(Decision& d) {
   d.Transition("launching");
-  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, Spec(d.state())));  // = SpecService
+  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, Spec(d.state())));  // = SpecService for one node
+  ScheduleClock(d, "start");  // a multi-node run's clocks (nothing for one node)
 }
+
+// How often a multi-node deployment's headless nodes are checked alive
+// while the run uses them (a death fails the run, naming the node).
+constexpr int64_t kNodeWatchPollS = 2;
 
 void ScheduleControl(Decision& d, const std::string& action) {
   const KnownService svc = ServiceOf(d.state()).value_or(KnownService{});
@@ -166,11 +218,31 @@ std::string ProfileRoot(const RunState& s) {
   return ServiceOf(s).value_or(KnownService{}).runtime_dir + "/" + Spec(s).torch_profiler_dir();
 }
 
+// Node i's profile root (the head's for one node).
+std::string NodeProfileRoot(const RunState& s, int node) {
+  const auto svc = NodeServiceOf(s, node);
+  return (svc ? svc->runtime_dir : std::string()) + "/" + Spec(s).torch_profiler_dir();
+}
+
 // Polls until torch_npu has finalised every rank (the task's deadline is
-// fixed here, so a re-dispatched wait keeps the same end).
+// fixed here, so a re-dispatched wait keeps the same end). Several nodes:
+// one wait per node, on that node, for its own ranks, all at once.
 void ScheduleFlushWait(Decision& d) {
   const RunState& s = d.state();
   const int64_t timeout_s = Spec(s).flush_timeout();
+  if (Multi(s)) {
+    const int per_node = static_cast<int>(Spec(s).tp() * DpLocal(Spec(s)));
+    for (int i = 0; i < NodeCount(s); ++i) {
+      tasks::TorchProfileWaitFlush p;
+      p.set_profile_root(NodeProfileRoot(d.state(), i));
+      p.set_expected_ranks(per_node);
+      p.set_timeout_s(timeout_s);
+      p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
+      if (const auto svc = NodeServiceOf(d.state(), i)) *p.mutable_machine() = svc->record;
+      d.Schedule(p);
+    }
+    return;
+  }
   tasks::TorchProfileWaitFlush p;
   p.set_profile_root(ProfileRoot(s));
   p.set_expected_ranks(ExpectedRanks(Spec(s)));
@@ -179,13 +251,70 @@ void ScheduleFlushWait(Decision& d) {
   d.Schedule(p);
 }
 
+// The flush wait of one task as TorchProfileFlushWaited records it.
+json FlushRecord(const TaskInfo& t) {
+  if (t.status != TaskStatus::kSucceeded) {
+    return json{{"signal", "wait_failed"},
+                {"flush_timed_out", false},
+                {"error_kind", t.result.value("error_kind", "")},
+                {"error", t.result.value("error", "")}};
+  }
+  const auto flushed = RecordedOf<results::TorchProfileWaitFlushResult>(t);
+  const json answer = TaskResultData(&t);
+  json record = json{{"signal", flushed.signal()},
+                     {"flush_timed_out", flushed.flush_timed_out()},
+                     {"waited_ms", flushed.waited_ms()},
+                     {"polls", flushed.polls()},
+                     {"dirs", answer.is_object() ? answer.value("dirs", json::array()) : json::array()}};
+  for (const char* f : {"expected_ranks", "dirs_seen", "ranks_finalised", "root_exists"})
+    if (answer.is_object() && answer.contains(f)) record[f] = answer[f];
+  return record;
+}
+
+// A multi-node deployment's flush, once every node's wait ended: the whole
+// deployment's record (every dir, the longest wait, timed out if any node
+// did) with each node's own under `nodes`. nullopt while a wait is out.
+std::optional<json> DeploymentFlush(const RunState& s) {
+  json nodes = json::array(), dirs = json::array();
+  bool timed_out = false, failed = false;
+  int64_t waited = 0, polls = 0;
+  for (int i = 0; i < NodeCount(s); ++i) {
+    const TaskInfo* t = LastNodeTask(s, kTpWaitFlushTask, i);
+    if (!t || Pending(t)) return std::nullopt;
+    json r = FlushRecord(*t);
+    r["node"] = i;
+    r["machine"] = NodeMachine(s, i);
+    timed_out = timed_out || r.value("flush_timed_out", false);
+    failed = failed || r.value("signal", "") == "wait_failed";
+    waited = std::max<int64_t>(waited, r.value("waited_ms", int64_t{0}));
+    polls += r.value("polls", int64_t{0});
+    for (const auto& dir : r.value("dirs", json::array())) dirs.push_back(dir);
+    nodes.push_back(std::move(r));
+  }
+  const std::string head_signal = nodes[0].value("signal", "");
+  return json{{"signal", failed ? "wait_failed" : timed_out ? "timeout" : head_signal},
+              {"flush_timed_out", timed_out},
+              {"waited_ms", waited},
+              {"polls", polls},
+              {"dirs", dirs},
+              {"nodes", nodes}};
+}
+
 // The flush wait has ended (by a signal, its timeout or a failed task): the
 // outcome is recorded and the service is stopped; the gates judge the outputs.
 void AfterFlush(Decision& d, json record) {
   record["min_wait_s"] = Spec(d.state()).flush_seconds();
   d.Emit(kTpFlushWaited, std::move(record));
+  ScheduleClock(d, "end");  // the capture is complete on every node
   d.Transition("stopping_service");
   ScheduleStop(d, false);
+}
+
+// A multi-node deployment's flush wait on one node ended: on with the run
+// once every node's has.
+void AfterNodeFlush(Decision& d) {
+  if (d.state().state != "flush") return;
+  if (auto record = DeploymentFlush(d.state())) AfterFlush(d, std::move(*record));
 }
 
 // The service is down (or could not be stopped): analyse, or end the cleanup.
@@ -194,18 +323,52 @@ void AfterStop(Decision& d) {
   if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
   if (DataOf<kind_data::TorchProfileData>(s).cleanup()) return d.Finish(RunStatus::kFailed, RunError(s));
   d.Transition("analysing");
+  if (Multi(s)) {
+    // Every node's ranks are analysed where they were written, all at once.
+    for (int i = 0; i < NodeCount(s); ++i) {
+      const auto svc = NodeServiceOf(d.state(), i);
+      ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
+                             svc ? &svc->record : nullptr);
+    }
+    return;
+  }
   ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
 }
 
 void FinishAnalysis(Decision& d) {
   const json a = AnalysisProjection(d.state(), ExpectedRanks(Spec(d.state())));
-  d.Emit(kTpAnalysisGated, json{{"analysis_status", a["analysis_status"]},
-                                {"rank_count", a["rank_count"]},
-                                {"expected_ranks", ExpectedRanks(Spec(d.state()))},
-                                {"remote_profile_root", a["remote_profile_root"]}});
+  json gated = {{"analysis_status", a["analysis_status"]},
+                {"rank_count", a["rank_count"]},
+                {"expected_ranks", ExpectedRanks(Spec(d.state()))},
+                {"remote_profile_root", a["remote_profile_root"]}};
+  if (a.contains("analysis_detail")) gated["detail"] = a["analysis_detail"];
+  d.Emit(kTpAnalysisGated, gated);
   const std::string error = RunError(d.state());
   if (error.empty()) return d.Finish(RunStatus::kOk);
   d.Finish(RunStatus::kFailed, error);
+}
+
+// A multi-node deployment's launch answered on some node: the head first,
+// then every other node with its RPC port; readiness once all are up.
+void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& result) {
+  const RunState& s = d.state();
+  if (s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return ContinueCleanup(d);
+  if (NodeOfTask(s, task) == 0) {
+    const auto& launched = result.Required<results::ServiceLaunchResult>();
+    std::optional<int32_t> rpc;
+    if (launched.deployment().has_dp_rpc_port()) rpc = launched.deployment().dp_rpc_port();
+    const run_specs::TorchProfileSpec spec = Spec(s);
+    const std::string run_id = s.run_id;
+    LaunchHeadlessNodes(d, rpc, [&](int node, std::optional<int32_t> port) {
+      return TorchProfileLaunchPayload(run_id, spec, node, port);
+    });
+    return;
+  }
+  if (!AllNodesLaunched(d.state())) return;
+  const TaskInfo* head = LastNodeTask(d.state(), kServiceLaunchTask, 0);
+  d.Schedule(BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(*head),
+                                   RecordedOf<results::ServiceLaunchResult>(*head), d.now_ms()));
+  WatchNodes(d, 1, kNodeWatchPollS);
 }
 
 }  // namespace
@@ -256,6 +419,7 @@ void TorchProfileMachine::OnStart(Decision& d) const {
 }
 
 void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
+  if (OnClockTaskSucceeded(d, task, result)) return;
   const RunState& s = d.state();
   const std::string role = RoleOf(task);
   if (task.kind == kTpPrepareImageTask) {
@@ -263,11 +427,13 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     return StartLaunch(d);
   }
   if (task.kind == kServiceLaunchTask) {
+    if (Multi(s)) return AfterNodeLaunched(d, task, result);
     if (s.cancel_requested) return BeginCleanup(d, "cancelled");
     d.Schedule(BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(task),
                                      result.Required<results::ServiceLaunchResult>(), d.now_ms()));
     return;
   }
+  if (task.kind == kServiceWatchTask) return;  // a headless node's watch ended without a death (abandoned)
   if (task.kind == kServiceWaitReadyTask) {
     d.Transition("ready");
     d.Transition("profiling");
@@ -309,6 +475,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kTpWaitFlushTask) {
     if (s.state != "flush") return;
+    if (Multi(s)) return AfterNodeFlush(d);
     // The record keeps the answer's own keys: the four counts only when the
     // answer carried them (an older worker's did not).
     const auto& flushed = result.As<results::TorchProfileWaitFlushResult>();
@@ -322,6 +489,18 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
       if (answer.is_object() && answer.contains(f)) record[f] = answer[f];
     return AfterFlush(d, std::move(record));
   }
+  if (task.kind == kServiceStopTask && Multi(s)) {
+    const auto& stop = result.As<results::ServiceStopResult>();
+    const int node = NodeOfTask(s, task);
+    if (!stop.stopped() && !stop.already_gone() && !stop.never_started() &&
+        PayloadOf<tasks::ServiceStop>(task).force())
+      StepFailed(d, "stop_service", "not_stopped",
+                 fmt::format("node {} ({}): the service survived SIGINT, SIGTERM and SIGKILL", node,
+                             NodeMachine(s, node)));
+    if (DataOf<kind_data::TorchProfileData>(d.state()).cleanup()) return ContinueCleanup(d);
+    if (ContinueStops(d, false)) return;
+    return AfterStop(d);
+  }
   if (task.kind == kServiceStopTask) {
     const auto& stop = result.As<results::ServiceStopResult>();
     if (stop.never_started())
@@ -333,7 +512,9 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     return AfterStop(d);
   }
   if (task.kind == kTpListDirsTask) {
-    if (!ScheduleRankAnalyses(d, result.As<results::TorchProfileListProfileDirsResult>(), Spec(s).analyse_timeout_s()))
+    if (!ScheduleRankAnalyses(d, task, result.As<results::TorchProfileListProfileDirsResult>(),
+                              Spec(s).analyse_timeout_s()) &&
+        AnalysisDone(d.state()))
       FinishAnalysis(d);
     return;
   }
@@ -341,6 +522,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
 }
 
 void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
+  if (IsClockTask(task)) return;  // no offsets then; the run goes on
   const RunState& s = d.state();
   const std::string text = failure.Text();
   if (task.kind == kTpPrepareImageTask) {
@@ -348,11 +530,31 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
     StepFailed(d, "prepare_image", failure.error_kind(), failure.error());
     return d.Finish(RunStatus::kFailed, RunError(d.state()));
   }
+  if (task.kind == kServiceStopTask && Multi(s)) {
+    const int node = NodeOfTask(s, task);
+    if (PayloadOf<tasks::ServiceStop>(task).force())
+      StepFailed(d, "stop_service", failure.error_kind(),
+                 fmt::format("node {} ({}): {}", node, NodeMachine(s, node), failure.error()));
+    if (DataOf<kind_data::TorchProfileData>(d.state()).cleanup()) return ContinueCleanup(d);
+    if (ContinueStops(d, false)) return;  // an unforced stop that failed is tried again with force
+    return AfterStop(d);
+  }
   if (task.kind == kServiceStopTask) {
     if (!PayloadOf<tasks::ServiceStop>(task).force()) return ScheduleStop(d, true);
     StepFailed(d, "stop_service", failure.error_kind(), failure.error());
     return AfterStop(d);
   }
+  if (task.kind == kServiceWatchTask) {
+    // A headless node's service died while the run used it: the deployment is broken.
+    const std::set<std::string> using_it = {"launching", "ready", "profiling", "workload", "stopping_profile", "flush"};
+    if (!using_it.count(s.state) || DataOf<kind_data::TorchProfileData>(s).cleanup()) return;
+    const int node = NodeOfTask(s, task);
+    StepFailed(d, "node_lost", failure.error_kind(),
+               fmt::format("node {} ({}): {}", node, NodeMachine(s, node), failure.error()));
+    d.AbandonOutstanding(fmt::format("node {} ({}) was lost", node, NodeMachine(s, node)));
+    return BeginCleanup(d, fmt::format("node {} ({}) was lost", node, NodeMachine(s, node)));
+  }
+  if (task.kind == kTpWaitFlushTask && Multi(s)) return AfterNodeFlush(d);
   if (task.kind == kTpWaitFlushTask) {
     if (s.state != "flush") return;
     return AfterFlush(d, json{{"signal", "wait_failed"},
@@ -371,6 +573,14 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
   if (task.kind == kServiceLaunchTask) {
     step = "service_launch";
     if (LaunchStartedNothing(task)) error += " — the service was never launched (nothing to stop)";
+    if (Multi(s)) {
+      const int node = NodeOfTask(s, task);
+      error = fmt::format("node {} ({}): {}", node, NodeMachine(s, node), error);
+      if (DataOf<kind_data::TorchProfileData>(s).cleanup()) {
+        StepFailed(d, step, failure.error_kind(), error);
+        return ContinueCleanup(d);
+      }
+    }
   }
   if (task.kind == kServiceWaitReadyTask) step = "service_ready";
   if (task.kind == kTpControlTask || task.kind == kTpRequestsTask) {
@@ -397,6 +607,7 @@ void TorchProfileMachine::OnCancel(Decision& d) const {
   for (const auto& id : abandon) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "run cancelled"}});
   for (const auto& id : timers) d.CancelTimer(id);
   const RunState& s = d.state();
+  if (Multi(s)) return BeginCleanup(d, "cancelled");  // waits for the launches still out itself
   if (Pending(LastTask(s, kServiceLaunchTask))) {
     d.Emit(kTpCleanupStarted, json{{"reason", "cancelled; waiting for the launch to report its pid"}});
     return;
@@ -405,6 +616,7 @@ void TorchProfileMachine::OnCancel(Decision& d) const {
 }
 
 void TorchProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
+  if (ApplyClockEvent(s, type, p)) return;
   if (type == kTpStepFailed) {
     if (!s.data.contains("errors")) s.data["errors"] = json::array();
     s.data["errors"].push_back(p);
@@ -412,6 +624,7 @@ void TorchProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, c
     s.data["workload_status"] = p.value("workload_status", json::object());
   } else if (type == kTpAnalysisGated) {
     s.data["analysis_status"] = p.value("analysis_status", json(nullptr));
+    if (p.contains("detail")) s.data["analysis_detail"] = p["detail"];
   } else if (type == kTpFlushWaited) {
     s.data["flush"] = p;
   } else if (type == kTpCleanupStarted) {
@@ -432,6 +645,19 @@ json TorchProfileMachine::Summary(const RunState& s) const {
   j["analysis_status"] = s.data.value("analysis_status", json(nullptr));
   j["flush"] = s.data.value("flush", json(nullptr));
   j["step_errors"] = s.data.value("errors", json::array());
+  if (Multi(s)) {
+    json nodes = json::array();
+    for (int i = 0; i < NodeCount(s); ++i) {
+      const auto svc = NodeServiceOf(s, i);
+      nodes.push_back({{"node", i},
+                       {"machine", NodeMachine(s, i)},
+                       {"runtime_dir", svc ? json(svc->runtime_dir) : json(nullptr)},
+                       {"pid", svc && svc->pid ? json(*svc->pid) : json(nullptr)},
+                       {"stopped", NodeStopConfirmed(s, i)}});
+    }
+    j["nodes"] = std::move(nodes);
+    j["clock"] = ClockProjection(s);
+  }
   return j;
 }
 

@@ -1,6 +1,8 @@
 #include "statemachine/torch_profile_manifest.h"
 
 #include "common/time_util.h"
+#include "statemachine/clock_offsets.h"
+#include "statemachine/deployment_service.h"
 #include "statemachine/torch_profile_analysis.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
@@ -79,7 +81,7 @@ json TorchProfileManifest(const RunState& s) {
   const json image = StepRecord(LastTask(s, kTpPrepareImageTask));
   m["image_meta"] = image.is_object() && image.contains("image_meta") ? image["image_meta"] : image;
 
-  json service = StepRecord(LastTask(s, kServiceLaunchTask));
+  json service = StepRecord(LastNodeTask(s, kServiceLaunchTask, 0));
   if (service.is_object()) service["ready"] = StepRecord(LastTask(s, kServiceWaitReadyTask));
   m["service_result"] = service;
   // The argv that ran, as the launch read it back from the target's launch
@@ -102,10 +104,27 @@ json TorchProfileManifest(const RunState& s) {
   m["flush"] = s.data.value("flush", json(nullptr));
   m["flush_seconds"] = SpecField(s, "flush_seconds");
   m["flush_timeout"] = SpecField(s, "flush_timeout");
-  m["stop_result"] = StepRecord(LastTask(s, kServiceStopTask));
+  m["stop_result"] = StepRecord(LastNodeTask(s, kServiceStopTask, 0));
+  if (NodeCount(s) > 1) {
+    // A multi-node deployment: every node's service, the head's first.
+    json nodes = json::array();
+    for (int i = 0; i < NodeCount(s); ++i)
+      nodes.push_back({{"node", i},
+                       {"machine", NodeMachine(s, i)},
+                       {"role", i == 0 ? "head" : "headless"},
+                       {"service_result", StepRecord(LastNodeTask(s, kServiceLaunchTask, i))},
+                       {"stop_result", StepRecord(LastNodeTask(s, kServiceStopTask, i))}});
+    m["nodes"] = std::move(nodes);
+    for (const char* f : {"dp_local", "dp_address", "dp_rpc_port"}) m[f] = SpecField(s, f);
+    // Each node's clock offset from the worker's: traces of different nodes
+    // are put on one timeline by subtracting their node's offset.
+    m["clock_offsets"] = ClockProjection(s);
+  }
 
   const json a = AnalysisProjection(s, expected_ranks);
   for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
+  for (const char* f : {"remote_profile_roots", "rank_counts"})
+    if (a.contains(f)) m[f] = a[f];
   m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
   m["status"] = RunStatusName(s.status);
   m["error"] = s.error.empty() ? json(nullptr) : json(s.error);

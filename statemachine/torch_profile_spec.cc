@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "statemachine/deployment_service.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 
@@ -201,9 +202,11 @@ std::vector<std::string> TorchProfileServeArgs(const run_specs::TorchProfileSpec
   return a;
 }
 
-tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const run_specs::TorchProfileSpec& spec) {
-  return BuildLaunchPayload(run_id, 1, spec, TorchProfileServeArgs(spec),
-                            json{{"PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True"}});
+tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const run_specs::TorchProfileSpec& spec,
+                                               int node, std::optional<int32_t> rpc_port) {
+  const json env = {{"PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True"}};
+  if (spec.nodes_size() > 1) return BuildNodeLaunchPayload(run_id, 1, spec, node, rpc_port, TorchProfileServeArgs(spec), env);
+  return BuildLaunchPayload(run_id, 1, spec, TorchProfileServeArgs(spec), env);
 }
 
 }  // namespace npuprof::sm

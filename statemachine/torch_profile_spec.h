@@ -5,6 +5,8 @@
 // with its default, so later code reads spec fields without fallbacks.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +44,9 @@ std::vector<std::string> TorchProfileServeArgs(const run_specs::TorchProfileSpec
 
 // The service.launch payload (launch number 1) for a validated spec: the
 // serve args above plus PYTORCH_NPU_ALLOC_CONF=expandable_segments:True.
-tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const run_specs::TorchProfileSpec& spec);
+// A multi-node spec: node `node`'s payload (the head's rpc_port for the others).
+tasks::ServiceLaunch TorchProfileLaunchPayload(const std::string& run_id, const run_specs::TorchProfileSpec& spec,
+                                               int node = 0, std::optional<int32_t> rpc_port = std::nullopt);
 
 // A path relative to the service's runtime dir: no leading '/', no "..",
 // characters from [A-Za-z0-9._/-].

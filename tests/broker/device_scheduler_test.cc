@@ -1,5 +1,7 @@
 // The broker's device scheduler alone (pure): FIFO per machine, no overtaking
 // on conflicting devices, disjoint runs side by side, "any N" requests.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "broker/device_scheduler.h"
@@ -9,22 +11,38 @@ namespace {
 
 using json = nlohmann::json;
 
-sm::LeaseInfo Explicit(sm::DeviceIds devices, const std::string& machine = "m1") {
-  sm::LeaseInfo l;
-  l.phase = sm::LeasePhase::kWaiting;
+sm::LeaseLeg ExplicitLeg(sm::DeviceIds devices, const std::string& machine = "m1") {
+  sm::LeaseLeg l;
   l.machine = machine;
   l.devices = devices;
   l.count = static_cast<int>(devices.size());
   return l;
 }
 
+sm::LeaseInfo Explicit(sm::DeviceIds devices, const std::string& machine = "m1") {
+  sm::LeaseInfo l;
+  l.phase = sm::LeasePhase::kWaiting;
+  l.legs.push_back(ExplicitLeg(std::move(devices), machine));
+  return l;
+}
+
+// A multi-node lease: one explicit leg per (machine, devices).
+sm::LeaseInfo Gang(std::vector<std::pair<std::string, sm::DeviceIds>> legs) {
+  sm::LeaseInfo l;
+  l.phase = sm::LeasePhase::kWaiting;
+  for (auto& [m, d] : legs) l.legs.push_back(ExplicitLeg(d, m));
+  return l;
+}
+
 sm::LeaseInfo Any(int count, sm::DeviceIds free, sm::DeviceIds busy = {}) {
   sm::LeaseInfo l;
   l.phase = sm::LeasePhase::kWaiting;
-  l.machine = "m1";
-  l.count = count;
-  l.free = std::move(free);
-  l.busy = std::move(busy);
+  sm::LeaseLeg leg;
+  leg.machine = "m1";
+  leg.count = count;
+  leg.free = std::move(free);
+  leg.busy = std::move(busy);
+  l.legs.push_back(std::move(leg));
   return l;
 }
 
@@ -126,7 +144,7 @@ TEST(DeviceScheduler, SyncRebuildsFromRunState) {
   held.run_id = "h";
   held.lease = Explicit({0});
   held.lease.phase = sm::LeasePhase::kHeld;
-  held.lease.granted = {0};
+  held.lease.legs[0].granted = {0};
   s.Sync(held);
   sm::RunState waiting;
   waiting.run_id = "w";
@@ -184,6 +202,109 @@ TEST(DeviceScheduler, AnyRequestSkipsQuarantinedCandidatesAndAsksForACheckWhenSh
   EXPECT_EQ(c[0].run_id, "b");
   EXPECT_EQ(c[0].devices, (sm::DeviceIds{0}));
   EXPECT_NE(s.WaitingFor("b").value("reason", "").find("quarantined"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace npuprof::broker
+
+namespace npuprof::broker {
+namespace {
+
+// Every grant names every leg of its run; the holders never hold a device twice.
+void ExpectWholeGrants(const std::vector<DeviceScheduler::Grant>& grants, const std::map<std::string, size_t>& legs) {
+  for (const auto& g : grants) {
+    const size_t want = legs.at(g.run_id);
+    if (want == 1) {
+      EXPECT_TRUE(g.devices.is_array() && (g.devices.empty() || !g.devices[0].is_object())) << g.devices.dump();
+    } else {
+      ASSERT_TRUE(g.devices.is_array());
+      EXPECT_EQ(g.devices.size(), want) << "a gang is granted whole: " << g.devices.dump();
+    }
+  }
+}
+
+TEST(DeviceSchedulerGang, OverlappingGangsAndAOneNodeRunEachRunOnceNeverHalfHeld) {
+  DeviceScheduler s;
+  const std::map<std::string, size_t> legs = {{"g1", 2}, {"g2", 2}, {"one", 1}};
+  s.Hold("busy", "b", {0, 1});  // b is partly taken: g1 cannot start yet
+  s.Wait("g1", Gang({{"a", {0, 1}}, {"b", {0, 1}}}), 1);
+  s.Wait("g2", Gang({{"b", {2, 3}}, {"c", {0, 1}}}), 2);
+  s.Wait("one", Explicit({0, 1}, "a"), 3);  // wants what g1 waits for on a: no overtaking
+  auto first = ScheduleAll(s);
+  ExpectWholeGrants(first.g, legs);
+  ASSERT_EQ(first.g.size(), 1u);
+  EXPECT_EQ(first.g[0].run_id, "g2") << "disjoint from every earlier waiter: starts";
+  EXPECT_EQ(s.holders(), 2u) << "g1 holds nothing while it waits (no hold-and-wait)";
+  json why = s.WaitingFor("g1");
+  ASSERT_TRUE(why.contains("nodes"));
+  EXPECT_NE(why["reason"].get<std::string>().find("on b: devices 0,1 held by run busy"), std::string::npos)
+      << why.dump();
+  EXPECT_EQ(why["nodes"][0]["reason"], "fits now");
+  EXPECT_NE(s.WaitingFor("one")["reason"].get<std::string>().find("wanted by an earlier queued run"),
+            std::string::npos);
+
+  s.Drop("busy");
+  auto second = ScheduleAll(s);
+  ExpectWholeGrants(second.g, legs);
+  ASSERT_EQ(second.g.size(), 1u);
+  EXPECT_EQ(second.g[0].run_id, "g1");
+  EXPECT_EQ(second.g[0].devices[1]["machine"], "b");
+  EXPECT_EQ(second.g[0].devices[1]["devices"], json({0, 1}));
+
+  s.Drop("g1");
+  auto third = ScheduleAll(s);
+  ExpectWholeGrants(third.g, legs);
+  ASSERT_EQ(third.g.size(), 1u);
+  EXPECT_EQ(third.g[0].run_id, "one");
+  EXPECT_EQ(s.waiting(), 0u);
+}
+
+TEST(DeviceSchedulerGang, TwoGangsCrossingTwoMachinesNeverDeadlock) {
+  // g1 wants a then b, g2 b then a: with partial holds each would hold one
+  // machine and wait for the other forever. Whole grants: one runs, then the other.
+  DeviceScheduler s;
+  s.Wait("g1", Gang({{"a", {0}}, {"b", {0}}}), 1);
+  s.Wait("g2", Gang({{"b", {0}}, {"a", {0}}}), 2);
+  auto first = ScheduleAll(s);
+  ASSERT_EQ(first.g.size(), 1u);
+  EXPECT_EQ(first.g[0].run_id, "g1");
+  EXPECT_EQ(s.waiting(), 1u);
+  s.Drop("g1");
+  auto second = ScheduleAll(s);
+  ASSERT_EQ(second.g.size(), 1u);
+  EXPECT_EQ(second.g[0].run_id, "g2");
+}
+
+TEST(DeviceSchedulerGang, ALegThatCanNeverFitRefusesTheWholeRun) {
+  DeviceScheduler s;
+  sm::LeaseInfo l = Gang({{"a", {0}}});
+  sm::LeaseLeg any;
+  any.machine = "b";
+  any.count = 4;
+  any.free = {0, 1};
+  l.legs.push_back(any);
+  s.Wait("g", l, 1);
+  auto out = ScheduleAll(s);
+  EXPECT_TRUE(out.g.empty());
+  ASSERT_EQ(out.r.size(), 1u);
+  EXPECT_NE(out.r[0].error.find("needs 4 free NPU(s) on b"), std::string::npos) << out.r[0].error;
+  EXPECT_EQ(s.holders(), 0u);
+}
+
+TEST(DeviceSchedulerGang, SyncRebuildsEveryHeldLeg) {
+  DeviceScheduler s;
+  sm::RunState held;
+  held.run_id = "g";
+  held.lease = Gang({{"a", {0}}, {"b", {1}}});
+  held.lease.phase = sm::LeasePhase::kHeld;
+  held.lease.legs[0].granted = {0};
+  held.lease.legs[1].granted = {1};
+  s.Sync(held);
+  s.Wait("x", Explicit({1}, "b"), 5);
+  EXPECT_TRUE(GrantedRuns(s).empty()) << "b:1 is held by the gang";
+  held.terminal = true;
+  s.Sync(held);
+  EXPECT_EQ(GrantedRuns(s), (std::vector<std::string>{"x"}));
 }
 
 }  // namespace

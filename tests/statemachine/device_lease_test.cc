@@ -24,7 +24,8 @@ TEST(DeviceLease, ExplicitDevicesWaitQueuedWithNoTaskUntilGranted) {
   EXPECT_EQ(r.s.state, "queued");
   EXPECT_TRUE(r.s.tasks.empty());
   EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
-  EXPECT_EQ(r.s.lease.devices, (DeviceIds{2, 3}));
+  ASSERT_EQ(r.s.lease.legs.size(), 1u);
+  EXPECT_EQ(r.s.lease.legs[0].devices, (DeviceIds{2, 3}));
   EXPECT_EQ(r.Types(), (std::vector<std::string>{ev::kRunSubmitted, kDevicesRequested}));
 
   ASSERT_TRUE(r.Grant({2, 3}).ok());
@@ -60,9 +61,9 @@ TEST(DeviceLease, AnyFreeDevicesProbeFirstThenRequestWithTheProbeView) {
   res.result = {{"free_devices", {4, 5, 6}}, {"busy_devices", {{{"logical_id", 0}, {"reason", "process"}}}}};
   ASSERT_TRUE(r.Feed(res).ok());
   EXPECT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
-  EXPECT_EQ(r.s.lease.count, 2);
-  EXPECT_EQ(r.s.lease.free, (DeviceIds{4, 5, 6}));
-  EXPECT_EQ(r.s.lease.busy, (DeviceIds{0}));
+  EXPECT_EQ(r.s.lease.count(), 2);
+  EXPECT_EQ(r.s.lease.legs[0].free, (DeviceIds{4, 5, 6}));
+  EXPECT_EQ(r.s.lease.legs[0].busy, (DeviceIds{0}));
   ASSERT_TRUE(r.Grant({5, 6}).ok());
   EXPECT_EQ(r.s.spec["devices"], json({5, 6})) << "the leased devices become the run's devices";
   const auto& typed = SpecOf<run_specs::ServeSpec>(r.s).devices();

@@ -29,10 +29,12 @@ inline std::optional<Input> NextLeaseInput(const RunState& s, int npus = 8) {
   }
   if (s.lease.phase == LeasePhase::kWaiting) {
     in.type = Input::Type::kLeaseGranted;
-    if (s.lease.devices) {
-      in.devices = *s.lease.devices;
-    } else {
-      for (int i = 0; i < s.lease.count; ++i) in.devices.push_back(i);
+    for (const LeaseLeg& leg : s.lease.legs) {
+      DeviceIds ids;
+      if (leg.devices) ids = *leg.devices;
+      else
+        for (int i = 0; i < leg.count; ++i) ids.push_back(i);
+      in.legs.push_back({leg.machine, ids});
     }
     return in;
   }

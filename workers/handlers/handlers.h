@@ -12,6 +12,8 @@ namespace npuprof::workers {
 TaskOutcome ProbeNpuSmi(const tasks::ProbeNpuSmi& payload, const proto::Task& task, TaskContext& ctx);
 // machine.check: connect, verify the host key, uname, which tools are present.
 TaskOutcome MachineCheck(const tasks::MachineCheck& payload, const proto::Task& task, TaskContext& ctx);
+// machine.clock: each machine's clock offset from the worker's (machine_clock_handler.cc).
+TaskOutcome MachineClock(const tasks::MachineClock& payload, const proto::Task& task, TaskContext& ctx);
 
 // Per run kind, in their own files (<kind>_register.cc).
 void RegisterServiceHandlers(WorkerRuntime& runtime);        // service.*

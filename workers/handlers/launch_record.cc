@@ -24,7 +24,7 @@ Result<json> LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::s
   const json devices = json(std::vector<int32_t>(p.devices().begin(), p.devices().end()));
   for (const auto& [k, v] : p.env()) env[k] = v;
   for (const std::string& a : p.extra_args()) args.push_back(a);
-  return json{{"run_id", p.run_id()},
+  json rec = {{"run_id", p.run_id()},
               {"launch_no", p.launch_no()},
               {"runtime_dir", runtime_dir},
               {"model", p.model()},
@@ -39,6 +39,8 @@ Result<json> LaunchRecordFromPayload(const tasks::ServiceLaunch& p, const std::s
               {"env_script", env_script},
               {"busy_threshold_mb", p.has_busy_threshold_mb() ? p.busy_threshold_mb() : int64_t{4096}},
               {"host", p.has_host() ? json(p.host()) : json(nullptr)}};
+  if (p.has_deployment() && p.deployment().nodes() > 1) rec["deployment"] = sm::MessageToJson(p.deployment());
+  return rec;
 }
 
 Status CheckRecordDevices(const json& record, const tasks::ServiceLaunch& p, const std::string& runtime_dir) {

@@ -6,6 +6,7 @@ namespace npuprof::workers {
 void RegisterDefaultHandlers(WorkerRuntime& runtime) {
   RegisterTyped(runtime, ProbeNpuSmi);
   RegisterTyped(runtime, MachineCheck);
+  RegisterTyped(runtime, MachineClock);
   RegisterServiceHandlers(runtime);
   RegisterTorchProfileHandlers(runtime);
   RegisterMemoryProfileHandlers(runtime);

@@ -57,6 +57,30 @@ std::optional<TaskOutcome> PickPort(Call& c, json& rec) {
   return std::nullopt;
 }
 
+// The head of a multi-node deployment: a free port for the data-parallel RPC
+// listener the other nodes connect to, other than the API port.
+std::optional<TaskOutcome> PickRpcPort(Call& c, json& rec) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto run = RunRemote(*c.session, FreePortArgv(), std::chrono::seconds(30));
+    if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
+    const int port = std::atoi(run->stdout_data.c_str());
+    if (run->exit_status != 0 || port <= 0 || port > 65535)
+      return NotStarted("port_unavailable",
+                        fmt::format("could not find a free data-parallel RPC port on {} with python3 ({}): pass "
+                                    "--dp-rpc-port",
+                                    c.target.Endpoint(), TailLines(run->stderr_data, 2)),
+                        false);
+    if (rec.value("port", json(nullptr)) == port) continue;
+    rec["deployment"]["dp_rpc_port"] = port;
+    return std::nullopt;
+  }
+  return NotStarted("port_unavailable",
+                    fmt::format("the free port {} found for the data-parallel RPC listener on {} is the API port: "
+                                "pass --dp-rpc-port",
+                                rec.value("port", 0), c.target.Endpoint()),
+                    false);
+}
+
 // The launch record in force (checked as a regular file of the user's
 // before), decoded as launch_record.h says: its declared keys, each with its
 // declared type.
@@ -154,8 +178,13 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     if (!fresh.ok()) return before_start(NotStarted("bad_payload", fresh.status().message(), false));
     rec = std::move(*fresh);
     rec["service_marker"] = "NPUPROF_SERVICE=" + *marker;
-    if (rec["port"].is_null())
+    const json& dep = rec.contains("deployment") ? rec["deployment"] : json::object();
+    const bool multi = dep.is_object() && dep.value("nodes", 0) > 1;
+    const bool headless = multi && dep.value("headless", false);
+    if (rec["port"].is_null() && !headless)  // a headless node serves no API
       if (auto fail = PickPort(c, rec)) return before_start(*fail);
+    if (multi && !headless && !dep.contains("dp_rpc_port"))
+      if (auto fail = PickRpcPort(c, rec)) return before_start(*fail);
     rec["argv"] = ServeArgv(rec);
     auto published = PublishRecord(c, rt, rec, task.attempt());
     if (!published.ok()) {
@@ -224,6 +253,7 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
         "pid {} in {}/pid is alive but carries no NPUPROF_SERVICE={} marker: the service is gone and its pid "
         "was reused by another process (not adopted)",
         pid_text, rt, *marker);
+  if (rec.contains("deployment") && rec["deployment"].is_object()) out.result["deployment"] = rec["deployment"];
   NoteHostKeyAcceptance(*c.session, p.machine(), out.result);
   return out;
 }

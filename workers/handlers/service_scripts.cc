@@ -159,6 +159,19 @@ std::vector<std::string> ServeArgv(const json& r) {
   f.dp = r.value("dp", 1);
   for (const auto& a : r.value("extra_args", json::array()))
     if (a.is_string()) f.extra_args.push_back(a.get<std::string>());
+  if (r.contains("deployment") && r["deployment"].is_object() && r["deployment"].value("nodes", 0) > 1) {
+    const json& d = r["deployment"];
+    tasks::ServiceDeployment dep;
+    dep.set_node(d.value("node", 0));
+    dep.set_nodes(d.value("nodes", 0));
+    dep.set_machine(d.value("machine", ""));
+    dep.set_dp_local(d.value("dp_local", 1));
+    dep.set_dp_address(d.value("dp_address", ""));
+    dep.set_dp_rpc_port(d.value("dp_rpc_port", 0));
+    dep.set_dp_start_rank(d.value("dp_start_rank", 0));
+    dep.set_headless(d.value("headless", false));
+    f.deployment = dep;
+  }
   return sm::BuildServeArgv(f);
 }
 
@@ -208,10 +221,18 @@ Result<std::string> ServiceMarker(const std::string& runtime_dir) {
     return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>");
   const std::string run = rt.substr(prev + 1, last - prev - 1);
   const std::string svc = rt.substr(last + 1);
-  const bool numbered = svc.size() > 8 && svc.rfind("service-", 0) == 0 &&
-                        svc.find_first_not_of("0123456789", 8) == std::string::npos;
+  // service-<n>, or service-<n>-node<i> for node i of a multi-node deployment.
+  const auto digits = [](const std::string& s, size_t from, size_t to) {
+    return to > from && s.find_first_not_of("0123456789", from) >= to;
+  };
+  bool numbered = svc.size() > 8 && svc.rfind("service-", 0) == 0;
+  if (numbered) {
+    const size_t node = svc.find("-node", 8);
+    numbered = node == std::string::npos ? digits(svc, 8, svc.size())
+                                         : digits(svc, 8, node) && digits(svc, node + 5, svc.size());
+  }
   if (run.empty() || run == "." || run == ".." || !numbered)
-    return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>");
+    return Status::Invalid("runtime_dir '" + runtime_dir + "' does not end in <run_id>/service-<n>[-node<i>]");
   return run + "/" + svc;
 }
 

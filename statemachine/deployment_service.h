@@ -1,0 +1,111 @@
+// The service of a multi-node deployment, node by node: each node's launch
+// payload, which node a service task belongs to, and what is known of each
+// node's service. Pure (no I/O); shared by serve, torch-profile and
+// memory-profile.
+//
+// A one-node run is node 0 and its tasks are built exactly as before. In a
+// multi-node run every node's tasks go to that node's machine (the payload's
+// `machine`), so the machine a task was sent to names its node; node i's
+// runtime dir is `<its runtime_base>/<run_id>/service-<n>-node<i>`, so two
+// nodes never share a runtime dir or a service marker even on one host.
+//
+// Lifecycle across nodes (docs/MULTINODE.md): the head is launched first (it
+// picks the data-parallel RPC port), then every other node at once with the
+// head's address and port; ready means the head's API answers (vLLM's front
+// end waits for every engine to join) while every node's process group is
+// watched; a node that dies fails the run naming it; the stop goes to the
+// headless nodes first, then the head.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "task_payloads.pb.h"
+#include "task_results.pb.h"
+#include "statemachine/deployment_spec.h"
+#include "statemachine/run_state.h"
+
+namespace npuprof::sm {
+
+// How many nodes the run's spec names (1 for the one-node form).
+int NodeCount(const RunState& s);
+
+// The index of the node a task was sent to: the position of its payload's
+// machine among the spec's nodes; 0 for a one-node run (or a machine the
+// spec does not name).
+int NodeOfTask(const RunState& s, const TaskInfo& task);
+
+// The machine name of node i ("" when there is no such node).
+std::string NodeMachine(const RunState& s, int node);
+
+// The latest task of `kind` sent to node i (nullptr when none).
+const TaskInfo* LastNodeTask(const RunState& s, std::string_view kind, int node);
+
+// "<runtime_base>/<run_id>/service-<launch_no>-node<i>": node i's runtime dir.
+std::string NodeRuntimeDir(const tasks::Machine& record, const std::string& run_id, int launch_no, int node);
+
+// The service.launch payload of node i of a multi-node spec: the one-node
+// payload (BuildLaunchPayload) sent to node i's machine, with its devices,
+// its runtime dir and its place in the deployment. The head keeps the
+// spec's port and dp_rpc_port (unset: picked by its launch); a headless node
+// gets no API port and the head's rpc_port.
+template <class Spec>
+tasks::ServiceLaunch BuildNodeLaunchPayload(const std::string& run_id, int launch_no, const Spec& spec, int node,
+                                            std::optional<int32_t> rpc_port,
+                                            const std::vector<std::string>& kind_args = {},
+                                            const json& kind_env = json::object());
+
+// What is known of node i's service from its last service.launch: nullopt
+// when it was never launched or its launch started nothing for sure.
+struct NodeService {
+  int node = 0;
+  std::string machine;
+  tasks::Machine record;  // unset for a one-node run (the run's machine)
+  std::string runtime_dir;
+  std::optional<int64_t> pid;   // unknown: service.stop reads <runtime>/pid
+  std::optional<int64_t> port;  // the API port (the head's)
+  std::optional<int32_t> rpc_port;  // the head's data-parallel RPC port
+  bool launched = false;        // the launch succeeded (else it failed and may have started something)
+};
+std::optional<NodeService> NodeServiceOf(const RunState& s, int node);
+
+// Whether node i's last service.stop confirmed its service stopped, gone or
+// never started.
+bool NodeStopConfirmed(const RunState& s, int node);
+
+// The service.stop payload for node i (sent to its machine).
+tasks::ServiceStop BuildNodeStopPayload(const NodeService& svc, bool force, int64_t grace_s);
+
+// The service.watch payload for node i (sent to its machine).
+tasks::ServiceWatch BuildNodeWatchPayload(const NodeService& svc, int64_t poll_s);
+
+class Decision;
+
+// Builds node i's launch payload, given the head's data-parallel RPC port.
+using NodeLaunchBuilder = std::function<tasks::ServiceLaunch(int node, std::optional<int32_t> rpc_port)>;
+
+// Once the head's launch succeeded: launches every other node at once.
+void LaunchHeadlessNodes(Decision& d, std::optional<int32_t> rpc_port, const NodeLaunchBuilder& build);
+// Whether every node's last launch succeeded.
+bool AllNodesLaunched(const RunState& s);
+// Whether some node's launch is still on its way (pending or waiting to retry).
+bool NodeLaunchPending(const RunState& s);
+// Watches the process groups of nodes first.. (a watch answers only when its
+// service died, or when cancelled); a node already watched is skipped.
+void WatchNodes(Decision& d, int first, int64_t poll_s);
+
+// The stop of a multi-node deployment, one step: stops the headless nodes
+// first (all at once), then the head, each node once its launch has
+// answered; a node whose stop failed unforced is stopped again with force.
+// Returns true while a stop or a launch is still out (call it again on each
+// answer), false when every node is settled: stopped, never started, or its
+// forced stop failed (it may still run: NodesThatMayStillRun says so).
+bool ContinueNodeStops(Decision& d, bool force, int64_t grace_s);
+// The nodes whose service may still run, as one sentence ("" = none).
+std::string NodesThatMayStillRun(const RunState& s);
+
+}  // namespace npuprof::sm

@@ -1,0 +1,238 @@
+// Multi-node deployments end to end from the npuprof command: simulated hosts
+// on their own loopback addresses (127.0.0.2, ...), each behind its own sshd
+// with its own NPUs, state, ground truth and clock; the headless nodes'
+// engines really connect to the head's address and RPC port.
+//
+//   * serve on 2 nodes x 4 NPUs (tp 4, dp 2) and on 3 nodes (tp 2, dp 3):
+//     ready, every node's service launched once with the data-parallel flags
+//     of its place, stopped on every node, nothing left running anywhere;
+//   * torch-profile on 2 nodes: the gates over the whole deployment, every
+//     node's rank dirs in the manifest with their machine, the clock offset
+//     of the node that runs 3.2 s ahead within 20 ms of the truth;
+//   * faults: a node that never joins fails the run within its readiness
+//     deadline, a node killed during the workload fails the run naming it, a
+//     node whose rank writes no profile dir is a rank_count_mismatch naming
+//     it; every node clean afterwards;
+//   * gang leases: two multi-node runs over overlapping machines and a
+//     one-node run queued at once each run once, never half held.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/support/npuprof_harness.h"
+
+namespace npuprof::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string Model(NpuprofHarness& h) {
+  return h.MakeModel({"--layers", "2", "--hidden", "512", "--intermediate", "1024", "--vocab", "8000", "--heads", "8",
+                      "--kv-heads", "2", "--head-dim", "64"});
+}
+
+// Every node's processes gone (the harness's targets carry their markers).
+void ExpectNothingLeft(NpuprofHarness& h) {
+  const auto left = h.TargetProcessesAfter(30);
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left on the simulated hosts";
+  for (const std::string& n : h.NodeNames()) EXPECT_TRUE(h.LiveServicePids(n).empty()) << n;
+}
+
+// The argv of the one vLLM service a node's truth recorded (its launch), or null.
+json ServeArgvOf(NpuprofHarness& h, const std::string& node) {
+  const auto truths = h.SimTruthFiles(node);
+  if (truths.size() != 1) return nullptr;
+  return truths[0].value("argv", json(nullptr));
+}
+
+std::string Joined(const json& argv) {
+  std::string out;
+  if (!argv.is_array()) return out;
+  for (const auto& a : argv) out += (a.is_string() ? a.get<std::string>() : a.dump()) + " ";
+  return out;
+}
+
+class MultiNodeE2E : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(h_.Start().ok()); }
+  void AddNodes(const std::vector<std::pair<std::string, std::vector<std::string>>>& nodes) {
+    for (const auto& [name, args] : nodes) ASSERT_TRUE(h_.AddNode(name, args).ok()) << name;
+  }
+  NpuprofHarness h_;
+};
+
+TEST_F(MultiNodeE2E, ServeOnTwoNodesOfFourNpusIsReadyThenStoppedOnEveryNode) {
+  AddNodes({{"head", {"--devices", "4", "--startup-delay", "0.3"}}, {"worker", {"--devices", "4", "--startup-delay", "0.3"}}});
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "serve", "--node", "head:0,1,2,3", "--node", "worker", "--model", model, "--tp", "4",
+                        "--dp", "2", "--health-timeout", "120", "--wait"},
+                       240);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json show = r.json();
+  const std::string run = show.value("run_id", "");
+  EXPECT_EQ(show["state"], "ready");
+  ASSERT_TRUE(show["nodes"].is_array());
+  EXPECT_EQ(show["nodes"][0]["machine"], "worker");
+  EXPECT_EQ(show["nodes"][0]["status"], "ready");
+  EXPECT_EQ(show["lease"]["nodes"][1]["machine"], "worker");
+  EXPECT_EQ(show["lease"]["nodes"][1]["devices"].size(), 4u) << "any free ones, found by the worker's own probe";
+
+  // Each node ran one vLLM with the flags of its place in the deployment.
+  const std::string head_argv = Joined(ServeArgvOf(h_, "head"));
+  const std::string worker_argv = Joined(ServeArgvOf(h_, "worker"));
+  EXPECT_NE(head_argv.find("--data-parallel-size 2 --data-parallel-size-local 1 --data-parallel-address 127.0.0.2"),
+            std::string::npos)
+      << head_argv;
+  EXPECT_EQ(head_argv.find("--headless"), std::string::npos) << head_argv;
+  EXPECT_NE(worker_argv.find("--headless --data-parallel-start-rank 1"), std::string::npos) << worker_argv;
+  EXPECT_EQ(h_.LiveServicePids("head").size(), 1u);
+  EXPECT_EQ(h_.LiveServicePids("worker").size(), 1u);
+
+  CliResult stop = h_.Cli({"stop", run, "--wait"}, 120);
+  ASSERT_EQ(stop.exit_code, 0) << stop.err << stop.out;
+  CliResult after = h_.Cli({"show", run});
+  EXPECT_EQ(after.json()["status"], "ok") << after.out;
+  EXPECT_EQ(after.json()["nodes"][0]["status"], "stopped");
+  ExpectNothingLeft(h_);
+  CliResult verify = h_.Cli({"verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+TEST_F(MultiNodeE2E, ServeOnThreeNodesTp2Dp3) {
+  AddNodes({{"n0", {"--devices", "2"}}, {"n1", {"--devices", "2"}}, {"n2", {"--devices", "2"}}});
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "serve", "--node", "n0", "--node", "n1", "--node", "n2", "--model", model, "--tp",
+                        "2", "--dp", "3", "--health-timeout", "120", "--wait"},
+                       240);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const std::string run = r.json().value("run_id", "");
+  EXPECT_NE(Joined(ServeArgvOf(h_, "n2")).find("--data-parallel-start-rank 2"), std::string::npos);
+  ASSERT_EQ(h_.Cli({"stop", run, "--wait"}, 120).exit_code, 0);
+  ExpectNothingLeft(h_);
+}
+
+TEST_F(MultiNodeE2E, ANodeThatNeverJoinsFailsTheRunWithinItsDeadlineAndEveryNodeIsClean) {
+  AddNodes({{"head", {"--devices", "2"}}, {"worker", {"--devices", "2", "--fault", "never_join"}}});
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "serve", "--node", "head", "--node", "worker", "--model", model, "--tp", "2", "--dp",
+                        "2", "--health-timeout", "15", "--wait"},
+                       240);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  const std::string run = r.json().value("run_id", "");
+  CliResult show = h_.Cli({"show", run});
+  EXPECT_EQ(show.json()["status"], "failed") << show.out;
+  ExpectNothingLeft(h_);
+}
+
+TEST_F(MultiNodeE2E, TorchProfileOnTwoNodesGatesTheDeploymentAndMeasuresEachClock) {
+  AddNodes({{"head", {"--devices", "2"}}, {"worker", {"--devices", "2", "--clock-offset-s", "3.2"}}});
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "torch-profile", "--node", "head", "--node", "worker", "--model", model,
+                        "--served-model-name", "m", "--tp", "2", "--dp", "2", "--tag", "mn", "--mode",
+                        "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "16",
+                        "--benchmark-total-requests", "8", "--benchmark-concurrency", "4", "--prompt-tokens", "64",
+                        "--wait"},
+                       300);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json m = r.json();
+  EXPECT_EQ(m["analysis_status"], "ok");
+  EXPECT_EQ(m["workload_status"]["status"], "ok");
+  EXPECT_EQ(m["expected_ranks"], 4);
+  EXPECT_EQ(m["rank_count"], 4);
+  std::set<std::string> machines;
+  for (const auto& d : m["remote_profile_dirs"]) machines.insert(d.value("machine", ""));
+  EXPECT_EQ(machines, (std::set<std::string>{"head", "worker"}));
+  // The worker's clock runs 3.2 s ahead of this machine's.
+  double offset = 0;
+  for (const auto& o : m["clock_offsets"]["start"]["offsets"])
+    if (o.value("machine", "") == "worker") offset = o.value("offset_ms", 0.0);
+  EXPECT_NEAR(offset, 3200.0, 20.0) << m["clock_offsets"].dump();
+  ExpectNothingLeft(h_);
+}
+
+TEST_F(MultiNodeE2E, ANodeKilledDuringTheWorkloadFailsTheRunNamingIt) {
+  AddNodes({{"head", {"--devices", "1"}}, {"worker", {"--devices", "1", "--fault", "die_after_requests=2"}}});
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "torch-profile", "--node", "head", "--node", "worker", "--model", model,
+                        "--served-model-name", "m", "--tp", "1", "--dp", "2", "--tag", "mn", "--mode",
+                        "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "64",
+                        "--benchmark-total-requests", "20", "--benchmark-concurrency", "2", "--prompt-tokens", "64",
+                        "--wait"},
+                       300);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  const json m = r.json();
+  EXPECT_EQ(m["status"], "failed");
+  EXPECT_NE(m.value("error", "").find("worker"), std::string::npos) << m.value("error", "");
+  ExpectNothingLeft(h_);
+}
+
+TEST_F(MultiNodeE2E, ANodeWhoseRankWritesNoProfileDirIsARankCountMismatchNamingIt) {
+  AddNodes({{"head", {"--devices", "1"}}, {"worker", {"--devices", "1", "--fault", "rank_no_profile=[1]"}}});
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "torch-profile", "--node", "head", "--node", "worker", "--model", model,
+                        "--served-model-name", "m", "--tp", "1", "--dp", "2", "--tag", "mn", "--mode",
+                        "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "16",
+                        "--benchmark-total-requests", "4", "--benchmark-concurrency", "2", "--prompt-tokens", "64",
+                        "--flush-timeout", "10", "--wait"},
+                       300);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  const json m = r.json();
+  EXPECT_EQ(m["analysis_status"], "rank_count_mismatch");
+  EXPECT_NE(m.value("error", "").find("node 1 (worker) wrote 0 of 1 rank directories"), std::string::npos)
+      << m.value("error", "");
+  ExpectNothingLeft(h_);
+}
+
+TEST_F(MultiNodeE2E, OverlappingGangsAndAOneNodeRunEachRunOnceNeverHalfHeld) {
+  AddNodes({{"a", {"--devices", "2"}}, {"b", {"--devices", "2"}}, {"c", {"--devices", "2"}}});
+  const std::string model = Model(h_);
+  // serve RUN_ID over nodes (each node's NPUs 0,1); --wait: until ready.
+  const auto serve = [&](const std::vector<std::string>& nodes, const std::string& id, bool wait) {
+    std::vector<std::string> args = {"submit", "serve", "--run-id", id, "--model", model, "--tp", "2", "--dp",
+                                     std::to_string(nodes.size()), "--watch-poll", "0", "--health-timeout", "120"};
+    if (nodes.size() == 1) {
+      args.insert(args.end(), {"--machine", nodes[0], "--devices", "0,1"});
+    } else {
+      for (const auto& n : nodes) args.insert(args.end(), {"--node", n + ":0,1"});
+    }
+    if (wait) args.push_back("--wait");
+    return h_.Cli(args, 240);
+  };
+  ASSERT_EQ(serve({"a", "b"}, "g1", true).exit_code, 0);
+  ASSERT_EQ(serve({"b", "c"}, "g2", false).exit_code, 0);
+  ASSERT_EQ(serve({"c"}, "one", false).exit_code, 0);
+  // g2 waits for b (held by g1) and holds nothing meanwhile; `one` wants c,
+  // free now but wanted by g2, which asked first: it waits too (FIFO on c).
+  const json g2 = h_.Cli({"show", "g2"}).json();
+  EXPECT_EQ(g2["state"], "queued") << g2.dump();
+  EXPECT_NE(g2["waiting_for"].value("reason", "").find("on b:"), std::string::npos) << g2.dump();
+  const json one = h_.Cli({"show", "one"}).json();
+  EXPECT_EQ(one["state"], "queued") << one.dump();
+  EXPECT_NE(one["waiting_for"].value("reason", "").find("wanted by an earlier queued run"), std::string::npos)
+      << one.dump();
+  EXPECT_TRUE(h_.LiveServicePids("c").empty()) << "nothing runs on c while g2 waits";
+
+  ASSERT_EQ(h_.Cli({"stop", "g1", "--wait"}, 120).exit_code, 0);
+  ASSERT_EQ(serve({"b", "c"}, "g2", true).exit_code, 0) << "g2 starts once g1 released b";
+  ASSERT_EQ(h_.Cli({"stop", "g2", "--wait"}, 120).exit_code, 0);
+  ASSERT_EQ(serve({"c"}, "one", true).exit_code, 0) << "and the one-node run after g2";
+  ASSERT_EQ(h_.Cli({"stop", "one", "--wait"}, 120).exit_code, 0);
+  for (const std::string id : {"g1", "g2", "one"}) {
+    EXPECT_EQ(h_.Cli({"show", id}).json()["status"], "ok") << id;
+    // One grant with every leg: a gang is never half held.
+    int leased = 0;
+    for (const auto& e : h_.Cli({"events", id, "--json"}).json())
+      if (e.value("type", "") == "DevicesLeased") ++leased;
+    EXPECT_EQ(leased, 1) << id;
+  }
+  CliResult verify = h_.Cli({"verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out;  // the lease audit: no device ever held twice
+  ExpectNothingLeft(h_);
+}
+
+}  // namespace
+}  // namespace npuprof::testing

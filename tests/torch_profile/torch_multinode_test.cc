@@ -1,0 +1,161 @@
+// Pure tests of a torch-profile run over two machines: the head launched
+// first and the headless node with its RPC port, the profile window through
+// the head, one flush wait and one listing per node on that node, analyses
+// where the ranks were written, the gates over the whole deployment (a
+// rank_count_mismatch names the node), the clocks, and a node lost during
+// the workload failing the run by name after every node is stopped.
+#include <gtest/gtest.h>
+
+#include "tests/support/kind_driver.h"
+#include "statemachine/clock_offsets.h"
+#include "statemachine/service_spec.h"
+#include "statemachine/torch_profile_machine.h"
+#include "statemachine/torch_profile_manifest.h"
+#include "statemachine/torch_profile_tasks.h"
+
+namespace npuprof::sm {
+namespace {
+
+using testing::KindDriver;
+
+json Record(const std::string& name, const std::string& host) {
+  return json{{"name", name}, {"host", host}, {"port", 22}, {"user", "u"}, {"runtime_base", "/rt"}};
+}
+
+// tp 1, dp 2 over a (head) and b: one rank per node.
+json Spec() {
+  return json{{"machine", "a"},
+              {"machine_record", Record("a", "127.0.0.2")},
+              {"model", "/models/qwen"},
+              {"served_model_name", "qwen"},
+              {"tp", 1},
+              {"dp", 2},
+              {"tag", "mn"},
+              {"mode", "enforce_eager"},
+              {"request_kind", "text"},
+              {"benchmark_output_tokens", 8},
+              {"nodes",
+               {{{"machine", "a"}, {"machine_record", Record("a", "127.0.0.2")}},
+                {{"machine", "b"}, {"machine_record", Record("b", "127.0.0.3")}}}}};
+}
+
+json RankOk(const std::string& dir) {
+  return {{"path", dir},
+          {"outputs", {{"kernel_details_csv", {{"path", dir + "/k"}, {"exists", true}}},
+                       {"trace_view_json", {{"path", dir + "/t"}, {"exists", true}}}}},
+          {"analysis_status", "ok"}};
+}
+
+struct MultiTorch : KindDriver {
+  MultiTorch() : KindDriver(std::make_unique<TorchProfileMachine>()) {}
+  void Role(const std::string& kind, const std::string& role, json result) {
+    for (const TaskInfo* t : PendingAll(kind))
+      if (t->payload.value("role", "") == role) {
+        Input in;
+        in.type = Input::Type::kTaskResult;
+        in.task_id = t->task_id;
+        in.attempt = t->attempt;
+        in.ok = true;
+        in.result = std::move(result);
+        Do(in);
+        return;
+      }
+    ADD_FAILURE() << "no pending " << kind << " " << role;
+  }
+  void ToWorkload() {
+    Submit(Spec());
+    Answer(kServiceLaunchTask, "a", true,
+           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 10}, {"port", 18000},
+            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 29500}}}});
+    Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 20}});
+    Answer(kServiceWaitReadyTask, "a", true, {{"ready_after_ms", 10}});
+    Role(kTpControlTask, "start_profile", {{"ok", true}, {"status", 200}});
+  }
+};
+
+TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCountsTheDeployment) {
+  MultiTorch r;
+  r.ToWorkload();
+  ASSERT_EQ(r.s.state, "workload");
+  ASSERT_NE(r.Pending(kMachineClockTask, "a"), nullptr) << "the clocks are measured at the start";
+  EXPECT_EQ(r.Pending(kMachineClockTask, "a")->payload["machines"].size(), 2u);
+  r.Answer(kMachineClockTask, "a", true,
+           {{"when", "start"},
+            {"measured_at_ms", 5},
+            {"offsets", {{{"machine", "a"}, {"offset_ms", 0.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}},
+                         {{"machine", "b"}, {"offset_ms", 3200.0}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}}}}});
+  EXPECT_DOUBLE_EQ(ClockOffsetMs(r.s, "b"), 3200.0);
+  EXPECT_NE(r.Pending(kServiceWatchTask, "b"), nullptr) << "the headless node is watched";
+  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}, {{"ok", true}}})}});
+  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
+  ASSERT_EQ(r.s.state, "flush");
+  const TaskInfo* wait_b = r.Pending(kTpWaitFlushTask, "b");
+  ASSERT_NE(wait_b, nullptr) << "every node waits for its own ranks";
+  EXPECT_EQ(wait_b->payload["profile_root"], "/rt/r1/service-1-node1/vllm_profile");
+  EXPECT_EQ(wait_b->payload["expected_ranks"], 1);
+  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}, {"waited_ms", 100}});
+  EXPECT_EQ(r.s.state, "flush") << "until every node's flush ended";
+  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "profiler_info"}, {"waited_ms", 300}});
+  ASSERT_EQ(r.s.state, "stopping_service");
+  EXPECT_EQ(r.s.data["flush"]["waited_ms"], 300);
+  EXPECT_EQ(r.s.data["flush"]["nodes"][1]["machine"], "b");
+  EXPECT_EQ(r.Pending(kServiceWatchTask, "b"), nullptr) << "the watch ends before the stop";
+  EXPECT_EQ(r.Pending(kServiceStopTask, "a"), nullptr) << "the head is stopped last";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_EQ(r.s.state, "analysing");
+  const TaskInfo* list_b = r.Pending(kTpListDirsTask, "b");
+  ASSERT_NE(list_b, nullptr);
+  EXPECT_EQ(list_b->payload["profile_root"], "/rt/r1/service-1-node1/vllm_profile");
+  r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
+  r.Answer(kTpListDirsTask, "b", true, {{"dirs", {"/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"}}});
+  ASSERT_NE(r.Pending(kTpAnalyseRankTask, "b"), nullptr) << "a rank is analysed where it was written";
+  r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
+  r.Answer(kTpAnalyseRankTask, "b", true, RankOk("/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"));
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
+  const json m = TorchProfileManifest(r.s);
+  EXPECT_EQ(m["rank_count"], 2);
+  EXPECT_EQ(m["expected_ranks"], 2);
+  EXPECT_EQ(m["remote_profile_dirs"][1]["machine"], "b");
+  EXPECT_EQ(m["remote_profile_roots"][1]["root"], "/rt/r1/service-1-node1/vllm_profile");
+  EXPECT_EQ(m["nodes"][1]["machine"], "b");
+  EXPECT_EQ(m["clock_offsets"]["start"]["offsets"][1]["offset_ms"], 3200.0);
+}
+
+TEST(TorchMultiNode, ANodeThatWroteFewerRankDirsIsNamed) {
+  MultiTorch r;
+  r.ToWorkload();
+  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
+  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
+  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "no_profile_dirs"}});
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
+  r.Answer(kTpListDirsTask, "b", true, {{"dirs", json::array()}});
+  r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("rank_count_mismatch (node 1 (b) wrote 0 of 1 rank directories)"), std::string::npos)
+      << r.s.error;
+}
+
+TEST(TorchMultiNode, ANodeLostDuringTheWorkloadFailsTheRunByNameAndEveryNodeIsStopped) {
+  MultiTorch r;
+  r.ToWorkload();
+  r.Answer(kServiceWatchTask, "b", false, {{"stderr_tail", "EngineCore died"}}, "service_died");
+  EXPECT_EQ(r.s.state, "stopping_service");
+  EXPECT_EQ(r.PendingAll(kTpRequestsTask).size(), 0u) << "the workload is abandoned";
+  r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("node_lost"), std::string::npos) << r.s.error;
+  EXPECT_NE(r.s.error.find("node 1 (b)"), std::string::npos) << r.s.error;
+}
+
+}  // namespace
+}  // namespace npuprof::sm
