@@ -41,25 +41,8 @@ if ((quick)); then
   step "done (quick: no integration suites, crash matrix, soak, package or fuzzing)"
   exit 0
 fi
-# CTest keeps the two cores only half busy (its end-to-end tests mostly wait
-# on simulated delays and timeouts: 646 s of CPU in 626 s on 2 cores), so the
-# fuzz targets (one CPU-bound process at a time) run beside it, and CTest runs
-# one test more than there are cores. Figures: docs/PERFORMANCE.md "Build and
-# test times".
-step "ctest, with the fuzz targets beside it"
-fuzz_log=$(mktemp)
-trap 'rm -f "$fuzz_log"' EXIT
-# every parser's fuzz target, briefly (docs/RELIABILITY.md "Fuzzing")
-nice -n 5 ../scripts/fuzz.sh --seconds 6 > "$fuzz_log" 2>&1 &
-fuzz_pid=$!
-ctest_rc=0
-ctest --output-on-failure -j"$(( $(nproc) + 1 ))" --timeout 600 ${ctest_args[@]+"${ctest_args[@]}"} || ctest_rc=$?
-step "ctest done (rc $ctest_rc); waiting for the fuzz targets"
-fuzz_rc=0
-wait "$fuzz_pid" || fuzz_rc=$?
-cat "$fuzz_log"
-if ((ctest_rc != 0 || fuzz_rc != 0)); then
-  step "failed: ctest rc $ctest_rc, fuzz rc $fuzz_rc"
-  exit 1
-fi
+step "ctest"
+ctest --output-on-failure -j"$(nproc)" --timeout 600 ${ctest_args[@]+"${ctest_args[@]}"}
+step "fuzz"
+../scripts/fuzz.sh --seconds 6   # every parser's fuzz target, briefly (docs/RELIABILITY.md "Fuzzing")
 step "done"
