@@ -138,18 +138,6 @@ void Broker::Recover() {
   if (ScheduleLeases()) Commit();
 }
 
-namespace {
-
-// A peer's routing id for logs (it is bytes).
-std::string PeerName(const std::string& identity) {
-  std::string out;
-  for (unsigned char c : identity.substr(0, 48))
-    out += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
-  return out;
-}
-
-}  // namespace
-
 // Every message is handled inside its own error boundary: a malformed one is
 // dropped or refused (and logged with the peer); nothing from outside ends
 // the process.

@@ -18,15 +18,14 @@ void FreeHeld(void* /*data*/, void* hint) {
   delete held;
 }
 
-// A peer's routing id for logs (it is bytes).
+}  // namespace
+
 std::string PeerName(const std::string& identity) {
   std::string out;
   for (unsigned char c : identity.substr(0, 48))
     out += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
   return out;
 }
-
-}  // namespace
 
 bool PeerSendBudget::Send(zmq::socket_t& router, const std::string& identity, std::string_view header,
                           std::string body, std::string_view what) {

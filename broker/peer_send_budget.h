@@ -28,6 +28,10 @@
 
 namespace npuprof::broker {
 
+// A peer's routing id for logs: it is bytes; at most 48 of them, the
+// unprintable ones as \xNN.
+std::string PeerName(const std::string& identity);
+
 // The cap per peer: docs/RELIABILITY.md ("Bounded memory per peer").
 inline constexpr uint64_t kPeerSendCapBytes = uint64_t{64} << 20;
 

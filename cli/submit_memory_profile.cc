@@ -28,7 +28,7 @@ struct MemOpts {
   std::string attach, baseline_from, host;
   int tp = 1, dp = 1, port = 0, max_model_len = 2048, max_tokens = 128, mem_freq = 50;
   double gmu = 0.85;
-  int64_t health_timeout = 300, export_timeout = 1800, flush_s = 0, flush_timeout = 300;
+  int64_t health_timeout = 300, export_timeout = 1800, flush_s = 0, flush_timeout = 300, stop_grace = 30;
   bool expert_parallel = false, eager = false, install_wrapper = false;
   std::vector<std::string> extra;
 };
@@ -115,6 +115,10 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
   cmd->add_option("--msprof-mem-freq", o->mem_freq, "msprof --sys-hardware-mem-freq in Hz (default 50)")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--health-timeout", o->health_timeout, "Seconds to wait for readiness (default 300)");
+  cmd->add_option("--stop-grace", o->stop_grace,
+                  "Seconds the stop waits after SIGINT and after SIGTERM (default 30: msprof exports after the app "
+                  "exits)")
+      ->check(CLI::Range(int64_t{1}, int64_t{600}));
   cmd->add_option("--export-timeout", o->export_timeout, "Seconds to wait for msprof --export (default 1800)");
   cmd->add_option("--flush-timeout", o->flush_timeout,
                   "Seconds to wait after the stop for msprof to exit with complete PROF dirs (default 300); "
@@ -184,6 +188,7 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
     if (!o->additional.empty()) spec["additional_config"] = o->additional;
     if (!o->quantization.empty()) spec["quantization"] = o->quantization;
     spec["health_timeout_s"] = o->health_timeout;
+    spec["stop_grace_s"] = o->stop_grace;
     spec["extra_args"] = o->extra;
     SubmitAndMaybeWait(*c, "memory-profile", spec, true);
   });

@@ -476,7 +476,7 @@ TEST_F(MemoryE2E, MsprofFlushNeverCompletesIsRecordedAndTheExportJudges) {
 TEST_F(MemoryE2E, MsprofFlushHangIsCaughtByTheStop) {
   StartHarness({"--fault", "msprof_flush_hang"});
   CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
-                        std::to_string(FreePort()), "--flush-timeout", "3", "--wait"},
+                        std::to_string(FreePort()), "--flush-timeout", "3", "--stop-grace", "3", "--wait"},
                        200);
   Track(r);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
