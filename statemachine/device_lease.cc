@@ -62,12 +62,17 @@ std::string MachineOf(const RunState& s, const TaskInfo& task) {
   return m.empty() ? s.machine : m;
 }
 
-// The latest lease probe of `machine` that succeeded (nullptr when none yet).
-const TaskInfo* SucceededProbeOn(const RunState& s, const std::string& machine) {
+// The latest lease probe of the need's leg on `machine` that succeeded
+// (nullptr when none yet). A probe whose payload names no machine went to the
+// run's own machine: the first leg's.
+const TaskInfo* SucceededProbeOn(const RunState& s, const DeviceNeed& need, const std::string& machine) {
   const TaskInfo* best = nullptr;
   uint64_t best_no = 0;
   for (const auto& [id, t] : s.tasks) {
-    if (!IsLeaseProbe(t) || t.status != TaskStatus::kSucceeded || MachineOf(s, t) != machine) continue;
+    if (!IsLeaseProbe(t) || t.status != TaskStatus::kSucceeded) continue;
+    const std::string named = TaskMachine(t);
+    const std::string on = named.empty() && !need.legs.empty() ? need.legs[0].machine : named;
+    if (on != machine) continue;
     const uint64_t no = TaskNumber(id);
     if (!best || no >= best_no) best = &t, best_no = no;
   }
@@ -90,7 +95,7 @@ json RequestPayload(const RunState& s, const DeviceNeed& need) {
     json l = {{"machine", leg.machine}, {"devices", leg.devices ? DeviceIdsJson(*leg.devices) : json(nullptr)},
               {"count", leg.count}};
     if (!leg.devices) {
-      const TaskInfo* probe = SucceededProbeOn(s, leg.machine);
+      const TaskInfo* probe = SucceededProbeOn(s, need, leg.machine);
       auto [free, busy] = probe ? ProbeView(RecordedOf<results::ProbeNpuSmiResult>(*probe))
                                 : std::pair<json, json>{json::array(), json::array()};
       l["free"] = std::move(free);
@@ -133,7 +138,7 @@ void OnLeaseProbeSucceeded(const RunKind& kind, Decision& d, const TaskInfo& tas
   if (!need) return;
   // The request waits for every leg's probe.
   for (const DeviceNeedLeg& leg : need->legs)
-    if (!leg.devices && !SucceededProbeOn(s, leg.machine)) return;
+    if (!leg.devices && !SucceededProbeOn(s, *need, leg.machine)) return;
   d.Emit(kDevicesRequested, RequestPayload(s, *need));
 }
 

@@ -21,7 +21,9 @@ using json = nlohmann::json;
 const JsonMessageTable& Table() {
   static const JsonMessageTable* kTable = new JsonMessageTable(
       *events::RunSubmitted::descriptor()->file(),
-      [](const pb::Descriptor& d) { return d.name() == "TaskPolicy" ? std::string() : d.name(); },  // a part
+      [](const pb::Descriptor& d) {  // TaskPolicy and LeaseLeg are parts of events
+        return d.name() == "TaskPolicy" || d.name() == "LeaseLeg" ? std::string() : d.name();
+      },
       [](const pb::FieldDescriptor& f) { return f.options().GetExtension(events::required); });
   return *kTable;
 }

@@ -23,6 +23,12 @@ json LeasedDevices(const RunState& s, const TaskInfo& task, const tasks::Service
   return json(std::vector<int64_t>(service.devices().begin(), service.devices().end()));
 }
 
+// A one-node spec holds none of the deployment's fields (absent = one node),
+// so their flags are judged whether or not the stored spec holds them.
+bool IsDeploymentField(const std::string& field) {
+  return field == "dp_local" || field == "dp_address" || field == "dp_rpc_port";
+}
+
 json RanDevices(const results::ServiceLaunchResult& r) {
   if (!r.devices().has_list_value()) return nullptr;
   json out = json::array();
@@ -64,7 +70,8 @@ std::vector<std::string> LaunchDisagreements(const RunKind& kind, const RunState
       const int64_t port = recorded->port().has_number_value() ? static_cast<int64_t>(recorded->port().number_value()) : 0;
       const std::vector<std::string> expected = BuildServeArgv(ServeArgvFieldsOf(service, port));
       for (const ManagedDifference& d : ManagedArgvDifferences(kind.name(), expected, ran))
-        if (d.field.empty() || s.spec.contains(d.field)) out.push_back(fmt::format("{}: {}", where, d.text));
+        if (d.field.empty() || s.spec.contains(d.field) || IsDeploymentField(d.field))
+          out.push_back(fmt::format("{}: {}", where, d.text));
     }
     const json ran_on = RanDevices(*recorded);
     const json leased = LeasedDevices(s, task, service);

@@ -496,8 +496,10 @@ class UnrefusableKind : public sm::RunKind {
   Status ValidateSpec(sm::json&) const override { return Status::Ok(); }
   std::optional<sm::DeviceNeed> DevicesNeeded(const sm::RunState&) const override {
     sm::DeviceNeed n;
-    n.machine = "m1";
-    n.count = 2;
+    sm::DeviceNeedLeg leg;
+    leg.machine = "m1";
+    leg.count = 2;
+    n.legs.push_back(leg);
     n.probe_payload.set_purpose(sm::kLeaseProbePurpose);
     return n;
   }

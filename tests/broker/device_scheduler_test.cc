@@ -125,7 +125,7 @@ TEST(DeviceScheduler, AnyRequestTakesFreeOnesAndWaitsForOursButRefusesForeignBus
   s.Schedule(&g, &r);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "a");
-  EXPECT_EQ(g[0].devices, (sm::DeviceIds{2, 3}));
+  EXPECT_EQ(g[0].legs.at(0).devices, (sm::DeviceIds{2, 3}));
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].run_id, "c");
   EXPECT_NE(r[0].error.find("needs 6 free NPU(s)"), std::string::npos) << r[0].error;
@@ -135,7 +135,7 @@ TEST(DeviceScheduler, AnyRequestTakesFreeOnesAndWaitsForOursButRefusesForeignBus
   s.Schedule(&g, &r);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "b");
-  EXPECT_EQ(g[0].devices, (sm::DeviceIds{0, 1}));
+  EXPECT_EQ(g[0].legs.at(0).devices, (sm::DeviceIds{0, 1}));
 }
 
 TEST(DeviceScheduler, SyncRebuildsFromRunState) {
@@ -196,7 +196,7 @@ TEST(DeviceScheduler, AnyRequestSkipsQuarantinedCandidatesAndAsksForACheckWhenSh
   auto [g, r, c] = ScheduleAll(s);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].run_id, "a");
-  EXPECT_EQ(g[0].devices, (sm::DeviceIds{1, 2, 3})) << "the quarantined device is never picked";
+  EXPECT_EQ(g[0].legs.at(0).devices, (sm::DeviceIds{1, 2, 3})) << "the quarantined device is never picked";
   EXPECT_TRUE(r.empty()) << "b can get 4 once 0 is cleared: it waits";
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].run_id, "b");
@@ -214,12 +214,7 @@ namespace {
 void ExpectWholeGrants(const std::vector<DeviceScheduler::Grant>& grants, const std::map<std::string, size_t>& legs) {
   for (const auto& g : grants) {
     const size_t want = legs.at(g.run_id);
-    if (want == 1) {
-      EXPECT_TRUE(g.devices.is_array() && (g.devices.empty() || !g.devices[0].is_object())) << g.devices.dump();
-    } else {
-      ASSERT_TRUE(g.devices.is_array());
-      EXPECT_EQ(g.devices.size(), want) << "a gang is granted whole: " << g.devices.dump();
-    }
+    EXPECT_EQ(g.legs.size(), want) << "a gang is granted whole: run " << g.run_id;
   }
 }
 
@@ -248,8 +243,9 @@ TEST(DeviceSchedulerGang, OverlappingGangsAndAOneNodeRunEachRunOnceNeverHalfHeld
   ExpectWholeGrants(second.g, legs);
   ASSERT_EQ(second.g.size(), 1u);
   EXPECT_EQ(second.g[0].run_id, "g1");
-  EXPECT_EQ(second.g[0].devices[1]["machine"], "b");
-  EXPECT_EQ(second.g[0].devices[1]["devices"], json({0, 1}));
+  ASSERT_EQ(second.g[0].legs.size(), 2u);
+  EXPECT_EQ(second.g[0].legs[1].machine, "b");
+  EXPECT_EQ(second.g[0].legs[1].devices, (sm::DeviceIds{0, 1}));
 
   s.Drop("g1");
   auto third = ScheduleAll(s);

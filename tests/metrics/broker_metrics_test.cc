@@ -106,9 +106,11 @@ TEST(BrokerMetrics, TurnGaugesTimingsAndClientVerbs) {
   DeviceScheduler leases;
   leases.Hold("a", "m1", {0, 1, 2});
   sm::LeaseInfo wants;
-  wants.machine = "m1";
-  wants.devices = sm::DeviceIds{2};
-  wants.count = 1;
+  sm::LeaseLeg leg;
+  leg.machine = "m1";
+  leg.devices = sm::DeviceIds{2};
+  leg.count = 1;
+  wants.legs.push_back(leg);
   leases.Wait("b", wants, 10);
   leases.Hold("c", "m2", {0});
   WorkerRegistry workers;

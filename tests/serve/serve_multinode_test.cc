@@ -50,7 +50,7 @@ struct MultiServe : KindDriver {
 
 TEST(ServeMultiNode, SpecIsCheckedAndFilledPerNode) {
   json spec = TwoNodeSpec();
-  ASSERT_TRUE(ValidateServiceSpec(spec).ok());
+  ASSERT_TRUE(ValidateServiceSpec(spec, "serve").ok());
   EXPECT_EQ(spec["dp_local"], 1);
   EXPECT_EQ(spec["nodes"][0]["devices"], json({0, 1, 2, 3}));
   EXPECT_EQ(spec["nodes"][0]["role"], "head");
@@ -60,7 +60,7 @@ TEST(ServeMultiNode, SpecIsCheckedAndFilledPerNode) {
   EXPECT_TRUE(IsMultiNodeSpec(spec));
 
   const auto refused = [](json s, const std::string& words) {
-    const Status st = ValidateServiceSpec(s);
+    const Status st = ValidateServiceSpec(s, "serve");
     EXPECT_FALSE(st.ok()) << words;
     EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
   };
@@ -94,7 +94,7 @@ TEST(ServeMultiNode, SpecIsCheckedAndFilledPerNode) {
   json one = TwoNodeSpec();
   one["nodes"].erase(1);
   one["dp"] = 1;
-  ASSERT_TRUE(ValidateServiceSpec(one).ok());
+  ASSERT_TRUE(ValidateServiceSpec(one, "serve").ok());
   EXPECT_FALSE(one.contains("nodes"));
   EXPECT_EQ(one["devices"], json({0, 1, 2, 3}));
 }
@@ -105,10 +105,10 @@ TEST(ServeMultiNode, GangLeaseThenHeadFirstThenHeadlessNodesWithTheHeadsRpcPort)
   ASSERT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
   ASSERT_EQ(r.s.lease.legs.size(), 2u);
   EXPECT_EQ(r.s.lease.legs[1].machine, "b");
-  EXPECT_EQ(r.s.lease.legs[1].devices, json({4, 5, 6, 7}));
+  EXPECT_EQ(r.s.lease.legs[1].devices, (DeviceIds{4, 5, 6, 7}));
   Input half;
   half.type = Input::Type::kLeaseGranted;
-  half.devices = {{{"machine", "a"}, {"devices", {0, 1, 2, 3}}}};
+  half.legs = {{"a", {0, 1, 2, 3}}};
   EXPECT_FALSE(r.Try(half).ok()) << "a gang is granted whole";
   Input ids;
   ids.type = Input::Type::kLeaseGranted;

@@ -97,7 +97,8 @@ TEST(ServiceSpec, ExtraArgsMayNotOverrideManagedFlags) {
   ExpectInvalid(With("extra_args", {"--served-model-name", "x"}), "--served-model-name");
   // --host is managed now: a spec field with its own option.
   ExpectInvalid(With("extra_args", {"--host", "0.0.0.0"}), "use `npuprof submit serve --host`");
-  ExpectInvalid(With("extra_args", {"--data-parallel-size-local", "1"}), "npuprof sets it itself");
+  ExpectInvalid(With("extra_args", {"--data-parallel-start-rank", "1"}), "npuprof sets it itself");
+  ExpectInvalid(With("extra_args", {"--data-parallel-size-local", "1"}), "use `npuprof submit serve --dp-local`");
   // serve adds nothing of its own: what torch-profile and memory-profile
   // manage is the user's to give here.
   json s = With("extra_args", {"--compilation-config", "{\"cudagraph_mode\": \"PIECEWISE\"}", "--enforce-eager",

@@ -14,6 +14,7 @@
 #include "kind_events.pb.h"
 #include "message_fill.h"
 #include "statemachine/device_lease.h"
+#include "statemachine/clock_offsets.h"
 #include "statemachine/event_schema.h"
 #include "statemachine/event_types.h"
 #include "statemachine/machine_check_machine.h"
@@ -126,7 +127,7 @@ TEST(EventSchema, EveryKindEventTypeHasAMessageThatRoundTrips) {
                                     kSweepChildFinished, kTpStepFailed, kTpWorkloadGated, kTpCleanupStarted,
                                     kTpAnalysisGated, kTpFlushWaited, kMemRecorded, kMemStepFailed, kMemRunFailing,
                                     kMachineAdded, kMachineRemoved, kMachineHostKeyAccepted, kDevicesQuarantined,
-                                    kDevicesCleared};
+                                    kDevicesCleared, kClockMeasured};
   for (const MemoryEvidenceEvent& e : MemoryEvidenceEvents()) types.emplace_back(e.type);
   for (const std::string& type : types) EXPECT_TRUE(HasKindEventSchema(type)) << type;
   const pb::FileDescriptor* file = kind_events::ProbeRecorded::descriptor()->file();

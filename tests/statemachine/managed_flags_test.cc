@@ -165,7 +165,7 @@ TEST(ManagedFlags, GridKeysFollowTheSameRule) {
   EXPECT_NE(tp.message().find("sweep that instead (--grid tp=V1,V2)"), std::string::npos) << tp.message();
   const Status eager = CheckGridKey("torch-profile", "enforce-eager");
   EXPECT_NE(eager.message().find("--grid mode=V1,V2"), std::string::npos) << eager.message();
-  const Status local = CheckGridKey("memory-profile", "data-parallel-size-local");
+  const Status local = CheckGridKey("memory-profile", "data-parallel-start-rank");
   EXPECT_NE(local.message().find("it cannot be swept"), std::string::npos) << local.message();
   EXPECT_EQ(ManagedFieldOfOption("memory-profile", "--gpu-memory-utilization"), "gpu_memory_utilization");
   EXPECT_EQ(ManagedFieldOfOption("torch-profile", "--mode"), "mode");

@@ -12,6 +12,7 @@
 #include "statemachine/machine_check_machine.h"
 #include "statemachine/memory_profile_machine.h"
 #include "statemachine/probe_machine.h"
+#include "statemachine/clock_offsets.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/task_policies.h"
 #include "statemachine/torch_profile_tasks.h"
@@ -25,12 +26,13 @@ TEST(TaskPolicies, OneEntryPerSchedulerAndTaskKindEachWithAReason) {
       kProbeTask,         kMachineCheckTask,   kServiceLaunchTask, kServiceWaitReadyTask, kServiceStopTask,
       kTpPrepareImageTask, kTpControlTask,     kTpRequestsTask,    kTpListDirsTask,       kTpAnalyseRankTask,
       kTpWaitFlushTask,   kMemPreflightTask,   kMemNpuSmiTask,     kMemLogsTask,          kMemInferTask,
-      kMemExportTask,     kMemCollectTask,     kMemWeightsTask,    kMemWaitFlushTask};
+      kMemExportTask,     kMemCollectTask,     kMemWeightsTask,    kMemWaitFlushTask, kMachineClockTask};
   std::set<std::pair<std::string, std::string>> seen;
   for (const NamedTaskPolicy& p : TaskPolicies()) {
     const std::string who(p.scheduler), task(p.task_kind);
     EXPECT_TRUE(seen.emplace(who, task).second) << "twice: " << who << " " << task;
-    EXPECT_TRUE(std::count(kinds.begin(), kinds.end(), who) || who == "device-lease" || who == "device-quarantine")
+    EXPECT_TRUE(std::count(kinds.begin(), kinds.end(), who) || who == "device-lease" || who == "device-quarantine" ||
+                who == "deployment")
         << who << " is neither a run kind nor a shared mechanism";
     EXPECT_TRUE(task_kinds.count(task)) << task << " is not a task kind";
     EXPECT_GE(p.policy.max_attempts, 1) << who << " " << task;
