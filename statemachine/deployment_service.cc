@@ -115,6 +115,35 @@ bool NodeStopConfirmed(const RunState& s, int node) {
   return r.stopped() || r.already_gone() || r.never_started();
 }
 
+namespace {
+
+// The last non-empty line of a stderr tail, at most 300 bytes.
+std::string LastLine(const std::string& tail) {
+  size_t end = tail.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) return "";
+  const size_t nl = tail.find_last_of('\n', end);
+  const size_t start = nl == std::string::npos ? 0 : nl + 1;
+  std::string line = tail.substr(start, end + 1 - start);
+  if (line.size() > 300) line = line.substr(0, 300) + "...";
+  return line;
+}
+
+}  // namespace
+
+std::vector<std::string> NodesGoneBeforeTheStop(const RunState& s) {
+  std::vector<std::string> out;
+  for (int i = 0; i < NodeCount(s); ++i) {
+    const TaskInfo* stop = LastNodeTask(s, kServiceStopTask, i);
+    if (!stop || !TaskResultData(stop).is_object()) continue;
+    auto r = RecordedResult<results::ServiceStopResult>(*stop);
+    if (!r.ok() || !r->already_gone() || r->never_started()) continue;
+    const std::string line = LastLine(r->stderr_tail());
+    out.push_back(fmt::format("node {} ({}) had exited before the stop{}", i, NodeMachine(s, i),
+                              line.empty() ? "" : ": " + line));
+  }
+  return out;
+}
+
 tasks::ServiceStop BuildNodeStopPayload(const NodeService& svc, bool force, int64_t grace_s) {
   tasks::ServiceStop p = BuildStopPayload(svc.runtime_dir, svc.pid, force, grace_s);
   if (!svc.record.name().empty()) *p.mutable_machine() = svc.record;

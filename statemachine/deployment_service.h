@@ -77,6 +77,13 @@ std::optional<NodeService> NodeServiceOf(const RunState& s, int node);
 // never started.
 bool NodeStopConfirmed(const RunState& s, int node);
 
+// The nodes whose vLLM had already exited when the stop came (their last
+// service.stop answered already_gone), each with the last line its stderr
+// left: "node 1 (worker) had exited before the stop: RuntimeError: ...".
+// Empty when none had. What a failed run's error adds, so that a node lost
+// mid-run is named even when the step that failed was the head's.
+std::vector<std::string> NodesGoneBeforeTheStop(const RunState& s);
+
 // The service.stop payload for node i (sent to its machine).
 tasks::ServiceStop BuildNodeStopPayload(const NodeService& svc, bool force, int64_t grace_s);
 

@@ -156,7 +156,9 @@ void ContinueCleanup(Decision& d) {
   }
   const RunState& s = d.state();
   if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
-  d.Finish(RunStatus::kFailed, RunError(d.state()));
+  std::string error = RunError(s);
+  for (const std::string& gone : NodesGoneBeforeTheStop(s)) error += (error.empty() ? "" : "; ") + gone;
+  d.Finish(RunStatus::kFailed, error);
 }
 
 // Starts cleanup: stop the service if one is known, else end now.

@@ -154,7 +154,7 @@ std::vector<std::string> ServeArgv(const json& r) {
   if (r.contains("served_model_name") && r["served_model_name"].is_string())
     f.served_model_name = r["served_model_name"].get<std::string>();
   if (r.contains("host") && r["host"].is_string()) f.host = r["host"].get<std::string>();
-  f.port = r.value("port", 0);
+  f.port = r.contains("port") && r["port"].is_number_integer() ? r["port"].get<int64_t>() : 0;  // null on a headless node
   f.tp = r.value("tp", 1);
   f.dp = r.value("dp", 1);
   for (const auto& a : r.value("extra_args", json::array()))

@@ -16,7 +16,8 @@ def truth_doc(svc, devices, mode):
             "ep": w["ep"], "expert_parallel": bool(a.enable_expert_parallel),
             "enforce_eager": bool(a.enforce_eager), "cudagraph_mode": mode, "log_style": svc.style,
             "gpu_memory_utilization": a.gpu_memory_utilization, "max_model_len": svc.max_model_len,
-            "port": a.port, "main_pid": svc.pid, "rank_pids": [], "devices": [d["index"] for d in devices],
+            "port": a.port, "argv": list(getattr(a, "raw_argv", None) or []),  # as vLLM got it
+            "main_pid": svc.pid, "rank_pids": [], "devices": [d["index"] for d in devices],
             "msprof_output": svc.msprof["output"] if svc.msprof else None,
             "profiler_dir": svc.profiler_dir if svc.profiler_enabled else None,
             "kv_cache_tokens": p["kv_cache_tokens"], "num_gpu_blocks": p["num_gpu_blocks"],

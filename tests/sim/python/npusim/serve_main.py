@@ -578,12 +578,15 @@ def main_serve(argv):
     except sim_root.SimError as e:
         sys.stderr.write(str(e) + "\n")
         return 1
+    args.raw_argv = list(argv)
     return _run_checked(args, "serve")
 
 
 def main_api_server(argv):
     from .serve_args import parse_api_server
-    return _run_checked(parse_api_server(argv), "api_server")
+    args = parse_api_server(argv)
+    args.raw_argv = list(argv)
+    return _run_checked(args, "api_server")
 
 
 def _run_checked(args, entry):
