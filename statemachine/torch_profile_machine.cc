@@ -253,16 +253,10 @@ void ScheduleFlushWait(Decision& d) {
   d.Schedule(p);
 }
 
-// The flush wait of one task as TorchProfileFlushWaited records it.
-json FlushRecord(const TaskInfo& t) {
-  if (t.status != TaskStatus::kSucceeded) {
-    return json{{"signal", "wait_failed"},
-                {"flush_timed_out", false},
-                {"error_kind", t.result.value("error_kind", "")},
-                {"error", t.result.value("error", "")}};
-  }
-  const auto flushed = RecordedOf<results::TorchProfileWaitFlushResult>(t);
-  const json answer = TaskResultData(&t);
+// A flush wait's answer as TorchProfileFlushWaited records it. The record
+// keeps the answer's own keys: the four counts only when the answer carried
+// them (an older worker's did not).
+json FlushAnswerRecord(const results::TorchProfileWaitFlushResult& flushed, const json& answer) {
   json record = json{{"signal", flushed.signal()},
                      {"flush_timed_out", flushed.flush_timed_out()},
                      {"waited_ms", flushed.waited_ms()},
@@ -271,6 +265,17 @@ json FlushRecord(const TaskInfo& t) {
   for (const char* f : {"expected_ranks", "dirs_seen", "ranks_finalised", "root_exists"})
     if (answer.is_object() && answer.contains(f)) record[f] = answer[f];
   return record;
+}
+
+// The flush wait of one task as TorchProfileFlushWaited records it.
+json FlushRecord(const TaskInfo& t) {
+  if (t.status != TaskStatus::kSucceeded) {
+    return json{{"signal", "wait_failed"},
+                {"flush_timed_out", false},
+                {"error_kind", t.result.value("error_kind", "")},
+                {"error", t.result.value("error", "")}};
+  }
+  return FlushAnswerRecord(RecordedOf<results::TorchProfileWaitFlushResult>(t), TaskResultData(&t));
 }
 
 // A multi-node deployment's flush, once every node's wait ended: the whole
@@ -478,18 +483,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   if (task.kind == kTpWaitFlushTask) {
     if (s.state != "flush") return;
     if (Multi(s)) return AfterNodeFlush(d);
-    // The record keeps the answer's own keys: the four counts only when the
-    // answer carried them (an older worker's did not).
-    const auto& flushed = result.As<results::TorchProfileWaitFlushResult>();
-    const json& answer = result.recorded();
-    json record = json{{"signal", flushed.signal()},
-                       {"flush_timed_out", flushed.flush_timed_out()},
-                       {"waited_ms", flushed.waited_ms()},
-                       {"polls", flushed.polls()},
-                       {"dirs", answer.is_object() ? answer.value("dirs", json::array()) : json::array()}};
-    for (const char* f : {"expected_ranks", "dirs_seen", "ranks_finalised", "root_exists"})
-      if (answer.is_object() && answer.contains(f)) record[f] = answer[f];
-    return AfterFlush(d, std::move(record));
+    return AfterFlush(d, FlushAnswerRecord(result.As<results::TorchProfileWaitFlushResult>(), result.recorded()));
   }
   if (task.kind == kServiceStopTask && Multi(s)) {
     const auto& stop = result.As<results::ServiceStopResult>();
