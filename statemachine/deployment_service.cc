@@ -10,7 +10,6 @@
 #include "statemachine/task_payload.h"
 #include "statemachine/task_policies.h"
 #include "statemachine/task_result.h"
-#include "statemachine/torch_profile_analysis.h"  // TaskResultData
 
 namespace npuprof::sm {
 
@@ -184,7 +183,9 @@ bool NeedsStop(const RunState& s, int node) {
 
 }  // namespace
 
-void LaunchHeadlessNodes(Decision& d, std::optional<int32_t> rpc_port, const NodeLaunchBuilder& build) {
+void LaunchHeadlessNodes(Decision& d, const results::ServiceLaunchResult& head, const NodeLaunchBuilder& build) {
+  std::optional<int32_t> rpc_port;
+  if (head.deployment().has_dp_rpc_port()) rpc_port = head.deployment().dp_rpc_port();
   const int n = NodeCount(d.state());
   for (int i = 1; i < n; ++i)
     if (!LastNodeTask(d.state(), kServiceLaunchTask, i)) d.Schedule(build(i, rpc_port));

@@ -95,8 +95,9 @@ class Decision;
 // Builds node i's launch payload, given the head's data-parallel RPC port.
 using NodeLaunchBuilder = std::function<tasks::ServiceLaunch(int node, std::optional<int32_t> rpc_port)>;
 
-// Once the head's launch succeeded: launches every other node at once.
-void LaunchHeadlessNodes(Decision& d, std::optional<int32_t> rpc_port, const NodeLaunchBuilder& build);
+// Once the head's launch succeeded: launches every other node at once, with
+// the RPC port the head's launch recorded (or none: the payload's own).
+void LaunchHeadlessNodes(Decision& d, const results::ServiceLaunchResult& head, const NodeLaunchBuilder& build);
 // Whether every node's last launch succeeded.
 bool AllNodesLaunched(const RunState& s);
 // Whether some node's launch is still on its way (pending or waiting to retry).

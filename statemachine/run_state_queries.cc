@@ -46,4 +46,9 @@ const TaskInfo* LastTaskOn(const RunState& s, std::string_view kind, std::string
   return best;
 }
 
+json TaskResultData(const TaskInfo* t) {
+  if (!t || t->status != TaskStatus::kSucceeded || !t->result.is_object()) return nullptr;
+  return t->result.value("result", json(nullptr));
+}
+
 }  // namespace npuprof::sm

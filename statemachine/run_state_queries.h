@@ -22,6 +22,8 @@ const TaskInfo* LastTask(const RunState& s, std::string_view kind, std::string_v
 // The machine a task was sent to: its payload's machine.name ("" when the
 // payload names none).
 std::string TaskMachine(const TaskInfo& task);
+// The handler result of a succeeded task (null otherwise).
+json TaskResultData(const TaskInfo* t);
 
 // LastTask among the tasks sent to `machine` ("" = every task).
 const TaskInfo* LastTaskOn(const RunState& s, std::string_view kind, std::string_view machine);

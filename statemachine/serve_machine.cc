@@ -229,11 +229,9 @@ void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& resu
   }
   if (NodeOfTask(s, task) == 0) {
     const auto& launched = result.Required<results::ServiceLaunchResult>();
-    std::optional<int32_t> rpc;
-    if (launched.deployment().has_dp_rpc_port()) rpc = launched.deployment().dp_rpc_port();
     const run_specs::ServeSpec spec = Spec(s);
     const std::string run_id = s.run_id;
-    LaunchHeadlessNodes(d, rpc, [&](int node, std::optional<int32_t> port) {
+    LaunchHeadlessNodes(d, launched, [&](int node, std::optional<int32_t> port) {
       return BuildNodeLaunchPayload(run_id, 1, spec, node, port);
     });
     return;

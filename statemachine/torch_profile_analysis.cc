@@ -53,11 +53,6 @@ std::string BaseName(const std::string& path) {
 
 }  // namespace
 
-json TaskResultData(const TaskInfo* t) {
-  if (!t || t->status != TaskStatus::kSucceeded || !t->result.is_object()) return nullptr;
-  return t->result.value("result", json(nullptr));
-}
-
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s,
                             const tasks::Machine* machine) {
   tasks::TorchProfileListProfileDirs p;

@@ -18,9 +18,6 @@
 
 namespace npuprof::sm {
 
-// The handler result of a succeeded task (null otherwise).
-json TaskResultData(const TaskInfo* t);
-
 // machine: where the root is (a multi-node run's node); nullptr = the run's machine.
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s,
                             const tasks::Machine* machine = nullptr);

@@ -362,11 +362,9 @@ void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& resu
   if (s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return ContinueCleanup(d);
   if (NodeOfTask(s, task) == 0) {
     const auto& launched = result.Required<results::ServiceLaunchResult>();
-    std::optional<int32_t> rpc;
-    if (launched.deployment().has_dp_rpc_port()) rpc = launched.deployment().dp_rpc_port();
     const run_specs::TorchProfileSpec spec = Spec(s);
     const std::string run_id = s.run_id;
-    LaunchHeadlessNodes(d, rpc, [&](int node, std::optional<int32_t> port) {
+    LaunchHeadlessNodes(d, launched, [&](int node, std::optional<int32_t> port) {
       return TorchProfileLaunchPayload(run_id, spec, node, port);
     });
     return;
