@@ -25,6 +25,7 @@ void AddMachineCommand(CLI::App& app) {
       ServerAddress addr;
       std::string name, host, user, identity, known_hosts, env_script, runtime_base, cluster_address;
       int port = 22;
+      int npu_smi_timeout_s = 0;
       bool accept_new = false;
     };
     auto o = std::make_shared<Opts>();
@@ -42,6 +43,10 @@ void AddMachineCommand(CLI::App& app) {
     cmd->add_option("--cluster-address", o->cluster_address,
                     "Address the other machines of a multi-node deployment reach this one at (its cluster "
                     "network); default: --host");
+    cmd->add_option("--npu-smi-timeout", o->npu_smi_timeout_s,
+                    "Seconds one `npu-smi info` on this machine may take before its task fails saying it timed "
+                    "out (1..50; default 45)")
+        ->check(CLI::Range(1, 50));
     cmd->add_flag("--accept-new-host-key", o->accept_new,
                   "Trust the host key seen on first connection and add it to known_hosts (recorded)");
     cmd->callback([o] {
@@ -60,6 +65,7 @@ void AddMachineCommand(CLI::App& app) {
                   {"runtime_base", o->runtime_base},
                   {"accept_new_host_key", o->accept_new}};
       if (!o->cluster_address.empty()) rec["cluster_address"] = o->cluster_address;
+      if (o->npu_smi_timeout_s > 0) rec["npu_smi_timeout_s"] = o->npu_smi_timeout_s;
       if (!std::filesystem::exists(rec["identity_file"].get<std::string>()))
         return Fail(2, "identity: no such file " + rec["identity_file"].get<std::string>());
       Client client(o->addr);

@@ -124,6 +124,16 @@ Status MachineInventory::ValidateAdd(json& rec) {
                                          "HOST: the address the other nodes of a deployment reach this machine at)",
                                          a.dump()));
   }
+  // How long one `npu-smi info` may take; absent = the workers' 45 s (not
+  // stored then). At most 50 s: inside the 60 s lease of the tasks that run it.
+  if (rec.contains("npu_smi_timeout_s") && rec["npu_smi_timeout_s"].is_null()) rec.erase("npu_smi_timeout_s");
+  if (rec.contains("npu_smi_timeout_s")) {
+    const json& t = rec["npu_smi_timeout_s"];
+    if (!t.is_number_integer() || t.get<int64_t>() < 1 || t.get<int64_t>() > 50)
+      return Status::Invalid(fmt::format("npu_smi_timeout_s {} is out of range: --npu-smi-timeout takes 1..50 seconds "
+                                         "(an npu-smi answer must reach the broker inside its task's 60 s lease)",
+                                         t.dump()));
+  }
   if (!rec.contains("accept_new_host_key")) rec["accept_new_host_key"] = false;
   if (!rec["accept_new_host_key"].is_boolean())
     return Status::Invalid("accept_new_host_key must be true or false");

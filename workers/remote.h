@@ -57,7 +57,13 @@ void NoteHostKeyAcceptance(ssh::SshSession& session, const tasks::Machine& machi
 // fails saying it timed out: well inside the 60 s lease of the tasks that
 // run it (statemachine/task_policies.cc), so the answer reaches the broker
 // before the lease would call the attempt lost and start another.
+// A machine's own bound (`machine add --npu-smi-timeout`, at most 50 s)
+// replaces it.
 inline constexpr std::chrono::seconds kNpuSmiTimeout{45};
+inline std::chrono::seconds NpuSmiTimeout(const tasks::Machine& machine) {
+  const int32_t s = machine.npu_smi_timeout_s();
+  return s > 0 && s <= 50 ? std::chrono::seconds(s) : kNpuSmiTimeout;
+}
 
 // Caps on reads of remote logs (docs/RELIABILITY.md, "Caps").
 inline constexpr uint64_t kLogReadCap = uint64_t{32} << 20;  // a log read as evidence (ReadHeadTail)

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 // base; a copy of known_hosts keeps its SSH session (and so its env
 // script) its own in the workers' pool.
 void AddMachine(NpuprofHarness& h, const std::string& name, const std::vector<std::string>& env_lines,
-                std::string env_path = "", std::string runtime_base = "") {
+                std::string env_path = "", std::string runtime_base = "", std::vector<std::string> extra = {}) {
   const std::string dir = h.Dir() + "/machine-" + name;
   fs::create_directories(dir);
   if (!env_lines.empty()) {
@@ -34,9 +34,11 @@ void AddMachine(NpuprofHarness& h, const std::string& name, const std::vector<st
   }
   if (runtime_base.empty()) runtime_base = dir + "/runtime";
   fs::copy_file(h.sshd().known_hosts_file(), dir + "/known_hosts", fs::copy_options::overwrite_existing);
-  CliResult add = h.Cli({"machine", "add", name, "--host", "127.0.0.1", "--port", std::to_string(h.sshd().port()),
-                         "--user", h.sshd().user(), "--identity", h.sshd().identity_file(), "--known-hosts",
-                         dir + "/known_hosts", "--env-script", env_path, "--runtime-base", runtime_base});
+  std::vector<std::string> args = {"machine", "add", name, "--host", "127.0.0.1", "--port", std::to_string(h.sshd().port()),
+                                   "--user", h.sshd().user(), "--identity", h.sshd().identity_file(), "--known-hosts",
+                                   dir + "/known_hosts", "--env-script", env_path, "--runtime-base", runtime_base};
+  args.insert(args.end(), extra.begin(), extra.end());
+  CliResult add = h.Cli(args);
   ASSERT_EQ(add.exit_code, 0) << add.err;
 }
 
@@ -101,8 +103,11 @@ TEST(ErrorCauses, AnNpuSmiThatNeverExitsFailsSayingItTimedOut) {
   fs::remove(bin);
   std::ofstream(bin) << "#!/bin/sh\nexec sleep 600\n";
   ::chmod(bin.c_str(), 0755);
-  const std::string why = FailedRunError(h.Cli({"submit", "probe", "--machine", "sim1", "--wait"}, 300));
-  EXPECT_NE(why.find("npu-smi info timed out after 45 s"), std::string::npos) << why;
+  // The machine's own bound (`machine add --npu-smi-timeout`; 45 s when not
+  // given, workers/remote.h) keeps the wait short.
+  AddMachine(h, "hung", {". '" + h.SimRoot() + "/set_env.sh'"}, "", "", {"--npu-smi-timeout", "3"});
+  const std::string why = FailedRunError(h.Cli({"submit", "probe", "--machine", "hung", "--wait"}, 120));
+  EXPECT_NE(why.find("npu-smi info timed out after 3 s"), std::string::npos) << why;
   EXPECT_EQ(why.find("exited -1"), std::string::npos) << why;
 }
 

@@ -45,6 +45,15 @@ TEST(RemoteOutcome, TransientKindsAreRetriedPermanentOnesAreNot) {
             std::string::npos);
 }
 
+TEST(RemoteOutcome, NpuSmiTimeoutIsTheMachinesOwnElseFortyFiveSeconds) {
+  tasks::Machine m;
+  EXPECT_EQ(NpuSmiTimeout(m), std::chrono::seconds(45));
+  m.set_npu_smi_timeout_s(7);
+  EXPECT_EQ(NpuSmiTimeout(m), std::chrono::seconds(7));
+  m.set_npu_smi_timeout_s(500);  // never beyond the task's lease, whatever a payload says
+  EXPECT_EQ(NpuSmiTimeout(m), std::chrono::seconds(45));
+}
+
 TEST(RemoteOutcome, ErrorKindsRoundTripThroughTheirPrefix) {
   for (auto k : {ssh::SshErrorKind::kSubsystemRefused, ssh::SshErrorKind::kToolMissing,
                  ssh::SshErrorKind::kRemoteError, ssh::SshErrorKind::kInvalidInput}) {

@@ -43,6 +43,23 @@ struct Bad {
   json value;  // null = remove the field
 };
 
+TEST(MachineInventoryValidate, AnNpuSmiTimeoutIsKeptInsideItsTasksLease) {
+  json rec = GoodRecord();
+  ASSERT_TRUE(MachineInventory::ValidateAdd(rec).ok());
+  EXPECT_FALSE(rec.contains("npu_smi_timeout_s")) << "absent when not given: the workers' 45 s";
+  rec = GoodRecord();
+  rec["npu_smi_timeout_s"] = 20;
+  ASSERT_TRUE(MachineInventory::ValidateAdd(rec).ok());
+  EXPECT_EQ(rec["npu_smi_timeout_s"], 20);
+  for (const json& bad : {json(0), json(51), json("20"), json(2.5)}) {
+    json r = GoodRecord();
+    r["npu_smi_timeout_s"] = bad;
+    const Status st = MachineInventory::ValidateAdd(r);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("--npu-smi-timeout takes 1..50 seconds"), std::string::npos) << st.message();
+  }
+}
+
 TEST(MachineInventoryValidate, ErrorsNameTheField) {
   const std::vector<Bad> cases = {
       {"name", nullptr},

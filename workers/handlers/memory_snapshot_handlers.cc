@@ -19,7 +19,7 @@ TaskOutcome MemNpuSmi(const tasks::MemoryNpuSmi& p, const proto::Task&, TaskCont
   auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
   const std::string phase = p.phase().empty() ? "snapshot" : p.phase();
-  auto run = RunRemote(*c->session, {"npu-smi", "info"}, kNpuSmiTimeout);
+  auto run = RunRemote(*c->session, {"npu-smi", "info"}, NpuSmiTimeout(p.machine()));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
   if (run->exit_status == 127 || (run->stdout_data.empty() && run->stderr_data.find("not found") != std::string::npos))
     return TaskOutcome::Failure("npu_smi_missing",

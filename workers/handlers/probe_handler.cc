@@ -11,7 +11,7 @@ TaskOutcome ProbeNpuSmi(const tasks::ProbeNpuSmi& payload, const proto::Task&, T
   auto target = TargetFromMachine(machine);
   if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
   auto session = ctx.pool.Get(*target);
-  auto run = RunRemote(*session, {"npu-smi", "info"}, kNpuSmiTimeout);
+  auto run = RunRemote(*session, {"npu-smi", "info"}, NpuSmiTimeout(machine));
   if (!run.ok()) return OutcomeFromSsh(run.status(), *target);
 
   const std::string& raw = run->stdout_data;
