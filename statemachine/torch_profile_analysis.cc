@@ -1,6 +1,7 @@
 #include "statemachine/torch_profile_analysis.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -126,7 +127,21 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
   if (!short_nodes.empty()) out["analysis_detail"] = fmt::format("{}", fmt::join(short_nodes, "; "));
   std::vector<std::string> statuses;
   const std::vector<std::string> unfinalised = UnfinalisedDirs(s);
-  for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask)) {
+  // In node order (the listings' order), each node's ranks in the order its
+  // listing gave them: the nodes' analyses are scheduled as each node's
+  // listing answers, which is a race between the nodes.
+  std::vector<const TaskInfo*> analyses = TasksInOrder(s, kTpAnalyseRankTask);
+  if (several) {
+    std::map<std::string, size_t> node_of;
+    for (size_t i = 0; i < lists.size(); ++i) node_of.emplace(TaskMachine(*lists[i]), i);
+    const auto index = [&](const TaskInfo* t) {
+      const auto it = node_of.find(TaskMachine(*t));
+      return it == node_of.end() ? lists.size() : it->second;
+    };
+    std::stable_sort(analyses.begin(), analyses.end(),
+                     [&](const TaskInfo* a, const TaskInfo* b) { return index(a) < index(b); });
+  }
+  for (const TaskInfo* t : analyses) {
     const std::string dir = PayloadOf<tasks::TorchProfileAnalyseRank>(*t).dir();
     json rec;
     if (t->status == TaskStatus::kSucceeded) {

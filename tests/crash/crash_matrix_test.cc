@@ -1,6 +1,9 @@
 // The crash matrix for five run kinds: probe, serve, torch-profile,
 // memory-profile (standalone, with its msprof export) and sweep (two
-// memory-profile points; every child exactly once).
+// memory-profile points; every child exactly once), and for a torch-profile
+// that spans two simulated hosts ("torch-profile-2node": tp 1, dp 2, one
+// rank per node; each node's service launched once and each node's rank
+// analysed once).
 //
 // For each kind, one clean run records the global positions of the run's
 // events. Then, for every committed decision of that run (position K of its
@@ -95,7 +98,12 @@ const std::set<std::string>& DroppedKeys() {
       // series rows and window the activation peak was cut at (the peak and
       // level figures themselves are compared).
       "server_window_ms", "server_answered_ms", "target_clock", "window", "window_rows", "base_rows", "ready_us",
-      "t_us"};
+      "t_us",
+      // multi-node: a clock measure's figures (each measure sees other round
+      // trips; the machines measured are compared) and when it was taken.
+      "offset_ms", "uncertainty_ms", "rtt_ms", "samples", "measured_at_ms",
+      // multi-node: the RPC port the head's launch picked (like "port")
+      "dp_rpc_port"};
   return keys;
 }
 
@@ -110,7 +118,8 @@ void ReplaceAll(std::string& s, const std::string& from, const std::string& to) 
 // become "<stamp>".
 std::string NormaliseString(std::string s, const std::string& dir) {
   ReplaceAll(s, dir, "<dir>");
-  static const std::regex prof_dirs("vm_[0-9]+_[0-9]+_ascend_pt|PROF_[0-9]+_[0-9]+_[A-Za-z0-9]+");
+  // (a host's rank dirs are named after it: vm_..., or head_... on a simulated node)
+  static const std::regex prof_dirs("[A-Za-z0-9-]+_[0-9]+_[0-9]+_ascend_pt|PROF_[0-9]+_[0-9]+_[A-Za-z0-9]+");
   static const std::regex stamps("_[0-9]{14}(_[0-9]+)?");  // with the collector's _N for equal names
   // vLLM log lines quoted as evidence: "(Worker_TP0 pid=8805) INFO 11-29 16:09:31 [...]".
   static const std::regex pids("pid=[0-9]+");
@@ -122,14 +131,27 @@ std::string NormaliseString(std::string s, const std::string& dir) {
 // Drops DroppedKeys() at any depth; replaces the installation dir (runtime
 // dirs, model path, key and known_hosts paths live under it) by "<dir>" and
 // the value after "--port" in any array (the service's argv) by "<port>".
-json Normalise(const json& j, const std::string& dir) {
+// What the order of two nodes' answers decides in a multi-node run:
+//   * a stop's own timing: the headless nodes are stopped first, and whether
+//     the head has already exited on its own (its remote engine gone) or
+//     still takes the signal when its stop comes is a race, so what the
+//     head's stop saw (already gone or signalled, its log's last lines) may
+//     differ between two runs; that every node ended stopped is compared;
+//   * an analyse marker's task number (.npuprof_analyse.<run>.t<N>): the
+//     nodes' analyses are numbered as each node's listing answers.
+const std::set<std::string>& TwoNodeTimingKeys() {
+  static const std::set<std::string> keys = {"already_gone", "signals", "stderr_tail", "marker"};
+  return keys;
+}
+
+json Normalise(const json& j, const std::string& dir, const std::set<std::string>& also_drop = {}) {
   if (j.is_object()) {
     // Keys that become equal once normalised (e.g. CSVs named by export
     // time) keep their distinct values, as a sorted array.
     std::map<std::string, std::vector<json>> merged;
     json out = json::object();
     for (const auto& [k, v] : j.items()) {
-      if (DroppedKeys().count(k)) continue;
+      if (DroppedKeys().count(k) || also_drop.count(k)) continue;
       if ((k == "evidence" || k == "blobs" || k == "files") && v.is_object()) {
         json names = json::object();
         for (const auto& [name, hash] : v.items()) names[NormaliseString(name, dir)] = "<sha256>";
@@ -140,7 +162,7 @@ json Normalise(const json& j, const std::string& dir) {
         out[k] = "<sha256>";
         continue;
       }
-      merged[NormaliseString(k, dir)].push_back(Normalise(v, dir));
+      merged[NormaliseString(k, dir)].push_back(Normalise(v, dir, also_drop));
     }
     for (auto& [k, vs] : merged) {
       if (vs.size() == 1) {
@@ -160,9 +182,11 @@ json Normalise(const json& j, const std::string& dir) {
   if (j.is_array()) {
     json out = json::array();
     for (size_t i = 0; i < j.size(); ++i) {
-      // The port in an argv (`vllm serve ... --port N`) is a picked free port.
-      if (i > 0 && j[i - 1].is_string() && j[i - 1] == "--port") out.push_back("<port>");
-      else out.push_back(Normalise(j[i], dir));
+      // The ports in an argv (`vllm serve ... --port N`, a multi-node
+      // `--data-parallel-rpc-port N`) are picked free ports.
+      if (i > 0 && j[i - 1].is_string() && (j[i - 1] == "--port" || j[i - 1] == "--data-parallel-rpc-port"))
+        out.push_back("<port>");
+      else out.push_back(Normalise(j[i], dir, also_drop));
     }
     return out;
   }
@@ -250,6 +274,8 @@ CliResult Await(const NpuprofHarness& h, BgClient& c, int timeout_s, bool* abort
   return r;
 }
 
+bool IsTwoNode(const std::string& kind) { return kind.size() > 6 && kind.compare(kind.size() - 6, 6, "-2node") == 0; }
+
 struct Scenario {
   std::string kind;
   int shard = 0;
@@ -270,6 +296,7 @@ struct Outcome {
   size_t max_live_when_ready = 0;
   bool saw_ready = false;
   size_t truth_instances = 0;
+  std::map<std::string, size_t> node_truth_instances;  // two-node kinds: node -> vLLM instances launched
   std::map<std::string, size_t> analyse_invocations;  // rank dir -> analyse() starts
   std::map<std::string, size_t> export_invocations;   // msprof output dir -> exports
   std::vector<pid_t> left_on_target;
@@ -288,6 +315,16 @@ class Installation {
     std::vector<std::string> sim_args = {"--startup-delay", "0.2", "--token-delay", "0.001", "--export-delay", "0.2"};
     Status st = h_.Start(sim_args);
     if (!st.ok()) return st;
+    if (IsTwoNode(kind_)) {
+      // Two simulated hosts, each with its own sshd on its own loopback
+      // address; every installation adds them in the same order, so their
+      // addresses (in the argv and the manifest) are the same in each.
+      for (const char* node : {"head", "worker"}) {
+        std::vector<std::string> node_args = {"--devices", "2"};
+        node_args.insert(node_args.end(), sim_args.begin(), sim_args.end());
+        if (Status n = h_.AddNode(node, node_args); !n.ok()) return n;
+      }
+    }
     if (kind_ != "probe") {
       model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
       if (model_.empty()) return Status::Internal("make_model.py failed");
@@ -298,6 +335,12 @@ class Installation {
 
   std::vector<std::string> SubmitArgs(const std::string& run) const {
     if (kind_ == "probe") return {"submit", "probe", "--machine", "sim1", "--run-id", run};
+    if (kind_ == "torch-profile-2node")
+      return {"submit", "torch-profile", "--node", "head", "--node", "worker", "--tag", "crash", "--model", model_,
+              "--served-model-name", "qwen", "--tp", "1", "--dp", "2", "--mode", "enforce_eager", "--request-kind",
+              "text", "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--benchmark-total-requests", "4",
+              "--benchmark-concurrency", "2", "--flush-seconds", "0", "--health-timeout", "60",
+              "--profile-control-timeout", "30", "--request-timeout", "30", "--run-id", run};
     if (kind_ == "torch-profile")
       return {"submit", "torch-profile", "--machine", "sim1", "--tag", "crash", "--model", model_, "--served-model-name", "qwen",
               "--tp", "2", "--mode", "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "4",
@@ -432,6 +475,7 @@ class Installation {
     o.verify_text = v.out + v.err;
     o.left_on_target = h_.TargetProcessesAfter(5);
     o.truth_instances = h_.SimTruthFiles().size();
+    for (const std::string& node : h_.NodeNames()) o.node_truth_instances[node] = h_.SimTruthFiles(node).size();
     o.analyse_invocations = h_.InvocationLogs(".sim_analyse_invocations");
     o.export_invocations = h_.InvocationLogs(".sim_export_invocations");
   }
@@ -446,6 +490,15 @@ class Installation {
 // The remote effects that must happen once per run, whatever crashed when.
 void ExpectEffectsOnce(const std::string& kind, const Outcome& o, const std::string& trace) {
   if (kind == "probe") return;
+  if (IsTwoNode(kind)) {
+    EXPECT_EQ(o.truth_instances, 0u) << "nothing launched on sim1\n" << trace;
+    EXPECT_EQ(o.node_truth_instances.size(), 2u) << trace;
+    for (const auto& [node, n] : o.node_truth_instances)
+      EXPECT_EQ(n, 1u) << "vLLM instances launched on node " << node << "\n" << trace;
+    EXPECT_EQ(o.analyse_invocations.size(), 2u) << "rank dirs analysed (one per node)\n" << trace;
+    for (const auto& [dir, n] : o.analyse_invocations) EXPECT_EQ(n, 1u) << "analyse() starts in " << dir << "\n" << trace;
+    return;
+  }
   const size_t services = kind == "sweep" ? 2 : 1;  // a sweep: one per point
   EXPECT_EQ(o.truth_instances, services) << "vLLM instances launched in all\n" << trace;
   if (kind == "torch-profile") {
@@ -519,8 +572,9 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
   ExpectEffectsOnce(sc.kind, clean, EventTrace(clean.events));
   ASSERT_FALSE(HasFailure()) << "the clean run must show every effect once";
   const std::string clean_dir = clean_inst.h().Dir();
-  const json clean_summary = Normalise(clean.summary, clean_dir);
-  const json clean_manifest = Normalise(clean.manifest, clean_dir);
+  const std::set<std::string> also_drop = IsTwoNode(sc.kind) ? TwoNodeTimingKeys() : std::set<std::string>{};
+  const json clean_summary = Normalise(clean.summary, clean_dir, also_drop);
+  const json clean_manifest = Normalise(clean.manifest, clean_dir, also_drop);
   if (std::getenv("CRASH_MATRIX_VERBOSE")) {
     std::cerr << "clean run events:\n" << EventTrace(clean.events) << "clean summary (normalised):\n"
               << clean_summary.dump(2) << std::endl;
@@ -558,7 +612,7 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
     EXPECT_EQ(PosOfType(o.events, "RunSubmitted"), base + 1) << trace;
     EXPECT_EQ(o.status, clean.status) << o.summary.dump(2) << "\n" << trace;
     EXPECT_EQ(o.state, clean.state) << trace;
-    const json s = Normalise(o.summary, dir), m = Normalise(o.manifest, dir);
+    const json s = Normalise(o.summary, dir, also_drop), m = Normalise(o.manifest, dir, also_drop);
     EXPECT_EQ(s, clean_summary) << "summary differs from the clean run's: " << json::diff(clean_summary, s).dump(2)
                                 << "\n" << trace;
     EXPECT_EQ(m, clean_manifest) << "manifest differs from the clean run's: "
@@ -595,7 +649,9 @@ INSTANTIATE_TEST_SUITE_P(Kinds, CrashMatrix,
                                            Scenario{"torch-profile", 2, 4}, Scenario{"torch-profile", 3, 4},
                                            Scenario{"memory-profile", 0, 4}, Scenario{"memory-profile", 1, 4},
                                            Scenario{"memory-profile", 2, 4}, Scenario{"memory-profile", 3, 4},
-                                           Scenario{"sweep", 0, 1}),
+                                           Scenario{"sweep", 0, 1}, Scenario{"torch-profile-2node", 0, 4},
+                                           Scenario{"torch-profile-2node", 1, 4}, Scenario{"torch-profile-2node", 2, 4},
+                                           Scenario{"torch-profile-2node", 3, 4}),
                          [](const ::testing::TestParamInfo<Scenario>& i) {
                            std::string k = i.param.kind;
                            std::replace(k.begin(), k.end(), '-', '_');
