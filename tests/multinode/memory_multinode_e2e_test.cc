@@ -7,9 +7,16 @@
 //     equal to that node's truth, totals per node and for the deployment,
 //     the weights sharded with EP = TP x DP over every node for a MoE model;
 //     text and html reports name the machines; nothing left on any node;
+//   * the server SIGKILLed while both nodes export: the run resumes and
+//     ends as if nothing happened;
 //   * a node that never joins: the run fails within its readiness deadline
 //     and nothing is left running on any node.
 #include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
 
 #include <map>
 #include <set>
@@ -178,6 +185,38 @@ TEST_F(MemoryMultiNodeE2E, ThreeNodesTp2Dp3MatchEachNodesTruth) {
   ExpectEachNodeRanItsPlace({"n0", "n1", "n2"}, 1);
   ExpectReportMatchesEveryNode(m["report"], {"n0", "n1", "n2"}, 2);
   ExpectNothingLeft(h_);
+}
+
+// Every node's task is a task of the one run: a server SIGKILLed while both
+// nodes' exports run resumes the run, which ends as if nothing happened.
+TEST_F(MemoryMultiNodeE2E, ServerKilledDuringTheNodesExportsResumesAndMatchesEachNodesTruth) {
+  for (const char* n : {"head", "worker"})
+    ASSERT_TRUE(h_.AddNode(n, {"--devices", "2", "--export-delay", "5"}).ok()) << n;
+  const std::string model = h_.MakeModel({"--kind", "dense", "--layers", "2"});
+  CliResult r = h_.Cli({"submit", "memory-profile", "--node", "head", "--node", "worker", "--model", model, "--tp",
+                        "2", "--dp", "2"});
+  run_ = r.json().is_object() ? r.json().value("run_id", "") : "";
+  ASSERT_FALSE(run_.empty()) << r.out << r.err;
+  json st;
+  for (int i = 0; i < 600; ++i) {  // up to 120 s, polled every 200 ms
+    st = h_.Cli({"show", run_}).json();
+    if (!st.is_object() || st.value("state", "") == "export" || st.value("status", "running") != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(st.value("state", ""), "export") << st.dump().substr(0, 2000);
+  h_.KillServer(SIGKILL);
+  ASSERT_TRUE(h_.RestartServer().ok());
+  for (int i = 0; i < 900; ++i) {
+    st = h_.Cli({"show", run_}).json();
+    if (st.is_object() && st.value("status", "running") != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(st.value("status", ""), "ok") << st.dump().substr(0, 2000);
+  const json m = h_.Cli({"manifest", run_}).json();
+  ExpectReportMatchesEveryNode(m["report"], {"head", "worker"}, 2);
+  ExpectNothingLeft(h_);
+  CliResult verify = h_.Cli({"verify", run_});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 TEST_F(MemoryMultiNodeE2E, ANodeThatNeverJoinsFailsTheRunAndLeavesNothingOnAnyNode) {
