@@ -126,6 +126,11 @@ TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesBy
   EXPECT_EQ(report["totals"]["hbm_used_mb"], 82000.0);
   EXPECT_EQ(report["totals"]["components_mb"]["fixed_overhead"], 6100.0) << "each node's own baseline";
   EXPECT_EQ(report["totals"]["devices"], 2);
+  const json manifest = MemoryProfileMachine().Manifest(r.s);
+  ASSERT_EQ(manifest["nodes"].size(), 1u) << "every node but the head";
+  EXPECT_EQ(manifest["nodes"][0]["machine"], "b");
+  EXPECT_EQ(manifest["nodes"][0]["after_infer_hbm"]["0"]["used_mb"], 41500.0);
+  EXPECT_EQ(manifest["nodes"][0]["files_dir"], "nodes/b/");
   const json summary = MemoryProfileMachine().Summary(r.s);
   EXPECT_EQ(summary["nodes"][1]["stopped"], true);
   EXPECT_EQ(summary["report_summary"]["devices"][1]["machine"], "b");

@@ -16,6 +16,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include <map>
@@ -163,6 +164,13 @@ TEST_F(MemoryMultiNodeE2E, TwoNodesOfFourNpusMoeTp4Dp2MatchEachNodesTruth) {
   ASSERT_EQ(rt.exit_code, 0) << rt.err;
   EXPECT_NE(rt.out.find("worker"), std::string::npos) << rt.out;
   EXPECT_NE(rt.out.find("Deployment"), std::string::npos) << rt.out;
+  // The export: the head's files as for one node, every other node's under nodes/<machine>/.
+  const std::string dir = h_.Dir() + "/export-mn";
+  CliResult ex = h_.Cli({"export", run_, dir});
+  ASSERT_EQ(ex.exit_code, 0) << ex.out << ex.err;
+  for (const char* f : {"manifest.json", "after_ready_npu_smi.txt", "vllm_serve.log", "nodes/worker/baseline_npu_smi.txt",
+                        "nodes/worker/after_infer_npu_smi.txt", "nodes/worker/vllm_serve.log"})
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / f)) << f;
   const std::string html = h_.Dir() + "/mn-report.html";
   CliResult rh = h_.Cli({"report", run_, "--format", "html", "-o", html});
   ASSERT_EQ(rh.exit_code, 0) << rh.err;
