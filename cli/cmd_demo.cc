@@ -217,6 +217,34 @@ void RunDemo(bool clean) {
         d.summary["memory_profile_compare_html"] = cmp_html;
       }
     }
+    // One deployment over two machines (tp 2, dp 2): two more simulated
+    // hosts, each behind its own sshd on its own loopback address.
+    std::cerr << "\nnpuprof demo: adding two simulated hosts (node-a, node-b; 2 NPUs each) for a memory profile "
+                 "across machines..."
+              << std::endl;
+    bool nodes_up = true;
+    for (const char* name : {"node-a", "node-b"})
+      if (Status added = d.h.AddNode(name, {"--devices", "2"}); !added.ok()) {
+        nodes_up = false;
+        d.ok = false;
+        std::cerr << "demo: could not add the simulated host " << name << ": " << added.ToString() << std::endl;
+      }
+    if (nodes_up) {
+      auto mn = d.Step("memory-profile across two machines: every node's npu-smi, msprof and vLLM log on that node, "
+                       "the service started head first",
+                       StoryView::kSubmitted,
+                       {"submit", "memory-profile", "--node", "node-a", "--node", "node-b", "--model", model, "--tp", "2",
+                        "--dp", "2", "--wait"},
+                       600);
+      d.Expect(mn, 0, "memory-profile over two nodes");
+      const std::string mn_run = mn.json().value("run_id", "");
+      if (!mn_run.empty()) {
+        d.summary["memory_profile_multinode_run"] = mn_run;
+        auto table = d.Step("Its report per (machine, device), with the totals per node and for the deployment",
+                            StoryView::kDeploymentMemory, {"report", mn_run, "--format", "json"});
+        d.Expect(table, 0, "report (memory-profile over two nodes)");
+      }
+    }
   }
   d.Step("All runs", StoryView::kText, {"runs"});
   auto verify = d.Step("Replay every run from its events and check the hash chain", StoryView::kVerify, {"verify"});

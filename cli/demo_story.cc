@@ -159,6 +159,34 @@ std::vector<std::string> Memory(const json& j) {
   return out;
 }
 
+// A memory report over several machines: one line per (machine, device)
+// with the main components, then the totals per node and in all (MB).
+std::vector<std::string> DeploymentMemory(const json& r) {
+  static constexpr const char* kKeys[] = {"weights", "kv_cache", "activation_peak", "residual"};
+  const auto mb = [](const json& v) { return v.is_number() ? fmt::format("{:.1f}", v.get<double>()) : std::string("-"); };
+  std::vector<std::string> out = {fmt::format("{:<12} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}", "machine", "device",
+                                              "used MB", "weights", "KV cache", "activation", "residual")};
+  for (const auto& d : Field(r, "devices")) {
+    std::string line = fmt::format("{:<12} {:>6} {:>10}", S(d, "machine", "-"), S(d, "device_id"), mb(Field(d, "hbm_used_mb")));
+    for (const char* k : kKeys) {
+      json v;
+      for (const auto& c : Field(d, "components"))
+        if (S(c, "key") == k) v = Field(c, "value_mb");
+      line += fmt::format(" {:>10}", mb(v));
+    }
+    out.push_back(line);
+  }
+  const auto totals = [&](const std::string& name, const json& t) {
+    std::string line = fmt::format("{:<12} {:>6} {:>10}", name, S(t, "devices"), mb(Field(t, "hbm_used_mb")));
+    for (const char* k : kKeys) line += fmt::format(" {:>10}", mb(Field(Field(t, "components_mb"), k)));
+    out.push_back(line);
+  };
+  out.push_back("totals");
+  for (const auto& n : Field(r, "nodes")) totals(S(n, "machine"), Field(n, "totals"));
+  totals("deployment", Field(r, "totals"));
+  return out;
+}
+
 std::vector<std::string> ReportText(const std::string& text) {
   std::vector<std::string> out;
   for (const auto& l : Lines(text)) {
@@ -263,6 +291,7 @@ std::vector<std::string> StoryLines(StoryView view, const std::string& out, size
         case StoryView::kFiles: lines = Files(j); break;
         case StoryView::kVerify: lines = Verify(j); break;
         case StoryView::kSweep: lines = Sweep(j); break;
+        case StoryView::kDeploymentMemory: lines = DeploymentMemory(j); break;
         default: lines = Lines(text); break;
       }
     }

@@ -28,6 +28,7 @@ enum class StoryView {
   kFiles,       // export / report -o / trace -o: what was written where
   kVerify,      // verify: the verdict
   kSweep,       // submit sweep --wait: each point's run and status
+  kDeploymentMemory,  // report --format json of a multi-node memory-profile: one line per (machine, device), the totals
 };
 
 // At most `max_lines` lines (the last says how many were left out).

@@ -89,13 +89,14 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
   auto* cmd = AddSubmitKind(submit, "memory-profile",
                             "Attribute each device's HBM to fixed overhead, weights, KV cache, graphs, HCCL, runtime, "
                             "activations and residual, with evidence. Standalone (--model) launches the service under "
-                            "msprof; --attach SERVE_RUN profiles a running `serve` run. Extra vLLM arguments go after --",
+                            "msprof (on every node with --node, repeated: the report keys each device by machine); "
+                            "--attach SERVE_RUN profiles a running `serve` run. Extra vLLM arguments go after --",
                             c.get(), /*machine_required=*/false);
   AddDeploymentOptions(cmd, dep.get());
   cmd->add_option("--model", o->model, "Absolute path of the model dir on the target (standalone)");
   cmd->add_option("--tp", o->tp, "Tensor parallel size")->check(CLI::Range(1, 64));
   cmd->add_option("--dp", o->dp, "Data parallel size")->check(CLI::Range(1, 64));
-  cmd->add_option("--devices", o->devices, "Device indices, e.g. 0,1 (default 0..tp*dp-1)");
+  cmd->add_option("--devices", o->devices, "Device indices, e.g. 0,1 (default 0..tp*dp-1; with --node, each node's own: MACHINE:0,1)");
   cmd->add_option("--port", o->port, "Service port (default: a free port on the target)")->check(CLI::Range(1, 65535));
   cmd->add_option("--host", o->host,
                   "Address vLLM listens on: 127.0.0.1 (default), 0.0.0.0 or :: (npuprof reaches it at 127.0.0.1 "

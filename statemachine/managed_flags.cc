@@ -30,9 +30,6 @@ constexpr std::string_view kServe = "serve", kTorch = "torch-profile", kMemory =
 constexpr std::string_view kPerNode =
     "set for each node of a multi-node deployment from the order of --node MACHINE[:DEVICES] (the first is the "
     "head); multi-node serving cannot be set up through extra arguments";
-constexpr std::string_view kMemoryOneMachine =
-    "memory-profile runs on one machine in this version; multi-node serving cannot be set up through extra "
-    "arguments";
 constexpr std::string_view kAlwaysTrusted = "always given by npuprof for this kind";
 
 const std::vector<Row>& Rows() {
@@ -48,17 +45,17 @@ const std::vector<Row>& Rows() {
        {"-dpl"},
        false,
        false,
-       {{kMemory, "", "", kMemoryOneMachine}, {"", "--dp-local", "dp_local", ""}}},
+       {{"", "--dp-local", "dp_local", ""}}},
       {"--data-parallel-address",
        {"-dpa"},
        false,
        false,
-       {{kMemory, "", "", kMemoryOneMachine}, {"", "--dp-address", "dp_address", ""}}},
+       {{"", "--dp-address", "dp_address", ""}}},
       {"--data-parallel-rpc-port",
        {"-dpp"},
        false,
        false,
-       {{kMemory, "", "", kMemoryOneMachine}, {"", "--dp-rpc-port", "dp_rpc_port", ""}}},
+       {{"", "--dp-rpc-port", "dp_rpc_port", ""}}},
       {"--data-parallel-start-rank", {"-dpr"}, false, false, {{"", "", "", kPerNode}}},
       {"--data-parallel-rank", {"-dpn"}, false, false, {{"", "", "", kPerNode}}},
       {"--headless", {}, true, false, {{"", "", "", kPerNode}}},

@@ -99,6 +99,36 @@ json BuildMemoryManifest(const RunState& s, const json& summary, const json& rep
   if (s.spec.contains("baseline_npu_smi_text") && s.spec["baseline_npu_smi_text"].is_string() &&
       !files.contains("baseline_npu_smi.txt"))
     m["baseline_npu_smi_text"] = s.spec["baseline_npu_smi_text"];
+  // A deployment over several machines: every other node's snapshots, flush
+  // and export, its files under nodes/<machine>/ (the head's are the ones above).
+  if (d.contains("node_evidence") && d["node_evidence"].is_object() && s.spec.contains("nodes")) {
+    json nodes = json::array();
+    const json& spec_nodes = s.spec["nodes"];
+    for (size_t i = 1; i < spec_nodes.size(); ++i) {
+      const std::string machine = spec_nodes[i].is_object() ? spec_nodes[i].value("machine", "") : "";
+      const json ne = d["node_evidence"].value(std::to_string(i), json::object());
+      const std::string dir = "nodes/" + machine + "/";
+      AddFile(files, dir + "baseline_npu_smi.txt", ne.value("baseline", json()));
+      AddFile(files, dir + "after_ready_npu_smi.txt", ne.value("after_ready", json()));
+      AddFile(files, dir + "after_infer_npu_smi.txt", ne.value("after_infer", json()));
+      AddFile(files, dir + "vllm_serve.log", ne.value("vllm_log", json()));
+      if (ne.contains("msprof") && ne["msprof"].is_object()) {
+        const json blobs = ne["msprof"].value("blobs", json::object());  // bound: items() refers to it
+        for (const auto& [name, sha] : blobs.items()) files[dir + name] = sha;
+      }
+      nodes.push_back({{"node", i},
+                       {"machine", machine},
+                       {"baseline_hbm", HbmOf(ne, "baseline")},
+                       {"after_ready_hbm", HbmOf(ne, "after_ready")},
+                       {"after_infer_hbm", HbmOf(ne, "after_infer")},
+                       {"service", ne.value("service", json(nullptr))},
+                       {"msprof_flush", ne.value("flushed", json(nullptr))},
+                       {"msprof_export", ne.value("export", json(nullptr))},
+                       {"files_dir", dir}});
+    }
+    m["nodes"] = nodes;
+    m["files"] = files;
+  }
   m["summary"] = summary;
   m["report"] = report;
   return m;

@@ -1,6 +1,7 @@
 #include "statemachine/memory_profile_machine.h"
 
 #include <optional>
+#include <vector>
 #include <stdexcept>
 #include <string_view>
 
@@ -8,12 +9,15 @@
 
 #include "common/json_field.h"
 
+#include "statemachine/deployment_service.h"
+#include "statemachine/deployment_spec.h"
 #include "statemachine/event_types.h"
 #include "statemachine/inference_window.h"
 #include "statemachine/json_message_table.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/memory_manifest.h"
 #include "statemachine/memory_profile_events.h"
+#include "statemachine/memory_profile_nodes.h"
 #include "statemachine/memory_profile_progress.h"
 #include "statemachine/memory_profile_spec.h"
 #include "statemachine/memory_profile_steps.h"
@@ -42,12 +46,18 @@ const run_specs::MemoryProfileSpec& Spec(const RunState& s) { return SpecOf<run_
 const std::string& Mode(const RunState& s) { return Spec(s).mode(); }
 bool Standalone(const RunState& s) { return Mode(s) == "standalone"; }
 
-// The service a standalone run's spec asks for (SpecService).
-tasks::ServiceLaunch StandaloneService(const RunState& s) {
-  tasks::ServiceLaunch p = BuildLaunchPayload(s.run_id, 1, Spec(s), MemoryServeArgs(Spec(s)));
+bool Multi(const RunState& s) { return NodeCount(s) > 1; }
+
+// The service of node i of a standalone run (node 0 of a one-node run is its
+// one service), given the head's data-parallel RPC port for another node.
+tasks::ServiceLaunch NodeService(const RunState& s, int node, std::optional<int32_t> rpc_port) {
+  tasks::ServiceLaunch p = BuildNodeLaunchPayload(s.run_id, 1, Spec(s), node, rpc_port, MemoryServeArgs(Spec(s)));
   p.set_served_model_name(MemoryServedName(Spec(s), s.run_id));
   return p;
 }
+
+// The service a standalone run's spec asks for (SpecService): the head's.
+tasks::ServiceLaunch StandaloneService(const RunState& s) { return NodeService(s, 0, std::nullopt); }
 
 using Data = kind_data::MemoryProfileData;
 // The service record as a decision reads it: ServiceLaunched's keys plus the
@@ -57,8 +67,10 @@ using ServiceRecord = kind_data::ServeData::Service;
 
 // A step is in flight (task pending or retrying) or the flush minimum timer is armed.
 bool Busy(const RunState& s) {
+  // A headless node's watch answers only when its service dies: it never holds the walk.
   for (const auto& [id, t] : s.tasks)
-    if (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait) return true;
+    if ((t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait) && t.kind != kServiceWatchTask)
+      return true;
   for (const auto& [id, t] : s.timers)
     if (t.armed && t.purpose == "flush") return true;
   return false;
@@ -119,7 +131,14 @@ struct View {
       : s(run), data(DataOf<Data>(run)), service(ServiceOf(run, data)), svc(RecordOf(service)) {}
 
   bool Failed(std::string_view step) const { return MemStepFailed(data, step); }
-  bool Done(std::string_view step) const { return MemStepDone(data, step); }
+  // A deployment's per-node step is done once every node's is.
+  bool Done(std::string_view step) const {
+    if (!MemStepDone(data, step)) return false;
+    if (!Multi(s) || !MemPerNodeStep(step)) return true;
+    for (int i = 1; i < NodeCount(s); ++i)
+      if (!MemNodeStepDone(s, i, step)) return false;
+    return true;
+  }
   bool ServeEnded() const { return data.has_serve_ended(); }
   bool Wrapped() const { return Standalone(s) || !PathOr(svc.wrap_script(), "").empty(); }
   std::string MsprofDir() const { return svc.runtime_dir() + "/msprof_data"; }
@@ -191,6 +210,16 @@ void Record(Decision& d, const std::string& field, json value) {
   d.Emit(kMemRecorded, json{{"field", field}, {"value", std::move(value)}});
 }
 
+// Node i's evidence: the head's as a one-node run's, another node's under
+// data.node_evidence (memory_profile_nodes.h).
+void RecordOn(Decision& d, int node, const std::string& field, json value) {
+  if (node == 0) return Record(d, field, std::move(value));
+  d.Emit(kMemNodeEvidence, json{{"node", node},
+                                {"machine", NodeMachine(d.state(), node)},
+                                {"field", field},
+                                {"value", std::move(value)}});
+}
+
 void StepFailed(Decision& d, const std::string& step, const TaskFailure& failure) {
   d.Emit(kMemStepFailed, json{{"step", step}, {"error_kind", failure.error_kind()}, {"error", failure.error()}});
 }
@@ -209,28 +238,97 @@ json MachineOf(const RunState& s) { return s.spec.value("machine_record", json::
 // service.launch failed before anything was started (result.started=false):
 // there are no logs to read and nothing to stop.
 bool LaunchNeverHappened(const RunState& s) {
-  const TaskInfo* launch = LastTask(s, kServiceLaunchTask);
+  const TaskInfo* launch = LastNodeTask(s, kServiceLaunchTask, 0);
   return launch != nullptr && LaunchStartedNothing(*launch);
 }
 
 // ---- scheduling of each step ---------------------------------------------
 
-void Schedule(Decision& d, const View& v, const std::string& step) {
+// The record of node i's service (its launch record; the head's is v.svc).
+ServiceRecord NodeRecordOf(const View& v, int node) {
+  if (node == 0) return v.svc;
+  return RecordOf(MemNodeField(v.s, node, "service"));
+}
+
+// Node i's inventory record (the run's machine_record for the head of a
+// one-node run), as the wrap script's path reads it.
+json NodeMachineJson(const RunState& s, int node) {
+  if (!Multi(s)) return MachineOf(s);
+  return Field(Field(s.spec, "nodes")[node], "machine_record");
+}
+
+// The launch of node i >= 1 of a deployment, with the head's RPC port.
+tasks::ServiceLaunch HeadlessLaunch(const RunState& s, int node, std::optional<int32_t> rpc_port) {
+  tasks::ServiceLaunch p = NodeService(s, node, rpc_port);
+  const std::string written = StrField(MemNodeField(s, node, "preflight"), "wrap_script", "");
+  p.set_wrap_script(!written.empty() ? written : MemoryWrapScriptPath(NodeMachineJson(s, node), s.run_id));
+  p.set_step("service");
+  return p;
+}
+
+// The watches of the headless nodes end before the stop (which they would
+// otherwise report as a death).
+void EndNodeWatches(Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& [id, t] : d.state().tasks)
+    if (t.kind == kServiceWatchTask && (t.in_flight() || t.status == TaskStatus::kRetryWait)) out.push_back(id);
+  for (const auto& id : out) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the service is stopping"}});
+}
+
+// How often a deployment's headless nodes are checked alive while the run
+// uses them (a death fails the run, naming the node).
+constexpr int64_t kNodeWatchPollS = 2;
+
+void Advance(Decision& d);
+
+// The stop of a deployment, one step of the shared node lifecycle; once
+// every node is settled the deployment's stop is recorded (data.stopped,
+// with each node's) and the walk goes on.
+void ScheduleNodeStops(Decision& d) {
+  EndNodeWatches(d);
+  if (ContinueNodeStops(d, d.state().cancel_requested, Spec(d.state()).stop_grace_s())) return;
+  const RunState& s = d.state();
+  json nodes = json::array();
+  bool all = true;
+  for (int i = 0; i < NodeCount(s); ++i) {
+    const bool confirmed = !NodeServiceOf(s, i) || NodeStopConfirmed(s, i);
+    all = all && confirmed;
+    nodes.push_back({{"node", i}, {"machine", NodeMachine(s, i)}, {"stopped", confirmed}});
+  }
+  const std::string may_run = NodesThatMayStillRun(s);
+  json rec = {{"stopped", all}, {"nodes", nodes}};
+  if (!may_run.empty()) rec["note"] = may_run;
+  Record(d, "stopped", rec);
+  if (!all) Failing(d, may_run);
+  Advance(d);
+}
+
+// Schedules step on node i (the head's payloads are those of a one-node
+// run; another node's go to its machine and read its own service record).
+void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
   const RunState& s = v.s;
-  const ServiceRecord& svc = v.svc;
-  MoveTo(d, step);  // the run's state is the step in progress
+  const ServiceRecord svc = NodeRecordOf(v, node);
+  std::optional<tasks::Machine> machine;
+  if (node > 0) machine = DeploymentNodes(Spec(s))[node].record;
+  const auto send = [&](auto& p) {
+    if (machine) *p.mutable_machine() = *machine;
+    d.Schedule(p);
+  };
+  // The service's runtime dir: the record's, else the one the launch was given.
+  const std::string rt = node == 0 ? v.RuntimeDir() : svc.runtime_dir();
+  const std::string msprof_dir = svc.runtime_dir() + "/msprof_data";
   if (step == "preflight") {
     tasks::MemoryPreflight p;
     p.set_step(step);
     p.set_run_id(s.run_id);
-    p.set_wrap_script(MemoryWrapScriptPath(MachineOf(s), s.run_id));
+    p.set_wrap_script(MemoryWrapScriptPath(NodeMachineJson(s, node), s.run_id));
     p.set_msprof_mem_freq(Spec(s).msprof_mem_freq());
-    d.Schedule(p);
+    send(p);
   } else if (step == "baseline" || step == "after_ready" || step == "after_infer") {
     tasks::MemoryNpuSmi p;
     p.set_step(step);
     p.set_phase(step);
-    d.Schedule(p);
+    send(p);
   } else if (step == "service") {
     tasks::ServiceLaunch p = StandaloneService(s);
     // The script the preflight wrote, else where it writes it.
@@ -241,7 +339,7 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
     d.Schedule(p);
   } else if (step == "ready") {
     tasks::ServiceWaitReady p;
-    if (const TaskInfo* launch = Standalone(s) ? LastTask(s, kServiceLaunchTask) : nullptr) {
+    if (const TaskInfo* launch = Standalone(s) ? LastNodeTask(s, kServiceLaunchTask, 0) : nullptr) {
       p = BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(*launch),
                                 RecordedOf<results::ServiceLaunchResult>(*launch), d.now_ms());
     } else {
@@ -255,14 +353,14 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
     }
     p.set_step(step);
     d.Schedule(p);
+    if (Multi(s)) WatchNodes(d, 1, kNodeWatchPollS);
   } else if (step == "vllm_log") {
-    const std::string rt = v.RuntimeDir();
     tasks::MemoryLogs p;
     p.set_step(step);
     p.set_runtime_dir(rt);
     p.set_stdout_log(v.LogOf(svc.stdout_log(), rt, "stdout.log"));
     p.set_stderr_log(v.LogOf(svc.stderr_log(), rt, "stderr.log"));
-    d.Schedule(p);
+    send(p);
   } else if (step == "inference") {
     tasks::MemoryInfer p;
     p.set_step(step);
@@ -287,7 +385,8 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
     d.Schedule(p);
   } else if (step == "weights") {
     // The service's model and parallel sizes, else the spec's (standalone
-    // fills them; an attached record names them).
+    // fills them; an attached record names them). A deployment's dp is the
+    // whole deployment's: EP = TP x DP over every node.
     const auto or_spec = [](int64_t from_service, int64_t from_spec) {
       return static_cast<int32_t>(from_service != 0 ? from_service : from_spec != 0 ? from_spec : 1);
     };
@@ -295,45 +394,65 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
     p.set_step(step);
     p.set_model(!svc.model().empty() ? svc.model() : Spec(s).model());
     p.set_tp(or_spec(svc.tp(), Spec(s).tp()));
-    p.set_dp(or_spec(svc.dp(), Spec(s).dp()));
+    p.set_dp(Multi(s) ? static_cast<int32_t>(Spec(s).dp()) : or_spec(svc.dp(), Spec(s).dp()));
     p.set_expert_parallel(v.ExpertParallel());
     d.Schedule(p);
   } else if (step == "flushed") {
-    // flush_s is a minimum before the wait polls (0 = none); the wait itself
-    // ends on msprof's own completion signals, or at its deadline.
+    // The wait ends on msprof's own completion signals, or at its deadline.
+    const int64_t timeout_s = Spec(s).flush_timeout_s();
+    tasks::MemoryWaitFlush p;
+    p.set_step(step);
+    p.set_msprof_dir(msprof_dir);
+    p.set_runtime_dir(svc.runtime_dir());
+    if (svc.has_pid()) p.set_pid(svc.pid());
+    p.set_stdout_log(v.LogOf(svc.stdout_log(), svc.runtime_dir(), "stdout.log"));
+    p.set_timeout_s(timeout_s);
+    p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
+    send(p);
+  } else if (step == "export") {
+    tasks::MemoryExport p;
+    p.set_step(step);
+    p.set_msprof_dir(msprof_dir);
+    p.set_timeout_s(Spec(s).export_timeout_s() + 60);
+    send(p);
+  } else if (step == "msprof") {
+    tasks::MemoryCollectCsvs p;
+    p.set_step(step);
+    p.set_msprof_dir(msprof_dir);
+    // The window the handler cuts each device's npu_mem series at (the
+    // activation peak); absent when the inference gave none. Another node
+    // cuts its own series at the head's window.
+    if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
+    send(p);
+  }
+}
+
+void Schedule(Decision& d, const View& v, const std::string& step) {
+  const RunState& s = v.s;
+  MoveTo(d, step);  // the run's state is the step in progress
+  if (Multi(s) && step == "stopped") return ScheduleNodeStops(d);
+  if (Multi(s) && step == "service" && v.data.has_service()) {
+    // The head is up: every other node at once, with the head's RPC port.
+    const TaskInfo* head = LastNodeTask(s, kServiceLaunchTask, 0);
+    const RunState& run = d.state();
+    return LaunchHeadlessNodes(d, RecordedOf<results::ServiceLaunchResult>(*head),
+                               [&run](int node, std::optional<int32_t> port) { return HeadlessLaunch(run, node, port); });
+  }
+  if (step == "flushed") {
+    // flush_s is a minimum before the wait polls (0 = none).
     const int64_t min_s = Spec(s).flush_s();
     if (min_s > 0 && !v.data.has_flush_min()) {
       d.ScheduleTimer("flush", min_s * 1000);
       return;
     }
-    const int64_t timeout_s = Spec(s).flush_timeout_s();
-    const std::string& rt = svc.runtime_dir();
-    tasks::MemoryWaitFlush p;
-    p.set_step(step);
-    p.set_msprof_dir(v.MsprofDir());
-    p.set_runtime_dir(rt);
-    if (svc.has_pid()) p.set_pid(svc.pid());
-    p.set_stdout_log(v.LogOf(svc.stdout_log(), rt, "stdout.log"));
-    p.set_timeout_s(timeout_s);
-    p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
-    d.Schedule(p);
-  } else if (step == "export") {
-    const int64_t timeout_s = Spec(s).export_timeout_s();
-    tasks::MemoryExport p;
-    p.set_step(step);
-    p.set_msprof_dir(v.MsprofDir());
-    p.set_timeout_s(timeout_s + 60);
-    d.Schedule(p);
-    d.ScheduleTimer("export_timeout", timeout_s * 1000);
-  } else if (step == "msprof") {
-    tasks::MemoryCollectCsvs p;
-    p.set_step(step);
-    p.set_msprof_dir(v.MsprofDir());
-    // The window the handler cuts each device's npu_mem series at (the
-    // activation peak); absent when the inference gave none.
-    if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
-    d.Schedule(p);
   }
+  if (!Multi(s) || !MemPerNodeStep(step) || step == "service") {
+    ScheduleOn(d, v, step, 0);
+  } else {
+    for (int i = 0; i < NodeCount(s); ++i)
+      if (i == 0 ? !MemStepDone(v.data, step) : !MemNodeStepDone(s, i, step)) ScheduleOn(d, v, step, i);
+  }
+  if (step == "export") d.ScheduleTimer("export_timeout", Spec(s).export_timeout_s() * 1000);
 }
 
 // The cancel of a run whose data cannot be read: no step can be judged from
@@ -374,7 +493,11 @@ void Advance(Decision& d) {
     return CancelUnread(d, why);
   }
   const View& v = *read;
-  const bool launched = Standalone(s) && v.data.has_launch_attempted() && !LaunchNeverHappened(s);
+  bool launched = Standalone(s) && v.data.has_launch_attempted() && !LaunchNeverHappened(s);
+  if (Standalone(s) && Multi(s)) {
+    launched = false;
+    for (int i = 0; i < NodeCount(s); ++i) launched = launched || NodeServiceOf(s, i).has_value();
+  }
 
   if (v.data.has_failure() || s.cancel_requested) {
     for (const MemStep& step : MemoryStepsOf(Mode(s))) {
@@ -385,6 +508,8 @@ void Advance(Decision& d) {
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();
     if (v.data.stopped().never_started()) err += " — the service was never launched";
+    if (Multi(s))
+      for (const std::string& gone : NodesGoneBeforeTheStop(s)) err += "; " + gone;
     return d.Finish(RunStatus::kFailed, err);
   }
 
@@ -478,22 +603,29 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   // success without a result records as {}); decisions read its message.
   static const json kNone = json::object();
   const json& answer = result.recorded().is_object() ? result.recorded() : kNone;
+  // The node the task ran on (0: the head, or a one-node run).
+  const int node = Multi(d.state()) ? NodeOfTask(d.state(), task) : 0;
+  if (task.kind == kServiceWatchTask) return Advance(d);  // ended without a death (abandoned at the stop)
   if (task.kind == kMemPreflightTask) {
-    Record(d, "preflight", answer);
+    RecordOn(d, node, "preflight", answer);
   } else if (task.kind == kMemNpuSmiTask) {
     const std::string file = step + "_npu_smi.txt";
-    Record(d, step, json{{"hbm", answer.value("hbm", json::object())}, {"source", "npu_smi"},
-                         {"blob", BlobOf(task, file)}, {"file", file}});
+    RecordOn(d, node, step, json{{"hbm", answer.value("hbm", json::object())}, {"source", "npu_smi"},
+                                 {"blob", BlobOf(task, file)}, {"file", file}});
   } else if (task.kind == kServiceLaunchTask) {
     (void)result.Required<results::ServiceLaunchResult>();  // where the service runs: the next steps need it
-    Record(d, "service", ServiceRecordFromLaunch(task.payload, answer));
+    RecordOn(d, node, "service", ServiceRecordFromLaunch(task.payload, answer));
+  } else if (task.kind == kServiceStopTask && Multi(d.state())) {
+    // A deployment's stop: the shared node lifecycle reads each node's answer
+    // from its task; the deployment's record is written once every node is settled.
   } else if (task.kind == kServiceWaitReadyTask) {
     json r = answer;
     r["server_answered_ms"] = d.now_ms();  // the ready instant the activation's idle level is taken after
     Record(d, "ready", r);
   } else if (task.kind == kMemLogsTask) {
-    Record(d, "vllm_log", json{{"summary", answer.value("summary", json::object())}, {"bytes", answer.value("bytes", 0)},
-                               {"blob", BlobOf(task, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
+    RecordOn(d, node, "vllm_log",
+             json{{"summary", answer.value("summary", json::object())}, {"bytes", answer.value("bytes", 0)},
+                  {"blob", BlobOf(task, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
   } else if (task.kind == kMemInferTask) {
     json r = answer;
     r["blob"] = BlobOf(task, "inference_response.json");
@@ -529,11 +661,12 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   } else if (task.kind == kMemWaitFlushTask) {
     json r = answer;
     r["min_wait_s"] = Spec(d.state()).flush_s();
-    Record(d, "flushed", r);
+    RecordOn(d, node, "flushed", r);
   } else if (task.kind == kMemExportTask) {
-    for (const auto& [id, t] : d.state().timers)
-      if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
-    Record(d, "export", answer);
+    RecordOn(d, node, "export", answer);
+    if (View(d.state()).Done("export"))  // every node's
+      for (const auto& [id, t] : d.state().timers)
+        if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
   } else if (task.kind == kMemCollectTask) {
     json m = answer;
     const json& blobs = Field(task.result, "blobs");
@@ -546,17 +679,44 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     if (blobs.is_object())
       for (const auto& [name, sha] : blobs.items()) csv_blobs[name] = sha;
     m["blobs"] = csv_blobs;
-    const auto data = DataOf<Data>(d.state());
-    m["status"] = !data.has_export_()                ? "not_exported"
-                  : data.export_().status().empty() ? "ok"
-                                                    : data.export_().status();
-    Record(d, "msprof", m);
+    const json& exported = MemNodeField(d.state(), node, "export");
+    const std::string export_status = exported.is_object() ? exported.value("status", "") : "";
+    m["status"] = !exported.is_object()  ? "not_exported"
+                  : export_status.empty() ? "ok"
+                                          : export_status;
+    RecordOn(d, node, "msprof", m);
   }
   Advance(d);
 }
 
 void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
   const std::string step = StepOf(task);
+  const RunState& s = d.state();
+  if (Multi(s)) {
+    const int node = NodeOfTask(s, task);
+    const std::string where = fmt::format("node {} ({})", node, NodeMachine(s, node));
+    // A deployment's stop: the shared lifecycle escalates an unforced stop
+    // and judges every node once all are settled.
+    if (task.kind == kServiceStopTask) return Advance(d);
+    if (task.kind == kServiceWatchTask) {
+      // A headless node's service died while the run used it.
+      if (!DataOf<Data>(s).has_stopped() && !s.cancel_requested && s.state != "stopped") {
+        Failing(d, fmt::format("{}: its service died: {}", where, failure.Text()));
+        d.AbandonOutstanding(where + " was lost");
+      }
+      return Advance(d);
+    }
+    StepFailed(d, MemNodeStepKey(step, node), failure);
+    if (task.kind == kMemExportTask && View(d.state()).Done("export"))
+      for (const auto& [id, t] : d.state().timers)
+        if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
+    if (CriticalStep(s, step)) {
+      const bool never = task.kind == kServiceLaunchTask && LaunchStartedNothing(task);
+      Failing(d, where + ": " + FailureText(step, failure) +
+                     (never ? " — the service was never launched (nothing to stop)" : ""));
+    }
+    return Advance(d);
+  }
   // A graceful stop that left the service running escalates once to SIGKILL:
   // the run never leaves a service it started behind.
   if (task.kind == kServiceStopTask && !PayloadOf<tasks::ServiceStop>(task).force() &&
@@ -580,12 +740,14 @@ void MemoryProfileMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
   if (timer.purpose == "flush") {
     Record(d, "flush_min", json{{"flush_s", Spec(d.state()).flush_s()}});  // next: the wait task
   } else if (timer.purpose == "export_timeout") {
-    if (d.state().data.contains("export")) return;
+    if (View(d.state()).Done("export")) return;
     for (const auto& [id, t] : d.state().tasks)
       if (t.kind == kMemExportTask && (t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait))
         d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "msprof export timed out"}});
-    Record(d, "export", json{{"status", "export_timeout"},
-                             {"timeout_s", Spec(d.state()).export_timeout_s()}});
+    const json timed_out = {{"status", "export_timeout"}, {"timeout_s", Spec(d.state()).export_timeout_s()}};
+    for (int i = 0; i < NodeCount(d.state()); ++i)
+      if (i == 0 ? !d.state().data.contains("export") : !MemNodeStepDone(d.state(), i, "export"))
+        RecordOn(d, i, "export", timed_out);
   }
   Advance(d);
 }
@@ -619,10 +781,51 @@ void MemoryProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, 
                                                             {"error", p.value("error", "")}};
   } else if (type == kMemRunFailing) {
     if (!s.data.contains("failure")) s.data["failure"] = p;
+  } else if (type == kMemNodeEvidence) {
+    ApplyMemNodeEvidence(s, p);
   }
 }
 
 namespace {
+
+// The devices of node i of a deployment: its launch record's, else its spec's.
+json NodeDevices(const RunState& s, int node) {
+  const json& launched = Field(MemNodeField(s, node, "service"), "devices");
+  if (launched.is_array()) return launched;
+  const json& spec = Field(Field(s.spec, "nodes")[node], "devices");
+  return spec.is_array() ? spec : json::array();
+}
+
+// The report input of every node of a deployment but the head: each node's
+// own snapshots, log and msprof series; the weights read on the head (EP
+// over every node); the world rank of its first device.
+json OtherNodesEvidence(const View& v, const json& head) {
+  const RunState& s = v.s;
+  json out = json::array();
+  const int64_t per_node = head.value("tp", int64_t{1}) * DpLocal(Spec(s));
+  for (int i = 1; i < NodeCount(s); ++i) {
+    json n = {{"node", i},
+              {"machine", NodeMachine(s, i)},
+              {"mode", head["mode"]},
+              {"tp", head["tp"]},
+              {"dp", head["dp"]},
+              {"rank_offset", i * per_node},
+              {"devices", NodeDevices(s, i)}};
+    for (const char* f : {"baseline", "after_ready", "after_infer", "vllm_log", "msprof"})
+      if (const json& r = MemNodeField(s, i, f); r.is_object()) n[f] = r;
+    for (const char* f : {"weights", "theory"})
+      if (head.contains(f)) n[f] = head[f];
+    if (!n.contains("msprof")) {
+      const json& exported = MemNodeField(s, i, "export");
+      const std::string st = exported.is_object() ? exported.value("status", "") : "";
+      n["msprof"] = json{{"status", st.empty() ? "not_collected" : st},
+                         {"module_mem", json::array()},
+                         {"npu_mem", json::array()}};
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
 
 // The report's input (memory_report.h) from what one projection decoded.
 json EvidenceOf(const View& v) {
@@ -632,7 +835,7 @@ json EvidenceOf(const View& v) {
     return from_service != 0 ? from_service : from_spec != 0 ? from_spec : 1;
   };
   json devices = Field(v.service, "devices");
-  if (!devices.is_array()) devices = Field(s.spec, "devices");
+  if (!devices.is_array()) devices = Multi(s) ? NodeDevices(s, 0) : Field(s.spec, "devices");
   json ev = {{"mode", Mode(s)},
              {"tp", or_spec(v.svc.tp(), Spec(s).tp())},
              {"dp", or_spec(v.svc.dp(), Spec(s).dp())},
@@ -644,6 +847,8 @@ json EvidenceOf(const View& v) {
     if (v.data.has_export_() && !v.data.export_().status().empty()) st = v.data.export_().status();
     ev["msprof"] = json{{"status", st}, {"module_mem", json::array()}, {"npu_mem", json::array()}};
   }
+  ev["machine"] = Multi(s) ? NodeMachine(s, 0) : s.machine;
+  if (Multi(s) && Standalone(s)) ev["nodes"] = OtherNodesEvidence(v, ev);
   return ev;
 }
 
@@ -662,9 +867,28 @@ json SummaryOf(const MemoryProfileMachine& kind, const View& v) {
     for (const auto& d : report["devices"]) {
       json comps = json::object();
       for (const auto& c : d["components"]) comps[c.value("key", "")] = c["value_mb"];
-      devs.push_back({{"device_id", d["device_id"]}, {"hbm_used_mb", d["hbm_used_mb"]}, {"components_mb", comps}});
+      devs.push_back({{"machine", d.value("machine", json(nullptr))},
+                      {"device_id", d["device_id"]},
+                      {"hbm_used_mb", d["hbm_used_mb"]},
+                      {"components_mb", comps}});
     }
     j["report_summary"] = {{"msprof", report["msprof"]}, {"devices", devs}};
+    if (report.contains("nodes")) {
+      j["report_summary"]["nodes"] = report["nodes"];
+      j["report_summary"]["totals"] = report["totals"];
+    }
+  }
+  if (Multi(s)) {
+    json nodes = json::array();
+    for (int i = 0; i < NodeCount(s); ++i) {
+      const auto svc = NodeServiceOf(s, i);
+      nodes.push_back({{"node", i},
+                       {"machine", NodeMachine(s, i)},
+                       {"runtime_dir", svc ? json(svc->runtime_dir) : json(nullptr)},
+                       {"pid", svc && svc->pid ? json(*svc->pid) : json(nullptr)},
+                       {"stopped", NodeStopConfirmed(s, i)}});
+    }
+    j["nodes"] = std::move(nodes);
   }
   return j;
 }

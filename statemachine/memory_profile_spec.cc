@@ -156,11 +156,8 @@ Status ValidateMemorySpec(json& spec) {
   if (Status s = CheckIntRange(spec, "tp", 1, 1, 64); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
   if (Status s = ValidateDeployment(spec, /*default_device_range=*/true); !s.ok()) return s;
-  if (IsMultiNodeSpec(spec))
-    return Status::Invalid(
-        "nodes: memory-profile over several machines is not available in this version (serve and torch-profile "
-        "are); profile one node of the deployment with --machine");
-  else if (!IsSet(spec, "devices")) {
+  // A deployment's devices are each node's own (nodes[i].devices, 0..tp*dp_local-1 by default).
+  if (!IsMultiNodeSpec(spec) && !IsSet(spec, "devices")) {
     json devs = json::array();
     for (int64_t i = 0; i < spec["tp"].get<int64_t>() * spec["dp"].get<int64_t>(); ++i) devs.push_back(i);
     spec["devices"] = devs;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/json_field.h"
+#include "statemachine/memory_deployment_report.h"
 
 namespace npuprof::sm {
 
@@ -576,8 +577,12 @@ std::optional<int> RankFromLogPrefix(const std::string& prefix, int tp) {
   return std::nullopt;
 }
 
-json BuildMemoryReport(const json& ev) {
+namespace {
+
+json NodeReport(const json& ev) {
   const int tp = ev.value("tp", 1);
+  const int rank_offset = ev.value("rank_offset", 0);
+  const json machine = ev.contains("machine") && ev["machine"].is_string() ? ev["machine"] : json(nullptr);
   const int dp = ev.value("dp", 1);
   std::vector<int> devices;
   if (ev.contains("devices") && ev["devices"].is_array())
@@ -595,7 +600,11 @@ json BuildMemoryReport(const json& ev) {
   }
 
   json devs = json::array();
-  for (size_t i = 0; i < devices.size(); ++i) devs.push_back(DeviceReport(ev, devices[i], static_cast<int>(i), tp));
+  for (size_t i = 0; i < devices.size(); ++i) {
+    json d = DeviceReport(ev, devices[i], rank_offset + static_cast<int>(i), tp);
+    if (!machine.is_null()) d["machine"] = machine;
+    devs.push_back(std::move(d));
+  }
 
   const json& msprof = Field(ev, "msprof");
   bool msprof_any = false;
@@ -642,6 +651,24 @@ json BuildMemoryReport(const json& ev) {
           {"weights_breakdown", WeightsBreakdown(Field(ev, "weights"), devs)},
           {"evidence_chain", chain},
           {"notes", notes}};
+}
+
+}  // namespace
+
+json BuildMemoryReport(const json& ev) {
+  const json& others = Field(ev, "nodes");
+  if (!others.is_array() || others.empty()) return NodeReport(ev);
+  json head = ev;
+  head.erase("nodes");
+  json reports = json::array({{{"node", 0}, {"machine", ev.value("machine", "")}, {"report", NodeReport(head)}}});
+  for (size_t i = 0; i < others.size(); ++i) {
+    const json& n = others[i];
+    if (!n.is_object()) continue;
+    reports.push_back({{"node", n.value("node", static_cast<int64_t>(i + 1))},
+                       {"machine", n.value("machine", "")},
+                       {"report", NodeReport(n)}});
+  }
+  return MergeNodeMemoryReports(reports);
 }
 
 }  // namespace npuprof::sm

@@ -21,6 +21,15 @@
 //   "weights":     {"per_device_bytes","total_bytes","categories":[...],
 //                   "blob","file","tp","dp","ep","expert_parallel"}
 //   "theory":      {"per_device_bytes", ...}
+//   "machine":     the machine the devices are on (each device entry then
+//                  carries it beside device_id)
+//   "rank_offset": the world rank of the first device (a node of a
+//                  multi-node deployment: node * dp_local * tp), for the
+//                  vLLM log's per-rank lines
+//   "nodes":       a deployment over several machines: every other node's
+//                  evidence, each {"node", "machine", "rank_offset",
+//                  "devices", ...} as above; the report is then the nodes'
+//                  reports put together (memory_deployment_report.h)
 //
 // Rules (docs/BEHAVIOUR.md#mem-components, #mem-residual): fixed overhead = baseline used; weights =
 // vLLM log > safetensors per-device > unavailable, others as corroboration;

@@ -71,6 +71,27 @@ std::string Thousands(double v) {
 
 std::string Mb(const json& v) { return v.is_number() ? Thousands(v.get<double>()) + " MB" : "-"; }
 
+// The totals per node and for the deployment (memory_deployment_report.h), MB.
+std::string DeploymentTotals(const json& r, bool zh) {
+  static constexpr std::pair<const char*, const char*> kCols[] = {
+      {"weights", "Weights"}, {"kv_cache", "KV cache"}, {"activation_peak", "Activation"}, {"residual", "Residual"}};
+  std::string out = zh ? "[部署合计] (MB)\n" : "[Deployment totals] (MB)\n";
+  out += fmt::format("  {:<18} | {:>7} | {:>12}", zh ? "节点" : "Node", zh ? "卡数" : "Devices", zh ? "已用" : "Used");
+  for (const auto& [key, en] : kCols) out += fmt::format(" | {:>12}", en);
+  out += "\n";
+  const auto line = [&](const std::string& name, const json& t) {
+    std::string l = fmt::format("  {:<18} | {:>7} | {:>12}", name, t.value("devices", 0),
+                                Num1(t.value("hbm_used_mb", json())));
+    const json& c = t.value("components_mb", json::object());
+    for (const auto& [key, en] : kCols) l += fmt::format(" | {:>12}", Num1(c.value(key, json())));
+    return l + "\n";
+  };
+  for (const auto& n : r["nodes"])
+    out += line(fmt::format("{} {}", n.value("node", 0), n.value("machine", "")), n.value("totals", json::object()));
+  out += line(zh ? "部署" : "deployment", r.value("totals", json::object()));
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string RenderMemoryReportText(const json& r, const std::string& lang) {
@@ -83,7 +104,11 @@ std::string RenderMemoryReportText(const json& r, const std::string& lang) {
   for (const auto& d : r.value("devices", json::array())) {
     const json used = d.value("hbm_used_mb", json());
     const json total = d.value("hbm_total_mb", json());
-    out += fmt::format("[{} {}] {}: {} | {}: {} ({})\n\n", w.device, d.value("device_id", -1), w.total,
+    // A deployment over several machines names each device's machine.
+    const std::string where = r.contains("nodes") && d.contains("machine") && d["machine"].is_string()
+                                  ? " @ " + d["machine"].get<std::string>()
+                                  : "";
+    out += fmt::format("[{} {}{}] {}: {} | {}: {} ({})\n\n", w.device, d.value("device_id", -1), where, w.total,
                        total.is_number() ? fmt::format("{:.2f} GiB", total.get<double>() / 1024.0) : "-", w.used,
                        used.is_number() ? fmt::format("{:.2f} GiB", used.get<double>() / 1024.0) : "-",
                        d.value("hbm_used_phase", ""));
@@ -139,6 +164,8 @@ std::string RenderMemoryReportText(const json& r, const std::string& lang) {
                          xv["weights_vs_theory_pct"].get<double>());
     out += fmt::format("  {:<22} {}\n\n", std::string(w.scope) + ":", d.value("msprof_scope", "none"));
   }
+
+  if (r.contains("nodes") && r["nodes"].is_array()) out += DeploymentTotals(r, zh);
 
   const json& wb = r.value("weights_breakdown", json());
   if (wb.is_object()) {

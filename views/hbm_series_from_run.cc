@@ -59,6 +59,27 @@ const TaskTimes* LastSucceeded(const std::map<std::string, TaskTimes>& tasks, co
   return best;
 }
 
+// The head's last memory.collect_csvs that succeeded: a run over several
+// machines collects on every node, and the curve is drawn for the head's
+// devices (the run's machine; each node's device ids are its own).
+const TaskTimes* HeadCollect(const json& events_doc, const std::map<std::string, TaskTimes>& tasks) {
+  const json& events = events_doc.is_array() ? events_doc : Field(events_doc, "events");
+  std::string head;
+  if (events.is_array())
+    for (const auto& e : events)
+      if (e.is_object() && Field(e, "type") == "RunSubmitted" && Field(Field(e, "payload"), "machine").is_string()) {
+        head = e["payload"]["machine"].get<std::string>();
+        break;
+      }
+  const TaskTimes* best = nullptr;
+  for (const auto& [id, t] : tasks) {
+    if (t.kind != "memory.collect_csvs" || t.answered_ms < 0 || (best && t.order < best->order)) continue;
+    const json& name = Field(Field(t.payload, "machine"), "name");
+    if (head.empty() || !name.is_string() || name == head) best = &t;
+  }
+  return best ? best : LastSucceeded(tasks, "memory.collect_csvs");
+}
+
 // The memory.infer record as the kind folds it: result + server window
 // (with the ready instant: when the last service.wait_ready answered).
 json InferenceRecord(const std::map<std::string, TaskTimes>& tasks, const TaskTimes& infer) {
@@ -75,7 +96,7 @@ json InferenceRecord(const std::map<std::string, TaskTimes>& tasks, const TaskTi
 std::vector<NpuMemCsv> NpuMemCsvsOfRun(const json& events_doc) {
   std::vector<NpuMemCsv> out;
   const auto tasks = Tasks(events_doc);
-  const TaskTimes* collect = LastSucceeded(tasks, "memory.collect_csvs");
+  const TaskTimes* collect = HeadCollect(events_doc, tasks);
   if (!collect) return out;
   const json& rows = Field(collect->result, "npu_mem");
   for (const auto& [dev, file] : sm::DeviceSeriesFiles(rows)) {
@@ -89,7 +110,7 @@ std::vector<NpuMemCsv> NpuMemCsvsOfRun(const json& events_doc) {
 
 std::optional<sm::ChosenWindow> InferenceWindowOfRun(const json& events_doc) {
   const auto tasks = Tasks(events_doc);
-  if (const TaskTimes* collect = LastSucceeded(tasks, "memory.collect_csvs"))
+  if (const TaskTimes* collect = HeadCollect(events_doc, tasks))
     if (auto w = sm::ChosenWindowFromJson(Field(collect->payload, "inference_window"))) return w;
   if (const TaskTimes* infer = LastSucceeded(tasks, "memory.infer"))
     return sm::ChooseInferenceWindow(InferenceRecord(tasks, *infer));

@@ -219,6 +219,7 @@ std::string Overview(const json& devices, const Words& w, bool zh) {
   for (const auto& d : devices) {
     DeviceBar b;
     b.label = fmt::format("{} {}", w(kDevice), CellText(Field(d, "device_id")));
+    if (Field(d, "node").is_number_integer()) b.label += " @ " + StrField(d, "machine");
     b.total_mb = NumField(d, "hbm_total_mb");
     b.used_mb = NumField(d, "hbm_used_mb");
     for (const auto& c : ArrField(d, "components")) {
@@ -231,6 +232,25 @@ std::string Overview(const json& devices, const Words& w, bool zh) {
   }
   BarChartWords bw{w(kFree), w(kUsed), w(kTotal)};
   return Heading(2, w(kOverview), "overview") + "<div class=\"chart\">" + StackedHbmBars(bars, bw) + "</div>\n";
+}
+
+// A deployment over several machines: its totals per node and in all (MB).
+std::string DeploymentTotals(const json& report, bool zh) {
+  if (!Field(report, "nodes").is_array()) return "";
+  static constexpr const char* kKeys[] = {"weights", "kv_cache", "activation_peak", "residual"};
+  HtmlTable t({zh ? "节点" : "node", zh ? "卡数" : "devices", zh ? "已用 MB" : "used MB", "weights MB", "KV cache MB",
+               "activation MB", "residual MB"},
+              {false, true, true, true, true, true, true});
+  const auto mb = [](const json& v) { return v.is_number() ? fmt::format("{:.1f}", v.get<double>()) : std::string("-"); };
+  const auto row = [&](const std::string& name, const json& totals) {
+    std::vector<std::string> cells = {E(name), E(CellText(Field(totals, "devices"))), mb(Field(totals, "hbm_used_mb"))};
+    for (const char* k : kKeys) cells.push_back(mb(Field(Field(totals, "components_mb"), k)));
+    t.Row(cells);
+  };
+  for (const auto& n : ArrField(report, "nodes"))
+    row(fmt::format("{} {}", CellText(Field(n, "node")), StrField(n, "machine")), Field(n, "totals"));
+  row(zh ? "部署" : "deployment", Field(report, "totals"));
+  return Heading(2, zh ? "部署合计" : "Deployment totals", "deployment") + t.Finish();
 }
 
 std::string WeightsBreakdown(const json& wb, const Words& w, bool zh) {
@@ -295,16 +315,22 @@ std::string Render(const json& doc, const json& report, const HbmSeriesSet& set,
 
   const json& devices = ArrField(report, "devices");
   body += Overview(devices, w, zh);
+  body += DeploymentTotals(report, zh);
   for (const auto& d : devices) {
     const std::string dev = CellText(Field(d, "device_id"));
+    // A deployment over several machines: the device's machine, and the
+    // HBM curve only for the head's devices (the series read are the head's).
+    const bool other_node = Field(d, "node").is_number_integer() && Field(d, "node").get<int>() != 0;
+    const std::string machine = Field(report, "nodes").is_array() ? StrField(d, "machine") : "";
+    const std::string anchor = machine.empty() ? "device-" + dev : "device-" + machine + "-" + dev;
     body += "<section class=\"card\">";
-    body += Heading(2, fmt::format("{} {}", w(kDevice), dev), "device-" + dev);
+    body += Heading(2, fmt::format("{} {}{}", w(kDevice), dev, machine.empty() ? "" : " @ " + machine), anchor);
     body += fmt::format("<p class=\"sub\">{}: {} | {}: {} ({})</p>\n", E(w(kTotal)), GibText(Field(d, "hbm_total_mb")),
                         E(w(kUsed)), GibText(Field(d, "hbm_used_mb")), E(StrField(d, "hbm_used_phase")));
     body += ComponentTable(d, w, zh);
     body += CrossValidation(d, w, zh);
     const json& id = Field(d, "device_id");
-    if (id.is_number_integer()) body += DeviceCurve(id.get<int>(), set, w);
+    if (id.is_number_integer() && !other_node) body += DeviceCurve(id.get<int>(), set, w);
     body += "</section>\n";
   }
   body += WeightsBreakdown(Field(report, "weights_breakdown"), w, zh);

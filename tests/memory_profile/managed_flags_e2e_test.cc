@@ -67,7 +67,7 @@ TEST_F(ManagedFlagsE2E, AManagedFlagAfterTheDoubleDashIsRefusedAndNothingIsSubmi
            {{"--gpu-memory-utilization", "0.5"}, "--gpu-memory-utilization", "--gpu-memory-utilization"},
            {{"--gpu-memory-utilization=0.5"}, "--gpu-memory-utilization", "--gpu-memory-utilization"},
            {{"--max-model-len", "1024"}, "--max-model-len", "--max-model-len"},
-           {{"--data-parallel-size-local", "1"}, "--data-parallel-size-local", ""},
+           {{"--data-parallel-size-local", "1"}, "--data-parallel-size-local", "--dp-local"},
            {{"-tp", "2"}, "--tensor-parallel-size", "--tp"},
            {{"--enforce-eager", "-O3"}, "--enforce-eager", "--enforce-eager"}}) {
     CliResult r = h_.Cli(Submit(c.extra), 60);

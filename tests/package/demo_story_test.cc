@@ -65,6 +65,20 @@ TEST(DemoStory, TorchShowsBothGatesAndEveryRank) {
       << out;
 }
 
+TEST(DemoStory, ADeploymentsMemoryReportIsOneLinePerMachineAndDeviceThenTheTotals) {
+  const json dev = {{"machine", "node-b"},
+                    {"device_id", 1},
+                    {"hbm_used_mb", 52000.0},
+                    {"components", {{{"key", "weights"}, {"value_mb", 385.7}}, {{"key", "kv_cache"}, {"value_mb", nullptr}}}}};
+  const json totals = {{"devices", 1}, {"hbm_used_mb", 52000.0}, {"components_mb", {{"weights", 385.7}}}};
+  const json r = {{"devices", {dev}}, {"nodes", {{{"machine", "node-b"}, {"totals", totals}}}}, {"totals", totals}};
+  const auto lines = StoryLines(StoryView::kDeploymentMemory, r.dump());
+  ASSERT_EQ(lines.size(), 5u) << Joined(lines);
+  EXPECT_EQ(lines[1], "node-b            1    52000.0      385.7          -          -          -");
+  EXPECT_EQ(lines[2], "totals");
+  EXPECT_EQ(lines[4].rfind("deployment", 0), 0u) << lines[4];
+}
+
 TEST(DemoStory, ReportTextDropsTheEvidenceLinesOnly) {
   const std::string report =
       "[Device 0] Total HBM: 64.00 GiB\n"

@@ -21,6 +21,7 @@
 #include "statemachine/machine_inventory.h"
 #include "statemachine/memory_profile_events.h"
 #include "statemachine/memory_profile_machine.h"
+#include "statemachine/memory_profile_nodes.h"
 #include "statemachine/probe_machine.h"
 #include "statemachine/serve_machine.h"
 #include "statemachine/sweep_machine.h"
@@ -125,7 +126,7 @@ TEST(EventSchema, EveryKindEventTypeHasAMessageThatRoundTrips) {
   std::vector<std::string> types = {kProbeRecorded, kProbeFailed, kMachineChecked, kServiceLaunched, kServiceReady,
                                     kServiceFailed, kServiceStopRequested, kServiceStopped, kServiceStopFailed,
                                     kSweepChildFinished, kTpStepFailed, kTpWorkloadGated, kTpCleanupStarted,
-                                    kTpAnalysisGated, kTpFlushWaited, kMemRecorded, kMemStepFailed, kMemRunFailing,
+                                    kTpAnalysisGated, kTpFlushWaited, kMemRecorded, kMemStepFailed, kMemRunFailing, kMemNodeEvidence,
                                     kMachineAdded, kMachineRemoved, kMachineHostKeyAccepted, kDevicesQuarantined,
                                     kDevicesCleared, kClockMeasured};
   for (const MemoryEvidenceEvent& e : MemoryEvidenceEvents()) types.emplace_back(e.type);

@@ -69,6 +69,8 @@ TEST(ManagedFlags, MultiNodeFormsAndConfigFilesAreSetByNpuprof) {
   }
   EXPECT_NE(Refusal("memory-profile", {"--data-parallel-size-local", "1"}).find("vLLM's --data-parallel-size-local"),
             std::string::npos);
+  // memory-profile spans nodes too: the same submit options.
+  EXPECT_NE(Refusal("memory-profile", {"--data-parallel-rpc-port", "1"}).find("--dp-rpc-port"), std::string::npos);
   EXPECT_NE(Refusal("serve", {"--config", "x.yaml"}).find("config file may set any flag"), std::string::npos);
   EXPECT_NE(Refusal("torch-profile", {"--trust-remote-code"}).find("always given by npuprof"), std::string::npos);
 }

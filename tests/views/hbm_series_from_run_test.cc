@@ -150,6 +150,25 @@ TEST(HbmSeriesFromRun, NamesTheCsvsToFetch) {
   EXPECT_TRUE(NpuMemCsvsOfRun(json("garbage")).empty());
 }
 
+// A run over several machines collects on every node: the curve reads the
+// head's collect (the run's machine), not the node that answered last.
+TEST(HbmSeriesFromRun, ADeploymentsCurveIsTheHeadsSeries) {
+  json log = Log(0.0);
+  json& events = log["events"];
+  events.insert(events.begin(), Ev("RunSubmitted", kT0Ms - 10000, {{"kind", "memory-profile"}, {"machine", "head"}}));
+  for (auto& e : events)
+    if (e["type"] == "TaskScheduled" && e["payload"]["kind"] == "memory.collect_csvs")
+      e["payload"]["payload"]["machine"] = {{"name", "head"}};
+  events.push_back(Scheduled("t7", "memory.collect_csvs", kT0Ms + 2001, {{"machine", {{"name", "worker"}}}}));
+  events.push_back(Succeeded(
+      "t7", kT0Ms + 2200,
+      {{"npu_mem", json::array({{{"file", "npu_mem_w.csv"}, {"event", "Device"}, {"device_id", 0}, {"samples", 500}}})}},
+      {{"msprof_csvs/npu_mem_w.csv", "sha-w"}}));
+  const auto csvs = NpuMemCsvsOfRun(log);
+  ASSERT_EQ(csvs.size(), 2u);
+  EXPECT_EQ(csvs[0].blob, "sha-a");
+}
+
 TEST(HbmSeriesFromRun, TargetClockAheadOfTheServerMovesPhasesAndFindsThePeak) {
   // The target's clock runs 1 h ahead: the series and the target readings
   // are on it; the phases from the log are moved onto it.

@@ -56,6 +56,10 @@ def main(argv):
         prefix = engine_prefix(style, pid, spec["dp"], 0)
     log = Logger(style, prefix, spec.get("ansi"))
     first = spec["tp_rank"] == 0
+    # The first rank of this host prints the engine's memory lines: rank 0 on
+    # one host, the first rank of each node of a multi-node deployment (a
+    # headless node's engine logs to that node's own stdout).
+    node_first = spec.get("local_rank", spec["rank"]) == 0
     step = spec["startup"]
     p = spec["printed"]
 
@@ -93,7 +97,7 @@ def main(argv):
         log.info("worker.py:266", "Memory profiling takes %.2f seconds\nthe current vLLM instance can use total_gpu_memory (%.2fGiB) x gpu_memory_utilization (%.2f) = %.2fGiB\nmodel weights take %.2fGiB; non_torch_memory takes %.2fGiB; PyTorch activation peak memory takes %.2fGiB; the rest of the memory reserved for KV Cache is %sGiB."
                  % (step * 0.3, m["total_gib"], m["util"], m["total_gib"] * m["util"], m["weights_gib"],
                     m["non_torch_gib"], m["activation_gib"], p["kv_cache_gib"]))
-    elif style == "new" or spec["rank"] == 0:
+    elif style == "new" or node_first:
         if style == "ascend":
             log.info("monitor.py:48", "torch.compile and initial profiling/warmup run together took %.2f s in total" % (step * 0.3))
             log.info("worker.py:357", "Available KV cache memory: %s GiB" % p["kv_cache_gib"])
@@ -108,7 +112,7 @@ def main(argv):
         if style == "old":
             log.info("model_runner.py:1569", "Graph capturing finished in %d secs, took %s GiB"
                      % (max(1, round(step * 0.2)), p["graph_capture_gib"]))
-        elif style == "new" or spec["rank"] == 0:
+        elif style == "new" or node_first:
             log.info("gpu_model_runner.py:2472" if style == "new" else "gpu_model_runner.py:5746",
                      "Graph capturing finished in %d secs, took %s GiB" % (max(1, round(step * 0.2)), p["graph_capture_gib"]))
     elif style == "ascend" and spec["rank"] == 0:

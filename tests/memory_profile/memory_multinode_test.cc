@@ -1,0 +1,209 @@
+// Pure tests of a standalone memory-profile over two machines: every per-node
+// step on each node's machine (the step goes on once both answered), the head
+// launched first and the headless node with its RPC port and its own wrap
+// script, readiness and the inference through the head, the stop headless
+// first, the weights read on the head with the whole deployment's dp, and a
+// report keyed by (machine, device) with totals per node and in all; a
+// failure on one node fails the run naming it, every node stopped.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/kind_driver.h"
+#include "statemachine/deployment_service.h"
+#include "statemachine/memory_deployment_report.h"
+#include "statemachine/memory_profile_machine.h"
+#include "statemachine/memory_report.h"
+#include "statemachine/service_spec.h"
+
+namespace npuprof::sm {
+namespace {
+
+using testing::KindDriver;
+
+json Record(const std::string& name, const std::string& host) {
+  return json{{"name", name}, {"host", host}, {"port", 22}, {"user", "u"}, {"runtime_base", "/rt"}};
+}
+
+// tp 1, dp 2 over a (head) and b: one NPU per node (device 0 on each).
+json Spec() {
+  return json{{"mode", "standalone"},
+              {"machine", "a"},
+              {"machine_record", Record("a", "127.0.0.2")},
+              {"model", "/models/qwen"},
+              {"tp", 1},
+              {"dp", 2},
+              {"nodes",
+               {{{"machine", "a"}, {"machine_record", Record("a", "127.0.0.2")}},
+                {{"machine", "b"}, {"machine_record", Record("b", "127.0.0.3")}}}}};
+}
+
+json Hbm(double used) { return {{"hbm", {{"0", {{"used_mb", used}, {"total_mb", 65536}}}}}}; }
+
+struct MultiMem : KindDriver {
+  MultiMem() : KindDriver(std::make_unique<MemoryProfileMachine>()) {}
+  // Answers the step's task on both nodes, b first: the run stays in the step until a's.
+  void Both(const std::string& kind, const json& a, const json& b) {
+    const std::string state = s.state;
+    Answer(kind, "b", true, b);
+    EXPECT_EQ(s.state, state) << kind << ": on with the run before every node answered";
+    Answer(kind, "a", true, a);
+  }
+  void ToReady() {
+    Submit(Spec());
+    ASSERT_EQ(s.state, "preflight");
+    ASSERT_NE(Pending(kMemPreflightTask, "b"), nullptr) << "the preflight runs on every node";
+    EXPECT_EQ(Pending(kMemPreflightTask, "b")->payload["wrap_script"], "/rt/r1/msprof_wrap.sh");
+    Both(kMemPreflightTask, {{"wrap_script", "/rt/r1/msprof_wrap.sh"}}, {{"wrap_script", "/rt/r1/wrap-b.sh"}});
+    ASSERT_EQ(s.state, "baseline");
+    Both(kMemNpuSmiTask, Hbm(3000), Hbm(3100));
+    ASSERT_EQ(s.state, "service");
+    EXPECT_EQ(Pending(kServiceLaunchTask, "b"), nullptr) << "the head is launched first";
+    const TaskInfo* head = Pending(kServiceLaunchTask, "a");
+    ASSERT_NE(head, nullptr);
+    EXPECT_EQ(head->payload["deployment"]["node"], 0);
+    EXPECT_EQ(head->payload["runtime_dir"], "/rt/r1/service-1-node0");
+    Answer(kServiceLaunchTask, "a", true,
+           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 10}, {"port", 18000}, {"devices", {0}},
+            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 29500}}}});
+    const TaskInfo* b = Pending(kServiceLaunchTask, "b");
+    ASSERT_NE(b, nullptr) << "then every other node";
+    EXPECT_EQ(b->payload["deployment"]["dp_rpc_port"], 29500);
+    EXPECT_EQ(b->payload["deployment"]["headless"], true);
+    EXPECT_EQ(b->payload["wrap_script"], "/rt/r1/wrap-b.sh") << "wrapped by its own node's script";
+    Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 20}, {"devices", {0}}});
+    ASSERT_EQ(s.state, "ready");
+    EXPECT_EQ(Pending(kServiceWaitReadyTask, "b"), nullptr) << "readiness is the head's";
+    EXPECT_NE(Pending(kServiceWatchTask, "b"), nullptr) << "the headless node is watched";
+    Answer(kServiceWaitReadyTask, "a", true, {{"ready_after_ms", 10}});
+  }
+};
+
+TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesByMachine) {
+  MultiMem r;
+  r.ToReady();
+  ASSERT_EQ(r.s.state, "after_ready");
+  r.Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
+  ASSERT_EQ(r.s.state, "vllm_log");
+  EXPECT_EQ(r.Pending(kMemLogsTask, "b")->payload["runtime_dir"], "/rt/r1/service-1-node1");
+  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+  ASSERT_EQ(r.s.state, "inference");
+  EXPECT_EQ(r.Pending(kMemInferTask, "b"), nullptr) << "the inference goes through the head";
+  r.Answer(kMemInferTask, "a", true, {{"ok", true}});
+  ASSERT_EQ(r.s.state, "after_infer");
+  r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  ASSERT_EQ(r.s.state, "stopped");
+  EXPECT_EQ(r.Pending(kServiceWatchTask, "b"), nullptr) << "the watch ends before the stop";
+  EXPECT_EQ(r.Pending(kServiceStopTask, "a"), nullptr) << "the head is stopped last";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_EQ(r.s.state, "weights");
+  EXPECT_EQ(r.s.data["stopped"]["stopped"], true);
+  EXPECT_EQ(r.s.data["stopped"]["nodes"][1]["machine"], "b");
+  const TaskInfo* w = r.Pending(kMemWeightsTask, "a");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->payload["dp"], 2) << "the whole deployment's dp: EP = TP x DP over every node";
+  r.Answer(kMemWeightsTask, "a", true, {{"weights", {{"per_device_bytes", 1048576.0 * 1000}}}});
+  ASSERT_EQ(r.s.state, "flushed");
+  EXPECT_EQ(r.Pending(kMemWaitFlushTask, "b")->payload["msprof_dir"], "/rt/r1/service-1-node1/msprof_data");
+  r.Both(kMemWaitFlushTask, {{"signal", "end_info"}}, {{"signal", "end_info"}});
+  ASSERT_EQ(r.s.state, "export");
+  r.Both(kMemExportTask, {{"status", "ok"}}, {{"status", "ok"}});
+  ASSERT_EQ(r.s.state, "msprof");
+  r.Both(kMemCollectTask, {{"module_mem", json::array()}, {"npu_mem", json::array()}},
+         {{"module_mem", json::array()}, {"npu_mem", json::array()}});
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
+
+  const json report = BuildMemoryReport(MemoryEvidenceFromState(r.s));
+  ASSERT_EQ(report["devices"].size(), 2u);
+  EXPECT_EQ(report["devices"][0]["machine"], "a");
+  EXPECT_EQ(report["devices"][1]["machine"], "b");
+  EXPECT_EQ(report["devices"][1]["device_id"], 0);
+  EXPECT_EQ(report["devices"][1]["hbm_used_mb"], 41500.0) << "node b's own snapshot";
+  ASSERT_EQ(report["nodes"].size(), 2u);
+  EXPECT_EQ(report["nodes"][1]["totals"]["hbm_used_mb"], 41500.0);
+  EXPECT_EQ(report["totals"]["hbm_used_mb"], 82000.0);
+  EXPECT_EQ(report["totals"]["components_mb"]["fixed_overhead"], 6100.0) << "each node's own baseline";
+  EXPECT_EQ(report["totals"]["devices"], 2);
+  const json manifest = MemoryProfileMachine().Manifest(r.s);
+  ASSERT_EQ(manifest["nodes"].size(), 1u) << "every node but the head";
+  EXPECT_EQ(manifest["nodes"][0]["machine"], "b");
+  EXPECT_EQ(manifest["nodes"][0]["after_infer_hbm"]["0"]["used_mb"], 41500.0);
+  EXPECT_EQ(manifest["nodes"][0]["files_dir"], "nodes/b/");
+  const json summary = MemoryProfileMachine().Summary(r.s);
+  EXPECT_EQ(summary["nodes"][1]["stopped"], true);
+  EXPECT_EQ(summary["report_summary"]["devices"][1]["machine"], "b");
+}
+
+TEST(MemoryMultiNode, ACriticalStepFailedOnOneNodeFailsTheRunNamingIt) {
+  MultiMem r;
+  r.Submit(Spec());
+  r.Both(kMemPreflightTask, {{"wrap_script", "/rt/r1/msprof_wrap.sh"}}, {{"wrap_script", "/rt/r1/msprof_wrap.sh"}});
+  r.Answer(kMemNpuSmiTask, "a", true, Hbm(3000));
+  r.Answer(kMemNpuSmiTask, "b", false, json::object(), "npu_smi_failed");
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("node 1 (b): baseline"), std::string::npos) << r.s.error;
+  EXPECT_TRUE(r.PendingAll(kServiceLaunchTask).empty()) << "nothing was launched";
+}
+
+TEST(MemoryMultiNode, AHeadlessNodeThatDiesFailsTheRunAndEveryNodeIsStopped) {
+  MultiMem r;
+  r.ToReady();
+  ASSERT_EQ(r.s.state, "after_ready");
+  r.Answer(kServiceWatchTask, "b", false, json::object(), "service_died");
+  ASSERT_EQ(r.s.state, "vllm_log") << "the cleanup reads every node's log first";
+  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+  ASSERT_EQ(r.s.state, "stopped");
+  EXPECT_EQ(r.Pending(kServiceStopTask, "a"), nullptr) << "the headless node first";
+  r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}, {"stderr_tail", "RuntimeError: rank died\n"}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("node 1 (b)"), std::string::npos) << r.s.error;
+  EXPECT_NE(r.s.error.find("RuntimeError: rank died"), std::string::npos) << r.s.error;
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(NodeStopConfirmed(r.s, i)) << i;
+}
+
+TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCannotEndItFailsTheRun) {
+  MultiMem r;
+  r.ToReady();
+  r.Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
+  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+  r.Answer(kMemInferTask, "a", true, {{"ok", true}});
+  r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  r.Answer(kServiceStopTask, "b", false, json::object(), "still_running");
+  const TaskInfo* again = r.Pending(kServiceStopTask, "b");
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->payload["force"], true);
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", false}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  // The walk goes on with what can still be read; the run fails at its end.
+  EXPECT_EQ(r.s.data["stopped"]["stopped"], false);
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("node 1 (b), pid 20"), std::string::npos) << r.s.error;
+}
+
+TEST(MemoryDeploymentReport, TotalsSumTheDevicesThatMeasuredAValue) {
+  const json dev = {{"hbm_used_mb", 100.0},
+                    {"hbm_total_mb", 1000.0},
+                    {"components", {{{"key", "weights"}, {"value_mb", 10.0}}, {{"key", "kv_cache"}, {"value_mb", nullptr}}}}};
+  const json t = MemoryDeviceTotals(json::array({dev, dev}));
+  EXPECT_EQ(t["devices"], 2);
+  EXPECT_EQ(t["hbm_used_mb"], 200.0);
+  EXPECT_EQ(t["components_mb"]["weights"], 20.0);
+  EXPECT_TRUE(t["components_mb"]["kv_cache"].is_null()) << "no device measured it";
+  const json merged = MergeNodeMemoryReports(
+      {{{"node", 0}, {"machine", "a"}, {"report", {{"devices", {dev}}, {"msprof", {{"status", "ok"}}}, {"notes", {"x"}}}}},
+       {{"node", 1}, {"machine", "b"}, {"report", {{"devices", {dev}}, {"msprof", {{"status", "export_timeout"}}},
+                                                   {"notes", {"x", "y"}}}}}});
+  EXPECT_EQ(merged["devices"][1]["machine"], "b");
+  EXPECT_EQ(merged["msprof"]["status"], "export_timeout");
+  EXPECT_EQ(merged["msprof"]["status_node"], "node 1 (b)");
+  EXPECT_EQ(merged["notes"], json({"x", "node 1 (b): y"}));
+}
+
+}  // namespace
+}  // namespace npuprof::sm
