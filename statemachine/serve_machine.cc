@@ -89,7 +89,7 @@ void ScheduleStop(Decision& d) {
   d.Schedule(BuildStopPayload(rt, PidOf(svc), data.stop().force(), Spec(s).stop_grace_s()));
 }
 
-// A multi-node deployment: the stop of every node (headless ones first); the
+// A multi-node deployment: the stop of every node (all at once); the
 // run ends once every node is settled.
 void ContinueMultiStop(Decision& d);
 
