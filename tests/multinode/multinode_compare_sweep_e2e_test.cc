@@ -5,6 +5,8 @@
 //   * compare of a 2-node run (tp 1, dp 2) and a 1-node run: ranks matched by
 //     (node, rank within the node), node 0's rank side by side, node 1's rank
 //     named as existing in the 2-node run only (JSON, notes and text);
+//   * a sweep over dp with --node repeated (dp 2 and 4 over 2 nodes): every
+//     point on every node, its report compares the points by place;
 //   * a sweep over node lists (--grid node=[...]): each point a full
 //     deployment with its own head, children ok, the sweep's report
 //     compares the points by rank position;
@@ -130,6 +132,32 @@ TEST_F(MultiNodeCompareSweepE2E, ASweepOverNodeListsRunsEachPointAsAFullDeployme
   EXPECT_EQ(c["ranks"][2]["only_in"], json::array({"swn-p1"}));
   EXPECT_EQ(c["ranks"][2]["machines"][1], "worker");
   for (const std::string& n : h_.NodeNames()) EXPECT_TRUE(h_.LiveServicePids(n).empty()) << n;
+}
+
+TEST_F(MultiNodeCompareSweepE2E, ASweepOverDpWithTheNodesRepeatedRunsEveryPointOnEveryNode) {
+  CliResult r = h_.Cli(Cat({"submit", "sweep", "--kind", "torch-profile", "--node", "head", "--node", "worker", "--tp",
+                            "1", "--tag", "sd", "--grid", "dp=2,4", "--run-id", "swd", "--wait"},
+                           TorchFlags(model_)),
+                       600);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json p0 = h_.Cli({"manifest", "swd-p0"}).json();
+  const json p1 = h_.Cli({"manifest", "swd-p1"}).json();
+  EXPECT_EQ(p0["dp_local"], 1);
+  EXPECT_EQ(p1["dp_local"], 2);
+  EXPECT_EQ(p0["rank_count"], 2);
+  EXPECT_EQ(p1["rank_count"], 4);
+  EXPECT_EQ(p1["analysis_status"], "ok");
+  // Compared by place: rank 1 of each node exists in the dp 4 point only.
+  CliResult rep = h_.Cli({"report", "swd", "--format", "json"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err << rep.out;
+  const json c = rep.json();
+  ASSERT_EQ(c["ranks"].size(), 4u) << c["ranks"].dump();
+  for (size_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(c["ranks"][p]["node"], p / 2);
+    EXPECT_EQ(c["ranks"][p]["rank_in_node"], p % 2);
+    if (p % 2 == 1) EXPECT_EQ(c["ranks"][p]["only_in"], json::array({"swd-p1"}));
+    else EXPECT_FALSE(c["ranks"][p].contains("only_in"));
+  }
 }
 
 TEST_F(MultiNodeCompareSweepE2E, APointWhoseShapeDoesNotDivideOverTheNodesIsRefusedAtSubmit) {
