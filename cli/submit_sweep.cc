@@ -6,6 +6,7 @@
 // `npuprof submit KIND`) with the point's values added, so a bad key or
 // value is refused here, naming it, before anything is submitted; the
 // server then validates every point again before it submits any child.
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -143,11 +144,18 @@ void AddSubmitSweep(CLI::App* submit) {
     if (Status st = TakeSweepOptions(raw, *c, *o); !st.ok()) return Fail(2, st.message());
     if (o->kind != "memory-profile" && o->kind != "torch-profile")
       return Fail(2, fmt::format("--kind '{}': a sweep runs memory-profile or torch-profile points", o->kind));
-    if (c->machine.empty()) return Fail(2, "a sweep needs --machine");
     if (o->grid.empty()) return Fail(2, "a sweep needs at least one --grid KEY=V1,V2");
     // Base flags: the child's args before "--"; a grid key may not be one of them.
     std::vector<std::string> base(raw.begin(), std::find(raw.begin(), raw.end(), std::string("--")));
     std::vector<std::string> tail(std::find(raw.begin(), raw.end(), std::string("--")), raw.end());
+    const bool grid_nodes = std::any_of(o->grid.begin(), o->grid.end(),
+                                        [](const std::string& g) { return g.rfind("node=", 0) == 0; });
+    const std::vector<std::string> base_nodes = NodeFlagValues(base);
+    if (grid_nodes && !c->machine.empty())
+      return Fail(2, "--machine together with --grid node: each point's head is its first node; leave out --machine");
+    if (c->machine.empty() && !base_nodes.empty()) c->machine = base_nodes[0].substr(0, base_nodes[0].find(':'));
+    if (c->machine.empty() && !grid_nodes)
+      return Fail(2, "a sweep needs --machine (or --node MACHINE[:DEVICES], repeated, or --grid node=[...])");
     std::vector<GridAxis> axes;
     std::map<std::string, bool> is_flag;
     for (const auto& g : o->grid) {
@@ -160,6 +168,9 @@ void AddSubmitSweep(CLI::App* submit) {
           return Fail(2, fmt::format("--{} is both a child flag and a --grid key; give it in one place", axis->key));
       for (const auto& a : axes)
         if (a.key == axis->key) return Fail(2, fmt::format("--grid {}: the key is given twice", axis->key));
+      if (axis->key == "node")
+        for (const auto& v : axis->values)
+          if (auto list = ParseNodeList(v); !list.ok()) return Fail(2, list.status().message());
       is_flag[axis->key] = (*opt)->get_expected_min() == 0;
       if (is_flag[axis->key])
         for (const auto& v : axis->values)
@@ -172,14 +183,21 @@ void AddSubmitSweep(CLI::App* submit) {
     if (points.size() > 64) return Fail(2, fmt::format("the grid has {} points; at most 64 per sweep", points.size()));
     json grid = json::array(), specs = json::array();
     for (const auto& a : axes) grid.push_back({{"key", a.key}, {"values", a.values}});
+    json sweep_nodes = json::array();  // every machine of a multi-node point, once (the broker adds records)
+    std::string head;                  // the sweep's machine with --grid node: the first point's head
     for (size_t i = 0; i < points.size(); ++i) {
-      std::vector<std::string> args = {"--machine", c->machine};
+      std::vector<std::string> args;
+      if (!grid_nodes) args = {"--machine", c->machine};
       if (!c->tag.empty()) args.insert(args.end(), {"--tag", c->tag});  // the sweep's tag is each point's
       args.insert(args.end(), base.begin(), base.end());
       json point = json::object();
       for (const auto& [k, v] : points[i]) {
         point[k] = v;
-        if (!is_flag[k]) {
+        if (k == "node") {
+          const auto nodes = ParseNodeList(v);  // checked when the axis was read
+          if (nodes.ok())
+            for (const auto& n : *nodes) args.insert(args.end(), {"--node", n});
+        } else if (!is_flag[k]) {
           args.push_back("--" + k);
           args.push_back(v);
         } else if (v == "true") {
@@ -189,11 +207,24 @@ void AddSubmitSweep(CLI::App* submit) {
       args.insert(args.end(), tail.begin(), tail.end());
       auto spec = ChildSpec(o->kind, args);
       if (!spec.ok()) return Fail(2, fmt::format("grid point {} ({}): {}", i, point.dump(), spec.status().message()));
+      if (spec->contains("nodes") && (*spec)["nodes"].is_array()) {
+        for (const auto& n : (*spec)["nodes"]) {
+          const json machine = n.value("machine", json());
+          if (head.empty() && machine.is_string()) head = machine.get<std::string>();
+          if (std::none_of(sweep_nodes.begin(), sweep_nodes.end(), [&](const json& s) { return s["machine"] == machine; }))
+            sweep_nodes.push_back({{"machine", machine}});
+        }
+      } else if (head.empty() && spec->value("machine", json()).is_string()) {
+        head = (*spec)["machine"].get<std::string>();
+      }
       spec->erase("machine");
       spec->erase("tag");
       specs.push_back({{"point", point}, {"spec", *spec}});
     }
-    SubmitAndMaybeWait(*c, "sweep", json{{"child_kind", o->kind}, {"grid", grid}, {"points", specs}}, false);
+    if (c->machine.empty()) c->machine = head;
+    json sweep = {{"child_kind", o->kind}, {"grid", grid}, {"points", specs}};
+    if (!sweep_nodes.empty()) sweep["nodes"] = std::move(sweep_nodes);
+    SubmitAndMaybeWait(*c, "sweep", sweep, false);
   });
 }
 

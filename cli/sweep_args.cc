@@ -1,6 +1,7 @@
 #include "cli/sweep_args.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/text.h"
 
@@ -74,6 +75,33 @@ bool IsReservedGridKey(const std::string& key) {
                         "server-key", "port", "attach", "install-wrapper", "baseline-from", "help", "h"})
     if (key == k) return true;
   return false;
+}
+
+Result<std::vector<std::string>> ParseNodeList(const std::string& value) {
+  const auto bad = [&](const std::string& why) {
+    return Status::Invalid(fmt::format("--grid node={}: {}; a node value is one point's deployment, a JSON list of "
+                                       "--node values, head first: --grid 'node=[\"box1\",\"box2\"],[\"box1:0,1\","
+                                       "\"box2:0,1\",\"box3:0,1\"]'",
+                                       value, why));
+  };
+  const nlohmann::json list = nlohmann::json::parse(value, nullptr, false);
+  if (!list.is_array()) return bad("not a JSON list");
+  if (list.empty()) return bad("an empty list");
+  std::vector<std::string> out;
+  for (const auto& n : list) {
+    if (!n.is_string() || n.get<std::string>().empty()) return bad("every entry must be a non-empty string");
+    out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<std::string> NodeFlagValues(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--node" && i + 1 < args.size()) out.push_back(args[++i]);
+    else if (args[i].rfind("--node=", 0) == 0) out.push_back(args[i].substr(7));
+  }
+  return out;
 }
 
 }  // namespace npuprof::cli

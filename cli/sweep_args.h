@@ -30,4 +30,11 @@ std::vector<std::vector<std::pair<std::string, std::string>>> GridPoints(const s
 // sweep itself, or must differ per run).
 bool IsReservedGridKey(const std::string& key);
 
+// Multi-node sweeps (docs/COMPARE.md "Sweeps"). A `node` grid value is one
+// point's deployment: a JSON array of --node values, head first
+// (["box1","box2:0,1"]); an error names the value and shows the form.
+Result<std::vector<std::string>> ParseNodeList(const std::string& value);
+// The values of every --node / --node=V in args, in order.
+std::vector<std::string> NodeFlagValues(const std::vector<std::string>& args);
+
 }  // namespace npuprof::cli

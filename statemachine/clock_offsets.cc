@@ -24,6 +24,12 @@ void ScheduleClock(Decision& d, const std::string& when) {
 
 bool IsClockTask(const TaskInfo& task) { return task.kind == kMachineClockTask; }
 
+bool ClockPending(const RunState& s) {
+  for (const auto& [id, t] : s.tasks)
+    if (IsClockTask(t) && (t.in_flight() || t.status == TaskStatus::kRetryWait)) return true;
+  return false;
+}
+
 bool OnClockTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {
   if (!IsClockTask(task)) return false;
   d.Emit(kClockMeasured, result.recorded());

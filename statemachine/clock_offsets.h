@@ -32,6 +32,9 @@ void ScheduleClock(Decision& d, const std::string& when);
 // success. Returns false for any other task (the kind goes on with it).
 bool OnClockTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result);
 bool IsClockTask(const TaskInfo& task);
+// Whether a machine.clock task of the run has not answered yet (a run does
+// not end before it: every task it scheduled ends first).
+bool ClockPending(const RunState& s);
 
 // Folds ClockMeasured into data.clock[when]; false for any other event.
 bool ApplyClockEvent(RunState& s, const std::string& type, const json& payload);

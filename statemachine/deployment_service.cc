@@ -216,32 +216,27 @@ void WatchNodes(Decision& d, int first, int64_t poll_s) {
 }
 
 bool ContinueNodeStops(Decision& d, bool force, int64_t grace_s) {
-  const RunState& s = d.state();
-  const int n = NodeCount(s);
+  const int n = NodeCount(d.state());
   const auto stop = [&](int i) {
     const auto svc = NodeServiceOf(d.state(), i);
     const bool escalate = StopDidNotConfirm(d.state(), i);  // the unforced one did not end it
     d.Schedule(BuildNodeStopPayload(*svc, force || escalate, grace_s));
   };
-  // The headless nodes first, all at once.
-  bool headless_out = false;
-  for (int i = n - 1; i >= 1; --i) {
-    if (Out(LastNodeTask(s, kServiceStopTask, i)) || Out(LastNodeTask(s, kServiceLaunchTask, i))) {
-      headless_out = true;
+  // Every node at once: each stop ends that node's own service, and a node
+  // needs nothing from another one to stop (a head whose nodes are going, or
+  // a node whose head is, exits as well), so no node waits for another.
+  bool out = false;
+  for (int i = n - 1; i >= 0; --i) {
+    if (Out(LastNodeTask(d.state(), kServiceStopTask, i)) || Out(LastNodeTask(d.state(), kServiceLaunchTask, i))) {
+      out = true;
       continue;
     }
-    if (NeedsStop(s, i)) {
+    if (NeedsStop(d.state(), i)) {
       stop(i);
-      headless_out = true;
+      out = true;
     }
   }
-  if (headless_out) return true;
-  if (Out(LastNodeTask(d.state(), kServiceStopTask, 0)) || Out(LastNodeTask(d.state(), kServiceLaunchTask, 0)))
-    return true;
-  if (NeedsStop(d.state(), 0)) {
-    stop(0);
-    return true;
-  }
+  if (out) return true;
   return NodeLaunchPending(d.state());
 }
 

@@ -13,8 +13,8 @@
 // picks the data-parallel RPC port), then every other node at once with the
 // head's address and port; ready means the head's API answers (vLLM's front
 // end waits for every engine to join) while every node's process group is
-// watched; a node that dies fails the run naming it; the stop goes to the
-// headless nodes first, then the head.
+// watched; a node that dies fails the run naming it; the stop goes to every
+// node at once.
 #pragma once
 
 #include <cstdint>
@@ -106,9 +106,8 @@ bool NodeLaunchPending(const RunState& s);
 // service died, or when cancelled); a node already watched is skipped.
 void WatchNodes(Decision& d, int first, int64_t poll_s);
 
-// The stop of a multi-node deployment, one step: stops the headless nodes
-// first (all at once), then the head, each node once its launch has
-// answered; a node whose stop failed unforced is stopped again with force.
+// The stop of a multi-node deployment, one step: stops every node at once
+// (the head with the headless ones), each once its launch has answered; a node whose stop failed unforced is stopped again with force.
 // Returns true while a stop or a launch is still out (call it again on each
 // answer), false when every node is settled: stopped, never started, or its
 // forced stop failed (it may still run: NodesThatMayStillRun says so).

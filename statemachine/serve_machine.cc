@@ -89,7 +89,7 @@ void ScheduleStop(Decision& d) {
   d.Schedule(BuildStopPayload(rt, PidOf(svc), data.stop().force(), Spec(s).stop_grace_s()));
 }
 
-// A multi-node deployment: the stop of every node (headless ones first); the
+// A multi-node deployment: the stop of every node (all at once); the
 // run ends once every node is settled.
 void ContinueMultiStop(Decision& d);
 
@@ -118,6 +118,7 @@ void FinishByReason(Decision& d, const std::string& extra_error = "");
 void ContinueMultiStop(Decision& d) {
   const ServeData data = Data(d.state());
   if (ContinueNodeStops(d, data.stop().force(), Spec(d.state()).stop_grace_s())) return;
+  if (ClockPending(d.state())) return;  // the end's clock answers first (AfterClock goes on)
   std::string extra = NodesThatMayStillRun(d.state());
   if (extra.empty() && data.has_failure() && !AllNodesLaunched(d.state())) {
     // Nothing to stop anywhere: some node's launch started nothing.
@@ -251,8 +252,15 @@ void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& resu
 
 }  // namespace
 
+namespace {
+// A clock answer during a multi-node stop: the stop may have been waiting for it.
+void AfterClock(Decision& d) {
+  if (d.state().state == "stopping" && NodeCount(d.state()) > 1 && !d.state().terminal) ContinueMultiStop(d);
+}
+}  // namespace
+
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
-  if (OnClockTaskSucceeded(d, task, result)) return;
+  if (OnClockTaskSucceeded(d, task, result)) return AfterClock(d);
   if (task.kind == kServiceLaunchTask) {
     json rec = ServiceRecordFromLaunch(task.payload, result.recorded());
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
@@ -362,7 +370,7 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFai
 
 void ServeMachine::OnNodeTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
   const RunState& s = d.state();
-  if (IsClockTask(task)) return;  // no offsets then; the run goes on
+  if (IsClockTask(task)) return AfterClock(d);  // no offsets then; the run goes on
   const int node = NodeOfTask(s, task);
   const auto fail = [&](const char* stage) {
     json rec = FailureRecord(stage, failure);

@@ -1,5 +1,6 @@
 #include "statemachine/sweep_machine.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -112,6 +113,64 @@ Status CheckPointGivesItsValues(const std::string& child_kind, const json& point
   return Status::Ok();
 }
 
+// A point whose child spec names the machines of a deployment.
+bool IsDeploymentPoint(const json& child) {
+  return child.is_object() && child.contains("nodes") && child["nodes"].is_array() && !child["nodes"].empty();
+}
+
+// The sweep's `nodes` (sweep_machine.h): absent, or a list of distinct
+// {machine, machine_record} the broker filled from the inventory.
+Status CheckSweepNodes(json& spec) {
+  if (!spec.contains("nodes") || spec["nodes"].is_null()) {
+    spec.erase("nodes");
+    return Status::Ok();
+  }
+  if (!spec["nodes"].is_array())
+    return Status::Invalid("nodes must be the list of every machine the points' deployments name ({machine})");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < spec["nodes"].size(); ++i) {
+    json& n = spec["nodes"][i];
+    if (!n.is_object()) return Status::Invalid(fmt::format("nodes[{}] must be an object {{machine}}", i));
+    if (Status s = RequireSafeName(n, "machine", true); !s.ok())
+      return Status::Invalid(fmt::format("nodes[{}].{}", i, s.message()));
+    const std::string m = n["machine"];
+    if (!n.contains("machine_record") || !n["machine_record"].is_object())
+      return Status::Invalid(fmt::format("nodes[{}].machine: machine '{}' is not in the inventory; add it with "
+                                         "`npuprof machine add {} --host ...`",
+                                         i, m, m));
+    if (!seen.insert(m).second) return Status::Invalid(fmt::format("nodes[{}].machine: '{}' is listed twice", i, m));
+  }
+  return Status::Ok();
+}
+
+// Gives a multi-node point's nodes (and its head) their records from the
+// sweep's nodes; a machine the sweep does not list is refused.
+Status GiveNodeRecords(const json& sweep, json& child) {
+  const json none = json::array();
+  const json& known = sweep.contains("nodes") && sweep["nodes"].is_array() ? sweep["nodes"] : none;
+  for (size_t j = 0; j < child["nodes"].size(); ++j) {
+    json& n = child["nodes"][j];
+    if (!n.is_object() || !n.value("machine", json()).is_string())
+      return Status::Invalid(fmt::format("nodes[{}] must be an object {{machine, devices}}", j));
+    const std::string m = n["machine"];
+    const auto it = std::find_if(known.begin(), known.end(), [&](const json& k) { return k.value("machine", "") == m; });
+    if (it == known.end())
+      return Status::Invalid(fmt::format("nodes[{}].machine '{}' is not among the sweep's nodes (every machine a "
+                                         "point names is listed there; npuprof submit sweep builds both)",
+                                         j, m));
+    n["machine_record"] = (*it)["machine_record"];
+  }
+  child["machine"] = child["nodes"][0]["machine"];
+  child["machine_record"] = child["nodes"][0]["machine_record"];
+  return Status::Ok();
+}
+
+void DropNodeRecords(json& child) {
+  if (!IsDeploymentPoint(child)) return;
+  for (json& n : child["nodes"])
+    if (n.is_object()) n.erase("machine_record");
+}
+
 }  // namespace
 
 std::string SweepPointText(const json& point) {
@@ -172,6 +231,7 @@ Status SweepMachine::ValidateSpec(json& spec) const {
   if (Status s = RequireSafeName(spec, "machine", true); !s.ok()) return s;
   if (Status s = RequireSafeName(spec, "tag", false); !s.ok()) return s;
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
+  if (Status s = CheckSweepNodes(spec); !s.ok()) return s;
   const std::string child_kind = spec.value("child_kind", "");
   if (!IsChildKind(child_kind))
     return Status::Invalid(fmt::format("child_kind '{}': a sweep runs memory-profile or torch-profile points "
@@ -207,8 +267,15 @@ Status SweepMachine::ValidateSpec(json& spec) const {
     if (!p.is_object() || !p.value("point", json()).is_object() || !p.value("spec", json()).is_object())
       return Status::Invalid(fmt::format("points[{}]: needs {{\"point\": {{...}}, \"spec\": {{...}}}}", i));
     json child = p["spec"];
-    child["machine"] = spec["machine"];
-    child["machine_record"] = spec["machine_record"];
+    if (IsDeploymentPoint(child)) {
+      // A multi-node point: its head is its own first node, each node's
+      // record the sweep's for that machine.
+      if (Status st = GiveNodeRecords(spec, child); !st.ok())
+        return Status::Invalid(fmt::format("grid point {} ({}): {}", i, PointText(p["point"]), st.message()));
+    } else {
+      child["machine"] = spec["machine"];
+      child["machine_record"] = spec["machine_record"];
+    }
     if (spec.contains("tag")) child["tag"] = spec["tag"];
     if (child.contains("port"))
       return Status::Invalid(fmt::format("grid point {} ({}): a sweep's points each pick a free port; drop --port",
@@ -222,6 +289,7 @@ Status SweepMachine::ValidateSpec(json& spec) const {
     // rather than its children later.
     if (Status st = CheckRunSpec(child_kind, child); !st.ok())
       return Status::Invalid(fmt::format("grid point {} ({}): {}", i, PointText(p["point"]), st.message()));
+    DropNodeRecords(child);  // the broker fills them again when it submits the child
     json key = child;
     key.erase("machine_record");
     auto [it, fresh] = seen.emplace(key.dump(), i);

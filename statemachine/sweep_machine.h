@@ -11,11 +11,19 @@
 //   {"child_kind": "memory-profile" | "torch-profile",
 //    "grid": [{"key": "<child submit flag>", "values": ["0.8", "0.9"]}, ...],
 //    "points": [{"point": {"<flag>": "<value>", ...}, "spec": {child spec}}, ...],
-//    "machine", "tag"}
+//    "machine", "tag",
+//    "nodes": [{"machine", "machine_record"}]}   (only when a point spans nodes)
 // Every point's spec must pass the child kind's own ValidateSpec (with the
 // sweep's machine record), points must differ from each other, and there are
 // 1..kMaxSweepPoints of them; the error names the point and the field, and
 // nothing is submitted.
+// A multi-node point (its spec gives `nodes`: the child's deployment, from
+// --node in the base flags or a `node` grid key) is judged with its own head
+// as its machine and each node's record from the sweep's `nodes`, which
+// lists every machine the points name (the broker fills their records as
+// for a deployment); so a shape that does not divide over a point's nodes
+// (dp 3 over 2 nodes) is refused naming the point and the numbers. The
+// stored point specs keep no records: the broker adds them per child.
 //
 // Child ids are derived: "<sweep id>-p<index>" (index from 0, in grid
 // order). OnStart emits ChildRunRequested + WatchRequested per point; the

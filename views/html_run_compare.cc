@@ -279,7 +279,13 @@ std::string Torch(const json& c, const Words& w) {
 
   out += Heading(2, w(kRanks), "ranks");
   for (const auto& r : ArrField(c, "ranks")) {
-    out += Heading(3, fmt::format("{} {}", w(kPosition), CellText(Field(r, "position"))));
+    const bool placed = Field(r, "node").is_number() && Field(r, "rank_in_node").is_number();
+    out += Heading(3, fmt::format("{} {}{}", w(kPosition), CellText(Field(r, "position")),
+                                  placed ? fmt::format(" (node {} rank {})", CellText(Field(r, "node")),
+                                                       CellText(Field(r, "rank_in_node")))
+                                         : std::string()));
+    for (const auto& note : ArrField(r, "notes"))
+      if (note.is_string()) out += "<p class=\"sub\">" + E(note.get<std::string>()) + "</p>\n";
     std::string paths = "<ul class=\"sub\">";
     size_t k = 0;
     const json& st = ArrField(r, "analysis_statuses");

@@ -2,6 +2,7 @@
 #include "views/run_compare.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "views/charts.h"
 #include "views/compare_deltas.h"
 #include "views/kernel_compare.h"
+#include "views/torch_rank_positions.h"
 #include "views/html_page.h"
 
 namespace npuprof::views {
@@ -77,6 +79,14 @@ Status CheckRuns(const std::vector<json>& ms, std::string* kind) {
 
 // ---- shared parts ---------------------------------------------------------
 
+// A torch-profile run's machines in node order: [machine] for one node.
+json NodeMachines(const json& m) {
+  json out = json::array();
+  for (const auto& n : ArrField(m, "nodes")) out.push_back(Field(n, "machine"));
+  if (out.empty()) out.push_back(Field(m, "machine"));
+  return out;
+}
+
 json RunsHeader(const std::vector<json>& ms) {
   json runs = json::array();
   for (const auto& m : ms) {
@@ -84,6 +94,7 @@ json RunsHeader(const std::vector<json>& ms) {
     for (const char* k : {"run_id", "status", "tag", "machine", "model", "tp", "dp", "started_at", "completed_at",
                           "failed_at"})
       if (!Field(m, k).is_null()) r[k] = Field(m, k);
+    if (ArrField(m, "nodes").size() > 1) r["nodes"] = NodeMachines(m);
     runs.push_back(std::move(r));
   }
   return runs;
@@ -367,17 +378,28 @@ void TorchCompare(const std::vector<json>& ms, json& out) {
   out["gates"] = json::array({SideBySide("workload_gate", wl), SideBySide("analysis_gate", an),
                               SideBySide("ranks_found_expected", ranks)});
 
-  size_t positions = 0;
-  for (const auto& m : ms) positions = std::max(positions, ArrField(m, "remote_profile_dirs").size());
+  // Ranks matched by their place in the deployment (torch_rank_positions.h).
+  std::vector<std::vector<RankAt>> placed;
+  for (const auto& m : ms) placed.push_back(RankPositions(m));
+  const std::vector<RankKey> keys = UnionOfPositions(placed);
   json rank_rows = json::array();
-  for (size_t p = 0; p < positions; ++p) {
-    json paths = json::array(), statuses = json::array(), outputs = json::array();
+  std::map<std::string, std::vector<std::string>> missing;  // run id -> positions it lacks
+  for (size_t p = 0; p < keys.size(); ++p) {
+    json paths = json::array(), statuses = json::array(), outputs = json::array(), machines = json::array(),
+         present = json::array(), notes = json::array();
     std::vector<const json*> at;
-    for (const auto& m : ms) {
-      const json& dirs = ArrField(m, "remote_profile_dirs");
-      at.push_back(p < dirs.size() ? &dirs[p] : nullptr);
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const RankAt* r = FindPosition(placed[i], keys[p]);
+      at.push_back(r ? r->dir : nullptr);
       paths.push_back(at.back() ? Field(*at.back(), "path") : json(nullptr));
       statuses.push_back(at.back() ? Field(*at.back(), "analysis_status") : json(nullptr));
+      machines.push_back(r ? json(r->machine) : json(nullptr));
+      if (r) present.push_back(RunId(ms[i]));
+      else {
+        notes.push_back(fmt::format("{} has no rank at {} ({})", RunId(ms[i]), PositionText(keys[p]),
+                                    ShapeText(placed[i])));
+        missing[RunId(ms[i])].push_back(PositionText(keys[p]));
+      }
     }
     for (const char* o : {"kernel_details_csv", "trace_view_json"}) {
       json exists = json::array(), sizes = json::array();
@@ -394,12 +416,27 @@ void TorchCompare(const std::vector<json>& ms, json& out) {
     }
     std::vector<json> summaries;
     for (const json* d : at) summaries.push_back(d ? Field(*d, "kernel_summary") : json(nullptr));
-    rank_rows.push_back({{"position", p},
-                         {"paths", std::move(paths)},
-                         {"analysis_statuses", std::move(statuses)},
-                         {"outputs", std::move(outputs)},
-                         {"kernels", CompareKernelSummaries(summaries)}});
+    json row = {{"position", p},
+                {"node", keys[p].node},
+                {"rank_in_node", keys[p].rank_in_node},
+                {"machines", std::move(machines)},
+                {"paths", std::move(paths)},
+                {"analysis_statuses", std::move(statuses)},
+                {"outputs", std::move(outputs)},
+                {"kernels", CompareKernelSummaries(summaries)},
+                {"notes", std::move(notes)}};
+    if (present.size() < ms.size()) row["only_in"] = std::move(present);
+    rank_rows.push_back(std::move(row));
   }
+  json shapes = json::array();
+  for (const auto& r : placed) shapes.push_back(ShapeJson(r));
+  out["rank_shapes"] = std::move(shapes);
+  for (const auto& [run, positions] : missing)
+    out["notes"].push_back(fmt::format("{} has no rank at {} ({}): those positions exist in the other run(s) only",
+                                       run, fmt::join(positions, ", "),
+                                       ShapeText(placed[static_cast<size_t>(
+                                           std::find_if(ms.begin(), ms.end(), [&](const json& m) { return RunId(m) == run; }) -
+                                           ms.begin())])));
   out["ranks"] = std::move(rank_rows);
   for (size_t i = 0; i < ms.size(); ++i)
     if (!b[i].wall_s)
@@ -410,9 +447,12 @@ void TorchCompare(const std::vector<json>& ms, json& out) {
 
 }  // namespace
 
-Result<json> BuildRunCompare(const std::vector<json>& manifests) {
+Result<json> BuildRunCompare(const std::vector<json>& given) {
   std::string kind;
-  if (Status st = CheckRuns(manifests, &kind); !st.ok()) return st;
+  if (Status st = CheckRuns(given, &kind); !st.ok()) return st;
+  std::vector<json> manifests = given;
+  if (kind == "torch-profile")
+    for (auto& m : manifests) m["node_machines"] = NodeMachines(m);
   json out = json::object();
   out["schema_version"] = 1;
   out["kind"] = kind;

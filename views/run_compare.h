@@ -14,6 +14,8 @@
 //    / value of A * 100. Both arrays are aligned with "runs" (entry 0 is 0
 //    for run A itself); an entry is null when either value is missing or
 //    (delta_pct) A's value is 0.
+//  * torch-profile's "node_machines" is derived: a multi-node run's machines
+//    in node order (manifest "nodes"), a one-node run's [machine].
 //  * config_diff: every configuration field (kMemoryConfigFields /
 //    kTorchConfigFields below) whose JSON value is not equal in every run
 //    (1 and 1.0 are equal; a missing field reads as null; in
@@ -44,7 +46,12 @@
 //    from it ok requests / s and output tokens / s) from each run's
 //    benchmark_results and benchmark_wall_ms; "gates" (workload gate, analysis gate, ranks found
 //    / expected) side by side with "same": true when every run agrees; and
-//    "ranks" matched by position in remote_profile_dirs: per run the path,
+//    "ranks" matched by position in the deployment (node index, rank within
+//    the node: views/torch_rank_positions.h), never by the directory's
+//    name: per row "node", "rank_in_node", each run's "machines", and, when
+//    a run lacks the position, "only_in" (the runs that have it) and a note
+//    naming the run and its shape (also in the top-level notes);
+//    "rank_shapes" gives each run's nodes and ranks per node. Per run the path,
 //    analysis status and, per output (kernel_details.csv, trace_view.json),
 //    whether it exists and its size in bytes with deltas; and "kernels",
 //    the rank's kernel summaries compared (views/kernel_compare.h: total
@@ -75,7 +82,8 @@ inline constexpr const char* kTorchConfigFields[] = {
     "machine", "model", "served_model_name", "tp", "dp", "mode", "request_kind", "speculative_tokens",
     "speculative_method", "enable_expert_parallel", "api_server_count", "torch_profiler_with_stack",
     "prompt_tokens", "benchmark_output_tokens", "followup_output_tokens", "benchmark_total_requests",
-    "benchmark_concurrency", "benchmark_success_threshold", "expected_ranks", "serve_args", "vllm_version"};
+    "benchmark_concurrency", "benchmark_success_threshold", "expected_ranks", "serve_args", "vllm_version",
+    "node_machines", "dp_local"};
 
 // manifests: one per run, in the order given (the first is run A).
 Result<nlohmann::json> BuildRunCompare(const std::vector<nlohmann::json>& manifests);

@@ -97,6 +97,12 @@ std::string RunsAndConfig(const json& c, const Words& w) {
   return out + "\n";
 }
 
+// " (node 1 rank 0)" when the row says where in the deployment it is.
+std::string NodeRankText(const json& r) {
+  if (!Field(r, "node").is_number() || !Field(r, "rank_in_node").is_number()) return "";
+  return fmt::format(" (node {} rank {})", CellText(Field(r, "node")), CellText(Field(r, "rank_in_node")));
+}
+
 std::string NotesOf(const json& notes) {
   std::string out;
   for (const auto& n : notes)
@@ -189,7 +195,8 @@ std::string Torch(const json& c, const Words& w) {
   }
   out += "\n" + std::string(w(kRanks)) + "\n";
   for (const auto& r : ArrField(c, "ranks")) {
-    out += fmt::format("  {} {}\n", w(kPosition), CellText(Field(r, "position")));
+    out += fmt::format("  {} {}{}\n", w(kPosition), CellText(Field(r, "position")), NodeRankText(r));
+    out += NotesOf(ArrField(r, "notes"));
     size_t k = 0;
     const json& st = ArrField(r, "analysis_statuses");
     for (const auto& p : ArrField(r, "paths")) {

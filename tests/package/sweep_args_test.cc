@@ -40,5 +40,25 @@ TEST(SweepArgs, PointsAreTheCartesianProductLastKeyFastest) {
   EXPECT_EQ(p[5], (std::vector<std::pair<std::string, std::string>>{{"tp", "2"}, {"gpu-memory-utilization", "0.95"}}));
 }
 
+TEST(SweepArgs, ANodeGridValueIsOneDeploymentAsAJsonListOfNodeFlags) {
+  auto a = ParseGridOption(R"(node=["box1","box2"],["box1:0,1","box2:0,1","box3:0,1"])");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ(a->values.size(), 2u);
+  auto two = ParseNodeList(a->values[0]);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, (std::vector<std::string>{"box1", "box2"}));
+  auto three = ParseNodeList(a->values[1]);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(*three, (std::vector<std::string>{"box1:0,1", "box2:0,1", "box3:0,1"}));
+  for (const char* bad : {"box1", "[]", "[1,2]", R"([""])", R"({"a":1})"}) {
+    auto r = ParseNodeList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("a JSON list of --node values"), std::string::npos) << r.status().message();
+  }
+  EXPECT_EQ(NodeFlagValues({"--tp", "2", "--node", "a:0,1", "--node=b", "--dp", "2"}),
+            (std::vector<std::string>{"a:0,1", "b"}));
+  EXPECT_TRUE(NodeFlagValues({"--machine", "a"}).empty());
+}
+
 }  // namespace
 }  // namespace npuprof::cli

@@ -73,7 +73,8 @@ def main(argv):
         log.info("parallel_state.py:1395", "world_size=%d rank=%d local_rank=%d distributed_init_method=tcp://127.0.0.1:%d backend=hccl"
                  % (spec["world"], spec["rank"], spec.get("local_rank", spec["rank"]), 29500))
         log.info("model_runner_v1.py:2562", "Starting to load model %s..." % spec["model"])
-    _sleep(step * 0.3, ppid)
+    # A multi-node node loaded its weights before it joined (serve_main.py): that much is done.
+    _sleep(max(0.0, step * 0.3 - float(spec.get("loaded_before_s") or 0.0)), ppid)
     if spec["rank"] == 0:
         tqdm_bar("Loading safetensors checkpoint shards", spec["shards"], step * 0.3)
     if style == "old":

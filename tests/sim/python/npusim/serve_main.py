@@ -90,6 +90,7 @@ class Service(RequestsMixin):
         self.world = topo.local_world  # ranks on this node
         self.head = None             # dp_head.Head on a multi-node head
         self.node = None             # dp_node.NodeClient on a multi-node node
+        self.loaded_before_join = 0.0  # seconds of weight loading a node did before it joined
         self.failure = None          # why this service stops with exit code 1 (a thread set it)
         self.dying = False           # fault die_after_requests fired
         self.max_model_len = args.max_model_len or 4096
@@ -288,6 +289,11 @@ class Service(RequestsMixin):
         elif topo.multinode:
             self.node = dp_node.NodeClient(self)
             self._write_truth()
+            # A node's engines join once they have loaded their weights; the ranks spawned after
+            # the welcome then skip that part of their start-up (self.loaded_before_join).
+            self.loaded_before_join = sim_root.load_before_join(self.cfg, step)
+            if self.loaded_before_join > 0 and self._sleep(self.loaded_before_join):
+                raise KeyboardInterrupt
             try:
                 self.node.join()
             except dp_node.JoinError as e:
@@ -411,6 +417,7 @@ class Service(RequestsMixin):
                     "dp": self.dp, "world": self.topo.world, "local_rank": r["rank"] - self.topo.rank_offset,
                     "ppid": self.pid, "fd": wfd, "style": self.style,
                     "ansi": self.cfg.get("log_ansi"), "startup": step, "model": self.model,
+                    "loaded_before_s": self.loaded_before_join,
                     "printed": r["printed"], "shards": max(1, len([f for f in os.listdir(self.model)
                                                                    if f.endswith(".safetensors")])),
                     "ep_rank": r["rank"] if self.args.enable_expert_parallel else None,

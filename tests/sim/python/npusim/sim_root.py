@@ -117,6 +117,18 @@ def multinode(cfg, name):
     return float((cfg.get("multinode") or {}).get(name, MULTINODE_DEFAULTS[name]))
 
 
+LOAD_SHARE = 0.3  # of a start-up step: a rank's weight loading (rank_worker.py)
+
+
+def load_before_join(cfg, step):
+    """Seconds a data-parallel node (headless or secondary) spends loading its weights before its
+    engines say hello to the head (README.md "Multi-node data parallel"): multinode.load_before_join_s,
+    by default the load share of its start-up step, so that joining costs what the head's own
+    start-up does and never less."""
+    v = (cfg.get("multinode") or {}).get("load_before_join_s")
+    return LOAD_SHARE * step if v is None else max(0.0, float(v))
+
+
 def own_address(cfg):
     """This simulated host's address (config network.address)."""
     return (cfg.get("network") or {}).get("address") or "127.0.0.1"
