@@ -1,9 +1,10 @@
 // The crash matrix for five run kinds: probe, serve, torch-profile,
 // memory-profile (standalone, with its msprof export) and sweep (two
 // memory-profile points; every child exactly once), and for a torch-profile
-// that spans two simulated hosts ("torch-profile-2node": tp 1, dp 2, one
-// rank per node; each node's service launched once and each node's rank
-// analysed once).
+// and a memory-profile that span two simulated hosts ("torch-profile-2node",
+// "memory-profile-2node": tp 1, dp 2, one rank per node; each node's service
+// launched once, each node's rank analysed once, each node's msprof data
+// exported once).
 //
 // For each kind, one clean run records the global positions of the run's
 // events. Then, for every committed decision of that run (position K of its
@@ -132,10 +133,10 @@ std::string NormaliseString(std::string s, const std::string& dir) {
 // dirs, model path, key and known_hosts paths live under it) by "<dir>" and
 // the value after "--port" in any array (the service's argv) by "<port>".
 // What the order of two nodes' answers decides in a multi-node run:
-//   * a stop's own timing: the headless nodes are stopped first, and whether
-//     the head has already exited on its own (its remote engine gone) or
-//     still takes the signal when its stop comes is a race, so what the
-//     head's stop saw (already gone or signalled, its log's last lines) may
+//   * a stop's own timing: every node is stopped at once, and whether a
+//     node has already exited on its own (the other node's engine or head
+//     gone) or still takes the signal when its stop comes is a race, so what
+//     a stop saw (already gone or signalled, its log's last lines) may
 //     differ between two runs; that every node ended stopped is compared;
 //   * an analyse marker's task number (.npuprof_analyse.<run>.t<N>): the
 //     nodes' analyses are numbered as each node's listing answers.
@@ -341,6 +342,9 @@ class Installation {
               "text", "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--benchmark-total-requests", "4",
               "--benchmark-concurrency", "2", "--flush-seconds", "0", "--health-timeout", "60",
               "--profile-control-timeout", "30", "--request-timeout", "30", "--run-id", run};
+    if (kind_ == "memory-profile-2node")
+      return {"submit", "memory-profile", "--node", "head", "--node", "worker", "--model", model_, "--tp", "1", "--dp",
+              "2", "--port", std::to_string(port_), "--flush-seconds", "0", "--health-timeout", "60", "--run-id", run};
     if (kind_ == "torch-profile")
       return {"submit", "torch-profile", "--machine", "sim1", "--tag", "crash", "--model", model_, "--served-model-name", "qwen",
               "--tp", "2", "--mode", "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "4",
@@ -495,8 +499,14 @@ void ExpectEffectsOnce(const std::string& kind, const Outcome& o, const std::str
     EXPECT_EQ(o.node_truth_instances.size(), 2u) << trace;
     for (const auto& [node, n] : o.node_truth_instances)
       EXPECT_EQ(n, 1u) << "vLLM instances launched on node " << node << "\n" << trace;
-    EXPECT_EQ(o.analyse_invocations.size(), 2u) << "rank dirs analysed (one per node)\n" << trace;
-    for (const auto& [dir, n] : o.analyse_invocations) EXPECT_EQ(n, 1u) << "analyse() starts in " << dir << "\n" << trace;
+    if (kind == "torch-profile-2node") {
+      EXPECT_EQ(o.analyse_invocations.size(), 2u) << "rank dirs analysed (one per node)\n" << trace;
+      for (const auto& [dir, n] : o.analyse_invocations)
+        EXPECT_EQ(n, 1u) << "analyse() starts in " << dir << "\n" << trace;
+    } else {
+      EXPECT_EQ(o.export_invocations.size(), 2u) << "msprof output dirs exported (one per node)\n" << trace;
+      for (const auto& [dir, n] : o.export_invocations) EXPECT_EQ(n, 1u) << "msprof exports of " << dir << "\n" << trace;
+    }
     return;
   }
   const size_t services = kind == "sweep" ? 2 : 1;  // a sweep: one per point
@@ -651,7 +661,9 @@ INSTANTIATE_TEST_SUITE_P(Kinds, CrashMatrix,
                                            Scenario{"memory-profile", 2, 4}, Scenario{"memory-profile", 3, 4},
                                            Scenario{"sweep", 0, 1}, Scenario{"torch-profile-2node", 0, 4},
                                            Scenario{"torch-profile-2node", 1, 4}, Scenario{"torch-profile-2node", 2, 4},
-                                           Scenario{"torch-profile-2node", 3, 4}),
+                                           Scenario{"torch-profile-2node", 3, 4}, Scenario{"memory-profile-2node", 0, 4},
+                                           Scenario{"memory-profile-2node", 1, 4}, Scenario{"memory-profile-2node", 2, 4},
+                                           Scenario{"memory-profile-2node", 3, 4}),
                          [](const ::testing::TestParamInfo<Scenario>& i) {
                            std::string k = i.param.kind;
                            std::replace(k.begin(), k.end(), '-', '_');
