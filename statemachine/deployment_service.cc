@@ -5,6 +5,7 @@
 
 #include "run_specs.pb.h"
 #include "statemachine/decision.h"
+#include "statemachine/event_types.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/task_payload.h"
@@ -213,6 +214,13 @@ void WatchNodes(Decision& d, int first, int64_t poll_s) {
     if (!svc || !svc->launched) continue;
     d.Schedule(BuildNodeWatchPayload(*svc, poll_s), ServeWatchPolicy(poll_s));
   }
+}
+
+void EndNodeWatches(Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& [id, t] : d.state().tasks)
+    if (t.kind == kServiceWatchTask && (t.in_flight() || t.status == TaskStatus::kRetryWait)) out.push_back(id);
+  for (const auto& id : out) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the service is stopping"}});
 }
 
 bool ContinueNodeStops(Decision& d, bool force, int64_t grace_s) {

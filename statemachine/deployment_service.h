@@ -105,6 +105,9 @@ bool NodeLaunchPending(const RunState& s);
 // Watches the process groups of nodes first.. (a watch answers only when its
 // service died, or when cancelled); a node already watched is skipped.
 void WatchNodes(Decision& d, int first, int64_t poll_s);
+// Abandons every node watch still out (the deployment is stopping: a node
+// that exits now is no death to report).
+void EndNodeWatches(Decision& d);
 
 // The stop of a multi-node deployment, one step: stops every node at once
 // (the head with the headless ones), each once its launch has answered; a node whose stop failed unforced is stopped again with force.

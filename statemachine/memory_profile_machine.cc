@@ -266,15 +266,6 @@ tasks::ServiceLaunch HeadlessLaunch(const RunState& s, int node, std::optional<i
   return p;
 }
 
-// The watches of the headless nodes end before the stop (which they would
-// otherwise report as a death).
-void EndNodeWatches(Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& [id, t] : d.state().tasks)
-    if (t.kind == kServiceWatchTask && (t.in_flight() || t.status == TaskStatus::kRetryWait)) out.push_back(id);
-  for (const auto& id : out) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the service is stopping"}});
-}
-
 // How often a deployment's headless nodes are checked alive while the run
 // uses them (a death fails the run, naming the node).
 constexpr int64_t kNodeWatchPollS = 2;

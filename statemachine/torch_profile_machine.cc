@@ -104,15 +104,6 @@ bool ContinueStops(Decision& d, bool force) {
   return ContinueNodeStops(d, force, Spec(d.state()).stop_grace_s());
 }
 
-// The watches of a multi-node deployment's headless nodes end before its
-// stop (which they would otherwise report as a death).
-void EndNodeWatches(Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& [id, t] : d.state().tasks)
-    if (t.kind == kServiceWatchTask && (t.in_flight() || t.status == TaskStatus::kRetryWait)) out.push_back(id);
-  for (const auto& id : out) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the service is stopping"}});
-}
-
 void ScheduleStop(Decision& d, bool force) {
   if (Multi(d.state())) {
     EndNodeWatches(d);
