@@ -24,7 +24,6 @@ Result<std::vector<std::string>> ExportManifestOnly(ExportContext& ctx) {
   return std::vector<std::string>{*path};
 }
 
-const ExporterRegistration kTorchProfile("torch-profile", &ExportManifestOnly);
 const ExporterRegistration kAnalyseRoot("analyse-root", &ExportManifestOnly);
 
 }  // namespace

@@ -2,8 +2,10 @@
 // file for Perfetto UI (ui.perfetto.dev -> Open trace file) or
 // chrome://tracing: states, task attempts per worker, timers and key events,
 // and the HBM counters of the run's devices when the run has a series
-// (cli/run_hbm_series.h). Built by views/chrome_trace.h from the events the
-// server serves; nothing is recomputed.
+// (cli/run_hbm_series.h); for torch-profile and analyse-root runs one
+// process per node with its ranks' kernel windows on one clock
+// (views/node_timeline.h, from the manifest). Built by views/chrome_trace.h
+// from what the server serves; nothing is recomputed.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 #include "cli/run_hbm_series.h"
 #include "views/chrome_trace.h"
 #include "views/hbm_series_from_run.h"
+#include "views/node_timeline.h"
 
 namespace npuprof::cli {
 
@@ -35,7 +38,12 @@ void AddTraceCommand(CLI::App& app) {
     const double offset_us = views::TargetClockOffsetUs(*evs);
     for (auto& s : hbm.series)
       for (auto& p : s.samples) p.t_us -= offset_us;
-    auto trace = views::BuildChromeTrace(*evs, hbm.series);
+    std::vector<views::NodeTimeline> nodes;
+    if (auto m = client.CallJson("manifest", json{{"run_id", *run}}); m.ok()) {
+      const std::string kind = m->value("kind", "");
+      if (kind == "torch-profile" || kind == "analyse-root") nodes = views::NodeTimelinesFromManifest(*m);
+    }
+    auto trace = views::BuildChromeTrace(*evs, hbm.series, nodes);
     if (!trace.ok()) return Fail(2, fmt::format("run {}: {}", *run, trace.status().message()));
     const std::string text = trace->dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     if (out->empty()) {
@@ -47,6 +55,7 @@ void AddTraceCommand(CLI::App& app) {
                    {"file", *out},
                    {"trace_events", (*trace)["traceEvents"].size()},
                    {"hbm_series", hbm.series.size()},
+                   {"nodes", nodes.size()},
                    {"open_with", "https://ui.perfetto.dev (Open trace file) or chrome://tracing"}});
   });
 }

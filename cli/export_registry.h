@@ -1,8 +1,9 @@
 // `npuprof export RUN DIR`: writes a run's artifacts into a local directory.
 // What gets written depends on the run kind: each kind plugs in an exporter
-// keyed by its name. torch-profile and analyse-root (cmd_export.cc) write
-// DIR/manifest.json; other kinds register their own, e.g. in their submit
-// file:
+// keyed by its name. analyse-root (cmd_export.cc) writes DIR/manifest.json;
+// torch-profile (export_torch_profile.cc) the same, plus, for a multi-node
+// run, every node's ranks under one profile root (profile_root_layout.h);
+// other kinds register their own, e.g. in their submit file:
 //
 //   static const ExporterRegistration kReg("memory-profile", &ExportMemoryRun);
 //

@@ -50,6 +50,7 @@ bool KernelSummaryBuilder::OnRecord(const std::vector<std::string>& cells, size_
     need("Type", &type_col_);
     need("Duration(us)", &dur_col_);
     core_col_ = CsvColumn(cells, "Accelerator Core");
+    start_col_ = CsvColumn(cells, "Start Time(us)");
     if (!missing.empty()) {
       std::string list;
       for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
@@ -92,6 +93,14 @@ bool KernelSummaryBuilder::OnRecord(const std::vector<std::string>& cells, size_
   Add(t.core, t.count, t.total_us, t.max_us, core, d.value);
   ++sum_.counted_rows;
   sum_.total_us += d.value;
+  if (start_col_ && *start_col_ < cells.size()) {
+    const ParsedNumber st = ParseFiniteNumber(cells[*start_col_]);
+    if (st.kind == ParsedNumber::kNumber && st.value >= 0) {
+      if (!sum_.first_start_us || st.value < *sum_.first_start_us) sum_.first_start_us = st.value;
+      const double end = st.value + d.value;
+      if (!sum_.last_end_us || end > *sum_.last_end_us) sum_.last_end_us = end;
+    }
+  }
   return true;
 }
 
@@ -133,10 +142,15 @@ nlohmann::json KernelSummaryJson(const KernelSummary& s) {
   nlohmann::json top = nlohmann::json::array(), types = nlohmann::json::array();
   for (const auto& k : s.top) top.push_back(stat(k, true));
   for (const auto& k : s.by_type) types.push_back(stat(k, false));
-  return {{"data_rows", s.data_rows},       {"counted_rows", s.counted_rows},
-          {"skipped_rows", s.skipped_rows}, {"other_rows", s.other_rows},
-          {"distinct_kernels", s.distinct_kernels}, {"total_us", R3(s.total_us)},
-          {"top", std::move(top)},          {"by_type", std::move(types)}};
+  nlohmann::json j = {{"data_rows", s.data_rows},       {"counted_rows", s.counted_rows},
+                      {"skipped_rows", s.skipped_rows}, {"other_rows", s.other_rows},
+                      {"distinct_kernels", s.distinct_kernels}, {"total_us", R3(s.total_us)},
+                      {"top", std::move(top)},          {"by_type", std::move(types)}};
+  if (s.first_start_us && s.last_end_us) {
+    j["first_start_us"] = *s.first_start_us;
+    j["last_end_us"] = *s.last_end_us;
+  }
+  return j;
 }
 
 }  // namespace npuprof

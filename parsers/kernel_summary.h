@@ -20,6 +20,12 @@
 //
 // Output order: top by total_us descending, ties by name then type; at most
 // top_n entries in `top` and max_types in `by_type`.
+//
+// When the file has a "Start Time(us)" column (µs since the epoch on the
+// clock of the host that wrote the rank), the summary also keeps the
+// rank's kernel window: the earliest start and the latest start + duration
+// of the counted rows whose start is a number (other starts are ignored).
+// A multi-node trace puts these windows on one clock (views/chrome_trace.h).
 #pragma once
 
 #include <cstdint>
@@ -59,6 +65,8 @@ struct KernelSummary {
   double total_us = 0;         // sum of every counted row
   std::vector<KernelStat> top;
   std::vector<KernelStat> by_type;
+  std::optional<double> first_start_us;  // earliest Start Time(us) of a counted row
+  std::optional<double> last_end_us;     // latest Start Time(us) + Duration(us)
 };
 
 class KernelSummaryBuilder {
@@ -88,6 +96,7 @@ class KernelSummaryBuilder {
   Status error_;
   size_t name_col_ = 0, type_col_ = 0, dur_col_ = 0;
   std::optional<size_t> core_col_;
+  std::optional<size_t> start_col_;
   std::map<std::pair<std::string, std::string>, Agg> kernels_;
   std::map<std::string, Agg> types_;
   KernelSummary sum_;
@@ -96,7 +105,9 @@ class KernelSummaryBuilder {
 // {"data_rows", "counted_rows", "skipped_rows", "other_rows",
 //  "distinct_kernels", "total_us", "top": [{"name", "type", "core", "count",
 //  "total_us", "mean_us", "max_us", "share_pct"}], "by_type": [{"type",
-//  "count", "total_us", "mean_us", "max_us", "share_pct"}]}; µs rounded to 0.001.
+//  "count", "total_us", "mean_us", "max_us", "share_pct"}], "first_start_us",
+//  "last_end_us" (only when the file had start times)}; µs rounded to 0.001
+//  (the window's bounds are kept as read: they are epoch µs).
 nlohmann::json KernelSummaryJson(const KernelSummary& s);
 
 }  // namespace npuprof

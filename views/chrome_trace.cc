@@ -18,6 +18,7 @@ constexpr int kRunPid = 1;
 constexpr int kNoWorkerPid = 2;
 constexpr int kFirstWorkerPid = 10;
 constexpr int kHbmPid = 1000;
+constexpr int kFirstNodePid = 2000;
 constexpr int kStateTid = 1;
 constexpr int kEventsTid = 2;
 constexpr int kTimersTid = 3;
@@ -160,7 +161,8 @@ class TraceBuilder {
     }
   }
 
-  json Finish(const std::string& run_id, double origin_us, const std::vector<DeviceHbmSeries>& hbm) {
+  json Finish(const std::string& run_id, double origin_us, const std::vector<DeviceHbmSeries>& hbm,
+              const std::vector<NodeTimeline>& nodes) {
     if (!finished_) {
       CloseState(last_us_, state_);
       CloseAllOpen(last_us_, "in flight");
@@ -182,6 +184,7 @@ class TraceBuilder {
                      {"args", i.args}});
     AppendAttempts(out);
     AppendHbm(out, hbm);
+    AppendNodes(out, nodes);
     json doc = {{"traceEvents", out},
                 {"displayTimeUnit", "ms"},
                 {"otherData",
@@ -190,6 +193,19 @@ class TraceBuilder {
                   {"origin", IsoTimeMs(static_cast<int64_t>(std::floor(origin_us / 1000.0)))},
                   {"origin_us", origin_us},
                   {"generator", "npuprof trace"}}}};
+    if (!nodes.empty()) {
+      json offsets = json::array();
+      for (const auto& n : nodes)
+        offsets.push_back({{"node", n.node},
+                           {"machine", Text(n.machine, 120)},
+                           {"pid", kFirstNodePid + n.node},
+                           {"offset_ms", n.offset_ms},
+                           {"uncertainty_ms", n.uncertainty_ms ? json(*n.uncertainty_ms) : json(nullptr)},
+                           {"measured", n.measured}});
+      doc["otherData"]["clock_offsets"] = std::move(offsets);
+      doc["otherData"]["clock_rule"] =
+          "a node's timestamp minus its offset_ms is npuprof's host time; nodes measured 'none' keep their own clock";
+    }
     return doc;
   }
 
@@ -333,6 +349,45 @@ class TraceBuilder {
     }
   }
 
+  // One process per node, one thread per rank: the rank's kernel window
+  // moved from the node's clock onto npuprof's by the node's offset.
+  void AppendNodes(std::vector<json>& out, const std::vector<NodeTimeline>& nodes) {
+    for (const auto& n : nodes) {
+      const int pid = kFirstNodePid + n.node;
+      std::string clock = n.measured == "none"
+                              ? std::string("own clock, offset not measured")
+                              : fmt::format("clock {:+.1f} ms", n.offset_ms);
+      if (n.uncertainty_ms) clock += fmt::format(" ± {:.1f}", *n.uncertainty_ms);
+      out.push_back(Meta("process_name", pid, 0,
+                         {{"name", fmt::format("node {} {} ({})", n.node, Text(n.machine, 120), clock)}}));
+      out.push_back(Meta("process_sort_index", pid, 0, {{"sort_index", 2000 + n.node}}));
+      for (size_t r = 0; r < n.ranks.size(); ++r) {
+        const RankWindow& w = n.ranks[r];
+        const int tid = static_cast<int>(r) + 1;
+        std::string tname = Text(w.rank_dir, 160);
+        if (w.device_id) tname += fmt::format(" (device {})", *w.device_id);
+        out.push_back(Meta("thread_name", pid, tid, {{"name", tname}}));
+        out.push_back(Meta("thread_sort_index", pid, tid, {{"sort_index", tid}}));
+        const double start = w.start_us - n.offset_ms * 1000.0;
+        const double ts = Ts(start);
+        out.push_back({{"name", "kernels"},
+                       {"ph", "X"},
+                       {"ts", ts},
+                       {"dur", std::max(0.0, Ts(start + (w.end_us - w.start_us)) - ts)},
+                       {"pid", pid},
+                       {"tid", tid},
+                       {"args",
+                        {{"machine", Text(n.machine, 120)},
+                         {"rank_dir", Text(w.rank_dir, 160)},
+                         {"path", Text(w.path, 400)},
+                         {"device_id", w.device_id ? json(*w.device_id) : json(nullptr)},
+                         {"node_clock_start_us", w.start_us},
+                         {"node_clock_end_us", w.end_us},
+                         {"offset_ms", n.offset_ms}}}});
+      }
+    }
+  }
+
   double origin_us_;
   double last_us_ = 0;
   std::string kind_;
@@ -348,7 +403,8 @@ class TraceBuilder {
 
 }  // namespace
 
-Result<json> BuildChromeTrace(const json& events_doc, const std::vector<DeviceHbmSeries>& hbm) {
+Result<json> BuildChromeTrace(const json& events_doc, const std::vector<DeviceHbmSeries>& hbm,
+                              const std::vector<NodeTimeline>& nodes) {
   const json& events = events_doc.is_array() ? events_doc : Field(events_doc, "events");
   if (!events.is_array())
     return Status::Invalid("trace: expected the JSON of `npuprof events RUN --json` (an object with \"events\")");
@@ -365,6 +421,10 @@ Result<json> BuildChromeTrace(const json& events_doc, const std::vector<DeviceHb
   for (const auto& s : hbm)
     for (const auto& p : s.samples)
       if (std::isfinite(p.t_us)) origin_us = std::min(origin_us, p.t_us);
+  for (const auto& n : nodes)
+    for (const auto& r : n.ranks)
+      if (std::isfinite(r.start_us - n.offset_ms * 1000.0))
+        origin_us = std::min(origin_us, r.start_us - n.offset_ms * 1000.0);
   try {
     std::string run_id = StrField(events_doc, "run_id");
     if (run_id.empty()) run_id = "?";
@@ -377,7 +437,7 @@ Result<json> BuildChromeTrace(const json& events_doc, const std::vector<DeviceHb
       t_prev = std::max(t_prev, *NumField(e, "time_ms") * 1000.0);
       b.Feed(e, t_prev);
     }
-    return b.Finish(Text(run_id, 120), origin_us, hbm);
+    return b.Finish(Text(run_id, 120), origin_us, hbm, nodes);
   } catch (const std::exception& e) {
     return Status::Internal(std::string("trace: building failed: ") + e.what());
   }

@@ -30,6 +30,14 @@
 //     being known (abandoned, re-dispatched after a restart, still open).
 //   pid 1000 "HBM (msprof npu_mem)": one counter track per device
 //     ("device N HBM (<event>)", args {"MB": value}) from the given series.
+//   pid 2000+i "node i <machine> (clock +X ms ± U)": one process per node of
+//     a torch-profile run (views/node_timeline.h), one thread per rank
+//     ("<rank_dir> (device N)") with one X span "kernels": the rank's first
+//     kernel start to its last kernel end, moved from the node's clock onto
+//     npuprof's (node time − offset_ms); args keep the node-clock times and
+//     the offset. otherData.clock_offsets lists every node's {node, machine,
+//     pid, offset_ms, uncertainty_ms, measured: start|end|none}, and
+//     otherData.clock_rule says how they were applied.
 // Timestamps are µs from the earliest event or sample (recorded with its
 // ISO time in otherData.origin); on each track events are in time order; X
 // spans carry dur >= 0; no B/E pairs are used.
@@ -44,10 +52,12 @@
 
 #include "common/status.h"
 #include "views/hbm_series.h"
+#include "views/node_timeline.h"
 
 namespace npuprof::views {
 
 Result<nlohmann::json> BuildChromeTrace(const nlohmann::json& events_doc,
-                                        const std::vector<DeviceHbmSeries>& hbm = {});
+                                        const std::vector<DeviceHbmSeries>& hbm = {},
+                                        const std::vector<NodeTimeline>& nodes = {});
 
 }  // namespace npuprof::views

@@ -6,6 +6,7 @@
 
 #include "common/utf8.h"
 #include "views/charts.h"
+#include "views/cross_rank.h"
 
 namespace npuprof::views {
 
@@ -37,6 +38,16 @@ constexpr Label kKernelRows{"条 kernel 记录", "kernel rows"};
 constexpr Label kDistinct{"种 kernel", "distinct kernels"};
 constexpr Label kTruncated{"文件超过读取上限, 仅汇总前部", "file above the read cap: summary of its head only"};
 constexpr Label kErrors{"步骤错误", "Step errors"};
+constexpr Label kCrossRank{"跨 rank 对比", "Cross-rank view"};
+constexpr Label kMachine{"机器", "Machine"};
+constexpr Label kDevice{"设备", "Device"};
+constexpr Label kDeviceTime{"设备时间 µs", "Device time µs"};
+constexpr Label kCommShare{"通信占比 %", "Communication %"};
+constexpr Label kTopKernel{"耗时最长算子", "Top kernel"};
+constexpr Label kVsMedian{"相对中位数 %", "vs median %"};
+constexpr Label kMedian{"设备时间中位数", "Median device time"};
+constexpr Label kSlowest{"最慢 rank", "Slowest rank"};
+constexpr Label kNoSummary{"无算子汇总", "no kernel summary"};
 constexpr Label kPresent{"存在", "present"};
 constexpr Label kAbsent{"缺失", "missing"};
 
@@ -147,6 +158,38 @@ std::string Ranks(const json& m, const Words& w) {
   return out;
 }
 
+// Every rank of the deployment side by side (views/cross_rank.h); the
+// slowest rank's row is marked.
+std::string CrossRank(const json& m, const Words& w) {
+  const json v = CrossRankView(m);
+  if (ArrField(v, "ranks").empty()) return "";
+  const json& slowest = Field(v, "slowest");
+  HtmlTable t({w(kMachine), w(kDevice), "rank dir", w(kDeviceTime), w(kCommShare), w(kVsMedian), w(kTopKernel)},
+              {false, true, false, true, true, true, false}, "cross-rank");
+  for (const auto& r : ArrField(v, "ranks")) {
+    const bool is_slowest = slowest.is_object() && Field(slowest, "rank_dir") == Field(r, "rank_dir") &&
+                            Field(slowest, "machine") == Field(r, "machine");
+    std::string top = "-";
+    if (Field(r, "top_kernel").is_object())
+      top = "<code>" + E(StrField(Field(r, "top_kernel"), "name")) + "</code>";
+    else if (Field(r, "note").is_string())
+      top = "<span class=\"note\" title=\"" + E(StrField(r, "note")) + "\">" + E(w(kNoSummary)) + "</span>";
+    const json& dev = Field(r, "deviation_from_median_pct");
+    t.Row({E(StrField(r, "machine")) + (is_slowest ? " " + Badge(w(kSlowest), false) : ""),
+           E(CellText(Field(r, "device_id"))), PathUnder(StrField(r, "path"), ""), Us(Field(r, "device_time_us")),
+           Us(Field(r, "comm_share_pct")), dev.is_number() ? fmt::format("{:+.1f}", dev.get<double>()) : "-", top},
+          is_slowest ? "slowest" : "");
+  }
+  std::vector<std::pair<std::string, std::string>> kv = {
+      {w(kMedian), Us(Field(v, "median_device_time_us")) + " µs"}};
+  if (slowest.is_object())
+    kv.emplace_back(w(kSlowest), E(fmt::format("{} · device {} · {} · {} µs", StrField(slowest, "machine"),
+                                               CellText(Field(slowest, "device_id")),
+                                               StrField(slowest, "rank_dir"), Us(Field(slowest, "device_time_us")))));
+  return Heading(2, w(kCrossRank), "cross-rank") + "<section class=\"card\">" + KeyValues(kv) + "</section>\n" +
+         t.Finish();
+}
+
 std::string Latency(const json& m, const Words& w) {
   std::string out = Heading(2, w(kLatency), "latency");
   std::vector<LatencySample> samples;
@@ -193,6 +236,7 @@ std::string Render(const json& m, bool zh) {
   body += "<section class=\"card\">" + KeyValues(head) + "</section>\n";
   body += Gates(m, w);
   if (m.contains("service_result")) body += Steps(m, w);
+  body += CrossRank(m, w);
   body += Ranks(m, w);
   if (m.contains("benchmark_results")) body += Latency(m, w);
   body += StepErrors(m, w);

@@ -6,7 +6,10 @@
 // mode, status, error), both gates (workload: requests ok / total against
 // the threshold, follow-up; analysis: the verdict over the ranks), the
 // service and profiler-control steps, one row per rank directory with its
-// analysis status and outputs, the workload's latency distribution (every
+// analysis status and outputs, the cross-rank view (views/cross_rank.h:
+// every rank of the deployment with its machine, device, device time,
+// communication share, top kernel and deviation from the median; the slowest
+// rank's row has class "slowest"), the workload's latency distribution (every
 // request's latency sorted, p50 / p90 / p99, count, ok, min, max) and, per
 // rank directory with a "kernel_summary" (parsers/kernel_summary.h), its
 // kernel Types and longest kernels.

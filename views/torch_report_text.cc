@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/utf8.h"
+#include "views/cross_rank.h"
 #include "views/html_page.h"
 
 namespace npuprof::views {
@@ -66,6 +67,7 @@ Result<json> BuildTorchReport(const json& m) {
                      {"outputs", Field(d, "outputs")},
                      {"kernel_summary", Field(d, "kernel_summary")}});
   r["ranks"] = std::move(ranks);
+  r["cross_rank"] = CrossRankView(m);
   return r;
 }
 
@@ -77,6 +79,8 @@ std::string RenderTorchReportText(const json& r, const std::string& lang, size_t
   out += fmt::format("  {}: {}\n", w(kAnalysis), CellText(Field(r, "analysis_status")));
   out += fmt::format("  {}: {} / {}\n", w(kRanks), CellText(Field(r, "rank_count")),
                      CellText(Field(r, "expected_ranks")));
+  if (Field(r, "cross_rank").is_object() && !ArrField(Field(r, "cross_rank"), "ranks").empty())
+    out += "\n" + RenderCrossRankText(Field(r, "cross_rank"), lang);
   for (const auto& d : ArrField(r, "ranks")) {
     out += fmt::format("\n  {} [{}]\n", CellText(Field(d, "path")), CellText(Field(d, "analysis_status")));
     out += KernelTable(Field(d, "kernel_summary"), w, top);

@@ -5,9 +5,11 @@
 //
 // JSON: {"kind", "run_id", "status", "workload_status", "analysis_status",
 //  "rank_count", "expected_ranks", "remote_profile_root", "ranks": [{"path",
-//  "analysis_status", "outputs", "kernel_summary"}]} (fields a manifest lacks
-//  are null). Text: the same, with each rank's Types and its longest
-//  kernels (at most `top` of them) as tables. lang "zh" (default) or "en".
+//  "analysis_status", "outputs", "kernel_summary"}], "cross_rank"} (fields a
+//  manifest lacks are null; cross_rank: views/cross_rank.h, every rank of the
+//  deployment side by side). Text: the same, the cross-rank table first,
+//  then each rank's Types and its longest kernels (at most `top` of them) as
+//  tables. lang "zh" (default) or "en".
 #pragma once
 
 #include <string>

@@ -23,24 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/multinode/multinode_helpers.h"
 #include "tests/support/npuprof_harness.h"
 
 namespace npuprof::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string Model(NpuprofHarness& h) {
-  return h.MakeModel({"--layers", "2", "--hidden", "512", "--intermediate", "1024", "--vocab", "8000", "--heads", "8",
-                      "--kv-heads", "2", "--head-dim", "64"});
-}
-
-// Every node's processes gone (the harness's targets carry their markers).
-void ExpectNothingLeft(NpuprofHarness& h) {
-  const auto left = h.TargetProcessesAfter(30);
-  EXPECT_TRUE(left.empty()) << left.size() << " processes left on the simulated hosts";
-  for (const std::string& n : h.NodeNames()) EXPECT_TRUE(h.LiveServicePids(n).empty()) << n;
-}
 
 // The argv of the one vLLM service a node's truth recorded (its launch), or null.
 json ServeArgvOf(NpuprofHarness& h, const std::string& node) {

@@ -69,6 +69,22 @@ TEST(KernelSummary, DistinctCapFoldsIntoOtherAndKeepsTotalsExact) {
   EXPECT_DOUBLE_EQ(s.top[0].total_us, 40.0);
 }
 
+TEST(KernelSummary, KeepsTheRanksKernelWindowWhenTheFileHasStartTimes) {
+  const KernelSummary s = Build(kCsv, 13);
+  ASSERT_TRUE(s.first_start_us && s.last_end_us);
+  EXPECT_NEAR(*s.first_start_us, 1736413971558972.912, 0.01);  // quoted, with its trailing TAB
+  EXPECT_NEAR(*s.last_end_us, 1736413971559400.0 + 10, 0.01);  // the N/A row's start is not counted
+  const nlohmann::json j = KernelSummaryJson(s);
+  EXPECT_NEAR(j["first_start_us"].get<double>(), 1736413971558972.912, 0.01);
+  // No start column, or no start that is a number: no window.
+  const KernelSummary none = Build("Name,Type,Duration(us)\na,T,1\n", 64);
+  EXPECT_FALSE(none.first_start_us);
+  EXPECT_FALSE(KernelSummaryJson(none).contains("first_start_us"));
+  const KernelSummary bad = Build("Name,Type,Start Time(us),Duration(us)\na,T,N/A,1\nb,T,-5,2\n", 64);
+  EXPECT_FALSE(bad.first_start_us);
+  EXPECT_DOUBLE_EQ(bad.total_us, 3.0);
+}
+
 TEST(KernelSummary, HostileInputIsRefusedOrBounded) {
   {  // the needed columns, named in the error
     KernelSummaryBuilder b;

@@ -9,6 +9,7 @@
 #include "tests/views/trace_validator.h"
 #include "tests/views/view_fixtures.h"
 #include "views/chrome_trace.h"
+#include "views/node_timeline.h"
 
 namespace npuprof::testing {
 namespace {
@@ -124,6 +125,74 @@ json RetryLog() {
   add(4600, "StateChanged", {{"from", "probing"}, {"to", "done"}});
   add(4600, "RunFinished", {{"status", "ok"}});
   return {{"run_id", "r"}, {"events", ev}};
+}
+
+// A two-node run whose worker's clock runs 3.2 s ahead: the saved run's
+// events, its ranks as the head's and two more on the worker, each with a
+// kernel window on its node's clock. The trace puts both nodes on npuprof's
+// clock: one process per node, the worker's windows moved back by its
+// offset, the offsets in otherData.
+TEST(ChromeTrace, NodesOfAMultiNodeRunOnOneClock) {
+  const json events = TestJson("views/torch_profile.events.json");
+  const double t0_us = events["events"][0]["time_ms"].get<double>() * 1000.0;
+  const auto dir = [&](const std::string& machine, int device, const std::string& name, double start_us) {
+    return json{{"path", "/p/" + name}, {"machine", machine}, {"device_id", device},
+                {"kernel_summary", {{"total_us", 100}, {"first_start_us", start_us}, {"last_end_us", start_us + 5e5}}}};
+  };
+  // Truly: head rank at t0 + 1 s, worker rank at t0 + 1.2 s (its clock says + 4.4 s).
+  const json m = {
+      {"kind", "torch-profile"},
+      {"machine", "head"},
+      {"nodes", json::array({{{"machine", "head"}}, {{"machine", "worker"}}})},
+      {"clock_offsets",
+       {{"start", {{"offsets", json::array({{{"machine", "head"}, {"offset_ms", 0.2}, {"uncertainty_ms", 0.1}},
+                                            {{"machine", "worker"}, {"offset_ms", 3200.0}, {"uncertainty_ms", 0.3}}})}}},
+        {"end", nullptr}}},
+      {"remote_profile_dirs",
+       json::array({dir("head", 0, "h_ascend_pt", t0_us + 1e6 + 200),
+                    dir("worker", 3, "w_ascend_pt", t0_us + 1.2e6 + 3.2e6),
+                    {{"path", "/p/nosum_ascend_pt"}, {"machine", "worker"}, {"kernel_summary", nullptr}}})}};
+  const auto nodes = views::NodeTimelinesFromManifest(m);
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1].machine, "worker");
+  EXPECT_EQ(nodes[1].measured, "start");
+  ASSERT_EQ(nodes[1].ranks.size(), 1u);  // the rank without a window is left out
+  EXPECT_EQ(nodes[1].ranks[0].device_id, 3);
+
+  auto trace = views::BuildChromeTrace(events, {}, nodes);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  TraceCheck c = ValidateChromeTrace(Dump(*trace));
+  for (const auto& p : c.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(c.process_names[2000], "node 0 head (clock +0.2 ms ± 0.1)");
+  EXPECT_EQ(c.process_names[2001], "node 1 worker (clock +3200.0 ms ± 0.3)");
+  EXPECT_EQ((c.thread_names[{2001, 1}]), "w_ascend_pt (device 3)");
+  const auto head = Named(c, "X", 2000), worker = Named(c, "X", 2001);
+  ASSERT_EQ(head.size(), 1u);
+  ASSERT_EQ(worker.size(), 1u);
+  // On one clock: the worker's rank started 200 ms after the head's, not 3.4 s.
+  EXPECT_NEAR(worker[0]["ts"].get<double>() - head[0]["ts"].get<double>(), 2e5 - 200 + 200, 1.0);
+  EXPECT_NEAR(head[0]["ts"].get<double>(), 1e6 + 200 - 200, 1.0);
+  EXPECT_NEAR(worker[0]["dur"].get<double>(), 5e5, 1.0);
+  EXPECT_EQ(worker[0]["args"]["offset_ms"], 3200.0);
+  const json& offs = (*trace)["otherData"]["clock_offsets"];
+  ASSERT_EQ(offs.size(), 2u);
+  EXPECT_EQ(offs[1]["machine"], "worker");
+  EXPECT_EQ(offs[1]["uncertainty_ms"], 0.3);
+  EXPECT_EQ(offs[1]["pid"], 2001);
+
+  // A one-node run: its machine's ranks on their own clock, said so.
+  json one = m;
+  one.erase("nodes");
+  one.erase("clock_offsets");
+  for (auto& d : one["remote_profile_dirs"]) d.erase("machine");
+  const auto single = views::NodeTimelinesFromManifest(one);
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_EQ(single[0].measured, "none");
+  EXPECT_EQ(single[0].ranks.size(), 2u);
+  auto t1 = views::BuildChromeTrace(events, {}, single);
+  ASSERT_TRUE(t1.ok());
+  EXPECT_EQ((*t1)["otherData"]["clock_offsets"][0]["measured"], "none");
+  EXPECT_TRUE(ValidateChromeTrace(Dump(*t1)).ok());
 }
 
 TEST(ChromeTrace, RetriesRedispatchesAndRestartsAreVisible) {

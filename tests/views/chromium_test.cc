@@ -109,6 +109,41 @@ TEST_F(ChromiumViews, TorchProfileReport) {
   for (const auto& d : m["remote_profile_dirs"]) EXPECT_NE(r.dom.find(d["path"].get<std::string>()), std::string::npos);
 }
 
+// The cross-rank view of a two-node run (the saved run's ranks as the
+// head's, plus two of a worker node), rendered: every rank's machine and
+// device time in the DOM, the slowest rank's row marked and named.
+TEST_F(ChromiumViews, TorchProfileCrossRankOfTwoNodes) {
+  json m = TestJson("views/torch_profile.manifest.json");
+  const auto summary = [](double total, double comm) {
+    return json{{"total_us", total},
+                {"top", json::array({{{"name", "aclnnMatmul_MatMulV3"}, {"type", "MatMulV3"}, {"total_us", total - comm}}})},
+                {"by_type", json::array({{{"type", "MatMulV3"}, {"core", "AI_CORE"}, {"total_us", total - comm}},
+                                         {{"type", "hcom_allReduce_"}, {"core", "HCCL"}, {"total_us", comm}}})}};
+  };
+  int device = 0;
+  for (auto& d : m["remote_profile_dirs"]) {
+    d["machine"] = "head";
+    d["device_id"] = device;
+    d["kernel_summary"] = summary(1000 + 100 * device++, 250);
+  }
+  m["remote_profile_dirs"].push_back({{"path", "/w/vllm_profile/w_1_x_ascend_pt"}, {"machine", "worker"},
+                                      {"device_id", 0}, {"analysis_status", "ok"},
+                                      {"kernel_summary", summary(3100, 600)}});
+  m["remote_profile_dirs"].push_back({{"path", "/w/vllm_profile/w_2_x_ascend_pt"}, {"machine", "worker"},
+                                      {"device_id", 1}, {"analysis_status", "ok"},
+                                      {"kernel_summary", summary(1150, 250)}});
+  auto html = views::RenderTorchProfileHtml(m, "en");
+  ASSERT_TRUE(html.ok());
+  BrowserRender r = Check(Write("torch-cross-rank.html", *html), "torch-cross-rank");
+  EXPECT_NE(r.dom.find("Cross-rank view"), std::string::npos);
+  EXPECT_NE(r.dom.find("<tr class=\"slowest\"><td>worker"), std::string::npos) << r.dom;
+  EXPECT_NE(r.dom.find("w_1_x_ascend_pt · 3100.0 µs"), std::string::npos);
+  // median of 1000, 1100, 1150, 3100 = 1125; the worker's first rank +175.6 %.
+  EXPECT_NE(r.dom.find("1125.0 µs"), std::string::npos);
+  EXPECT_NE(r.dom.find("+175.6"), std::string::npos);
+  EXPECT_NE(r.dom.find("19.4"), std::string::npos);  // its communication share: 600 / 3100
+}
+
 // The compare page of two saved runs (B: 0.9 utilisation, KV +6,553.6 MB per
 // device, two more devices): a table per device position and the totals,
 // the values and deltas in the rendered DOM, the absent positions as "-".

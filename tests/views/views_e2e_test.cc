@@ -146,8 +146,27 @@ TEST_F(ViewsE2E, MemoryAndTorchProfileRunsAsHtmlAndTraces) {
   for (const auto& d : tm["remote_profile_dirs"]) torch_shows.push_back(d["path"].get<std::string>());
   torch_shows.push_back(fmt::format("{} / {}", tm["workload_status"]["bench_ok"].dump(),
                                     tm["workload_status"]["bench_total"].dump()));
+  // The cross-rank view of a one-node run: its two ranks on sim1, the slowest named.
+  CliResult trep = h_.Cli({"report", trun, "--format", "json"});
+  ASSERT_EQ(trep.exit_code, 0) << trep.err;
+  const json cross = trep.json()["cross_rank"];
+  ASSERT_EQ(cross["ranks"].size(), 2u) << cross.dump();
+  for (const auto& r : cross["ranks"]) {
+    EXPECT_EQ(r["machine"], "sim1");
+    EXPECT_TRUE(r["device_time_us"].is_number()) << r.dump();
+    EXPECT_TRUE(r["device_id"].is_number_integer()) << r.dump();
+    EXPECT_GT(r["comm_share_pct"].get<double>(), 0.0) << "tp 2 all-reduces";
+  }
+  ASSERT_TRUE(cross["slowest"].is_object());
+  torch_shows.push_back("Cross-rank view");
+  torch_shows.push_back(cross["slowest"]["rank_dir"].get<std::string>());
   for (const auto& s : torch_shows) EXPECT_NE(torch_html.find(s), std::string::npos) << s;
   TraceCheck tt = Trace(trun, h_.Dir() + "/out/torch.trace.json");
+  // One node, its own clock: a process with one kernel window per rank.
+  EXPECT_EQ(tt.process_names[2000], "node 0 sim1 (own clock, offset not measured)");
+  size_t windows = 0;
+  for (const auto& e : tt.events) windows += e["ph"] == "X" && e["pid"] == 2000;
+  EXPECT_EQ(windows, 2u);
   std::set<std::string> instants;
   for (const auto& e : tt.events)
     if (e["ph"] == "i") instants.insert(e["name"].get<std::string>());

@@ -3,7 +3,9 @@
 // detached (re-attachable through marker files), verify its outputs and
 // summarise the rank's kernels (kernel_summary_stream.h).
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -55,6 +57,30 @@ json CheckOutput(ssh::SshSession& session, const std::string& path, bool kernel_
     else rec["problem"] = check.status().message();
   }
   return rec;
+}
+
+// The device of a rank: N of the PROF_*/device_N directories under its dir
+// when they all name one device; nullopt otherwise (none, several, unreadable).
+std::optional<int> RankDevice(ssh::SshSession& session, const std::string& dir) {
+  auto top = session.ListDir(dir);
+  if (!top.ok()) return std::nullopt;
+  std::optional<int> device;
+  for (const auto& e : *top) {
+    if (!e.is_dir || e.name.rfind("PROF_", 0) != 0) continue;
+    auto sub = session.ListDir(dir + "/" + e.name);
+    if (!sub.ok()) continue;
+    for (const auto& d : *sub) {
+      if (!d.is_dir || d.name.rfind("device_", 0) != 0) continue;
+      const std::string digits = d.name.substr(7);
+      if (digits.empty() || digits.size() > 6 ||
+          !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+        continue;
+      const int n = std::stoi(digits);
+      if (device && *device != n) return std::nullopt;
+      device = n;
+    }
+  }
+  return device;
 }
 
 }  // namespace
@@ -158,6 +184,7 @@ TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, con
                     {"outputs", {{"kernel_details_csv", kd}, {"trace_view_json", tv}}},
                     {"analysis_status", status},
                     {"analyse", analyse}};
+  if (auto device = RankDevice(*session, dir)) out.result["device_id"] = *device;
   if (kd_ok) {
     out.result["kernel_summary"] = StreamKernelSummary(
         *session, base + "kernel_details.csv", [&] { ctx.progress(fmt::format("kernel summary {}", dir)); },

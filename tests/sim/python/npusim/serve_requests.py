@@ -233,7 +233,10 @@ class RequestsMixin:
                      "finalise_delay_s": sim_root.per_rank(delays, r, 0.0), "hang": r in hang,
                      "finalised_at": None, "abandoned": False, "device_data": r not in no_kd,
                      "framework_ops": r not in no_tv,
-                     "kernels": kernel_model.summary(tasks) if r not in no_kd else []}
+                     "kernels": kernel_model.summary(tasks) if r not in no_kd else [],
+                     # the rank's kernel window on this host's clock (µs), as kernel_details.csv will hold it
+                     "kernels_first_start_us": min(t["start_us"] for t in tasks) if tasks else None,
+                     "kernels_last_end_us": round(max(t["start_us"] + t["dur_us"] for t in tasks), 3) if tasks else None}
             fin = torch_finalise.RankFinalise(
                 trace, torch_profile_writer.cpu_ops(mine, rk["pid"]), tasks, entry["finalise_delay_s"],
                 entry["hang"], t_stop, framework_ops=entry["framework_ops"], device_data=entry["device_data"],
