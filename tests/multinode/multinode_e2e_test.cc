@@ -9,6 +9,9 @@
 //   * torch-profile on 2 nodes: the gates over the whole deployment, every
 //     node's rank dirs in the manifest with their machine, the clock offset
 //     of the node that runs 3.2 s ahead within 20 ms of the truth;
+//   * torch-profile on 2 nodes x 4 NPUs (tp 4, dp 2) and on 3 nodes (tp 2,
+//     dp 3): every node's rank dirs and each rank's kernel time as that
+//     node's truth has them;
 //   * faults: a node that never joins fails the run within its readiness
 //     deadline, a node killed during the workload fails the run naming it, a
 //     node whose rank writes no profile dir is a rank_count_mismatch naming
@@ -19,6 +22,8 @@
 
 #include <signal.h>
 
+#include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -141,6 +146,68 @@ TEST_F(MultiNodeE2E, TorchProfileOnTwoNodesGatesTheDeploymentAndMeasuresEachCloc
     if (o.value("machine", "") == "worker") offset = o.value("offset_ms", 0.0);
   EXPECT_NEAR(offset, 3200.0, 20.0) << m["clock_offsets"].dump();
   ExpectNothingLeft(h_);
+}
+
+// A torch-profile of the given shape over nodes: the gates over the whole
+// deployment, and every node's rank dirs and kernel totals as that node's
+// truth has them (the dirs its ranks wrote, the kernels each will sum to).
+void ExpectTorchProfileMatchesEachNodesTruth(NpuprofHarness& h, const std::vector<std::string>& nodes, int tp,
+                                             int dp) {
+  std::vector<std::string> args = {"submit", "torch-profile"};
+  for (const auto& n : nodes) args.insert(args.end(), {"--node", n});
+  const std::vector<std::string> rest = {"--model", Model(h), "--served-model-name", "m", "--tp", std::to_string(tp),
+                                         "--dp", std::to_string(dp), "--tag", "mn", "--mode", "enforce_eager",
+                                         "--request-kind", "text", "--benchmark-output-tokens", "8",
+                                         "--benchmark-total-requests", "6", "--benchmark-concurrency", "3",
+                                         "--prompt-tokens", "64", "--wait"};
+  args.insert(args.end(), rest.begin(), rest.end());
+  CliResult r = h.Cli(args, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json m = r.json();
+  EXPECT_EQ(m["analysis_status"], "ok");
+  EXPECT_EQ(m["workload_status"]["status"], "ok");
+  EXPECT_EQ(m["expected_ranks"], tp * dp);
+  EXPECT_EQ(m["rank_count"], tp * dp);
+  const int per_node = tp * dp / static_cast<int>(nodes.size());
+  ASSERT_EQ(m["rank_counts"].size(), nodes.size()) << m["rank_counts"].dump();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    EXPECT_EQ(m["rank_counts"][i]["machine"], nodes[i]);
+    EXPECT_EQ(m["rank_counts"][i]["found"], per_node) << nodes[i];
+  }
+  // Each node's truth: the dirs its ranks wrote and the kernel time each holds.
+  std::map<std::string, std::pair<std::string, double>> truth;  // dir base name -> (node, total µs)
+  for (const auto& n : nodes) {
+    const auto truths = h.SimTruthFiles(n);
+    ASSERT_EQ(truths.size(), 1u) << "one vLLM launched on " << n;
+    size_t ranks = 0;
+    for (const auto& session : truths[0].value("profile_sessions", json::array()))
+      for (const auto& rank : session.value("ranks", json::array())) {
+        double total = 0;
+        for (const auto& k : rank.value("kernels", json::array())) total += k.value("total_us", 0.0);
+        truth[std::filesystem::path(rank.value("dir", "")).filename().string()] = {n, total};
+        ++ranks;
+      }
+    EXPECT_EQ(ranks, static_cast<size_t>(per_node)) << "rank dirs in " << n << "'s truth";
+  }
+  ASSERT_EQ(m["remote_profile_dirs"].size(), static_cast<size_t>(tp * dp));
+  for (const auto& d : m["remote_profile_dirs"]) {
+    const std::string base = std::filesystem::path(d.value("path", "")).filename().string();
+    ASSERT_TRUE(truth.count(base)) << base << " is in no node's truth";
+    EXPECT_EQ(d["machine"], truth[base].first) << base;
+    EXPECT_NEAR(d["kernel_summary"].value("total_us", 0.0), truth[base].second, 0.01 * truth[base].second + 1)
+        << base;
+  }
+  ExpectNothingLeft(h);
+}
+
+TEST_F(MultiNodeE2E, TorchProfileOnTwoNodesOfFourNpusTp4Dp2MatchesEachNodesTruth) {
+  AddNodes({{"head", {"--devices", "4"}}, {"worker", {"--devices", "4"}}});
+  ExpectTorchProfileMatchesEachNodesTruth(h_, {"head", "worker"}, 4, 2);
+}
+
+TEST_F(MultiNodeE2E, TorchProfileOnThreeNodesTp2Dp3MatchesEachNodesTruth) {
+  AddNodes({{"n0", {"--devices", "2"}}, {"n1", {"--devices", "2"}}, {"n2", {"--devices", "2"}}});
+  ExpectTorchProfileMatchesEachNodesTruth(h_, {"n0", "n1", "n2"}, 2, 3);
 }
 
 TEST_F(MultiNodeE2E, ANodeKilledDuringTheWorkloadFailsTheRunNamingIt) {
