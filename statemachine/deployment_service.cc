@@ -223,6 +223,19 @@ void EndNodeWatches(Decision& d) {
   for (const auto& id : out) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the service is stopping"}});
 }
 
+json NodesSummary(const RunState& s) {
+  json nodes = json::array();
+  for (int i = 0; i < NodeCount(s); ++i) {
+    const auto svc = NodeServiceOf(s, i);
+    nodes.push_back({{"node", i},
+                     {"machine", NodeMachine(s, i)},
+                     {"runtime_dir", svc ? json(svc->runtime_dir) : json(nullptr)},
+                     {"pid", svc && svc->pid ? json(*svc->pid) : json(nullptr)},
+                     {"stopped", NodeStopConfirmed(s, i)}});
+  }
+  return nodes;
+}
+
 bool ContinueNodeStops(Decision& d, bool force, int64_t grace_s) {
   const int n = NodeCount(d.state());
   const auto stop = [&](int i) {

@@ -115,6 +115,9 @@ void EndNodeWatches(Decision& d);
 // answer), false when every node is settled: stopped, never started, or its
 // forced stop failed (it may still run: NodesThatMayStillRun says so).
 bool ContinueNodeStops(Decision& d, bool force, int64_t grace_s);
+// Every node's service as a summary shows it: [{node, machine, runtime_dir,
+// pid, stopped}] (null where a node has no service record yet).
+json NodesSummary(const RunState& s);
 // The nodes whose service may still run, as one sentence ("" = none).
 std::string NodesThatMayStillRun(const RunState& s);
 

@@ -870,16 +870,7 @@ json SummaryOf(const MemoryProfileMachine& kind, const View& v) {
     }
   }
   if (Multi(s)) {
-    json nodes = json::array();
-    for (int i = 0; i < NodeCount(s); ++i) {
-      const auto svc = NodeServiceOf(s, i);
-      nodes.push_back({{"node", i},
-                       {"machine", NodeMachine(s, i)},
-                       {"runtime_dir", svc ? json(svc->runtime_dir) : json(nullptr)},
-                       {"pid", svc && svc->pid ? json(*svc->pid) : json(nullptr)},
-                       {"stopped", NodeStopConfirmed(s, i)}});
-    }
-    j["nodes"] = std::move(nodes);
+    j["nodes"] = NodesSummary(s);
   }
   return j;
 }

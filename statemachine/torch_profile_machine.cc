@@ -631,16 +631,7 @@ json TorchProfileMachine::Summary(const RunState& s) const {
   j["flush"] = s.data.value("flush", json(nullptr));
   j["step_errors"] = s.data.value("errors", json::array());
   if (Multi(s)) {
-    json nodes = json::array();
-    for (int i = 0; i < NodeCount(s); ++i) {
-      const auto svc = NodeServiceOf(s, i);
-      nodes.push_back({{"node", i},
-                       {"machine", NodeMachine(s, i)},
-                       {"runtime_dir", svc ? json(svc->runtime_dir) : json(nullptr)},
-                       {"pid", svc && svc->pid ? json(*svc->pid) : json(nullptr)},
-                       {"stopped", NodeStopConfirmed(s, i)}});
-    }
-    j["nodes"] = std::move(nodes);
+    j["nodes"] = NodesSummary(s);
     j["clock"] = ClockProjection(s);
   }
   return j;
