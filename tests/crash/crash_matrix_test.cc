@@ -83,6 +83,9 @@ const std::set<std::string>& DroppedKeys() {
       "bytes_read",
       // the wave's wall time (timing)
       "wall_ms", "benchmark_wall_ms",
+      // a rank's kernel window on its host's clock (when the wave ran; the
+      // kernel figures themselves are compared)
+      "first_start_us", "last_end_us",
       // memory-profile evidence locators: which log line / CSV row / sample
       // time a figure was read from depends on timing (sampling, rank log
       // interleaving); the figures themselves are compared.
