@@ -334,6 +334,9 @@ void AfterStop(Decision& d) {
 }
 
 void FinishAnalysis(Decision& d) {
+  // A multi-node run's end clock measure (scheduled with the flush) answers
+  // first: a run ends after every task it scheduled (AfterClock goes on).
+  if (ClockPending(d.state())) return;
   const json a = AnalysisProjection(d.state(), ExpectedRanks(Spec(d.state())));
   json gated = {{"analysis_status", a["analysis_status"]},
                 {"rank_count", a["rank_count"]},
@@ -344,6 +347,13 @@ void FinishAnalysis(Decision& d) {
   const std::string error = RunError(d.state());
   if (error.empty()) return d.Finish(RunStatus::kOk);
   d.Finish(RunStatus::kFailed, error);
+}
+
+// A clock measure answered (measured or not): an analysis that finished
+// while it was out is judged now.
+void AfterClock(Decision& d) {
+  const RunState& s = d.state();
+  if (!s.terminal && s.state == "analysing" && AnalysisDone(s)) FinishAnalysis(d);
 }
 
 // A multi-node deployment's launch answered on some node: the head first,
@@ -415,7 +425,7 @@ void TorchProfileMachine::OnStart(Decision& d) const {
 }
 
 void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
-  if (OnClockTaskSucceeded(d, task, result)) return;
+  if (OnClockTaskSucceeded(d, task, result)) return AfterClock(d);
   const RunState& s = d.state();
   const std::string role = RoleOf(task);
   if (task.kind == kTpPrepareImageTask) {
@@ -507,7 +517,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
 }
 
 void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
-  if (IsClockTask(task)) return;  // no offsets then; the run goes on
+  if (IsClockTask(task)) return AfterClock(d);  // no offsets then; the run goes on
   const RunState& s = d.state();
   const std::string text = failure.Text();
   if (task.kind == kTpPrepareImageTask) {

@@ -114,6 +114,14 @@ TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCoun
   ASSERT_NE(r.Pending(kTpAnalyseRankTask, "b"), nullptr) << "a rank is analysed where it was written";
   r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
   r.Answer(kTpAnalyseRankTask, "b", true, RankOk("/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"));
+  // The end clock measure, scheduled with the flush, answers before the run ends.
+  EXPECT_FALSE(r.s.terminal) << "the run ends after its end clock measure";
+  ASSERT_NE(r.Pending(kMachineClockTask, "a"), nullptr);
+  r.Answer(kMachineClockTask, "a", true,
+           {{"when", "end"},
+            {"measured_at_ms", 9},
+            {"offsets", {{{"machine", "a"}, {"offset_ms", 0.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}},
+                         {{"machine", "b"}, {"offset_ms", 3200.2}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}}}}});
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
   const json m = TorchProfileManifest(r.s);
@@ -138,6 +146,11 @@ TEST(TorchMultiNode, ANodeThatWroteFewerRankDirsIsNamed) {
   r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
   r.Answer(kTpListDirsTask, "b", true, {{"dirs", json::array()}});
   r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
+  // Both clock measures (start and end) fail: no offsets, and the run goes on to its verdict.
+  EXPECT_FALSE(r.s.terminal);
+  r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
+  EXPECT_FALSE(r.s.terminal);
+  r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("rank_count_mismatch (node 1 (b) wrote 0 of 1 rank directories)"), std::string::npos)
