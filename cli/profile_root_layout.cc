@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/text.h"
 #include "common/json_field.h"
 #include "views/node_timeline.h"
 
@@ -18,12 +19,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kSuffix = "_ascend_pt";
-
-std::string BaseName(std::string s) {
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  const auto slash = s.rfind('/');
-  return slash == std::string::npos ? s : s.substr(slash + 1);
-}
 
 std::string Safe(const std::string& s) {
   std::string out;
@@ -79,7 +74,7 @@ Result<json> PlanProfileRootLayout(const json& m, const json& events_doc) {
   for (const auto& d : Field(m, "remote_profile_dirs")) {
     if (!d.is_object()) continue;
     Row r{d, Field(d, "machine").is_string() ? StrField(d, "machine") : head,
-          WithSuffix(Safe(BaseName(StrField(d, "path"))))};
+          WithSuffix(Safe(PathBaseName(StrField(d, "path"))))};
     ++name_count[r.name];
     rows.push_back(std::move(r));
   }
@@ -106,7 +101,7 @@ Result<json> PlanProfileRootLayout(const json& m, const json& events_doc) {
     json copied = json::array({"npuprof_rank.json"});
     if (it != logs.end()) copied.push_back("analyse.log");
     ranks.push_back({{"rank_dir", name},
-                     {"original_name", BaseName(path)},
+                     {"original_name", PathBaseName(path)},
                      {"machine", r.machine},
                      {"node", node >= 0 ? json(node) : json(nullptr)},
                      {"device_id", Field(r.dir, "device_id").is_number_integer() ? Field(r.dir, "device_id") : json(nullptr)},

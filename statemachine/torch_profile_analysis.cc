@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/text.h"
 #include "task_payloads.pb.h"
 #include "statemachine/task_payload.h"
 #include "statemachine/torch_profile_gates.h"
@@ -43,13 +44,6 @@ std::vector<std::string> UnfinalisedDirs(const RunState& s) {
   for (const auto& d : flush.value("dirs", json::array()))
     if (d.is_object() && !d.value("profiler_info", true)) out.push_back(d.value("name", ""));
   return out;
-}
-
-std::string BaseName(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  const size_t slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
 }  // namespace
@@ -158,7 +152,7 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
       rec.erase("error");
     }
     // A rank torch_npu never finalised holds only part of its data: at best partial.
-    if (std::find(unfinalised.begin(), unfinalised.end(), BaseName(dir)) != unfinalised.end()) {
+    if (std::find(unfinalised.begin(), unfinalised.end(), PathBaseName(dir)) != unfinalised.end()) {
       rec["finalised"] = false;
       if (rec.value("analysis_status", "") == "ok") rec["analysis_status"] = "partial";
       rec["note"] = "torch_npu never finalised this rank (no profiler_info*.json when the flush wait timed out)";

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/text.h"
 #include "common/utf8.h"
 #include "views/html_page.h"
 
@@ -23,13 +24,6 @@ constexpr Label kNoSummary{"无算子汇总", "no kernel summary"};
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::string BaseName(const std::string& p) {
-  std::string s = p;
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  const auto slash = s.rfind('/');
-  return slash == std::string::npos ? s : s.substr(slash + 1);
 }
 
 double R3(double v) { return std::round(v * 1000.0) / 1000.0; }
@@ -60,7 +54,7 @@ json CrossRankView(const json& m) {
     const std::string path = StrField(d, "path");
     json r = {{"machine", Field(d, "machine").is_string() ? Field(d, "machine") : json(run_machine)},
               {"device_id", Field(d, "device_id").is_number_integer() ? Field(d, "device_id") : json(nullptr)},
-              {"rank_dir", BaseName(path)},
+              {"rank_dir", PathBaseName(path)},
               {"path", path},
               {"analysis_status", Field(d, "analysis_status")},
               {"device_time_us", nullptr},

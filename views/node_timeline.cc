@@ -3,17 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/text.h"
 #include "views/html_page.h"
 
 namespace npuprof::views {
 
 namespace {
-
-std::string BaseName(std::string s) {
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  const auto slash = s.rfind('/');
-  return slash == std::string::npos ? s : s.substr(slash + 1);
-}
 
 // The offset of `machine` in one ClockMeasured record ({offsets: [...]}), if measured.
 const json* OffsetIn(const json& measure, const std::string& machine) {
@@ -58,7 +53,7 @@ std::vector<NodeTimeline> NodeTimelinesFromManifest(const json& m) {
       if (n.machine != mc) continue;
       RankWindow r;
       r.path = StrField(d, "path");
-      r.rank_dir = BaseName(r.path);
+      r.rank_dir = PathBaseName(r.path);
       if (Field(d, "device_id").is_number_integer()) r.device_id = Field(d, "device_id").get<int>();
       r.start_us = *start;
       r.end_us = *end;

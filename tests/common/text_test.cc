@@ -13,5 +13,13 @@ TEST(Trim, DropsAsciiWhitespaceOnBothEnds) {
   EXPECT_EQ(Trim("abc"), "abc");
 }
 
+TEST(PathBaseName, IsTheLastComponentOfARemotePath) {
+  EXPECT_EQ(PathBaseName("/rt/r1/vllm_profile/a_1_ascend_pt"), "a_1_ascend_pt");
+  EXPECT_EQ(PathBaseName("/rt/r1/vllm_profile/a_1_ascend_pt//"), "a_1_ascend_pt");
+  EXPECT_EQ(PathBaseName("a_1_ascend_pt"), "a_1_ascend_pt");
+  EXPECT_EQ(PathBaseName(""), "");
+  EXPECT_EQ(PathBaseName("/"), "/");
+}
+
 }  // namespace
 }  // namespace npuprof
