@@ -67,14 +67,31 @@ tasks::ServiceLaunch BuildNodeLaunchPayload(const std::string& run_id, int launc
   dep.set_dp_address(DpAddress(spec));
   dep.set_dp_start_rank(static_cast<int32_t>(node * dp_local));
   dep.set_headless(node > 0);
-  if (node == 0) {
-    if (spec.has_dp_rpc_port()) dep.set_dp_rpc_port(spec.dp_rpc_port());
-  } else {
-    p.clear_port();  // no API server on a headless node
-    if (rpc_port) dep.set_dp_rpc_port(*rpc_port);
+  if (spec.has_dp_rpc_port()) {
+    dep.set_dp_rpc_port(spec.dp_rpc_port());
+  } else if (rpc_port) {
+    dep.set_dp_rpc_port(*rpc_port);
   }
+  if (node > 0) p.clear_port();  // no API server on a headless node
   return p;
 }
+
+int32_t RunRpcPort(const std::string& run_id) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a, 64 bits
+  for (unsigned char c : run_id) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return kRpcPortFirst + static_cast<int32_t>(h % static_cast<uint64_t>(kRpcPortLast - kRpcPortFirst + 1));
+}
+
+template <class Spec>
+int32_t DeploymentRpcPort(const Spec& spec, const std::string& run_id) {
+  return spec.has_dp_rpc_port() ? spec.dp_rpc_port() : RunRpcPort(run_id);
+}
+template int32_t DeploymentRpcPort(const run_specs::ServeSpec&, const std::string&);
+template int32_t DeploymentRpcPort(const run_specs::TorchProfileSpec&, const std::string&);
+template int32_t DeploymentRpcPort(const run_specs::MemoryProfileSpec&, const std::string&);
 
 #define NPUPROF_NODE_LAUNCH(S)                                                                                 \
   template tasks::ServiceLaunch BuildNodeLaunchPayload(const std::string&, int, const run_specs::S&, int,      \
@@ -183,6 +200,11 @@ bool NeedsStop(const RunState& s, int node) {
 }
 
 }  // namespace
+
+void LaunchAllNodes(Decision& d, int32_t rpc_port, const NodeLaunchBuilder& build) {
+  for (int i = 0; i < NodeCount(d.state()); ++i)
+    if (!LastNodeTask(d.state(), kServiceLaunchTask, i)) d.Schedule(build(i, rpc_port));
+}
 
 void LaunchHeadlessNodes(Decision& d, const results::ServiceLaunchResult& head, const NodeLaunchBuilder& build) {
   std::optional<int32_t> rpc_port;

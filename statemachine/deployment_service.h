@@ -9,9 +9,10 @@
 // runtime dir is `<its runtime_base>/<run_id>/service-<n>-node<i>`, so two
 // nodes never share a runtime dir or a service marker even on one host.
 //
-// Lifecycle across nodes (docs/MULTINODE.md): the head is launched first (it
-// picks the data-parallel RPC port), then every other node at once with the
-// head's address and port; ready means the head's API answers (vLLM's front
+// Lifecycle across nodes (docs/MULTINODE.md): every node is launched at once,
+// each told the head's address and the data-parallel RPC port (the spec's,
+// else one npuprof chooses for the run, DeploymentRpcPort; the head's launch
+// refuses it, starting nothing, when it is not free there); ready means the head's API answers (vLLM's front
 // end waits for every engine to join) while every node's process group is
 // watched; a node that dies fails the run naming it; the stop goes to every
 // node at once.
@@ -48,11 +49,26 @@ const TaskInfo* LastNodeTask(const RunState& s, std::string_view kind, int node)
 // "<runtime_base>/<run_id>/service-<launch_no>-node<i>": node i's runtime dir.
 std::string NodeRuntimeDir(const tasks::Machine& record, const std::string& run_id, int launch_no, int node);
 
+// The data-parallel RPC port of a multi-node run: the spec's dp_rpc_port,
+// else one chosen from the run id (FNV-1a) in [kRpcPortFirst, kRpcPortLast],
+// below Linux's ephemeral range (32768..60999, where the kernel hands out
+// client ports and the API port is picked) and clear of 29500..29599 (the
+// torch and vLLM distributed defaults). The head's launch checks that it is
+// free before anything starts; a run whose port is taken fails naming it
+// and `--dp-rpc-port`. Knowing it up front lets every node launch at once.
+inline constexpr int32_t kRpcPortFirst = 20000;
+inline constexpr int32_t kRpcPortLast = 29499;
+int32_t RunRpcPort(const std::string& run_id);
+template <class Spec>
+int32_t DeploymentRpcPort(const Spec& spec, const std::string& run_id);
+
 // The service.launch payload of node i of a multi-node spec: the one-node
 // payload (BuildLaunchPayload) sent to node i's machine, with its devices,
 // its runtime dir and its place in the deployment. The head keeps the
-// spec's port and dp_rpc_port (unset: picked by its launch); a headless node
-// gets no API port and the head's rpc_port.
+// spec's port; every node gets dp_rpc_port = the spec's, else `rpc_port`
+// (the head without either picks a free one in its launch: how runs
+// launched head-first, before every node launched at once, went on); a
+// headless node gets no API port.
 template <class Spec>
 tasks::ServiceLaunch BuildNodeLaunchPayload(const std::string& run_id, int launch_no, const Spec& spec, int node,
                                             std::optional<int32_t> rpc_port,
@@ -95,8 +111,12 @@ class Decision;
 // Builds node i's launch payload, given the head's data-parallel RPC port.
 using NodeLaunchBuilder = std::function<tasks::ServiceLaunch(int node, std::optional<int32_t> rpc_port)>;
 
-// Once the head's launch succeeded: launches every other node at once, with
-// the RPC port the head's launch recorded (or none: the payload's own).
+// Launches every node at once (the run's start), each with the deployment's
+// RPC port (DeploymentRpcPort).
+void LaunchAllNodes(Decision& d, int32_t rpc_port, const NodeLaunchBuilder& build);
+// Once the head's launch succeeded: launches every other node not launched
+// yet, with the RPC port the head's launch recorded (or none: the payload's
+// own). A no-op when every node was launched at once.
 void LaunchHeadlessNodes(Decision& d, const results::ServiceLaunchResult& head, const NodeLaunchBuilder& build);
 // Whether every node's last launch succeeded.
 bool AllNodesLaunched(const RunState& s);

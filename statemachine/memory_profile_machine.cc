@@ -56,8 +56,12 @@ tasks::ServiceLaunch NodeService(const RunState& s, int node, std::optional<int3
   return p;
 }
 
-// The service a standalone run's spec asks for (SpecService): the head's.
-tasks::ServiceLaunch StandaloneService(const RunState& s) { return NodeService(s, 0, std::nullopt); }
+// The service a standalone run's spec asks for (SpecService): the head's,
+// told the deployment's RPC port in a multi-node run.
+tasks::ServiceLaunch StandaloneService(const RunState& s) {
+  if (Multi(s)) return NodeService(s, 0, DeploymentRpcPort(Spec(s), s.run_id));
+  return NodeService(s, 0, std::nullopt);
+}
 
 using Data = kind_data::MemoryProfileData;
 // The service record as a decision reads it: ServiceLaunched's keys plus the
@@ -257,7 +261,7 @@ json NodeMachineJson(const RunState& s, int node) {
   return Field(Field(s.spec, "nodes")[node], "machine_record");
 }
 
-// The launch of node i >= 1 of a deployment, with the head's RPC port.
+// The launch of node i >= 1 of a deployment, with the deployment's RPC port.
 tasks::ServiceLaunch HeadlessLaunch(const RunState& s, int node, std::optional<int32_t> rpc_port) {
   tasks::ServiceLaunch p = NodeService(s, node, rpc_port);
   const std::string written = StrField(MemNodeField(s, node, "preflight"), "wrap_script", "");
@@ -423,7 +427,8 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
   MoveTo(d, step);  // the run's state is the step in progress
   if (Multi(s) && step == "stopped") return ScheduleNodeStops(d);
   if (Multi(s) && step == "service" && v.data.has_service()) {
-    // The head is up: every other node at once, with the head's RPC port.
+    // The head is up: every other node not launched with it (a run launched
+    // head-first), with the head's RPC port.
     const TaskInfo* head = LastNodeTask(s, kServiceLaunchTask, 0);
     const RunState& run = d.state();
     return LaunchHeadlessNodes(d, RecordedOf<results::ServiceLaunchResult>(*head),
@@ -439,6 +444,12 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
   }
   if (!Multi(s) || !MemPerNodeStep(step) || step == "service") {
     ScheduleOn(d, v, step, 0);
+    if (Multi(s) && step == "service") {
+      // Every node at once, each told the deployment's RPC port.
+      const RunState& run = d.state();
+      LaunchAllNodes(d, DeploymentRpcPort(Spec(s), s.run_id),
+                     [&run](int node, std::optional<int32_t> port) { return HeadlessLaunch(run, node, port); });
+    }
   } else {
     for (int i = 0; i < NodeCount(s); ++i)
       if (i == 0 ? !MemStepDone(v.data, step) : !MemNodeStepDone(s, i, step)) ScheduleOn(d, v, step, i);

@@ -208,7 +208,11 @@ std::optional<tasks::ServiceLaunch> ServeMachine::SpecService(const RunState& s)
 void ServeMachine::OnStart(Decision& d) const {
   d.Transition("launching");
   if (NodeCount(d.state()) > 1) {
-    d.Schedule(BuildNodeLaunchPayload(d.state().run_id, 1, Spec(d.state()), 0, std::nullopt));
+    const run_specs::ServeSpec spec = Spec(d.state());
+    const std::string run_id = d.state().run_id;
+    LaunchAllNodes(d, DeploymentRpcPort(spec, run_id), [&](int node, std::optional<int32_t> port) {
+      return BuildNodeLaunchPayload(run_id, 1, spec, node, port);
+    });
     ScheduleClock(d, "start");
     return;
   }
@@ -217,9 +221,9 @@ void ServeMachine::OnStart(Decision& d) const {
 
 namespace {
 
-// A multi-node deployment's launch answered on some node: launch the other
-// nodes after the head, stop when asked to, and wait for readiness once
-// every node is up.
+// A multi-node deployment's launch answered on some node: stop when asked
+// to, and wait for readiness once every node is up (every node was launched
+// at once; a run launched head-first launches the others now).
 void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& result) {
   const RunState& s = d.state();
   const ServeData data = Data(s);
@@ -235,7 +239,6 @@ void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& resu
     LaunchHeadlessNodes(d, launched, [&](int node, std::optional<int32_t> port) {
       return BuildNodeLaunchPayload(run_id, 1, spec, node, port);
     });
-    return;
   }
   if (!AllNodesLaunched(d.state())) return;
   // Every node is up: ready means the head's API answers (its front end

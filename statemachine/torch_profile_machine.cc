@@ -169,7 +169,16 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 
 void StartLaunch(Decision& d) {
   d.Transition("launching");
-  d.Schedule(TorchProfileLaunchPayload(d.state().run_id, Spec(d.state())));  // = SpecService for one node
+  const run_specs::TorchProfileSpec spec = Spec(d.state());
+  const std::string run_id = d.state().run_id;
+  if (NodeCount(d.state()) > 1) {
+    // Every node at once, each told the deployment's RPC port.
+    LaunchAllNodes(d, DeploymentRpcPort(spec, run_id), [&](int node, std::optional<int32_t> port) {
+      return TorchProfileLaunchPayload(run_id, spec, node, port);
+    });
+  } else {
+    d.Schedule(TorchProfileLaunchPayload(run_id, spec));  // = SpecService for one node
+  }
   ScheduleClock(d, "start");  // a multi-node run's clocks (nothing for one node)
 }
 
@@ -356,8 +365,9 @@ void AfterClock(Decision& d) {
   if (!s.terminal && s.state == "analysing" && AnalysisDone(s)) FinishAnalysis(d);
 }
 
-// A multi-node deployment's launch answered on some node: the head first,
-// then every other node with its RPC port; readiness once all are up.
+// A multi-node deployment's launch answered on some node: readiness once
+// all are up (every node was launched at once; a run launched head-first
+// launches the others once the head answered).
 void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& result) {
   const RunState& s = d.state();
   if (s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return ContinueCleanup(d);
@@ -368,7 +378,6 @@ void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& resu
     LaunchHeadlessNodes(d, launched, [&](int node, std::optional<int32_t> port) {
       return TorchProfileLaunchPayload(run_id, spec, node, port);
     });
-    return;
   }
   if (!AllNodesLaunched(d.state())) return;
   const TaskInfo* head = LastNodeTask(d.state(), kServiceLaunchTask, 0);

@@ -1,7 +1,7 @@
 // Pure tests of a standalone memory-profile over two machines: every per-node
-// step on each node's machine (the step goes on once both answered), the head
-// launched first and the headless node with its RPC port and its own wrap
-// script, readiness and the inference through the head, the stop headless
+// step on each node's machine (the step goes on once both answered), every
+// node launched at once with the run's RPC port, the headless node with its
+// own wrap script, readiness and the inference through the head, the stop headless
 // first, the weights read on the head with the whole deployment's dp, and a
 // report keyed by (machine, device) with totals per node and in all; a
 // failure on one node fails the run naming it, every node stopped.
@@ -58,19 +58,21 @@ struct MultiMem : KindDriver {
     ASSERT_EQ(s.state, "baseline");
     Both(kMemNpuSmiTask, Hbm(3000), Hbm(3100));
     ASSERT_EQ(s.state, "service");
-    EXPECT_EQ(Pending(kServiceLaunchTask, "b"), nullptr) << "the head is launched first";
     const TaskInfo* head = Pending(kServiceLaunchTask, "a");
     ASSERT_NE(head, nullptr);
     EXPECT_EQ(head->payload["deployment"]["node"], 0);
     EXPECT_EQ(head->payload["runtime_dir"], "/rt/r1/service-1-node0");
-    Answer(kServiceLaunchTask, "a", true,
-           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 10}, {"port", 18000}, {"devices", {0}},
-            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 29500}}}});
+    const int32_t rpc = RunRpcPort("r1");
+    EXPECT_EQ(head->payload["deployment"]["dp_rpc_port"], rpc) << "the run's port, checked free by the head";
     const TaskInfo* b = Pending(kServiceLaunchTask, "b");
-    ASSERT_NE(b, nullptr) << "then every other node";
-    EXPECT_EQ(b->payload["deployment"]["dp_rpc_port"], 29500);
+    ASSERT_NE(b, nullptr) << "every node is launched at once";
+    EXPECT_EQ(b->payload["deployment"]["dp_rpc_port"], rpc);
     EXPECT_EQ(b->payload["deployment"]["headless"], true);
     EXPECT_EQ(b->payload["wrap_script"], "/rt/r1/wrap-b.sh") << "wrapped by its own node's script";
+    Answer(kServiceLaunchTask, "a", true,
+           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 10}, {"port", 18000}, {"devices", {0}},
+            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", rpc}}}});
+    ASSERT_EQ(s.state, "service") << "until every node's launch answered";
     Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 20}, {"devices", {0}}});
     ASSERT_EQ(s.state, "ready");
     EXPECT_EQ(Pending(kServiceWaitReadyTask, "b"), nullptr) << "readiness is the head's";

@@ -20,7 +20,11 @@
 //     one-node run queued at once each run once, never half held.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -119,6 +123,39 @@ TEST_F(MultiNodeE2E, ANodeThatNeverJoinsFailsTheRunWithinItsDeadlineAndEveryNode
   const std::string run = r.json().value("run_id", "");
   CliResult show = h_.Cli({"show", run});
   EXPECT_EQ(show.json()["status"], "failed") << show.out;
+  ExpectNothingLeft(h_);
+}
+
+// Every node launches at once, told the RPC port before the head listens on
+// it, so the head's launch checks it first: a port another process holds on
+// the head starts nothing there, the worker (launched beside it) is stopped,
+// and the run fails naming the port and the flag.
+TEST_F(MultiNodeE2E, AnRpcPortTakenOnTheHeadFailsTheRunNamingItAndEveryNodeIsClean) {
+  AddNodes({{"head", {"--devices", "2"}}, {"worker", {"--devices", "2"}}});
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  ASSERT_EQ(::inet_pton(AF_INET, h_.NodeAddress("head").c_str(), &a.sin_addr), 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string held = std::to_string(ntohs(a.sin_port));
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "serve", "--node", "head", "--node", "worker", "--model", model, "--tp", "2", "--dp",
+                        "2", "--dp-rpc-port", held, "--health-timeout", "60", "--wait"},
+                       240);
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  const std::string run = r.json().value("run_id", "");
+  CliResult show = h_.Cli({"show", run});
+  const json j = show.json();
+  EXPECT_EQ(j["status"], "failed") << show.out;
+  const std::string error = j.value("error", "");
+  EXPECT_NE(error.find("port_unavailable"), std::string::npos) << error;
+  EXPECT_NE(error.find(held), std::string::npos) << "names the port: " << error;
+  EXPECT_NE(error.find("--dp-rpc-port"), std::string::npos) << "names the fix: " << error;
   ExpectNothingLeft(h_);
 }
 

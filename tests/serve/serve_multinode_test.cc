@@ -1,12 +1,13 @@
 // Pure tests of a serve run over several machines: the deployment's spec,
-// its gang lease, the head launched first and the headless nodes with the
-// head's RPC port, readiness while every node is watched, a node that dies
+// its gang lease, every node launched at once with the run's RPC port,
+// readiness while every node is watched, a node that dies
 // or never starts failing the run by name, and the stop reaching every node
 // (every node at once), with a per-node quarantine when a stop fails.
 #include <gtest/gtest.h>
 
 #include "tests/support/kind_driver.h"
 #include "statemachine/clock_offsets.h"
+#include "statemachine/deployment_service.h"
 #include "statemachine/deployment_spec.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
@@ -112,7 +113,7 @@ TEST(ServeMultiNode, SpecIsCheckedAndFilledPerNode) {
   EXPECT_EQ(one["devices"], json({0, 1, 2, 3}));
 }
 
-TEST(ServeMultiNode, GangLeaseThenHeadFirstThenHeadlessNodesWithTheHeadsRpcPort) {
+TEST(ServeMultiNode, GangLeaseThenEveryNodeAtOnceWithTheRunsRpcPort) {
   MultiServe r;
   r.Submit(TwoNodeSpec(), /*lease=*/false);
   ASSERT_EQ(r.s.lease.phase, LeasePhase::kWaiting);
@@ -130,29 +131,32 @@ TEST(ServeMultiNode, GangLeaseThenHeadFirstThenHeadlessNodesWithTheHeadsRpcPort)
   while (auto next = testing::NextLeaseInput(r.s)) r.Do(*next);
   ASSERT_EQ(r.s.lease.phase, LeasePhase::kHeld);
 
-  ASSERT_EQ(r.PendingAll(kServiceLaunchTask).size(), 1u) << "the head is launched alone first";
+  ASSERT_EQ(r.PendingAll(kServiceLaunchTask).size(), 2u) << "every node is launched at once";
   const TaskInfo* head = r.Pending(kServiceLaunchTask, "a");
   ASSERT_NE(head, nullptr);
   EXPECT_EQ(head->payload["runtime_dir"], "/rt/r1/service-1-node0");
   EXPECT_EQ(head->payload["devices"], json({0, 1, 2, 3}));
   EXPECT_EQ(head->payload["deployment"]["dp_address"], "10.0.0.1") << "the head's host when no cluster address";
   EXPECT_FALSE(head->payload["deployment"].value("headless", false));
-  EXPECT_FALSE(head->payload["deployment"].contains("dp_rpc_port")) << "picked by the head's launch";
-
-  r.Answer(kServiceLaunchTask, "a", true,
-           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 100}, {"port", 8000},
-            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 23456}}}});
-  EXPECT_EQ(r.s.state, "launching");
+  const int32_t rpc = RunRpcPort("r1");
+  EXPECT_GE(rpc, kRpcPortFirst);
+  EXPECT_LE(rpc, kRpcPortLast);
+  EXPECT_EQ(head->payload["deployment"]["dp_rpc_port"], rpc) << "the run's port, checked free by the head's launch";
   const TaskInfo* node1 = r.Pending(kServiceLaunchTask, "b");
   ASSERT_NE(node1, nullptr);
   EXPECT_EQ(node1->payload["machine"]["host"], "10.0.0.2");
   EXPECT_EQ(node1->payload["runtime_dir"], "/rt/r1/service-1-node1");
   EXPECT_EQ(node1->payload["devices"], json({4, 5, 6, 7}));
-  EXPECT_EQ(node1->payload["deployment"]["dp_rpc_port"], 23456);
+  EXPECT_EQ(node1->payload["deployment"]["dp_rpc_port"], rpc);
   EXPECT_EQ(node1->payload["deployment"]["dp_start_rank"], 1);
   EXPECT_TRUE(node1->payload["deployment"]["headless"].get<bool>());
   EXPECT_FALSE(node1->payload.contains("port")) << "no API server on a headless node";
 
+  r.Answer(kServiceLaunchTask, "a", true,
+           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 100}, {"port", 8000},
+            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", rpc}}}});
+  EXPECT_EQ(r.s.state, "launching") << "until every node's launch answered";
+  EXPECT_EQ(r.PendingAll(kServiceLaunchTask).size(), 1u) << "nothing launched twice";
   r.Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 200}});
   EXPECT_EQ(r.s.state, "waiting_ready");
   EXPECT_NE(r.Pending(kServiceWaitReadyTask, "a"), nullptr) << "ready: the head's API";
@@ -235,6 +239,38 @@ TEST(ServeMultiNode, AForcedStopThatFailsQuarantinesThatNodeOnly) {
   ASSERT_NE(released, nullptr);
   EXPECT_TRUE(released->payload["legs"][0].contains("quarantine")) << released->payload.dump();
   EXPECT_FALSE(released->payload["legs"][1].contains("quarantine")) << released->payload.dump();
+}
+
+TEST(ServeMultiNode, TheSpecsRpcPortIsEveryNodesAndAHeadlessAnswerFirstWaitsForTheHead) {
+  MultiServe r;
+  json spec = TwoNodeSpec();
+  spec["dp_rpc_port"] = 24680;
+  r.Submit(spec);
+  ASSERT_EQ(r.PendingAll(kServiceLaunchTask).size(), 2u);
+  EXPECT_EQ(r.Pending(kServiceLaunchTask, "a")->payload["deployment"]["dp_rpc_port"], 24680);
+  EXPECT_EQ(r.Pending(kServiceLaunchTask, "b")->payload["deployment"]["dp_rpc_port"], 24680);
+  r.Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 200}});
+  EXPECT_EQ(r.s.state, "launching");
+  EXPECT_EQ(r.Pending(kServiceWaitReadyTask, "a"), nullptr) << "the head has not answered";
+  r.Answer(kServiceLaunchTask, "a", true,
+           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 100}, {"port", 8000},
+            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 24680}}}});
+  EXPECT_EQ(r.s.state, "waiting_ready");
+  EXPECT_EQ(r.PendingAll(kServiceWaitReadyTask).size(), 1u);
+  EXPECT_EQ(r.PendingAll(kServiceLaunchTask).size(), 0u);
+}
+
+TEST(ServeMultiNode, AHeadWhoseRpcPortIsTakenStartsNothingAndTheOtherNodesAreStopped) {
+  MultiServe r;
+  r.Submit(TwoNodeSpec());
+  r.Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 200}});
+  r.Answer(kServiceLaunchTask, "a", false, {{"started", false}}, "port_unavailable");
+  r.AnswerClocks();
+  EXPECT_EQ(r.Pending(kServiceStopTask, "a"), nullptr) << "nothing was started on the head";
+  ASSERT_NE(r.Pending(kServiceStopTask, "b"), nullptr) << "what started on b is stopped";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("port_unavailable"), std::string::npos) << r.s.error;
 }
 
 }  // namespace

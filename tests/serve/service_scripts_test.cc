@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -361,6 +363,37 @@ TEST(ServiceScripts, ParseGroupStatus) {
   EXPECT_FALSE(g->leader_alive);
   EXPECT_FALSE(g->signalled);
   EXPECT_FALSE(ParseGroupStatus("garbage").ok());
+}
+
+
+// The head's port check, run here as the target runs it: a port nobody
+// holds is free (the API port picked beside it), a port with a listener is
+// busy, and a line that is not the check's is an error.
+TEST(ServiceScripts, HeadPortsSeesAListenerAndPicksTheApiPort) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int held = ntohs(a.sin_port);
+  auto busy = ParseHeadPorts(Shell(ssh::BuildCommand(HeadPortsArgv(held, true))), true);
+  ASSERT_TRUE(busy.ok()) << busy.status().message();
+  EXPECT_FALSE(busy->rpc_free) << "a listener on 127.0.0.1 holds the port for every interface";
+  EXPECT_EQ(busy->rpc_why.rfind("busy:", 0), 0u) << busy->rpc_why;
+  EXPECT_GT(busy->api, 0);
+  ::close(fd);
+  auto free_now = ParseHeadPorts(Shell(ssh::BuildCommand(HeadPortsArgv(held, false))), false);
+  ASSERT_TRUE(free_now.ok()) << free_now.status().message();
+  EXPECT_TRUE(free_now->rpc_free) << "the listener is gone";
+  EXPECT_EQ(free_now->api, 0) << "no API port asked for";
+  for (const char* bad : {"", "12345", "x free", "0 maybe", "0 busy:x", "0 free extra", "123456 free"})
+    EXPECT_FALSE(ParseHeadPorts(bad, false).ok()) << bad;
+  EXPECT_FALSE(ParseHeadPorts("0 free\n", true).ok()) << "an API port was asked for";
+  EXPECT_TRUE(ParseHeadPorts("8000 busy:98\n", true).ok());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Pure tests of a torch-profile run over two machines: the head launched
-// first and the headless node with its RPC port, the profile window through
+// Pure tests of a torch-profile run over two machines: every node launched
+// at once with the run's RPC port, the profile window through
 // the head, one flush wait and one listing per node on that node, analyses
 // where the ranks were written, the gates over the whole deployment (a
 // rank_count_mismatch names the node), the clocks, and a node lost during

@@ -81,6 +81,33 @@ std::optional<TaskOutcome> PickRpcPort(Call& c, json& rec) {
                     false);
 }
 
+// The head of a multi-node deployment told its data-parallel RPC port (the
+// spec's, or the one npuprof chose for the run so that every node could
+// launch at once): the port must be free there and not the API port, else
+// nothing starts. The API port, when not given, is picked in the same run.
+std::optional<TaskOutcome> CheckRpcPort(Call& c, json& rec) {
+  const int rpc = rec["deployment"].value("dp_rpc_port", 0);
+  const bool pick_api = rec["port"].is_null();
+  auto run = RunRemote(*c.session, HeadPortsArgv(rpc, pick_api), std::chrono::seconds(30));
+  if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
+  auto ports = run->exit_status == 0 ? ParseHeadPorts(run->stdout_data, pick_api)
+                                     : Result<HeadPorts>(Status::Io(TailLines(run->stderr_data, 2)));
+  if (!ports.ok())
+    return NotStarted("port_unavailable",
+                      fmt::format("could not check the data-parallel RPC port {} on {} with python3 ({}): pass "
+                                  "--dp-rpc-port and --port",
+                                  rpc, c.target.Endpoint(), ports.status().message()),
+                      false);
+  if (pick_api) rec["port"] = ports->api;
+  if (!ports->rpc_free || rec["port"] == rpc)
+    return NotStarted("port_unavailable",
+                      fmt::format("the data-parallel RPC port {} is not free on the head {} ({}): pass another "
+                                  "--dp-rpc-port",
+                                  rpc, c.target.Endpoint(), ports->rpc_free ? "it is the API port" : ports->rpc_why),
+                      false);
+  return std::nullopt;
+}
+
 // The launch record in force (checked as a regular file of the user's
 // before), decoded as launch_record.h says: its declared keys, each with its
 // declared type.
@@ -181,10 +208,14 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     const json& dep = rec.contains("deployment") ? rec["deployment"] : json::object();
     const bool multi = dep.is_object() && dep.value("nodes", 0) > 1;
     const bool headless = multi && dep.value("headless", false);
-    if (rec["port"].is_null() && !headless)  // a headless node serves no API
-      if (auto fail = PickPort(c, rec)) return before_start(*fail);
-    if (multi && !headless && !dep.contains("dp_rpc_port"))
-      if (auto fail = PickRpcPort(c, rec)) return before_start(*fail);
+    if (multi && !headless && dep.contains("dp_rpc_port")) {
+      if (auto fail = CheckRpcPort(c, rec)) return before_start(*fail);
+    } else {
+      if (rec["port"].is_null() && !headless)  // a headless node serves no API
+        if (auto fail = PickPort(c, rec)) return before_start(*fail);
+      if (multi && !headless)
+        if (auto fail = PickRpcPort(c, rec)) return before_start(*fail);
+    }
     rec["argv"] = ServeArgv(rec);
     auto published = PublishRecord(c, rt, rec, task.attempt());
     if (!published.ok()) {

@@ -1,5 +1,6 @@
 #include "workers/handlers/service_scripts.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -103,6 +104,22 @@ constexpr const char* kFreePort = R"PY(import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])
+)PY";
+
+constexpr const char* kHeadPorts = R"PY(import errno, socket, sys
+api = 0
+if sys.argv[2] == "1":
+    a = socket.socket()
+    a.bind(("127.0.0.1", 0))
+    api = a.getsockname()[1]
+r = socket.socket()
+r.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    r.bind(("", int(sys.argv[1])))
+    r.listen(1)
+    print(api, "free")
+except OSError as e:
+    print(api, "busy:%d" % (e.errno or 0))
 )PY";
 
 constexpr const char* kPublishOnce = R"SH(ln "$1" "$2" 2>/dev/null; rm -f "$1"; [ -f "$2" ] && [ ! -L "$2" ])SH";
@@ -260,6 +277,34 @@ RemoteCheck GroupGoneCheck(int64_t pgid) {
 }
 
 std::vector<std::string> FreePortArgv() { return {"python3", "-c", kFreePort}; }
+
+std::vector<std::string> HeadPortsArgv(int32_t rpc_port, bool pick_api) {
+  return {"python3", "-c", kHeadPorts, std::to_string(rpc_port), pick_api ? "1" : "0"};
+}
+
+Result<HeadPorts> ParseHeadPorts(const std::string& out, bool pick_api) {
+  const std::string shown = out.substr(0, 80);
+  std::istringstream words(out.substr(0, 200));
+  std::string api_text, rpc_text, extra;
+  words >> api_text >> rpc_text;
+  HeadPorts h;
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 5 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(api_text) || (words >> extra))
+    return Status::Corruption(fmt::format("the port check printed {:?}, not \"<port> free|busy:<errno>\"", shown));
+  h.api = std::atoi(api_text.c_str());
+  if (pick_api && (h.api <= 0 || h.api > 65535))
+    return Status::Corruption(fmt::format("the port check picked no API port: {:?}", shown));
+  if (rpc_text == "free") {
+    h.rpc_free = true;
+  } else if (rpc_text.rfind("busy:", 0) == 0 && digits(rpc_text.substr(5))) {
+    h.rpc_why = rpc_text;
+  } else {
+    return Status::Corruption(fmt::format("the port check printed {:?}, not \"<port> free|busy:<errno>\"", shown));
+  }
+  return h;
+}
 
 std::vector<std::string> PublishOnceArgv(const std::string& tmp, const std::string& final_path) {
   return {"sh", "-c", kPublishOnce, "npuprof-publish", tmp, final_path};

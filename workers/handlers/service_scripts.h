@@ -84,6 +84,20 @@ std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid
 // argv printing a free TCP port on the target (python3 binds port 0).
 std::vector<std::string> FreePortArgv();
 
+// argv for the head of a multi-node deployment, one python3 run: prints
+// "<api> <rpc>" where <api> is a free port (bound to port 0) when pick_api,
+// else 0, and <rpc> is "free" when rpc_port can be bound on every interface
+// (SO_REUSEADDR, as a listener binds it: a socket in TIME_WAIT does not
+// count, a listener on any address does), else "busy:<errno>".
+std::vector<std::string> HeadPortsArgv(int32_t rpc_port, bool pick_api);
+struct HeadPorts {
+  int api = 0;           // 0: not picked
+  bool rpc_free = false;
+  std::string rpc_why;   // "busy:<errno>" when not free
+};
+// Reads HeadPortsArgv's line; an error naming what came back otherwise.
+Result<HeadPorts> ParseHeadPorts(const std::string& out, bool pick_api);
+
 // argv publishing tmp as final unless final exists (hard link: the first
 // writer wins; the runtime dir exists already); prints nothing.
 std::vector<std::string> PublishOnceArgv(const std::string& tmp, const std::string& final_path);
