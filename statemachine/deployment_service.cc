@@ -76,9 +76,9 @@ tasks::ServiceLaunch BuildNodeLaunchPayload(const std::string& run_id, int launc
   return p;
 }
 
-int32_t RunRpcPort(const std::string& run_id) {
+int32_t RunRpcPort(const std::string& key) {
   uint64_t h = 1469598103934665603ULL;  // FNV-1a, 64 bits
-  for (unsigned char c : run_id) {
+  for (unsigned char c : key) {
     h ^= c;
     h *= 1099511628211ULL;
   }
@@ -87,7 +87,11 @@ int32_t RunRpcPort(const std::string& run_id) {
 
 template <class Spec>
 int32_t DeploymentRpcPort(const Spec& spec, const std::string& run_id) {
-  return spec.has_dp_rpc_port() ? spec.dp_rpc_port() : RunRpcPort(run_id);
+  if (spec.has_dp_rpc_port()) return spec.dp_rpc_port();
+  const std::vector<DeploymentNodeInfo> nodes = DeploymentNodes(spec);
+  if (nodes.empty()) return RunRpcPort(run_id);
+  const tasks::Machine& head = nodes[0].record;
+  return RunRpcPort(fmt::format("{}@{}@{}:{}", run_id, head.user(), head.host(), head.port()));
 }
 template int32_t DeploymentRpcPort(const run_specs::ServeSpec&, const std::string&);
 template int32_t DeploymentRpcPort(const run_specs::TorchProfileSpec&, const std::string&);

@@ -50,7 +50,11 @@ const TaskInfo* LastNodeTask(const RunState& s, std::string_view kind, int node)
 std::string NodeRuntimeDir(const tasks::Machine& record, const std::string& run_id, int launch_no, int node);
 
 // The data-parallel RPC port of a multi-node run: the spec's dp_rpc_port,
-// else one chosen from the run id (FNV-1a) in [kRpcPortFirst, kRpcPortLast],
+// else one chosen from the run id and the head's SSH endpoint as the spec
+// recorded them (FNV-1a of "<run_id>@<user>@<host>:<port>": fixed for the
+// run, so a recovered run tells its nodes the same port; two installations
+// that reuse a run id against one host, as tests do, still differ) in
+// [kRpcPortFirst, kRpcPortLast],
 // below Linux's ephemeral range (32768..60999, where the kernel hands out
 // client ports and the API port is picked) and clear of 29500..29599 (the
 // torch and vLLM distributed defaults). The head's launch checks that it is
@@ -58,7 +62,7 @@ std::string NodeRuntimeDir(const tasks::Machine& record, const std::string& run_
 // and `--dp-rpc-port`. Knowing it up front lets every node launch at once.
 inline constexpr int32_t kRpcPortFirst = 20000;
 inline constexpr int32_t kRpcPortLast = 29499;
-int32_t RunRpcPort(const std::string& run_id);
+int32_t RunRpcPort(const std::string& key);
 template <class Spec>
 int32_t DeploymentRpcPort(const Spec& spec, const std::string& run_id);
 

@@ -5,6 +5,8 @@
 // (every node at once), with a per-node quarantine when a stop fails.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/support/kind_driver.h"
 #include "statemachine/clock_offsets.h"
 #include "statemachine/deployment_service.h"
@@ -138,10 +140,9 @@ TEST(ServeMultiNode, GangLeaseThenEveryNodeAtOnceWithTheRunsRpcPort) {
   EXPECT_EQ(head->payload["devices"], json({0, 1, 2, 3}));
   EXPECT_EQ(head->payload["deployment"]["dp_address"], "10.0.0.1") << "the head's host when no cluster address";
   EXPECT_FALSE(head->payload["deployment"].value("headless", false));
-  const int32_t rpc = RunRpcPort("r1");
+  const int32_t rpc = head->payload["deployment"].value("dp_rpc_port", 0);
   EXPECT_GE(rpc, kRpcPortFirst);
   EXPECT_LE(rpc, kRpcPortLast);
-  EXPECT_EQ(head->payload["deployment"]["dp_rpc_port"], rpc) << "the run's port, checked free by the head's launch";
   const TaskInfo* node1 = r.Pending(kServiceLaunchTask, "b");
   ASSERT_NE(node1, nullptr);
   EXPECT_EQ(node1->payload["machine"]["host"], "10.0.0.2");
@@ -239,6 +240,21 @@ TEST(ServeMultiNode, AForcedStopThatFailsQuarantinesThatNodeOnly) {
   ASSERT_NE(released, nullptr);
   EXPECT_TRUE(released->payload["legs"][0].contains("quarantine")) << released->payload.dump();
   EXPECT_FALSE(released->payload["legs"][1].contains("quarantine")) << released->payload.dump();
+}
+
+TEST(ServeMultiNode, TheRunsRpcPortIsFixedByItsKeyAndStaysBelowTheEphemeralRange) {
+  std::set<int32_t> seen;
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = "r" + std::to_string(i) + "@u@10.0.0.1:22";
+    const int32_t p = RunRpcPort(key);
+    EXPECT_EQ(p, RunRpcPort(key)) << "the same run tells its nodes the same port, after a crash too";
+    EXPECT_GE(p, kRpcPortFirst);
+    EXPECT_LE(p, kRpcPortLast);
+    EXPECT_TRUE(p < 29500 || p > 29599) << "clear of the torch and vLLM defaults";
+    seen.insert(p);
+  }
+  EXPECT_GT(seen.size(), 190u) << "runs spread over the range";
+  EXPECT_NE(RunRpcPort("r1@u@10.0.0.1:22"), RunRpcPort("r1@u@10.0.0.1:2222")) << "the head's endpoint is part of the key";
 }
 
 TEST(ServeMultiNode, TheSpecsRpcPortIsEveryNodesAndAHeadlessAnswerFirstWaitsForTheHead) {
