@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -34,6 +36,7 @@
 
 #include "tests/multinode/multinode_helpers.h"
 #include "tests/support/npuprof_harness.h"
+#include "tests/support/sshd_fixture.h"
 
 namespace npuprof::testing {
 namespace {
@@ -156,6 +159,54 @@ TEST_F(MultiNodeE2E, AnRpcPortTakenOnTheHeadFailsTheRunNamingItAndEveryNodeIsCle
   EXPECT_NE(error.find("port_unavailable"), std::string::npos) << error;
   EXPECT_NE(error.find(held), std::string::npos) << "names the port: " << error;
   EXPECT_NE(error.find("--dp-rpc-port"), std::string::npos) << "names the fix: " << error;
+  ExpectNothingLeft(h_);
+}
+
+// A node whose sshd refuses SFTP (minimal containers, hardened hosts): its
+// launch, flush wait, listing and analyses move files over the command
+// channel, and the deployment's profile is whole.
+TEST_F(MultiNodeE2E, TorchProfileOnTwoNodesWhereTheWorkerRefusesSftp) {
+  AddNodes({{"head", {"--devices", "2"}}, {"worker", {"--devices", "2"}}});
+  SshdFixture* worker = h_.NodeSshd("worker");
+  ASSERT_NE(worker, nullptr);
+  // The same sshd (port, keys) again without its `Subsystem sftp` line.
+  worker->Stop();
+  const std::string config_path = worker->dir() + "/sshd_config";
+  std::string config;
+  {
+    std::ifstream in(config_path);
+    config.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const auto at = config.find("Subsystem sftp");
+  ASSERT_NE(at, std::string::npos);
+  config.erase(at, config.find('\n', at) - at + 1);
+  {
+    std::ofstream out(config_path, std::ios::trunc);
+    out << config;
+  }
+  ASSERT_TRUE(worker->Relaunch().ok());
+  const std::string model = Model(h_);
+  CliResult r = h_.Cli({"submit", "torch-profile", "--node", "head", "--node", "worker", "--model", model,
+                        "--served-model-name", "m", "--tp", "2", "--dp", "2", "--tag", "nosftp", "--mode",
+                        "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "8",
+                        "--benchmark-total-requests", "4", "--benchmark-concurrency", "2", "--prompt-tokens", "32",
+                        "--wait"},
+                       300);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json m = r.json();
+  EXPECT_EQ(m["analysis_status"], "ok");
+  EXPECT_EQ(m["rank_count"], 4);
+  int worker_ranks = 0;
+  for (const auto& d : m["remote_profile_dirs"]) {
+    if (d.value("machine", "") != "worker") continue;
+    ++worker_ranks;
+    const json ks = d.value("kernel_summary", json());
+    EXPECT_TRUE(ks.is_object() && !ks.contains("error")) << ks.dump();
+    EXPECT_GT(ks.value("counted_rows", 0), 0) << "read over the command channel: " << ks.dump();
+  }
+  EXPECT_EQ(worker_ranks, 2);
+  EXPECT_NE(worker->log().find("subsystem"), std::string::npos)
+      << "the worker's sshd was asked for SFTP and refused it:\n" << worker->log();
   ExpectNothingLeft(h_);
 }
 
