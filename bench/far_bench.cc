@@ -16,7 +16,10 @@
 //   to_target, from_target: bytes through the relay each way (SSH wire
 //            bytes, encrypted, with the SSH protocol's own)
 // and, per run, the turns by task kind (bench/turn_attribution.h): which
-// kinds of task the round trips were spent in.
+// kinds of task the round trips were spent in; then, per task kind, how long
+// its attempts were in flight (median over the runs), what the link added to
+// that against RTT 0 and that over the RTT ("waits": the round trips the kind
+// waited for one after another; turns over-count where data streams).
 //
 // Each (RTT, kind) gets a fresh installation: its first run is a cold
 // server's (SSH connections opened, their handshakes' turns included).
@@ -27,6 +30,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/reference_workloads.h"
@@ -67,6 +71,7 @@ struct Row {
   double wall_s = 0, client_s = 0;
   uint64_t turns = 0, conns = 0, to_target = 0, from_target = 0;
   std::map<std::string, double> turns_by_kind;
+  std::map<std::string, double> span_s_by_kind;
 };
 
 // The run's wall (RunSubmitted..RunFinished) and its task attempts.
@@ -156,6 +161,7 @@ int Main(int argc, char** argv) {
         std::vector<int64_t> turn_ms;
         for (const auto& c : after.per_connection) turn_ms.insert(turn_ms.end(), c.turn_ms.begin(), c.turn_ms.end());
         row.turns_by_kind = TurnsByTaskKind(turn_ms, spans, from_ms, to_ms);
+        row.span_s_by_kind = SpanSecondsByKind(spans);
         std::fprintf(stderr, "# RTT %d ms %s %s: %s, %.2f s, %llu turns\n", rtt, row.kind.c_str(), row.run_id.c_str(),
                      row.status.c_str(), row.wall_s, static_cast<unsigned long long>(row.turns));
         rows.push_back(row);
@@ -192,12 +198,34 @@ int Main(int argc, char** argv) {
                            {"cold", r.cold}, {"wall_s", r.wall_s}, {"client_s", r.client_s},
                            {"added_s", has_base ? json(added) : json()}, {"turns", r.turns},
                            {"connections", r.conns}, {"bytes_to_target", r.to_target},
-                           {"bytes_from_target", r.from_target}, {"turns_by_task_kind", r.turns_by_kind}});
+                           {"bytes_from_target", r.from_target}, {"turns_by_task_kind", r.turns_by_kind},
+                           {"span_s_by_task_kind", r.span_s_by_kind}});
   }
   std::printf("turns by task kind (a turn shared by n tasks in flight counts 1/n to each):\n");
   for (const auto& r : rows)
     std::printf("  %4d ms %-14s %-4s %s\n", r.rtt_ms, r.kind.c_str(), r.cold ? "cold" : "warm",
                 KindsText(r.turns_by_kind).c_str());
+  // Time per task kind against RTT 0 (medians over the runs): what the link
+  // added to each kind, and that over the RTT: round trips it waited for.
+  std::printf("time in flight per task kind, median over the runs; added = against RTT 0; waits = added / RTT:\n");
+  std::map<std::tuple<std::string, int, std::string>, std::vector<double>> spans;  // (run kind, rtt, task kind)
+  for (const auto& r : rows)
+    for (const auto& [k, s] : r.span_s_by_kind) spans[{r.kind, r.rtt_ms, k}].push_back(s);
+  out["span_medians"] = json::array();
+  for (const auto& [key, v] : spans) {
+    const auto& [kind, rtt, task_kind] = key;
+    const auto b = spans.find({kind, 0, task_kind});
+    const double med = Median(v), added = b == spans.end() ? 0 : med - Median(b->second);
+    json j = {{"kind", kind}, {"rtt_ms", rtt}, {"task_kind", task_kind}, {"span_s", med}};
+    std::string text = fmt::format("  {:4d} ms {:<14} {:<32} {:7.2f} s", rtt, kind, task_kind, med);
+    if (rtt > 0 && b != spans.end()) {
+      j["added_s"] = added;
+      j["waits"] = added * 1000.0 / rtt;
+      text += fmt::format("  added {:6.2f} s  waits {:5.1f}", added, added * 1000.0 / rtt);
+    }
+    std::printf("%s\n", text.c_str());
+    out["span_medians"].push_back(j);
+  }
   if (!opt.json_out.empty()) std::ofstream(opt.json_out) << out.dump(2) << "\n";
   return 0;
 }

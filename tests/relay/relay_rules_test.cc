@@ -96,5 +96,13 @@ TEST(TurnsByTaskKind, ATurnCountsToTheKindsInFlightAndTheRestIsBetweenTasks) {
   EXPECT_TRUE(bench::TurnsByTaskKind({}, spans, 0, 1000).empty());
 }
 
+TEST(SpanSecondsByKind, OverlappingAttemptsOfAKindCountOnce) {
+  const auto by = bench::SpanSecondsByKind(
+      {{"launch", 0, 1000}, {"analyse_rank", 2000, 3000}, {"analyse_rank", 2500, 3500}, {"analyse_rank", 5000, 5250}});
+  EXPECT_DOUBLE_EQ(by.at("launch"), 1.0);
+  EXPECT_DOUBLE_EQ(by.at("analyse_rank"), 1.5 + 0.25);
+  EXPECT_TRUE(bench::SpanSecondsByKind({}).empty());
+}
+
 }  // namespace
 }  // namespace npuprof::testing
