@@ -17,7 +17,7 @@
 #                                          # torch-profile and memory-profile, reference delays, behind the
 #                                          # latency relay at each round trip time (docs/PERFORMANCE.md "Far targets")
 #
-# store, broker, ssh and task_schema are Google Benchmark binaries; overhead and scale are
+# store, broker, ssh and task_schema are Google Benchmark binaries; overhead, scale, compare, multinode and far are
 # whole installations (npuprof server + loopback sshd + simulated targets,
 # built only with the test harness) and print their own tables too.
 # Builds only the benchmark targets (and what they need), -j$JOBS (default 2).
