@@ -1,7 +1,8 @@
 // The latency relay (tests/support/latency_relay.h) over loopback sockets,
 // in front of small servers run on threads of this test: it delays by at
 // least its delay, keeps bytes exact and in order over megabytes, counts the
-// turns of a known ping-pong exactly, forwards half closes, refuses cleanly
+// turns of a known ping-pong exactly, forwards half closes, closes one side
+// when the other resets, refuses cleanly
 // when nothing listens upstream and closes every socket it opened.
 // Lower bounds only: how fast it is belongs to the benchmarks.
 #include <arpa/inet.h>
@@ -88,6 +89,13 @@ bool ReadsEnd(int fd) {
   char b;
   const ssize_t k = ::recv(fd, &b, 1, 0);
   return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+// Makes the server's close (after its handler) a reset, as when a process
+// dies with data unread.
+void ResetOnClose(int fd) {
+  linger l{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 }
 
 // A server on 127.0.0.1 answering `connections` connections, one after the
@@ -296,6 +304,21 @@ TEST(LatencyRelay, AnUpstreamThatDoesNotAcceptClosesTheClient) {
     std::this_thread::sleep_for(5ms);
   EXPECT_EQ(relay->Stats().refused, 1u);
   EXPECT_EQ(relay->Stats().connections, 0u);
+}
+
+TEST(LatencyRelay, ASideThatGoesAwayWithDataInFlightClosesTheOther) {
+  TestServer rude([](int c) {
+    ReadN(c, 1);
+    ResetOnClose(c);  // with the rest unread
+  });
+  auto relay = StartRelay(rude.port(), 5000);
+  const int fd = Connect(relay->port());
+  ASSERT_GE(fd, 0);
+  const std::string data(1 << 20, 'd');
+  WriteAll(fd, data.data(), data.size());  // may fail part-way: the relay resets this side too
+  EXPECT_TRUE(ReadsEnd(fd));
+  ::close(fd);
+  EXPECT_TRUE(AllClosed(*relay));
 }
 
 TEST(LatencyRelay, ACapHoldsABulkTransferToItsRate) {

@@ -343,8 +343,9 @@ struct LatencyRelay::Loop {
         const short cre = fds[2 + 2 * i].revents, sre = fds[2 + 2 * i + 1].revents;
         if (cre & (POLLIN | POLLHUP | POLLERR)) Read(c, c.client, c.up, to_server, true);
         if (sre & (POLLIN | POLLHUP | POLLERR)) Read(c, c.server, c.down, to_client, false);
-        if (cre & POLLOUT) c.down.write_blocked = false;
-        if (sre & POLLOUT) c.up.write_blocked = false;
+        // Writable, or failed (the write below then says how): either way try again.
+        if (cre & (POLLOUT | POLLERR | POLLHUP)) c.down.write_blocked = false;
+        if (sre & (POLLOUT | POLLERR | POLLHUP)) c.up.write_blocked = false;
       }
       for (auto& c : conns) {
         if (!c->failed && !c->up.write_blocked) Write(*c, c->server, c->up, t);
