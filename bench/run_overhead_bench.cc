@@ -53,6 +53,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/reference_workloads.h"
 #include "bench/sim_bench_util.h"
 #include "tests/support/sshd_fixture.h"
 
@@ -111,13 +112,6 @@ std::vector<std::string> TorchArgs(const std::string& model, const std::string& 
           "--profile-control-timeout", "30", "--request-timeout", "30", "--wait"};
 }
 
-// The submit command of tests/memory_profile/memory_e2e_test.cc (standalone,
-// tp 2), with the flush wait at 0.
-std::vector<std::string> MemoryArgs(const std::string& model, int port) {
-  return {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "2",
-          "--port", std::to_string(port), "--flush-seconds", "0", "--wait"};
-}
-
 // Fills server_s, tasks_scheduled and max_parallel from the run's events.
 void FromEvents(const json& events, RunRow& row) {
   int64_t submitted = -1, finished = -1;
@@ -170,19 +164,6 @@ Options Parse(int argc, char** argv) {
                "run no piece covers (where the overhead is)");
   ParseOrExit(app, argc, argv);
   return o;
-}
-
-// The reference table's target (see the top of this file).
-std::vector<std::string> ReferenceSimArgs() {
-  return {"--startup-delay", "1",   "--export-delay", "2",   "--token-delay", "0", "--env-delay", "0.1",
-          "--set", "delays.prefill=0.01", "--set", "delays.analyse=0", "--set", "delays.msprof_startup=0"};
-}
-
-// torch-profile with its default wave (10 requests at concurrency 5, one follow-up).
-std::vector<std::string> ReferenceTorchArgs(const std::string& model, const std::string& tag) {
-  return {"submit", "torch-profile", "--machine", "sim1", "--model", model, "--served-model-name", "qwen",
-          "--tp", "2", "--tag", tag, "--mode", "enforce_eager", "--request-kind", "text",
-          "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--health-timeout", "60", "--wait"};
 }
 
 // A tool's own start-up piece (interpreter, imports, env script), which the

@@ -5,7 +5,7 @@
 #   BUILD_DIR=build-bench scripts/bench.sh
 #   MIN_TIME=0.5 scripts/bench.sh    # seconds per store benchmark (default 0.2; broker
 #                                    # and ssh benchmarks run fixed iteration counts)
-#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh task_schema overhead scale compare multinode)
+#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh task_schema overhead scale compare multinode far)
 #   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every Google Benchmark binary
 #   OVERHEAD_RUNS=3 scripts/bench.sh       # runs per kind (torch-profile, memory-profile) of the overhead bench
 #   BENCHES=overhead OVERHEAD_DELAYS=reference scripts/bench.sh
@@ -13,8 +13,11 @@
 #                                          # (docs/PERFORMANCE.md "Against the one-shot scripts")
 #   SCALE_RUNS=20,200 SCALE_TARGETS=20 scripts/bench.sh   # concurrent probe runs / simulated targets
 #   BENCHES=multinode MULTINODE_RUNS=3 scripts/bench.sh     # 2-node vs 1-node torch-profile, reference delays
+#   BENCHES=far FAR_RUNS=2 FAR_RTT_MS=0,50,200 scripts/bench.sh
+#                                          # torch-profile and memory-profile, reference delays, behind the
+#                                          # latency relay at each round trip time (docs/PERFORMANCE.md "Far targets")
 #
-# store, broker, ssh and task_schema are Google Benchmark binaries; overhead and scale are
+# store, broker, ssh and task_schema are Google Benchmark binaries; overhead, scale, compare, multinode and far are
 # whole installations (npuprof server + loopback sshd + simulated targets,
 # built only with the test harness) and print their own tables too.
 # Builds only the benchmark targets (and what they need), -j$JOBS (default 2).
@@ -27,7 +30,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 MIN_TIME="${MIN_TIME:-0.2}"
-read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema overhead scale compare multinode}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema overhead scale compare multinode far}"
 FILTER="${FILTER:-}"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
 OVERHEAD_DELAYS="${OVERHEAD_DELAYS:-zero}"
@@ -60,6 +63,7 @@ for b in "${BENCH_LIST[@]}"; do
     scale) args=(--runs "$SCALE_RUNS" --targets "$SCALE_TARGETS" --json "$OUT_DIR/$b.result.json") ;;
     compare) args=(--points "${COMPARE_POINTS:-16}" --json "$OUT_DIR/$b.result.json") ;;
     multinode) args=(--runs "${MULTINODE_RUNS:-3}" --spans --json "$OUT_DIR/$b.result.json") ;;
+    far) args=(--runs "${FAR_RUNS:-2}" --rtt-ms "${FAR_RTT_MS:-0,50,200}" --json "$OUT_DIR/$b.result.json") ;;
     *)
       args=(--benchmark_out="$OUT_DIR/$b.json" --benchmark_out_format=json)
       [[ "$b" == store ]] && args+=(--benchmark_min_time="$MIN_TIME")
@@ -113,6 +117,15 @@ for b in benches:
                 rows.append((f"multinode/{shape}", "torch-profile tp 2/node", f"{v[len(v) // 2]:.3g} s", str(len(v)),
                              f"ratio_2_to_1={o['ratio']:.3f}  goal_met={o['goal_met']}"))
         continue
+    if b == "far" and os.path.exists(res):
+        o = json.load(open(res))
+        for key in sorted({(r["rtt_ms"], r["kind"]) for r in o["runs"]}):
+            rs = [r for r in o["runs"] if (r["rtt_ms"], r["kind"]) == key]
+            v = sorted(r["wall_s"] for r in rs)
+            t = sorted(r["turns"] for r in rs)
+            rows.append((f"far/{key[1]}", f"RTT {key[0]} ms", f"{v[len(v) // 2]:.3g} s", str(len(rs)),
+                         f"turns={t[len(t) // 2]}"))
+        continue
     if b == "scale" and os.path.exists(res):
         for r in json.load(open(res)):
             if "error" in r:
@@ -142,7 +155,7 @@ if os.path.exists(ssh_log):
     for l in open(ssh_log):
         if l.startswith("ssh_"): print(l.rstrip())
 # The whole-installation benches' own tables (stdout of each binary).
-for b in ("overhead", "scale", "compare", "multinode"):
+for b in ("overhead", "scale", "compare", "multinode", "far"):
     log = os.path.join(out_dir, f"{b}.log")
     if b in benches and os.path.exists(log):
         print()

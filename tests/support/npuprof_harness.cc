@@ -175,13 +175,19 @@ Status NpuprofHarness::Start(const std::vector<std::string>& sim_args, int local
   dir_ = tmpl;
   local_workers_ = local_workers;
   started_ = true;
+  if (!link_set_) {
+    auto from_env = TestLinkFromEnv(std::getenv("NPUPROF_TEST_RTT_MS"), std::getenv("NPUPROF_TEST_LINK_BYTES_PER_S"));
+    if (!from_env.ok()) return from_env.status();
+    link_ = *from_env;
+  }
   if (Status s = sshd_.Start(); !s.ok()) return s;
+  if (Status s = StartRelay("sim1", sshd_); !s.ok()) return s;
   std::vector<std::string> setup = {"/usr/bin/python3", SimDir() + "/setup_target.py", "--root", SimRoot()};
   setup.insert(setup.end(), sim_args.begin(), sim_args.end());
   CliResult sr = RunCaptured(setup, 60);
   if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
   if (Status s = StartServer(); !s.ok()) return s;
-  CliResult add = Cli({"machine", "add", "sim1", "--host", "127.0.0.1", "--port", std::to_string(sshd_.port()),
+  CliResult add = Cli({"machine", "add", "sim1", "--host", "127.0.0.1", "--port", std::to_string(SshPort()),
                        "--user", sshd_.user(), "--identity", sshd_.identity_file(), "--known-hosts",
                        sshd_.known_hosts_file(), "--env-script", SimRoot() + "/set_env.sh", "--runtime-base",
                        dir_ + "/runtime"});
@@ -194,7 +200,7 @@ Status NpuprofHarness::AddTarget(const std::string& name, const std::vector<std:
   setup.insert(setup.end(), sim_args.begin(), sim_args.end());
   CliResult sr = RunCaptured(setup, 60);
   if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
-  CliResult add = Cli({"machine", "add", name, "--host", "127.0.0.1", "--port", std::to_string(sshd_.port()),
+  CliResult add = Cli({"machine", "add", name, "--host", "127.0.0.1", "--port", std::to_string(SshPort()),
                        "--user", sshd_.user(), "--identity", sshd_.identity_file(), "--known-hosts",
                        sshd_.known_hosts_file(), "--env-script", SimRoot(name) + "/set_env.sh", "--runtime-base",
                        dir_ + "/runtime-" + name});
@@ -219,14 +225,45 @@ Status NpuprofHarness::AddNode(const std::string& name, const std::vector<std::s
   setup.insert(setup.end(), sim_args.begin(), sim_args.end());
   SshdFixture& node_sshd = *sshd;
   nodes_.emplace_back(name, std::move(sshd));  // stopped by Stop() even when a step below fails
+  if (Status s = StartRelay(name, node_sshd); !s.ok()) return s;
   CliResult sr = RunCaptured(setup, 60);
   if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
-  CliResult add = Cli({"machine", "add", name, "--host", address, "--port", std::to_string(node_sshd.port()),
+  CliResult add = Cli({"machine", "add", name, "--host", address, "--port", std::to_string(SshPort(name)),
                        "--user", node_sshd.user(), "--identity", node_sshd.identity_file(), "--known-hosts",
                        node_sshd.known_hosts_file(), "--env-script", SimRoot(name) + "/set_env.sh",
                        "--runtime-base", dir_ + "/runtime-" + name});
   if (add.exit_code != 0) return Status::Internal("machine add failed: " + add.err);
   return Status::Ok();
+}
+
+Status NpuprofHarness::StartRelay(const std::string& machine, SshdFixture& sshd) {
+  if (!link_) return Status::Ok();
+  RelayOptions o;
+  o.listen_address = sshd.listen_address();
+  o.upstream_address = sshd.listen_address();
+  o.upstream_port = sshd.port();
+  o.delay_us = link_->one_way_us;
+  o.bytes_per_s = link_->bytes_per_s;
+  auto relay = std::make_unique<LatencyRelay>(o);
+  if (Status s = relay->Start(); !s.ok()) return s;
+  // The same host key answers at the relay's port: known_hosts names both.
+  std::ofstream kh(sshd.known_hosts_file(), std::ios::app);
+  kh << fmt::format("[{}]:{} {}\n", sshd.listen_address(), relay->port(), sshd.host_public_key());
+  if (!kh.good()) return Status::Io("cannot append to " + sshd.known_hosts_file());
+  relays_[machine] = std::move(relay);
+  return Status::Ok();
+}
+
+LatencyRelay* NpuprofHarness::Relay(const std::string& machine) {
+  // A node has its own; sim1 and AddTarget's machines share sim1's sshd.
+  auto it = relays_.find(NodeSshd(machine) != nullptr ? machine : "sim1");
+  return it == relays_.end() ? nullptr : it->second.get();
+}
+
+int NpuprofHarness::SshPort(const std::string& machine) {
+  if (LatencyRelay* r = Relay(machine)) return r->port();
+  SshdFixture* node = NodeSshd(machine);
+  return node ? node->port() : sshd_.port();
 }
 
 std::string NpuprofHarness::NodeAddress(const std::string& name) const {
@@ -451,6 +488,7 @@ void NpuprofHarness::Stop() {
     for (pid_t p : pids) kill(p, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  for (auto& [name, relay] : relays_) relay->Stop();  // kept: their counts stay readable
   for (auto& [name, sshd] : nodes_) sshd->Stop();
   sshd_.Stop();
 }

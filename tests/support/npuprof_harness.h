@@ -9,6 +9,12 @@
 // can span "machines" that differ in address, NPUs, state, truth and clock
 // (tests/sim/README.md "Multi-node data parallel").
 //
+// Far targets: SetLink (or NPUPROF_TEST_RTT_MS in the environment,
+// tests/support/link_env.h) puts every simulated host behind a latency relay
+// of its own (latency_relay.h) on the host's address: the inventory names
+// the relay's port, known_hosts holds the host key for that port too, and
+// Relay(machine) counts the bytes and round trips of what went through.
+//
 // Cleanup signals only processes this harness started or that carry its
 // simulated target's marker (NPUPROF_SIM_ROOT=<its root> in their
 // environment, set by the target's env script): never anything by name.
@@ -19,6 +25,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +33,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "tests/support/latency_relay.h"
+#include "tests/support/link_env.h"
 #include "tests/support/sshd_fixture.h"
 
 namespace npuprof::testing {
@@ -60,6 +69,17 @@ class NpuprofHarness {
   // sim_args go to tests/sim/setup_target.py after --root.
   Status Start(const std::vector<std::string>& sim_args = {}, int local_workers = 2);
   void Stop();
+
+  // Before Start(): every simulated host (sim1, AddTarget's behind the same
+  // sshd, each AddNode) is reached through a relay holding each chunk
+  // link.one_way_us each way (and capped to link.bytes_per_s when not 0).
+  // Without a call the environment decides (link_env.h); unset = no relay.
+  void SetLink(TestLink link) { link_ = link; link_set_ = true; }
+  // The relay in front of `machine`'s sshd ("" or "sim1", or a node's name;
+  // AddTarget's machines share sim1's); nullptr when there is none.
+  LatencyRelay* Relay(const std::string& machine = "");
+  // The port npuprof reaches `machine` at: its relay's, else its sshd's.
+  int SshPort(const std::string& machine = "");
 
   // Runs `npuprof ARGS` with --data-dir inserted (before a "--" if present).
   CliResult Cli(const std::vector<std::string>& args, int timeout_s = 180);
@@ -134,9 +154,14 @@ class NpuprofHarness {
  private:
   Status StartServer();
   Status WaitForServer(int timeout_s);
+  // With a link: a relay for `machine` in front of `sshd`, on its address.
+  Status StartRelay(const std::string& machine, SshdFixture& sshd);
 
   SshdFixture sshd_;
   std::vector<std::pair<std::string, std::unique_ptr<SshdFixture>>> nodes_;  // AddNode, in order
+  std::optional<TestLink> link_;  // no value: no relays
+  bool link_set_ = false;         // SetLink was called (else the environment decides)
+  std::map<std::string, std::unique_ptr<LatencyRelay>> relays_;  // by machine ("sim1", node names)
   std::string dir_;
   pid_t server_pid_ = -1;
   std::vector<std::pair<std::string, std::string>> server_env_;
