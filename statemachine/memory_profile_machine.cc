@@ -313,6 +313,25 @@ NodeWindow NodeWindowOf(const RunState& s, int node) {
 // uses them (a death fails the run, naming the node).
 constexpr int64_t kNodeWatchPollS = 2;
 
+// A deployment's stop waits, after the inference answered, until every
+// headless node's watch has polled once more (one poll and a second): a node
+// lost during the inference is then reported by its watch and named, rather
+// than found already gone by the stop (which is no proof: a node also exits
+// when its head is stopped at the same time).
+constexpr const char* kNodeCheckTimer = "node_check";
+constexpr int64_t kNodeCheckMs = kNodeWatchPollS * 1000 + 1000;
+
+bool NodeCheckArmed(const RunState& s) {
+  for (const auto& [id, t] : s.timers)
+    if (t.armed && t.purpose == kNodeCheckTimer) return true;
+  return false;
+}
+
+void CancelNodeCheck(Decision& d) {
+  for (const auto& [id, t] : d.state().timers)
+    if (t.armed && t.purpose == kNodeCheckTimer) d.CancelTimer(id);
+}
+
 void Advance(Decision& d);
 
 // The stop of a deployment, one step of the shared node lifecycle; once
@@ -554,6 +573,8 @@ void Advance(Decision& d) {
     if (v.Skipped(step.skip)) continue;
     if (step.wait) return MoveTo(d, std::string(step.name));
     if (v.Done(step.name)) continue;
+    // A deployment's stop: once the nodes' watches had their poll after the inference.
+    if (step.name == "stopped" && NodeCheckArmed(s)) return;
     // The collection cuts each node's series on its own clock: it waits for
     // the clock measure's answer (measured or not).
     if (step.name == "msprof" && ClockPending(s)) return MoveTo(d, std::string(step.name));
@@ -681,6 +702,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
                                                 : json()}};  // null: not recorded
     }
     Record(d, "inference", r);
+    if (Multi(d.state())) d.ScheduleTimer(kNodeCheckTimer, kNodeCheckMs);
   } else if (task.kind == kServiceStopTask) {
     Record(d, "stopped", answer);
     // An answer that does not say is read as stopped, as ServiceOf shows it.
@@ -749,10 +771,13 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
       if (!DataOf<Data>(s).has_stopped() && !s.cancel_requested && s.state != "stopped") {
         Failing(d, fmt::format("{}: its service died: {}", where, failure.Text()));
         d.AbandonOutstanding(where + " was lost");
+        CancelNodeCheck(d);
       }
       return Advance(d);
     }
     StepFailed(d, MemNodeStepKey(step, node), failure);
+    // The inference failed: a node lost during it is named by its watch before the stop.
+    if (task.kind == kMemInferTask) d.ScheduleTimer(kNodeCheckTimer, kNodeCheckMs);
     if (task.kind == kMemExportTask && View(d.state()).Done("export"))
       for (const auto& [id, t] : d.state().timers)
         if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
@@ -814,6 +839,7 @@ void MemoryProfileMachine::OnSignal(Decision& d, const std::string& name, const 
 
 void MemoryProfileMachine::OnCancel(Decision& d) const {
   d.AbandonOutstanding("run cancelled");
+  CancelNodeCheck(d);
   Advance(d);
 }
 

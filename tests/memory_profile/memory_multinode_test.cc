@@ -107,11 +107,24 @@ struct MultiMem : KindDriver {
     Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
     Answer(kMemInferTask, "a", true, Inference());
     Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+    EXPECT_TRUE(Fire("node_check"));
     Answer(kServiceStopTask, "b", true, {{"stopped", true}});
     Answer(kServiceStopTask, "a", true, {{"stopped", true}});
     Answer(kMemWeightsTask, "a", true, {{"weights", {{"per_device_bytes", 1048576.0 * 1000}}}});
     Both(kMemWaitFlushTask, {{"signal", "end_info"}}, {{"signal", "end_info"}});
     Both(kMemExportTask, {{"status", "ok"}}, {{"status", "ok"}});
+  }
+  // Fires the armed timer of `purpose`; false when none is armed.
+  bool Fire(const std::string& purpose) {
+    for (const auto& [id, t] : s.timers) {
+      if (!t.armed || t.purpose != purpose) continue;
+      Input in;
+      in.type = Input::Type::kTimerFired;
+      in.timer_id = id;
+      Do(in);
+      return true;
+    }
+    return false;
   }
   json CollectEmpty() { return {{"module_mem", json::array()}, {"npu_mem", json::array()}}; }
 };
@@ -129,6 +142,9 @@ TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesBy
   r.Answer(kMemInferTask, "a", true, {{"ok", true}});
   ASSERT_EQ(r.s.state, "after_infer");
   r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  EXPECT_EQ(r.s.state, "after_infer") << "until the nodes' watches polled once after the inference";
+  EXPECT_EQ(r.Pending(kServiceStopTask), nullptr);
+  ASSERT_TRUE(r.Fire("node_check"));
   ASSERT_EQ(r.s.state, "stopped");
   EXPECT_EQ(r.Pending(kServiceWatchTask, "b"), nullptr) << "the watch ends before the stop";
   EXPECT_NE(r.Pending(kServiceStopTask, "a"), nullptr) << "every node is stopped at once";
@@ -291,6 +307,23 @@ TEST(MemoryMultiNode, AHeadlessNodeThatDiesFailsTheRunAndEveryNodeIsStopped) {
   for (int i = 0; i < 2; ++i) EXPECT_TRUE(NodeStopConfirmed(r.s, i)) << i;
 }
 
+TEST(MemoryMultiNode, ANodeLostDuringTheInferenceIsNamedByItsWatchBeforeTheStop) {
+  MultiMem r;
+  r.ToReady();
+  r.Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
+  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+  r.Answer(kMemInferTask, "a", false, json::object(), "inference_failed");
+  r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  EXPECT_EQ(r.Pending(kServiceStopTask), nullptr) << "the stop waits for the nodes' watches";
+  r.Answer(kServiceWatchTask, "b", false, json::object(), "service_died");
+  EXPECT_FALSE(r.Fire("node_check")) << "no longer armed: the run is failing";
+  r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("node 1 (b): its service died"), std::string::npos) << r.s.error;
+}
+
 TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCannotEndItFailsTheRun) {
   MultiMem r;
   r.ToReady();
@@ -298,6 +331,7 @@ TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCann
   r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
   r.Answer(kMemInferTask, "a", true, {{"ok", true}});
   r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  ASSERT_TRUE(r.Fire("node_check"));
   r.Answer(kServiceStopTask, "b", false, json::object(), "still_running");
   // The forced stop comes once the stop step's other answers are in.
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
