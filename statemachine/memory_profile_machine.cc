@@ -284,10 +284,7 @@ NodeWindow NodeWindowOf(const RunState& s, int node) {
   NodeWindow out;
   out.window = ChooseInferenceWindow(Field(s.data, "inference"));
   if (!Multi(s) || !out.window) return out;
-  if (node == 0 && out.window->clock == "target") {
-    out.clock = {{"moved", false}, {"note", "the head's own clock: the inference read it"}};
-    return out;
-  }
+  if (node == 0 && out.window->clock == "target") return out;  // the head's own clock: the inference read it
   const auto offset = [&s](int i) -> std::optional<NodeClockOffset> {
     const auto m = MeasuredClockOf(s, NodeMachine(s, i));
     if (!m) return std::nullopt;
@@ -749,8 +746,10 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     m["status"] = !exported.is_object()  ? "not_exported"
                   : export_status.empty() ? "ok"
                                           : export_status;
-    // A deployment's node: on which clock its series was cut.
-    if (json clock = NodeWindowOf(d.state(), node).clock; !clock.is_null()) m["window_clock"] = std::move(clock);
+    // A deployment's other node: on which clock its series was cut (the
+    // head's is cut on its own clock, or on the server's as for one node).
+    if (node > 0)
+      if (json clock = NodeWindowOf(d.state(), node).clock; !clock.is_null()) m["window_clock"] = std::move(clock);
     RecordOn(d, node, "msprof", m);
   }
   Advance(d);

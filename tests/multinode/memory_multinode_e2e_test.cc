@@ -349,6 +349,8 @@ TEST_F(MemoryMultiNodeE2E, AWorkerClockAheadIsCutOnItsOwnClockAndEveryNodeIsDraw
   EXPECT_LT(std::abs(last_sample[2000] - last_sample[2001]), 2e6)
       << "the nodes' last samples (µs): " << last_sample[2000] << " " << last_sample[2001];
   ExpectNothingLeft(h_);
+  CliResult verify = h_.Cli({"verify", run_});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 TEST_F(MemoryMultiNodeE2E, AHeadlessNodeKilledDuringTheInferenceFailsTheRunNamingIt) {
@@ -382,6 +384,8 @@ TEST_F(MemoryMultiNodeE2E, AHeadlessNodeKilledDuringTheInferenceFailsTheRunNamin
   // The watch (every 2 s), the logs and the stop of both nodes (grace 5 s each, at once).
   EXPECT_LT(took.count(), 90) << "the run failed " << took.count() << " s after the kill";
   ExpectNothingLeft(h_);
+  CliResult verify = h_.Cli({"verify", run_});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 }  // namespace
