@@ -3,7 +3,9 @@
 // memory-profile kind cut the series at (statemachine/inference_window.h):
 // target clock preferred, server clock with its wider margin otherwise,
 // the collect step's window when the log has one, the phases moved onto the
-// target's clock, the device's series with the most samples, bad CSVs skipped.
+// target's clock, the device's series with the most samples, bad CSVs skipped;
+// a deployment's every node labelled and moved onto npuprof's clock by its
+// measured offset (or left on the head's clock when none was measured).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
