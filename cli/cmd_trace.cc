@@ -4,7 +4,8 @@
 // and the HBM counters of the run's devices when the run has a series
 // (cli/run_hbm_series.h); for torch-profile and analyse-root runs one
 // process per node with its ranks' kernel windows on one clock
-// (views/node_timeline.h, from the manifest). Built by views/chrome_trace.h
+// (views/node_timeline.h, from the manifest), and for a memory-profile over
+// several machines one process per node holding its devices' HBM counters. Built by views/chrome_trace.h
 // from what the server serves; nothing is recomputed.
 #include <iostream>
 
@@ -34,14 +35,20 @@ void AddTraceCommand(CLI::App& app) {
     auto evs = client.CallJson("events", json{{"run_id", *run}}, std::chrono::seconds(60));
     if (!evs.ok()) return Fail(2, evs.status().message());
     views::HbmSeriesSet hbm = RunHbmSeries(client, *evs);
-    // The trace is on the server's clock, msprof's series on the target's.
-    const double offset_us = views::TargetClockOffsetUs(*evs);
-    for (auto& s : hbm.series)
-      for (auto& p : s.samples) p.t_us -= offset_us;
+    // The trace is on the server's clock; msprof's series on the target's,
+    // unless a deployment's offsets already put them on npuprof's.
+    if (hbm.clock == "target") {
+      const double offset_us = views::TargetClockOffsetUs(*evs);
+      for (auto& s : hbm.series)
+        for (auto& p : s.samples) p.t_us -= offset_us;
+    }
     std::vector<views::NodeTimeline> nodes;
     if (auto m = client.CallJson("manifest", json{{"run_id", *run}}); m.ok()) {
       const std::string kind = m->value("kind", "");
-      if (kind == "torch-profile" || kind == "analyse-root") nodes = views::NodeTimelinesFromManifest(*m);
+      // memory-profile: a deployment over several machines (its manifest lists the other nodes).
+      const bool deployment = kind == "memory-profile" && m->contains("nodes") && (*m)["nodes"].is_array() &&
+                              !(*m)["nodes"].empty();
+      if (kind == "torch-profile" || kind == "analyse-root" || deployment) nodes = views::NodeTimelinesFromManifest(*m);
     }
     auto trace = views::BuildChromeTrace(*evs, hbm.series, nodes);
     if (!trace.ok()) return Fail(2, fmt::format("run {}: {}", *run, trace.status().message()));

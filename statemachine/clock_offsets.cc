@@ -62,4 +62,19 @@ double ClockOffsetMs(const RunState& s, const std::string& machine) {
   return 0;
 }
 
+std::optional<MeasuredClock> MeasuredClockOf(const RunState& s, const std::string& machine) {
+  if (!s.data.contains("clock") || !s.data["clock"].is_object()) return std::nullopt;
+  for (const char* when : {"start", "end"}) {
+    const json m = s.data["clock"].value(when, json(nullptr));
+    if (!m.is_object() || !m.contains("offsets") || !m["offsets"].is_array()) continue;
+    for (const json& o : m["offsets"]) {
+      if (!o.is_object() || o.value("machine", "") != machine) continue;
+      if (!o.contains("offset_ms") || !o["offset_ms"].is_number() || o.contains("error")) continue;
+      const json& u = o.contains("uncertainty_ms") ? o["uncertainty_ms"] : json();
+      return MeasuredClock{o["offset_ms"].get<double>(), u.is_number() ? u.get<double>() : 0.0, when};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace npuprof::sm

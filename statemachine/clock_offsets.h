@@ -14,6 +14,7 @@
 // no failure of the run: the offsets are simply missing.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "statemachine/decision.h"
@@ -45,5 +46,15 @@ json ClockProjection(const RunState& s);
 // The offset (ms) of `machine` as measured at the start, else at the end; 0
 // when neither measure has it.
 double ClockOffsetMs(const RunState& s, const std::string& machine);
+
+// `machine`'s offset with its uncertainty (ms) and the measure it came from
+// ("start", else "end"); nullopt when neither measure has it (a failed
+// measure, an entry with an error, or a one-node run).
+struct MeasuredClock {
+  double offset_ms = 0;
+  double uncertainty_ms = 0;
+  std::string when;
+};
+std::optional<MeasuredClock> MeasuredClockOf(const RunState& s, const std::string& machine);
 
 }  // namespace npuprof::sm

@@ -70,6 +70,21 @@ std::optional<ChosenWindow> UsableWindow(ChosenWindow w) {
   return w;
 }
 
+std::optional<ChosenWindow> WindowOnNodeClock(const ChosenWindow& w, std::optional<NodeClockOffset> head,
+                                              std::optional<NodeClockOffset> node) {
+  const bool from_head = w.clock == "target";
+  if (!node || (from_head && !head)) return std::nullopt;
+  const double shift_ms = node->offset_ms - (from_head ? head->offset_ms : 0.0);
+  const double spread_ms = std::abs(node->uncertainty_ms) + (from_head ? std::abs(head->uncertainty_ms) : 0.0);
+  if (!std::isfinite(shift_ms) || !std::isfinite(spread_ms)) return std::nullopt;
+  ChosenWindow out = w;
+  out.window.start_us += shift_ms * 1e3;
+  out.window.end_us += shift_ms * 1e3;
+  out.margin_us += spread_ms * 1e3;
+  if (out.ready_us) *out.ready_us += shift_ms * 1e3;
+  return out;
+}
+
 ActivationPeakOptions PeakOptionsFor(const ChosenWindow& w) {
   ActivationPeakOptions o;
   o.margin_us = w.margin_us;

@@ -64,6 +64,22 @@ std::optional<ChosenWindow> ChosenWindowFromJson(const json& j);
 // w when it is usable (a known clock, margin >= 0, end >= start), else nullopt.
 std::optional<ChosenWindow> UsableWindow(ChosenWindow w);
 
+// A deployment over several machines (docs/MULTINODE.md "One clock"): the
+// window cut on node i's series is the inference window moved onto node i's
+// clock. Offsets are those machine.clock measured (a node's clock minus the
+// measuring worker's, statemachine/clock_offsets.h). A "target" window is on
+// the head's clock: it moves by node − head; a "server" window is on the
+// server's (taken as the worker's): it moves by node. Its margin grows by the
+// uncertainties of the offsets used (ms -> µs); ready_us moves with it.
+// nullopt when an offset it needs is unknown: the caller then cuts at the
+// window as it is (the clocks assumed close) and says so.
+struct NodeClockOffset {
+  double offset_ms = 0;
+  double uncertainty_ms = 0;
+};
+std::optional<ChosenWindow> WindowOnNodeClock(const ChosenWindow& w, std::optional<NodeClockOffset> head,
+                                              std::optional<NodeClockOffset> node);
+
 // ActivationPeakOptions for a window: the defaults with its margin, and the
 // level taken after its ready instant.
 ActivationPeakOptions PeakOptionsFor(const ChosenWindow& w);

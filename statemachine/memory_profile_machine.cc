@@ -9,6 +9,7 @@
 
 #include "common/json_field.h"
 
+#include "statemachine/clock_offsets.h"
 #include "statemachine/deployment_service.h"
 #include "statemachine/deployment_spec.h"
 #include "statemachine/event_types.h"
@@ -71,9 +72,12 @@ using ServiceRecord = kind_data::ServeData::Service;
 
 // A step is in flight (task pending or retrying) or the flush minimum timer is armed.
 bool Busy(const RunState& s) {
-  // A headless node's watch answers only when its service dies: it never holds the walk.
+  // A headless node's watch answers only when its service dies: it never
+  // holds the walk. A deployment's clock measure holds only the collection
+  // and the end (Advance).
   for (const auto& [id, t] : s.tasks)
-    if ((t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait) && t.kind != kServiceWatchTask)
+    if ((t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait) && t.kind != kServiceWatchTask &&
+        !IsClockTask(t))
       return true;
   for (const auto& [id, t] : s.timers)
     if (t.armed && t.purpose == "flush") return true;
@@ -270,9 +274,64 @@ tasks::ServiceLaunch HeadlessLaunch(const RunState& s, int node, std::optional<i
   return p;
 }
 
+// The window node i's series is cut at (the activation peak), with what the
+// node's evidence says of its clock. The head's own window for the head
+// (the inference read the head's clock), else the window moved onto the
+// node's clock by the measured offsets (inference_window.h); a node whose
+// offset is not known is cut at the window as it is, and says so.
+struct NodeWindow {
+  std::optional<ChosenWindow> window;
+  json clock;  // {"moved": bool, "note"}; null for a one-node run
+};
+
+NodeWindow NodeWindowOf(const RunState& s, int node) {
+  NodeWindow out;
+  out.window = ChooseInferenceWindow(Field(s.data, "inference"));
+  if (!Multi(s) || !out.window) return out;
+  if (node == 0 && out.window->clock == "target") return out;  // the head's own clock: the inference read it
+  const auto offset = [&s](int i) -> std::optional<NodeClockOffset> {
+    const auto m = MeasuredClockOf(s, NodeMachine(s, i));
+    if (!m) return std::nullopt;
+    return NodeClockOffset{m->offset_ms, m->uncertainty_ms};
+  };
+  if (auto moved = WindowOnNodeClock(*out.window, offset(0), offset(node))) {
+    out.window = moved;
+    out.clock = {{"moved", true},
+                 {"note", out.window->clock == "target"
+                              ? "the head's window moved onto this node's clock by the measured offsets "
+                                "(this node's minus the head's), the margin widened by their uncertainties"
+                              : "the server's window moved onto this node's clock by its measured offset, "
+                                "the margin widened by its uncertainty"}};
+  } else {
+    out.clock = {{"moved", false},
+                 {"note", "the clock offset of this node (or the head) was not measured: the series is cut at "
+                          "the head's window as it is (the hosts' clocks are assumed close)"}};
+  }
+  return out;
+}
+
 // How often a deployment's headless nodes are checked alive while the run
 // uses them (a death fails the run, naming the node).
 constexpr int64_t kNodeWatchPollS = 2;
+
+// A deployment's stop waits, after the inference answered, until every
+// headless node's watch has polled once more (one poll and a second): a node
+// lost during the inference is then reported by its watch and named, rather
+// than found already gone by the stop (which is no proof: a node also exits
+// when its head is stopped at the same time).
+constexpr const char* kNodeCheckTimer = "node_check";
+constexpr int64_t kNodeCheckMs = kNodeWatchPollS * 1000 + 1000;
+
+bool NodeCheckArmed(const RunState& s) {
+  for (const auto& [id, t] : s.timers)
+    if (t.armed && t.purpose == kNodeCheckTimer) return true;
+  return false;
+}
+
+void CancelNodeCheck(Decision& d) {
+  for (const auto& [id, t] : d.state().timers)
+    if (t.armed && t.purpose == kNodeCheckTimer) d.CancelTimer(id);
+}
 
 void Advance(Decision& d);
 
@@ -415,9 +474,8 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     p.set_step(step);
     p.set_msprof_dir(msprof_dir);
     // The window the handler cuts each device's npu_mem series at (the
-    // activation peak); absent when the inference gave none. Another node
-    // cuts its own series at the head's window.
-    if (auto w = ChooseInferenceWindow(Field(s.data, "inference"))) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
+    // activation peak), on this node's clock; absent when the inference gave none.
+    if (auto w = NodeWindowOf(s, node).window) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
     send(p);
   }
 }
@@ -426,6 +484,9 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
   const RunState& s = v.s;
   MoveTo(d, step);  // the run's state is the step in progress
   if (Multi(s) && step == "stopped") return ScheduleNodeStops(d);
+  // A deployment's clocks are measured with the head's launch (once).
+  if (Multi(s) && Standalone(s) && step == "service" && LastTask(s, kMachineClockTask) == nullptr)
+    ScheduleClock(d, "start");
   if (Multi(s) && step == "service" && v.data.has_service()) {
     // The head is up: every other node not launched with it (a run launched
     // head-first), with the head's RPC port.
@@ -507,6 +568,7 @@ void Advance(Decision& d) {
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
       if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
     }
+    if (ClockPending(s)) return;  // a run ends after every task it scheduled
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();
     if (v.data.stopped().never_started()) err += " — the service was never launched";
@@ -518,8 +580,15 @@ void Advance(Decision& d) {
   for (const MemStep& step : MemoryStepsOf(Mode(s))) {
     if (v.Skipped(step.skip)) continue;
     if (step.wait) return MoveTo(d, std::string(step.name));
-    if (!v.Done(step.name)) return Schedule(d, v, std::string(step.name));
+    if (v.Done(step.name)) continue;
+    // A deployment's stop: once the nodes' watches had their poll after the inference.
+    if (step.name == "stopped" && NodeCheckArmed(s)) return;
+    // The collection cuts each node's series on its own clock: it waits for
+    // the clock measure's answer (measured or not).
+    if (step.name == "msprof" && ClockPending(s)) return MoveTo(d, std::string(step.name));
+    return Schedule(d, v, std::string(step.name));
   }
+  if (ClockPending(s)) return;
   d.Finish(RunStatus::kOk);
 }
 
@@ -606,6 +675,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   static const json kNone = json::object();
   const json& answer = result.recorded().is_object() ? result.recorded() : kNone;
   // The node the task ran on (0: the head, or a one-node run).
+  if (OnClockTaskSucceeded(d, task, result)) return Advance(d);
   const int node = Multi(d.state()) ? NodeOfTask(d.state(), task) : 0;
   if (task.kind == kServiceWatchTask) return Advance(d);  // ended without a death (abandoned at the stop)
   if (task.kind == kMemPreflightTask) {
@@ -640,6 +710,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
                                                 : json()}};  // null: not recorded
     }
     Record(d, "inference", r);
+    if (Multi(d.state())) d.ScheduleTimer(kNodeCheckTimer, kNodeCheckMs);
   } else if (task.kind == kServiceStopTask) {
     Record(d, "stopped", answer);
     // An answer that does not say is read as stopped, as ServiceOf shows it.
@@ -686,12 +757,17 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     m["status"] = !exported.is_object()  ? "not_exported"
                   : export_status.empty() ? "ok"
                                           : export_status;
+    // A deployment's other node: on which clock its series was cut (the
+    // head's is cut on its own clock, or on the server's as for one node).
+    if (node > 0)
+      if (json clock = NodeWindowOf(d.state(), node).clock; !clock.is_null()) m["window_clock"] = std::move(clock);
     RecordOn(d, node, "msprof", m);
   }
   Advance(d);
 }
 
 void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
+  if (IsClockTask(task)) return Advance(d);  // no offsets then: each node is cut at the head's window
   const std::string step = StepOf(task);
   const RunState& s = d.state();
   if (Multi(s)) {
@@ -705,10 +781,13 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
       if (!DataOf<Data>(s).has_stopped() && !s.cancel_requested && s.state != "stopped") {
         Failing(d, fmt::format("{}: its service died: {}", where, failure.Text()));
         d.AbandonOutstanding(where + " was lost");
+        CancelNodeCheck(d);
       }
       return Advance(d);
     }
     StepFailed(d, MemNodeStepKey(step, node), failure);
+    // The inference failed: a node lost during it is named by its watch before the stop.
+    if (task.kind == kMemInferTask) d.ScheduleTimer(kNodeCheckTimer, kNodeCheckMs);
     if (task.kind == kMemExportTask && View(d.state()).Done("export"))
       for (const auto& [id, t] : d.state().timers)
         if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
@@ -770,10 +849,12 @@ void MemoryProfileMachine::OnSignal(Decision& d, const std::string& name, const 
 
 void MemoryProfileMachine::OnCancel(Decision& d) const {
   d.AbandonOutstanding("run cancelled");
+  CancelNodeCheck(d);
   Advance(d);
 }
 
 void MemoryProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
+  if (ApplyClockEvent(s, type, p)) return;
   if (const std::string_view field = MemoryFieldOf(type); !field.empty()) {
     s.data[std::string(field)] = p;
   } else if (type == kMemRecorded) {
@@ -882,6 +963,7 @@ json SummaryOf(const MemoryProfileMachine& kind, const View& v) {
   }
   if (Multi(s)) {
     j["nodes"] = NodesSummary(s);
+    j["clock"] = ClockProjection(s);
   }
   return j;
 }
@@ -894,7 +976,10 @@ json MemoryProfileMachine::Summary(const RunState& s) const { return SummaryOf(*
 
 json MemoryProfileMachine::Manifest(const RunState& s) const {
   const View v(s);
-  return BuildMemoryManifest(s, SummaryOf(*this, v), BuildMemoryReport(EvidenceOf(v)), v.service);
+  json m = BuildMemoryManifest(s, SummaryOf(*this, v), BuildMemoryReport(EvidenceOf(v)), v.service);
+  // Each node's clock offset from the worker's (the series of every node on one clock).
+  if (Multi(s)) m["clock_offsets"] = ClockProjection(s);
+  return m;
 }
 
 void RegisterMemoryProfileKind(KindRegistry& r) { r.Register(std::make_unique<MemoryProfileMachine>()); }

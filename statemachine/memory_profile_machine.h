@@ -22,6 +22,12 @@
 // is the step in progress. A failure of a critical step (preflight, baseline,
 // launch, readiness, stop) takes the cleanup path: logs (if a service was
 // launched), stop, failed.
+// A standalone run over several machines (memory_profile_nodes.h) also
+// measures every node's clock with the head's launch (clock_offsets.h; the
+// collection and the run's end wait for the answer) and cuts each node's
+// series at the inference window moved onto that node's clock
+// (inference_window.h WindowOnNodeClock); after the inference its stop waits
+// one watch poll so that a node lost meanwhile is named.
 // Report and manifest are pure folds (memory_report.h, memory_manifest.h).
 #pragma once
 

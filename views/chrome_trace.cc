@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -183,7 +184,7 @@ class TraceBuilder {
       out.push_back({{"name", i.name}, {"ph", "i"}, {"s", "t"}, {"ts", i.ts}, {"pid", kRunPid}, {"tid", i.tid},
                      {"args", i.args}});
     AppendAttempts(out);
-    AppendHbm(out, hbm);
+    AppendHbm(out, hbm, nodes);
     AppendNodes(out, nodes);
     json doc = {{"traceEvents", out},
                 {"displayTimeUnit", "ms"},
@@ -329,22 +330,37 @@ class TraceBuilder {
     for (auto& s : spans) out.push_back(std::move(s));
   }
 
-  void AppendHbm(std::vector<json>& out, const std::vector<DeviceHbmSeries>& hbm) {
-    bool any = false;
-    for (const auto& s : hbm) any = any || !s.samples.empty();
-    if (!any) return;
-    out.push_back(Meta("process_name", kHbmPid, 0, {{"name", "HBM (msprof npu_mem)"}}));
-    out.push_back(Meta("process_sort_index", kHbmPid, 0, {{"sort_index", 1000}}));
-    out.push_back(Meta("thread_name", kHbmPid, 0, {{"name", "counters"}}));
+  // A series of a node (its machine names one of `nodes`) goes to that
+  // node's process; any other to the HBM process.
+  void AppendHbm(std::vector<json>& out, const std::vector<DeviceHbmSeries>& hbm,
+                 const std::vector<NodeTimeline>& nodes) {
+    const auto pid_of = [&nodes](const DeviceHbmSeries& s) {
+      for (const auto& n : nodes)
+        if (!s.machine.empty() && n.machine == s.machine) return kFirstNodePid + n.node;
+      return kHbmPid;
+    };
+    std::set<int> named;
     for (const auto& s : hbm) {
+      if (s.samples.empty()) continue;
+      const int pid = pid_of(s);
+      if (!named.insert(pid).second) continue;
+      if (pid == kHbmPid) {
+        out.push_back(Meta("process_name", kHbmPid, 0, {{"name", "HBM (msprof npu_mem)"}}));
+        out.push_back(Meta("process_sort_index", kHbmPid, 0, {{"sort_index", 1000}}));
+      }
+      out.push_back(Meta("thread_name", pid, 0, {{"name", pid == kHbmPid ? "counters" : "HBM (msprof npu_mem)"}}));
+    }
+    for (const auto& s : hbm) {
+      const int pid = pid_of(s);
       std::vector<HbmSample> samples;
       for (const auto& p : s.samples)
         if (std::isfinite(p.t_us) && std::isfinite(p.mb)) samples.push_back(p);
       std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.t_us < b.t_us; });
-      const std::string name =
+      std::string name =
           fmt::format("device {} HBM ({})", s.device_id, s.event.empty() ? std::string("npu_mem") : Text(s.event, 40));
+      if (pid == kHbmPid && !s.machine.empty()) name = Text(s.machine, 120) + " " + name;
       for (const auto& p : samples)
-        out.push_back({{"name", name}, {"ph", "C"}, {"ts", Ts(p.t_us)}, {"pid", kHbmPid}, {"tid", 0},
+        out.push_back({{"name", name}, {"ph", "C"}, {"ts", Ts(p.t_us)}, {"pid", pid}, {"tid", 0},
                        {"args", {{"MB", p.mb}}}});
     }
   }

@@ -29,9 +29,13 @@
 //   pid 2 "attempts without a worker": attempts that ended without a worker
 //     being known (abandoned, re-dispatched after a restart, still open).
 //   pid 1000 "HBM (msprof npu_mem)": one counter track per device
-//     ("device N HBM (<event>)", args {"MB": value}) from the given series.
+//     ("device N HBM (<event>)", args {"MB": value}) from the given series;
+//     a series whose machine is one of the given nodes' goes to that node's
+//     process instead (thread 0 "HBM (msprof npu_mem)"; a memory-profile
+//     over several machines: each node's devices under its node, already
+//     on npuprof's clock, views/hbm_series_from_run.h).
 //   pid 2000+i "node i <machine> (clock +X ms ± U)": one process per node of
-//     a torch-profile run (views/node_timeline.h), one thread per rank
+//     a torch-profile run or a multi-node memory-profile run (views/node_timeline.h), one thread per rank
 //     ("<rank_dir> (device N)") with one X span "kernels": the rank's first
 //     kernel start to its last kernel end, moved from the node's clock onto
 //     npuprof's (node time − offset_ms); args keep the node-clock times and

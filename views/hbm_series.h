@@ -5,8 +5,9 @@
 // anything up themselves.
 //
 // Times are microseconds on one clock for everything a view is given
-// (msprof writes target-clock µs since the epoch; the adapter puts phases on
-// the same clock). Charts show seconds from `origin_us`.
+// (`HbmSeriesSet::clock`: msprof writes target-clock µs since the epoch; the
+// adapter puts phases on the same clock, and a deployment's nodes on
+// npuprof's). Charts show seconds from `origin_us`.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +26,7 @@ struct HbmSample {
 // One device's HBM over time, from one CSV.
 struct DeviceHbmSeries {
   int device_id = 0;
+  std::string machine;  // the node's machine in a deployment over several machines; "" for one machine
   std::string event;  // npu_mem event: "Device" (device level) or "APP" (process level)
   std::string file;   // e.g. "msprof_csvs/npu_mem_20250101000000.csv"
   std::string blob;   // sha256 of the stored CSV
@@ -42,6 +44,7 @@ struct PhaseMarker {
 // The activation peak of one device as measured on its series.
 struct PeakMarker {
   int device_id = 0;
+  std::string machine;  // as DeviceHbmSeries::machine
   double t_us = 0;     // time of the highest sample in the inference window
   double peak_mb = 0;  // that sample
   double base_mb = 0;  // the level just before the window
@@ -49,6 +52,12 @@ struct PeakMarker {
 };
 
 struct HbmSeriesSet {
+  // "target": the run's target's clock (one machine; the trace moves it onto
+  // the server's by the inference's measure of the difference);
+  // "npuprof": npuprof's host clock (a deployment whose clocks machine.clock
+  // measured: each node's samples minus its offset, the server's times as
+  // they are).
+  std::string clock = "target";
   std::vector<DeviceHbmSeries> series;
   std::vector<PhaseMarker> phases;
   std::vector<PeakMarker> peaks;

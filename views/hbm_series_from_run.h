@@ -11,6 +11,15 @@
 // request measured (target window midpoint − server window midpoint) when the
 // target's clock was read; otherwise they stay on the server's clock (the
 // simulator's clock is the server's).
+//
+// A deployment over several machines (docs/MULTINODE.md "One clock"): every
+// node's devices, each series labelled with its machine and cut at the window
+// its own collect was given (on that node's clock). When the run's
+// machine.clock measured offsets, every node's samples and peaks are moved
+// onto npuprof's clock (timestamp − that node's offset_ms; a node without an
+// offset is taken to be on the head's clock) and the phases with the head's;
+// the set's clock is then "npuprof". Without any offset the set stays on the
+// head's clock, as for one machine.
 #pragma once
 
 #include <optional>
@@ -30,6 +39,7 @@ struct NpuMemCsv {
   std::string blob;              // its sha256
   std::optional<int> device_id;  // the device its PROF dir maps to (CSVs without a Device_id column)
   std::string text;              // its bytes (empty until fetched)
+  std::string machine;           // the node it was collected on (a deployment); "" for one machine
 };
 
 // Most npu_mem CSVs the adapter reads of one run, and most bytes per CSV.
@@ -38,7 +48,8 @@ inline constexpr size_t kMaxNpuMemCsvBytes = size_t{256} << 20;
 
 // The npu_mem CSVs holding each device's "Device" series (the one the collect
 // step measured the peak on), from the last memory.collect_csvs result in the
-// log; at most kMaxNpuMemCsvs, text empty.
+// log (of every node of a deployment, the head's first); at most
+// kMaxNpuMemCsvs, text empty.
 std::vector<NpuMemCsv> NpuMemCsvsOfRun(const nlohmann::json& events_doc);
 
 // The inference window the activation peak is measured in: the collect task's

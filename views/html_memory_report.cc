@@ -181,16 +181,18 @@ double Origin(const HbmSeriesSet& set) {
   return std::isfinite(o) ? o : 0;
 }
 
-std::string DeviceCurve(int dev, const HbmSeriesSet& set, const Words& w) {
+// The curve of device `dev` of `machine` ("" for a run on one machine).
+std::string DeviceCurve(int dev, const std::string& machine, const HbmSeriesSet& set, const Words& w) {
   std::string out = Heading(3, w(kHbmOverTime));
   const double origin = Origin(set);
   TimeChartInput in;
   in.x_label = w(kTime);
   in.y_label = "HBM";
   for (const auto& s : set.series) {
-    if (s.device_id != dev || s.samples.empty()) continue;
+    if (s.device_id != dev || s.machine != machine || s.samples.empty()) continue;
     TimeLine line;
-    line.label = fmt::format("{} {} ({})", w(kDevice), dev, s.event.empty() ? "npu_mem" : s.event);
+    line.label = fmt::format("{} {}{} ({})", w(kDevice), dev, machine.empty() ? "" : " @ " + machine,
+                             s.event.empty() ? "npu_mem" : s.event);
     for (const auto& p : s.samples) line.points.push_back({(p.t_us - origin) / 1e6, p.mb});
     in.lines.push_back(std::move(line));
   }
@@ -201,14 +203,14 @@ std::string DeviceCurve(int dev, const HbmSeriesSet& set, const Words& w) {
     in.phases.push_back(std::move(ph));
   }
   for (const auto& pk : set.peaks) {
-    if (pk.device_id != dev) continue;
+    if (pk.device_id != dev || pk.machine != machine) continue;
     in.peak = TimePeak{(pk.t_us - origin) / 1e6, pk.peak_mb, pk.base_mb,
                        fmt::format("{} +{} MB", w(kPeakFromSeries), FormatMbValue(pk.delta_mb))};
   }
   out += "<div class=\"chart\">" + HbmTimeChart(in) + "</div>\n";
   std::string files;
   for (const auto& s : set.series)
-    if (s.device_id == dev && !s.samples.empty())
+    if (s.device_id == dev && s.machine == machine && !s.samples.empty())
       files += fmt::format("<div>&#8592; {} ({} rows){}</div>", E(s.file), s.samples.size(),
                            s.blob.empty() ? "" : " [" + E(Short(s.blob)) + "]");
   return out + "<div class=\"ev\">" + files + "</div>\n";
@@ -318,9 +320,8 @@ std::string Render(const json& doc, const json& report, const HbmSeriesSet& set,
   body += DeploymentTotals(report, zh);
   for (const auto& d : devices) {
     const std::string dev = CellText(Field(d, "device_id"));
-    // A deployment over several machines: the device's machine, and the
-    // HBM curve only for the head's devices (the series read are the head's).
-    const bool other_node = Field(d, "node").is_number_integer() && Field(d, "node").get<int>() != 0;
+    // A deployment over several machines: the device's machine, whose
+    // series the curve draws.
     const std::string machine = Field(report, "nodes").is_array() ? StrField(d, "machine") : "";
     const std::string anchor = machine.empty() ? "device-" + dev : "device-" + machine + "-" + dev;
     body += "<section class=\"card\">";
@@ -330,7 +331,7 @@ std::string Render(const json& doc, const json& report, const HbmSeriesSet& set,
     body += ComponentTable(d, w, zh);
     body += CrossValidation(d, w, zh);
     const json& id = Field(d, "device_id");
-    if (id.is_number_integer() && !other_node) body += DeviceCurve(id.get<int>(), set, w);
+    if (id.is_number_integer()) body += DeviceCurve(id.get<int>(), machine, set, w);
     body += "</section>\n";
   }
   body += WeightsBreakdown(Field(report, "weights_breakdown"), w, zh);

@@ -16,7 +16,8 @@
 // value — blob hashes, log lines with their text, CSV rows —, the
 // corroborating values), the cross-validation, and the HBM curve with the
 // run's phases and the activation peak when a series for that device is
-// given; then the weight breakdown, the run's evidence chain and the notes.
+// given (a deployment over several machines: every node's devices, each
+// matched to its series by (machine, device)); then the weight breakdown, the run's evidence chain and the notes.
 // Every number of the report's components and cross-validation appears in
 // the page as formatted by FormatMbValue (one decimal, comma thousands).
 //

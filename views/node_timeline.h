@@ -1,4 +1,6 @@
-// The nodes of a torch-profile run as the trace shows them: per node its
+// The nodes of a torch-profile run (or of a memory-profile over several
+// machines, whose manifest has no ranks: its nodes hold their HBM series,
+// views/chrome_trace.h) as the trace shows them: per node its
 // machine, the clock offset recorded for it (machine.clock, see
 // statemachine/clock_offsets.h) and each of its ranks' kernel windows on the
 // node's own clock (the first kernel's start to the last kernel's end, from

@@ -4,15 +4,21 @@
 // own wrap script, readiness and the inference through the head, the stop headless
 // first, the weights read on the head with the whole deployment's dp, and a
 // report keyed by (machine, device) with totals per node and in all; a
-// failure on one node fails the run naming it, every node stopped.
+// failure on one node fails the run naming it, every node stopped. The
+// clocks are measured with the head's launch; each node's series is cut at
+// the inference window moved onto its clock (the collection waits for the
+// measure), or at the head's window as it is when its offset is unknown.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "tests/support/kind_driver.h"
+#include "statemachine/clock_offsets.h"
 #include "statemachine/deployment_service.h"
+#include "statemachine/inference_window.h"
 #include "statemachine/memory_deployment_report.h"
 #include "statemachine/memory_profile_machine.h"
+#include "statemachine/memory_profile_nodes.h"
 #include "statemachine/memory_report.h"
 #include "statemachine/service_spec.h"
 
@@ -38,6 +44,17 @@ json Spec() {
                 {{"machine", "b"}, {"machine_record", Record("b", "127.0.0.3")}}}}};
 }
 
+// b's clock 3.2 s ahead of the worker's, a's 0.1 ms; each within 0.5 ms.
+json Clocks() {
+  return {{"when", "start"},
+          {"measured_at_ms", 5},
+          {"offsets", {{{"machine", "a"}, {"offset_ms", 0.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}},
+                       {{"machine", "b"}, {"offset_ms", 3200.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}}}}};
+}
+
+// The inference read the head's clock around its request: 1000 s to 1000.5 s.
+json Inference() { return {{"ok", true}, {"target_clock", {{"before_ns", 1000e9}, {"after_ns", 1000.5e9}}}}; }
+
 json Hbm(double used) { return {{"hbm", {{"0", {{"used_mb", used}, {"total_mb", 65536}}}}}}; }
 
 struct MultiMem : KindDriver {
@@ -49,7 +66,8 @@ struct MultiMem : KindDriver {
     EXPECT_EQ(s.state, state) << kind << ": on with the run before every node answered";
     Answer(kind, "a", true, a);
   }
-  void ToReady() {
+  // clock: how the start's clock measure is answered ("ok", "failed"; "" = left pending).
+  void ToReady(const std::string& clock = "ok") {
     Submit(Spec());
     ASSERT_EQ(s.state, "preflight");
     ASSERT_NE(Pending(kMemPreflightTask, "b"), nullptr) << "the preflight runs on every node";
@@ -64,6 +82,9 @@ struct MultiMem : KindDriver {
     EXPECT_EQ(head->payload["runtime_dir"], "/rt/r1/service-1-node0");
     const int32_t rpc = head->payload["deployment"].value("dp_rpc_port", 0);
     EXPECT_GE(rpc, kRpcPortFirst) << "the run's port, checked free by the head";
+    const TaskInfo* measure = Pending(kMachineClockTask, "a");
+    ASSERT_NE(measure, nullptr) << "the clocks are measured with the launches";
+    EXPECT_EQ(measure->payload["machines"].size(), 2u);
     const TaskInfo* b = Pending(kServiceLaunchTask, "b");
     ASSERT_NE(b, nullptr) << "every node is launched at once";
     EXPECT_EQ(b->payload["deployment"]["dp_rpc_port"], rpc);
@@ -78,7 +99,36 @@ struct MultiMem : KindDriver {
     EXPECT_EQ(Pending(kServiceWaitReadyTask, "b"), nullptr) << "readiness is the head's";
     EXPECT_NE(Pending(kServiceWatchTask, "b"), nullptr) << "the headless node is watched";
     Answer(kServiceWaitReadyTask, "a", true, {{"ready_after_ms", 10}});
+    if (clock == "ok") Answer(kMachineClockTask, "a", true, Clocks());
+    if (clock == "failed") Answer(kMachineClockTask, "a", false, json::object(), "timeout");
+    EXPECT_EQ(PendingAll(kMachineClockTask).size(), clock.empty() ? 1u : 0u) << "measured once";
   }
+  // From after_ready to the collection (every step answered on both nodes).
+  void ToCollection() {
+    Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
+    Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+    Answer(kMemInferTask, "a", true, Inference());
+    Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+    EXPECT_TRUE(Fire("node_check"));
+    Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+    Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+    Answer(kMemWeightsTask, "a", true, {{"weights", {{"per_device_bytes", 1048576.0 * 1000}}}});
+    Both(kMemWaitFlushTask, {{"signal", "end_info"}}, {{"signal", "end_info"}});
+    Both(kMemExportTask, {{"status", "ok"}}, {{"status", "ok"}});
+  }
+  // Fires the armed timer of `purpose`; false when none is armed.
+  bool Fire(const std::string& purpose) {
+    for (const auto& [id, t] : s.timers) {
+      if (!t.armed || t.purpose != purpose) continue;
+      Input in;
+      in.type = Input::Type::kTimerFired;
+      in.timer_id = id;
+      Do(in);
+      return true;
+    }
+    return false;
+  }
+  json CollectEmpty() { return {{"module_mem", json::array()}, {"npu_mem", json::array()}}; }
 };
 
 TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesByMachine) {
@@ -94,6 +144,9 @@ TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesBy
   r.Answer(kMemInferTask, "a", true, {{"ok", true}});
   ASSERT_EQ(r.s.state, "after_infer");
   r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  EXPECT_EQ(r.s.state, "after_infer") << "until the nodes' watches polled once after the inference";
+  EXPECT_EQ(r.Pending(kServiceStopTask), nullptr);
+  ASSERT_TRUE(r.Fire("node_check"));
   ASSERT_EQ(r.s.state, "stopped");
   EXPECT_EQ(r.Pending(kServiceWatchTask, "b"), nullptr) << "the watch ends before the stop";
   EXPECT_NE(r.Pending(kServiceStopTask, "a"), nullptr) << "every node is stopped at once";
@@ -137,6 +190,92 @@ TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesBy
   const json summary = MemoryProfileMachine().Summary(r.s);
   EXPECT_EQ(summary["nodes"][1]["stopped"], true);
   EXPECT_EQ(summary["report_summary"]["devices"][1]["machine"], "b");
+  EXPECT_DOUBLE_EQ(manifest["clock_offsets"]["start"]["offsets"][1]["offset_ms"].get<double>(), 3200.1);
+  EXPECT_TRUE(summary["clock"]["start"].is_object());
+}
+
+TEST(MemoryMultiNode, EachNodesSeriesIsCutAtTheWindowMovedOntoItsClock) {
+  MultiMem r;
+  r.ToReady();
+  r.ToCollection();
+  ASSERT_EQ(r.s.state, "msprof");
+  const json wa = r.Pending(kMemCollectTask, "a")->payload["inference_window"];
+  const json wb = r.Pending(kMemCollectTask, "b")->payload["inference_window"];
+  EXPECT_DOUBLE_EQ(wa["start_us"].get<double>(), 1000e6) << "the head's own clock";
+  EXPECT_DOUBLE_EQ(wa["margin_us"].get<double>(), kTargetMarginUs);
+  EXPECT_DOUBLE_EQ(wb["start_us"].get<double>(), 1000e6 + 3200e3) << "b's clock: 3200.1 - 0.1 ms ahead of a's";
+  EXPECT_DOUBLE_EQ(wb["end_us"].get<double>(), 1000.5e6 + 3200e3);
+  EXPECT_DOUBLE_EQ(wb["margin_us"].get<double>(), kTargetMarginUs + 1000) << "both uncertainties";
+  r.Both(kMemCollectTask, r.CollectEmpty(), r.CollectEmpty());
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
+  EXPECT_EQ(MemNodeField(r.s, 1, "msprof")["window_clock"]["moved"], true);
+}
+
+TEST(MemoryMultiNode, TheCollectionWaitsForTheClockMeasure) {
+  MultiMem r;
+  r.ToReady("");
+  r.ToCollection();
+  ASSERT_EQ(r.s.state, "msprof");
+  EXPECT_TRUE(r.PendingAll(kMemCollectTask).empty()) << "no window before the offsets are known";
+  r.Answer(kMachineClockTask, "a", true, Clocks());
+  const TaskInfo* b = r.Pending(kMemCollectTask, "b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_DOUBLE_EQ(b->payload["inference_window"]["start_us"].get<double>(), 1000e6 + 3200e3);
+}
+
+TEST(MemoryMultiNode, ANodeWhoseOffsetIsUnknownIsCutAtTheHeadsWindowAndSaysSo) {
+  MultiMem r;
+  r.ToReady("failed");
+  r.ToCollection();
+  ASSERT_EQ(r.s.state, "msprof");
+  const json wb = r.Pending(kMemCollectTask, "b")->payload["inference_window"];
+  EXPECT_DOUBLE_EQ(wb["start_us"].get<double>(), 1000e6);
+  EXPECT_DOUBLE_EQ(wb["margin_us"].get<double>(), kTargetMarginUs);
+  r.Both(kMemCollectTask, r.CollectEmpty(), r.CollectEmpty());
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
+  const json clock = MemNodeField(r.s, 1, "msprof")["window_clock"];
+  EXPECT_EQ(clock["moved"], false);
+  EXPECT_NE(clock.value("note", "").find("not measured"), std::string::npos) << clock.dump();
+}
+
+TEST(MemoryMultiNode, AFailingRunEndsAfterItsClockMeasureAnswered) {
+  MultiMem r;
+  r.Submit(Spec());
+  r.Both(kMemPreflightTask, {{"wrap_script", "/rt/r1/msprof_wrap.sh"}}, {{"wrap_script", "/rt/r1/msprof_wrap.sh"}});
+  r.Both(kMemNpuSmiTask, Hbm(3000), Hbm(3100));
+  r.Answer(kServiceLaunchTask, "a", true,
+           {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 10}, {"port", 18000}, {"devices", {0}},
+            {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 29500}}}});
+  r.Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 20}, {"devices", {0}}});
+  r.Answer(kServiceWaitReadyTask, "a", false, json::object(), "timeout");
+  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_FALSE(r.s.terminal) << "the clock measure is still out";
+  r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("ready"), std::string::npos) << r.s.error;
+}
+
+TEST(InferenceWindowOnNodeClock, MovesByTheOffsetsDifferenceAndWidensByTheUncertainties) {
+  const ChosenWindow target{{1000e6, 1001e6}, "target", 0, 999e6};
+  const auto moved = WindowOnNodeClock(target, NodeClockOffset{10, 2}, NodeClockOffset{3210, 3});
+  ASSERT_TRUE(moved);
+  EXPECT_DOUBLE_EQ(moved->window.start_us, 1000e6 + 3200e3);
+  EXPECT_DOUBLE_EQ(moved->window.end_us, 1001e6 + 3200e3);
+  EXPECT_DOUBLE_EQ(*moved->ready_us, 999e6 + 3200e3);
+  EXPECT_DOUBLE_EQ(moved->margin_us, 5000);
+  EXPECT_FALSE(WindowOnNodeClock(target, std::nullopt, NodeClockOffset{3210, 3})) << "the head's offset is needed";
+  EXPECT_FALSE(WindowOnNodeClock(target, NodeClockOffset{10, 2}, std::nullopt));
+  // A server window is on the server's clock: it moves by the node's offset alone.
+  const ChosenWindow server{{1000e6, 1001e6}, "server", kServerMarginUs, std::nullopt};
+  const auto s = WindowOnNodeClock(server, std::nullopt, NodeClockOffset{3210, 3});
+  ASSERT_TRUE(s);
+  EXPECT_DOUBLE_EQ(s->window.start_us, 1000e6 + 3210e3);
+  EXPECT_DOUBLE_EQ(s->margin_us, kServerMarginUs + 3000);
 }
 
 TEST(MemoryMultiNode, ACriticalStepFailedOnOneNodeFailsTheRunNamingIt) {
@@ -170,6 +309,23 @@ TEST(MemoryMultiNode, AHeadlessNodeThatDiesFailsTheRunAndEveryNodeIsStopped) {
   for (int i = 0; i < 2; ++i) EXPECT_TRUE(NodeStopConfirmed(r.s, i)) << i;
 }
 
+TEST(MemoryMultiNode, ANodeLostDuringTheInferenceIsNamedByItsWatchBeforeTheStop) {
+  MultiMem r;
+  r.ToReady();
+  r.Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
+  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+  r.Answer(kMemInferTask, "a", false, json::object(), "inference_failed");
+  r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  EXPECT_EQ(r.Pending(kServiceStopTask), nullptr) << "the stop waits for the nodes' watches";
+  r.Answer(kServiceWatchTask, "b", false, json::object(), "service_died");
+  EXPECT_FALSE(r.Fire("node_check")) << "no longer armed: the run is failing";
+  r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kFailed);
+  EXPECT_NE(r.s.error.find("node 1 (b): its service died"), std::string::npos) << r.s.error;
+}
+
 TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCannotEndItFailsTheRun) {
   MultiMem r;
   r.ToReady();
@@ -177,6 +333,7 @@ TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCann
   r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
   r.Answer(kMemInferTask, "a", true, {{"ok", true}});
   r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  ASSERT_TRUE(r.Fire("node_check"));
   r.Answer(kServiceStopTask, "b", false, json::object(), "still_running");
   // The forced stop comes once the stop step's other answers are in.
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});

@@ -10,13 +10,24 @@
 //   * the server SIGKILLed while both nodes export: the run resumes and
 //     ends as if nothing happened;
 //   * a node that never joins: the run fails within its readiness deadline
-//     and nothing is left running on any node.
+//     and nothing is left running on any node;
+//   * the worker's clock 3.2 s ahead: its activation peak still equals its
+//     truth (its series is cut at the inference window moved onto its clock
+//     by the measured offsets), the manifest carries both offsets, and the
+//     html page (rendered in headless Chromium) and the trace show both
+//     nodes' devices on one clock;
+//   * a headless node whose vLLM is killed (by its own pid) during the
+//     inference: the run fails within its deadline naming the node, and
+//     nothing is left running on any node.
 #include <gtest/gtest.h>
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <map>
@@ -25,6 +36,8 @@
 #include <vector>
 
 #include "tests/support/npuprof_harness.h"
+#include "tests/views/chromium_rig.h"
+#include "tests/views/trace_validator.h"
 
 namespace npuprof::testing {
 namespace {
@@ -245,6 +258,134 @@ TEST_F(MemoryMultiNodeE2E, ANodeThatNeverJoinsFailsTheRunAndLeavesNothingOnAnyNo
   EXPECT_EQ(show["nodes"].size(), 2u);
   for (const auto& n : show["nodes"]) EXPECT_EQ(n["stopped"], true) << n.dump();
   ExpectNothingLeft(h_);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_F(MemoryMultiNodeE2E, AWorkerClockAheadIsCutOnItsOwnClockAndEveryNodeIsDrawnOnOneClock) {
+  constexpr double kAheadMs = 3200;
+  // Activation released after the request: only the series cut at the right
+  // instant sees it (npu-smi after the request shows none of it).
+  ASSERT_TRUE(h_.AddNode("head", {"--devices", "2", "--export-delay", "0.5", "--activation", "released"}).ok());
+  ASSERT_TRUE(h_.AddNode("worker", {"--devices", "2", "--export-delay", "0.5", "--activation", "released",
+                                    "--clock-offset-s", "3.2"})
+                  .ok());
+  const std::string model = h_.MakeModel({"--kind", "dense", "--layers", "2"});
+  ASSERT_FALSE(model.empty());
+  CliResult r = h_.Cli({"submit", "memory-profile", "--node", "head", "--node", "worker", "--model", model, "--tp",
+                        "2", "--dp", "2", "--wait"},
+                       300);
+  const json m = r.json();
+  run_ = m.is_object() ? m.value("run_id", "") : "";
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out.substr(0, 4000);
+  // Every component of every device, the worker's activation peak included,
+  // equals its node's truth; each peak from its own node's series.
+  ExpectReportMatchesEveryNode(m["report"], {"head", "worker"}, 2);
+  for (const auto& dev : m["report"]["devices"])
+    EXPECT_EQ(Component(dev, "activation_peak")["source"], "series") << dev["machine"] << " " << dev["device_id"];
+  // Both offsets recorded; the worker's within 20 ms of the truth, or within
+  // the uncertainty the measure recorded when the machine is loaded.
+  std::map<std::string, json> offsets;
+  for (const auto& o : m["clock_offsets"]["start"]["offsets"]) offsets[o.value("machine", "")] = o;
+  ASSERT_EQ(offsets.size(), 2u) << m["clock_offsets"].dump();
+  ASSERT_TRUE(offsets["worker"]["offset_ms"].is_number()) << offsets["worker"].dump();
+  ASSERT_TRUE(offsets["head"]["offset_ms"].is_number()) << offsets["head"].dump();
+  const double bound = std::max(20.0, offsets["worker"].value("uncertainty_ms", 0.0));
+  EXPECT_NEAR(offsets["worker"]["offset_ms"].get<double>(), kAheadMs, bound) << offsets["worker"].dump();
+  // The worker's evidence says on which clock its series was cut.
+  const json data = h_.Cli({"show", run_}).json();
+  EXPECT_TRUE(data["clock"]["start"].is_object()) << data.dump().substr(0, 2000);
+
+  // The html page: both nodes' curves, each device labelled with its machine.
+  const std::string html = h_.Dir() + "/mn-clock.html";
+  CliResult rh = h_.Cli({"report", run_, "--format", "html", "--lang", "en", "-o", html});
+  ASSERT_EQ(rh.exit_code, 0) << rh.err;
+  const std::string page = ReadFile(html);
+  EXPECT_EQ(page.find("No msprof npu_mem series"), std::string::npos) << "every device has its curve";
+  size_t curves = 0;
+  for (size_t p = page.find("<polyline"); p != std::string::npos; p = page.find("<polyline", p + 1)) ++curves;
+  EXPECT_EQ(curves, 4u) << "one curve per device of both nodes";
+  for (const char* label : {"Device 0 @ head (Device)", "Device 1 @ head (Device)", "Device 0 @ worker (Device)",
+                            "Device 1 @ worker (Device)"})
+    EXPECT_NE(page.find(label), std::string::npos) << label;
+  if (FindChromium().empty()) {
+    std::cerr << "chromium is not installed: the browser part of this test is skipped" << std::endl;
+  } else {
+    auto shown = RenderInChromium(html, h_.Dir() + "/chromium-mn");
+    ASSERT_TRUE(shown.ok()) << shown.status().message();
+    for (const auto& line : shown->console) ADD_FAILURE() << "console: " << line;
+    for (const auto& url : shown->page_requests) ADD_FAILURE() << "the page requested " << url;
+    EXPECT_GT(shown->png.non_background_fraction, 0.02);
+    for (const char* s : {"Device 0 @ worker", "Device 1 @ head", "Deployment totals"})
+      EXPECT_NE(shown->dom.find(s), std::string::npos) << s;
+  }
+
+  // The trace: one process per node, each holding its devices' HBM, on one
+  // clock: both nodes' msprof stopped sampling when the stop (at once on
+  // every node) ended them, so their last samples lie close together, not
+  // 3.2 s apart.
+  const std::string trace_file = h_.Dir() + "/mn-clock.trace.json";
+  CliResult rt = h_.Cli({"trace", run_, "-o", trace_file});
+  ASSERT_EQ(rt.exit_code, 0) << rt.err;
+  const TraceCheck tc = ValidateChromeTrace(ReadFile(trace_file));
+  ASSERT_TRUE(tc.ok()) << tc.problems.front();
+  EXPECT_EQ(tc.process_names.at(2000).rfind("node 0 head (clock ", 0), 0u) << tc.process_names.at(2000);
+  EXPECT_EQ(tc.process_names.at(2001).rfind("node 1 worker (clock +3", 0), 0u) << tc.process_names.at(2001);
+  std::map<int, double> last_sample;
+  std::map<int, std::set<std::string>> tracks;
+  for (const auto& e : tc.events) {
+    if (e["ph"] != "C") continue;
+    const int pid = e["pid"].get<int>();
+    tracks[pid].insert(e["name"].get<std::string>());
+    last_sample[pid] = std::max(last_sample[pid], e["ts"].get<double>());
+  }
+  EXPECT_EQ(tracks[2000].size(), 2u) << "the head's two devices";
+  EXPECT_EQ(tracks[2001].size(), 2u) << "the worker's two devices";
+  EXPECT_LT(std::abs(last_sample[2000] - last_sample[2001]), 2e6)
+      << "the nodes' last samples (µs): " << last_sample[2000] << " " << last_sample[2001];
+  ExpectNothingLeft(h_);
+  CliResult verify = h_.Cli({"verify", run_});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+TEST_F(MemoryMultiNodeE2E, AHeadlessNodeKilledDuringTheInferenceFailsTheRunNamingIt) {
+  // Slow tokens (128 of them at 40 ms: ~5 s) so the inference lasts long enough to be caught.
+  for (const char* n : {"head", "worker"})
+    ASSERT_TRUE(h_.AddNode(n, {"--devices", "2", "--token-delay", "0.04"}).ok()) << n;
+  const std::string model = h_.MakeModel({"--kind", "dense", "--layers", "2"});
+  CliResult r = h_.Cli({"submit", "memory-profile", "--node", "head", "--node", "worker", "--model", model, "--tp",
+                        "2", "--dp", "2", "--stop-grace", "5"});
+  run_ = r.json().is_object() ? r.json().value("run_id", "") : "";
+  ASSERT_FALSE(run_.empty()) << r.out << r.err;
+  json st;
+  for (int i = 0; i < 600; ++i) {  // up to 120 s, polled every 200 ms
+    st = h_.Cli({"show", run_}).json();
+    if (!st.is_object() || st.value("state", "") == "inference" || st.value("status", "running") != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(st.value("state", ""), "inference") << st.dump().substr(0, 2000);
+  const std::vector<pid_t> pids = h_.LiveServicePids("worker");
+  ASSERT_EQ(pids.size(), 1u) << "the worker's one vLLM";
+  ASSERT_EQ(kill(pids[0], SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  for (int i = 0; i < 900; ++i) {  // up to 180 s
+    st = h_.Cli({"show", run_}).json();
+    if (st.is_object() && st.value("status", "running") != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - killed);
+  EXPECT_EQ(st.value("status", ""), "failed") << st.dump().substr(0, 2000);
+  EXPECT_NE(st.value("error", "").find("node 1 (worker)"), std::string::npos) << st.value("error", "");
+  // The watch (every 2 s), the logs and the stop of both nodes (grace 5 s each, at once).
+  EXPECT_LT(took.count(), 90) << "the run failed " << took.count() << " s after the kill";
+  ExpectNothingLeft(h_);
+  CliResult verify = h_.Cli({"verify", run_});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // memory-profile kind cut the series at (statemachine/inference_window.h):
 // target clock preferred, server clock with its wider margin otherwise,
 // the collect step's window when the log has one, the phases moved onto the
-// target's clock, the device's series with the most samples, bad CSVs skipped.
+// target's clock, the device's series with the most samples, bad CSVs skipped;
+// a deployment's every node labelled and moved onto npuprof's clock by its
+// measured offset (or left on the head's clock when none was measured).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -250,6 +252,86 @@ TEST(HbmSeriesFromRun, SavedRealRunHasBothDevicesAndThePhases) {
   for (const char* k : {"baseline", "launch", "ready", "inference", "stop"}) EXPECT_NE(Phase(set, k), nullptr) << k;
   // The simulator's activation (180 MB, retained) on both devices.
   for (const auto& pk : set.peaks) EXPECT_NEAR(pk.delta_mb, 180, 1) << pk.device_id;
+}
+
+// A deployment over two machines, the head's clock 50 ms ahead of npuprof's
+// and the worker's 3250 ms: every node's devices, labelled with their
+// machine, each cut at its own collect's window, all moved onto npuprof's
+// clock by their node's offset (the phases with the head's).
+json DeploymentLog(bool measured) {
+  json log = Log(50.0);
+  json& events = log["events"];
+  events.insert(events.begin(), Ev("RunSubmitted", kT0Ms - 10000,
+                                   {{"kind", "memory-profile"},
+                                    {"machine", "head"},
+                                    {"spec", {{"nodes", {{{"machine", "head"}}, {{"machine", "worker"}}}}}}}));
+  if (measured)
+    events.push_back(Ev("ClockMeasured", kT0Ms - 7000,
+                        {{"when", "start"},
+                         {"offsets", {{{"machine", "head"}, {"offset_ms", 50.0}, {"uncertainty_ms", 1.0}},
+                                      {{"machine", "worker"}, {"offset_ms", 3250.0}, {"uncertainty_ms", 1.0}}}}}));
+  // The worker's collect: the head's window moved by 3200 ms onto its clock.
+  json window = sm::ChosenWindowToJson(*InferenceWindowOfRun(Log(50.0)));
+  window["start_us"] = window["start_us"].get<double>() + 3200e3;
+  window["end_us"] = window["end_us"].get<double>() + 3200e3;
+  if (window.contains("ready_us")) window["ready_us"] = window["ready_us"].get<double>() + 3200e3;
+  events.push_back(Scheduled("t7", "memory.collect_csvs", kT0Ms + 2000,
+                             {{"machine", {{"name", "worker"}}}, {"inference_window", window}}));
+  events.push_back(Succeeded(
+      "t7", kT0Ms + 2200,
+      {{"npu_mem", json::array({{{"file", "npu_mem_w.csv"}, {"event", "Device"}, {"device_id", 0}, {"samples", 500}},
+                                {{"file", "npu_mem_w.csv"}, {"event", "Device"}, {"device_id", 1}, {"samples", 500}}})}},
+      {{"msprof_csvs/npu_mem_w.csv", "sha-w"}}));
+  return log;
+}
+
+TEST(HbmSeriesFromRun, EveryNodeOfADeploymentOnNpuprofsClock) {
+  const json log = DeploymentLog(true);
+  const auto csvs = NpuMemCsvsOfRun(log);
+  ASSERT_EQ(csvs.size(), 4u) << "each node's CSV of each device, the head's first";
+  EXPECT_EQ(csvs[0].machine, "head");
+  EXPECT_EQ(csvs.back().machine, "worker");
+  EXPECT_EQ(csvs.back().blob, "sha-w");
+  std::vector<NpuMemCsv> fetched;
+  for (auto c : csvs) {
+    c.text = c.machine == "worker" ? Csv(3250, 300) : Csv(50, 180);
+    fetched.push_back(c);
+  }
+  const HbmSeriesSet set = HbmSeriesSetFromRun(log, fetched);
+  EXPECT_EQ(set.clock, "npuprof");
+  ASSERT_EQ(set.series.size(), 4u);
+  EXPECT_EQ(set.series[0].machine, "head");
+  EXPECT_EQ(set.series[3].machine, "worker");
+  // Every node's first sample at npuprof's kT0Ms - 5 s.
+  for (const auto& s : set.series) EXPECT_NEAR(s.samples.front().t_us, (kT0Ms - 5000) * 1000.0, 1.0) << s.machine;
+  ASSERT_EQ(set.peaks.size(), 4u);
+  for (const auto& p : set.peaks) {
+    EXPECT_NEAR(p.delta_mb, p.machine == "worker" ? 300.0 : 180.0, 0.01) << p.machine << " " << p.device_id;
+    EXPECT_GE(p.t_us, kT0Ms * 1000.0) << p.machine;
+    EXPECT_LE(p.t_us, (kT0Ms + 300) * 1000.0) << p.machine;
+  }
+  const PhaseMarker* inference = Phase(set, "inference");
+  ASSERT_NE(inference, nullptr);
+  EXPECT_NEAR(inference->start_us, (kT0Ms + 10) * 1000.0, 1.0) << "the head's window minus the head's offset";
+  const PhaseMarker* stop = Phase(set, "stop");
+  ASSERT_NE(stop, nullptr);
+  EXPECT_NEAR(stop->start_us, (kT0Ms + 1000) * 1000.0, 1.0) << "the server's times, on npuprof's clock";
+}
+
+TEST(HbmSeriesFromRun, ADeploymentWithoutOffsetsStaysOnTheHeadsClock) {
+  const json log = DeploymentLog(false);
+  std::vector<NpuMemCsv> fetched;
+  for (auto c : NpuMemCsvsOfRun(log)) {
+    c.text = c.machine == "worker" ? Csv(3250, 300) : Csv(50, 180);
+    fetched.push_back(c);
+  }
+  const HbmSeriesSet set = HbmSeriesSetFromRun(log, fetched);
+  EXPECT_EQ(set.clock, "target");
+  ASSERT_EQ(set.series.size(), 4u);
+  EXPECT_NEAR(set.series[0].samples.front().t_us, (kT0Ms - 5000 + 50) * 1000.0, 1.0) << "the head's own clock";
+  EXPECT_NEAR(set.series[3].samples.front().t_us, (kT0Ms - 5000 + 3250) * 1000.0, 1.0) << "not moved";
+  // Each node still cut at its own collect's window.
+  for (const auto& p : set.peaks) EXPECT_NEAR(p.delta_mb, p.machine == "worker" ? 300.0 : 180.0, 0.01) << p.machine;
 }
 
 }  // namespace
