@@ -232,6 +232,7 @@ TEST_F(MultiNodeE2E, TorchProfileOnTwoNodesGatesTheDeploymentAndMeasuresEachCloc
   double offset = 0;
   for (const auto& o : m["clock_offsets"]["start"]["offsets"])
     if (o.value("machine", "") == "worker") offset = o.value("offset_ms", 0.0);
+  std::cerr << "measured clock offsets (the worker's truth: +3200 ms): " << m["clock_offsets"]["start"].dump() << "\n";
   EXPECT_NEAR(offset, 3200.0, 20.0) << m["clock_offsets"].dump();
   ExpectNothingLeft(h_);
 }

@@ -1,27 +1,40 @@
 // machine.clock: each machine's clock offset from the worker's, measured by
 // timestamp exchanges over the connection the worker already has to it.
 //
-// One exchange: note the worker's wall clock t0, run `date +%s%N` on the
-// machine (through its command shell: one round trip), note t1. The machine
-// read its clock somewhere between t0 and t1, so its offset is remote -
-// (t0 + t1) / 2, to within (t1 - t0) / 2. Of `samples` exchanges the one with
-// the shortest round trip is kept (the least queueing on either side). A
-// machine that cannot be reached, or whose `date` prints no number, gets an
-// error of its own; the others are still measured. Idempotent: a
-// re-delivered task measures again.
+// The exchange (SshSession::ClockExchange, clock_exchange_protocol.h): one
+// exec channel runs a loop that answers each request line with its clock,
+// read by python3 or bash's $EPOCHREALTIME with no process started between
+// the request and the answer (`date` per line only where neither exists).
+// Per sample: the worker's wall clock t0, the machine's clock, t1. The
+// machine read its clock somewhere between t0 and t1, so its offset is
+// remote - (t0 + t1) / 2, to within (t1 - t0) / 2. Of `samples` exchanges the
+// one with the shortest round trip is kept (the least queueing on either
+// side). Only when the exchange cannot run on a machine that answers is the
+// older measure used, `date +%s%N` as one command per sample through the
+// command shell (method "command": processes start before the read, so it
+// runs late on a loaded host), with the exchange's error kept
+// (exchange_error). A machine that cannot be reached,
+// or whose clock prints no number, gets an error of its own; the others are
+// still measured. Idempotent: a re-delivered task measures again.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "workers/handlers/handlers.h"
 #include "workers/remote.h"
+#include "workers/ssh/ssh_session.h"
 
 namespace npuprof::workers {
 
 namespace {
+
+// Each sample costs one round trip on an open channel: take plenty.
+constexpr int kDefaultSamples = 9;
 
 int64_t WallMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -37,6 +50,45 @@ std::optional<int64_t> ParseNanos(const std::string& out) {
   return std::strtoll(t.c_str(), nullptr, 10);
 }
 
+// The older measure: one `date +%s%N` command per sample.
+std::vector<ssh::ClockSample> MeasureByCommands(ssh::SshSession& session, int samples, TaskContext& ctx,
+                                                std::string* last_error) {
+  std::vector<ssh::ClockSample> got;
+  for (int i = 0; i < samples && !ctx.cancelled.load(); ++i) {
+    ssh::ClockSample s;
+    s.t0_us = WallMicros();
+    auto run = RunRemote(session, {"date", "+%s%N"}, std::chrono::seconds(10));
+    s.t1_us = WallMicros();
+    if (!run.ok()) {
+      *last_error = run.status().message();
+      continue;
+    }
+    const auto nanos = run->exit_status == 0 ? ParseNanos(run->stdout_data) : std::nullopt;
+    if (!nanos) {
+      *last_error = fmt::format("`date +%s%N` exited {} and printed no nanoseconds ({} bytes)", run->exit_status,
+                                run->stdout_data.size());
+      continue;
+    }
+    s.remote_ns = *nanos;
+    got.push_back(s);
+  }
+  return got;
+}
+
+// The machine answers but the exchange could not run there (no loop came up,
+// it answered no clock, or it hung): worth the older measure. A machine that
+// cannot be reached or logged into would refuse that just the same.
+bool FallBackAfter(const Status& exchange) {
+  switch (ssh::ErrorKindOf(exchange)) {
+    case ssh::SshErrorKind::kRemoteError:
+    case ssh::SshErrorKind::kChannelFailed:
+    case ssh::SshErrorKind::kTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
 json MeasureOne(const tasks::Machine& machine, int samples, TaskContext& ctx) {
   json out = {{"machine", MachineName(machine)}};
   auto target = TargetFromMachine(machine);
@@ -45,46 +97,39 @@ json MeasureOne(const tasks::Machine& machine, int samples, TaskContext& ctx) {
     return out;
   }
   auto session = ctx.pool.Get(*target);
-  std::optional<double> best_rtt, best_offset;
-  int readings = 0;
-  std::string last_error;
-  for (int i = 0; i < samples && !ctx.cancelled.load(); ++i) {
-    const int64_t t0 = WallMicros();
-    auto run = RunRemote(*session, {"date", "+%s%N"}, std::chrono::seconds(10));
-    const int64_t t1 = WallMicros();
-    if (!run.ok()) {
-      last_error = run.status().message();
-      continue;
-    }
-    const auto nanos = run->exit_status == 0 ? ParseNanos(run->stdout_data) : std::nullopt;
-    if (!nanos) {
-      last_error = fmt::format("`date +%s%N` exited {} and printed no nanoseconds ({} bytes)", run->exit_status,
-                               run->stdout_data.size());
-      continue;
-    }
-    ++readings;
-    const double rtt_ms = static_cast<double>(t1 - t0) / 1000.0;
-    const double offset_ms = static_cast<double>(*nanos) / 1e6 - static_cast<double>(t0 + t1) / 2000.0;
-    if (!best_rtt || rtt_ms < *best_rtt) {
-      best_rtt = rtt_ms;
-      best_offset = offset_ms;
-    }
+  std::string method, last_error;
+  std::vector<ssh::ClockSample> got;
+  auto exchanged = session->ClockExchange(samples, std::chrono::seconds(10));
+  if (exchanged.ok()) {
+    got = std::move(*exchanged);
+  } else if (!ctx.cancelled.load() && FallBackAfter(exchanged.status())) {
+    out["exchange_error"] = exchanged.status().message();
+    got = MeasureByCommands(*session, samples, ctx, &last_error);
+    method = "command";
   }
-  out["samples"] = readings;
-  if (!best_rtt) {
-    out["error"] = last_error.empty() ? "cancelled" : last_error;
+  out["samples"] = static_cast<int>(got.size());
+  const auto best = ssh::BestClockEstimate(got);
+  if (!best) {
+    if (!last_error.empty()) {
+      out["error"] = last_error;
+    } else if (!exchanged.ok() && !ctx.cancelled.load()) {
+      out["error"] = exchanged.status().message();
+    } else {
+      out["error"] = "cancelled";
+    }
     return out;
   }
-  out["offset_ms"] = *best_offset;
-  out["rtt_ms"] = *best_rtt;
-  out["uncertainty_ms"] = *best_rtt / 2.0;
+  out["method"] = method.empty() ? ssh::ClockMethodName(best->method) : method;
+  out["offset_ms"] = best->offset_ms;
+  out["rtt_ms"] = best->rtt_ms;
+  out["uncertainty_ms"] = best->uncertainty_ms;
   return out;
 }
 
 }  // namespace
 
 TaskOutcome MachineClock(const tasks::MachineClock& payload, const proto::Task&, TaskContext& ctx) {
-  const int samples = payload.samples() > 0 ? std::min(payload.samples(), 50) : 5;
+  const int samples = payload.samples() > 0 ? std::min(payload.samples(), 50) : kDefaultSamples;
   json offsets = json::array();
   for (const tasks::Machine& m : payload.machines()) {
     ctx.progress("clock of " + MachineName(m));

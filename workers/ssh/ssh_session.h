@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "workers/ssh/clock_exchange_protocol.h"
 #include "workers/ssh/http_over_ssh.h"
 
 // Opaque libssh handles (avoid including libssh in every user of this header).
@@ -176,6 +177,18 @@ class SshSession {
   // input order.
   std::vector<Result<HttpResponse>> HttpMany(const std::vector<HttpRequest>& reqs,
                                              int concurrency);
+
+  // The target's clock read `samples` times on ONE exec channel running a
+  // small loop (clock_exchange_protocol.h): per sample one line written, one
+  // read back, each sample {t0_us, remote_ns, t1_us} on this host's wall
+  // clock and the method that answered (python, bash or date). Exec only:
+  // works where SFTP is refused. Every read is bounded by `timeout` (the
+  // start-up by timeout + the connect timeout); a reply that is not a clock
+  // or longer than kClockReplyMaxBytes is a remote_error showing what came
+  // back; the channel is closed on every path. prefer: see
+  // ClockExchangeScript (tests force one method).
+  Result<std::vector<ClockSample>> ClockExchange(int samples, std::chrono::milliseconds timeout,
+                                                 ClockMethod prefer = ClockMethod::kAuto);
 
   // Counters (lock-free reads). Process- and thread-wide totals over all
   // sessions: ssh_stats.h.
