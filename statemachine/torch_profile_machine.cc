@@ -179,7 +179,6 @@ void StartLaunch(Decision& d) {
   } else {
     d.Schedule(TorchProfileLaunchPayload(run_id, spec));  // = SpecService for one node
   }
-  ScheduleClock(d, "start");  // a multi-node run's clocks (nothing for one node)
 }
 
 // How often a multi-node deployment's headless nodes are checked alive
@@ -312,7 +311,6 @@ std::optional<json> DeploymentFlush(const RunState& s) {
 void AfterFlush(Decision& d, json record) {
   record["min_wait_s"] = Spec(d.state()).flush_seconds();
   d.Emit(kTpFlushWaited, std::move(record));
-  ScheduleClock(d, "end");  // the capture is complete on every node
   d.Transition("stopping_service");
   ScheduleStop(d, false);
 }
@@ -331,6 +329,12 @@ void AfterStop(Decision& d) {
   if (DataOf<kind_data::TorchProfileData>(s).cleanup()) return d.Finish(RunStatus::kFailed, RunError(s));
   d.Transition("analysing");
   if (Multi(s)) {
+    // The clocks again at the end, while the ranks are analysed (the run
+    // ends once it answered). Measured here rather than with the stops: a
+    // measure holds each node's connection for its exchange, and the stops
+    // are on the run's critical path (docs/PERFORMANCE.md, "Multi-node").
+    const TaskInfo* clock = LastTask(s, kMachineClockTask);
+    if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
     // Every node's ranks are analysed where they were written, all at once.
     for (int i = 0; i < NodeCount(s); ++i) {
       const auto svc = NodeServiceOf(d.state(), i);
@@ -380,6 +384,10 @@ void AfterNodeLaunched(Decision& d, const TaskInfo& task, const TaskResult& resu
     });
   }
   if (!AllNodesLaunched(d.state())) return;
+  // The clocks at the start, while the head's readiness is awaited (a
+  // measure beside the launches held the head's connection and slowed its
+  // launch); a run recorded when the measure went with the launches has it.
+  if (LastTask(d.state(), kMachineClockTask) == nullptr) ScheduleClock(d, "start");
   const TaskInfo* head = LastNodeTask(d.state(), kServiceLaunchTask, 0);
   d.Schedule(BuildWaitReadyPayload(PayloadOf<tasks::ServiceLaunch>(*head),
                                    RecordedOf<results::ServiceLaunchResult>(*head), d.now_ms()));
