@@ -231,7 +231,7 @@ void RunDemo(bool clean) {
       }
     if (nodes_up) {
       auto mn = d.Step("memory-profile across two machines: every node's npu-smi, msprof and vLLM log on that node, "
-                       "the service started head first",
+                       "every node's service started at once",
                        StoryView::kSubmitted,
                        {"submit", "memory-profile", "--node", "node-a", "--node", "node-b", "--model", model, "--tp", "2",
                         "--dp", "2", "--wait"},

@@ -11,8 +11,9 @@
 //   dp_address   the head as the other nodes reach it: null = the head's
 //                cluster_address (`machine add --cluster-address`), else its
 //                SSH host, decided when the head is launched
-//   dp_rpc_port  the head's data-parallel RPC port: null = a free port on the
-//                head, chosen by its launch like the API port
+//   dp_rpc_port  the head's data-parallel RPC port: null = the run's port
+//                (deployment_service.h DeploymentRpcPort), checked free by
+//                the head's launch before it starts anything
 //
 // A spec without `nodes` is the one-node form (`machine`, `devices`) and keeps
 // none of these fields, so one-node runs are stored exactly as before. A spec
