@@ -242,6 +242,26 @@ void WatchNodes(Decision& d, int first, int64_t poll_s) {
   }
 }
 
+bool IsNodeCheck(const TaskInfo& t) {
+  return t.kind == kServiceWatchTask && PayloadOf<tasks::ServiceWatch>(t).once();
+}
+
+void CheckNodesAlive(Decision& d, int first) {
+  for (int i = first; i < NodeCount(d.state()); ++i) {
+    const auto svc = NodeServiceOf(d.state(), i);
+    if (!svc || !svc->launched) continue;
+    tasks::ServiceWatch p = BuildNodeWatchPayload(*svc, 1);
+    p.set_once(true);
+    d.Schedule(p, NodeCheckPolicy());
+  }
+}
+
+bool NodeCheckOut(const RunState& s) {
+  for (const auto& [id, t] : s.tasks)
+    if (Out(&t) && IsNodeCheck(t)) return true;
+  return false;
+}
+
 void EndNodeWatches(Decision& d) {
   std::vector<std::string> out;
   for (const auto& [id, t] : d.state().tasks)

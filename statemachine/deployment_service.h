@@ -132,6 +132,16 @@ void WatchNodes(Decision& d, int first, int64_t poll_s);
 // Abandons every node watch still out (the deployment is stopping: a node
 // that exits now is no death to report).
 void EndNodeWatches(Decision& d);
+// A one-off liveness check of each launched node first..: a service.watch
+// with `once`, answering at its first poll (success: alive; failure
+// service_died: gone, and the run names the node as for a watch). One round
+// trip per node, all at once: what proves a node alive after a step that did
+// not need it (memory-profile's inference may be served by the head alone).
+void CheckNodesAlive(Decision& d, int first);
+// Whether a node's liveness check is still out (pending or retrying).
+bool NodeCheckOut(const RunState& s);
+// Whether a service.watch task is a one-off liveness check.
+bool IsNodeCheck(const TaskInfo& t);
 
 // The stop of a multi-node deployment, one step: stops every node at once
 // (the head with the headless ones), each once its launch has answered; a node whose stop failed unforced is stopped again with force.

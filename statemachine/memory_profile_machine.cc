@@ -314,13 +314,14 @@ NodeWindow NodeWindowOf(const RunState& s, int node) {
 // uses them (a death fails the run, naming the node).
 constexpr int64_t kNodeWatchPollS = 2;
 
-// A deployment's stop waits, after the inference answered, until every
-// headless node's watch has polled once more (one poll and a second): a node
-// lost during the inference is then reported by its watch and named, rather
-// than found already gone by the stop (which is no proof: a node also exits
-// when its head is stopped at the same time).
+// A deployment's stop waits, after the inference answered, for a one-off
+// liveness check of every headless node (CheckNodesAlive: one round trip
+// each, all at once): a node lost during the inference is then named by its
+// check, rather than found already gone by the stop (which is no proof: a node
+// also exits when its head is stopped at the same time). Runs recorded before
+// the check waited on this timer instead (one watch poll and a second); a
+// resumed one still holds its stop until the timer fires.
 constexpr const char* kNodeCheckTimer = "node_check";
-constexpr int64_t kNodeCheckMs = kNodeWatchPollS * 1000 + 1000;
 
 bool NodeCheckArmed(const RunState& s) {
   for (const auto& [id, t] : s.timers)
@@ -334,6 +335,23 @@ void CancelNodeCheck(Decision& d) {
 }
 
 void Advance(Decision& d);
+
+// Node i's service was found dead while the run used it (its watch or its
+// check): the run fails naming the node, unless it is stopping anyway.
+void NodeLost(Decision& d, int node, const std::string& why) {
+  const RunState& s = d.state();
+  if (DataOf<Data>(s).has_stopped() || s.cancel_requested || s.state == "stopped") return;
+  const std::string where = fmt::format("node {} ({})", node, NodeMachine(s, node));
+  Failing(d, fmt::format("{}: its service died: {}", where, why));
+  d.AbandonOutstanding(where + " was lost");
+  CancelNodeCheck(d);
+}
+
+// Whether node i's service was launched under msprof's wrap script.
+bool NodeWrapped(const RunState& s, int node) {
+  const TaskInfo* launch = LastNodeTask(s, kServiceLaunchTask, node);
+  return launch && !PayloadOf<tasks::ServiceLaunch>(*launch).wrap_script().empty();
+}
 
 // The stop of a deployment, one step of the shared node lifecycle; once
 // every node is settled the deployment's stop is recorded (data.stopped,
@@ -467,6 +485,7 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     tasks::MemoryExport p;
     p.set_step(step);
     p.set_msprof_dir(msprof_dir);
+    p.set_stdout_log(v.LogOf(svc.stdout_log(), svc.runtime_dir(), "stdout.log"));
     p.set_timeout_s(Spec(s).export_timeout_s() + 60);
     send(p);
   } else if (step == "msprof") {
@@ -581,8 +600,8 @@ void Advance(Decision& d) {
     if (v.Skipped(step.skip)) continue;
     if (step.wait) return MoveTo(d, std::string(step.name));
     if (v.Done(step.name)) continue;
-    // A deployment's stop: once the nodes' watches had their poll after the inference.
-    if (step.name == "stopped" && NodeCheckArmed(s)) return;
+    // A deployment's stop: once every node was checked alive after the inference.
+    if (step.name == "stopped" && (NodeCheckArmed(s) || NodeCheckOut(s))) return;
     // The collection cuts each node's series on its own clock: it waits for
     // the clock measure's answer (measured or not).
     if (step.name == "msprof" && ClockPending(s)) return MoveTo(d, std::string(step.name));
@@ -677,7 +696,18 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   // The node the task ran on (0: the head, or a one-node run).
   if (OnClockTaskSucceeded(d, task, result)) return Advance(d);
   const int node = Multi(d.state()) ? NodeOfTask(d.state(), task) : 0;
-  if (task.kind == kServiceWatchTask) return Advance(d);  // ended without a death (abandoned at the stop)
+  // A watch ended without a death (abandoned at the stop), or a node's check
+  // found its process group. Under msprof's wrap the group's leader is
+  // msprof, which outlives vLLM (it flushes and exports after its
+  // application exits): msprof alone left means vLLM is gone.
+  if (task.kind == kServiceWatchTask) {
+    const int64_t members = result.As<results::ServiceWatchResult>().members_left();
+    if (IsNodeCheck(task) && members < 2 && NodeWrapped(d.state(), node))
+      NodeLost(d, node,
+               fmt::format("only msprof's process was left of its service ({} live member(s)): vLLM had exited",
+                           members));
+    return Advance(d);
+  }
   if (task.kind == kMemPreflightTask) {
     RecordOn(d, node, "preflight", answer);
   } else if (task.kind == kMemNpuSmiTask) {
@@ -710,7 +740,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
                                                 : json()}};  // null: not recorded
     }
     Record(d, "inference", r);
-    if (Multi(d.state())) d.ScheduleTimer(kNodeCheckTimer, kNodeCheckMs);
+    if (Multi(d.state())) CheckNodesAlive(d, 1);
   } else if (task.kind == kServiceStopTask) {
     Record(d, "stopped", answer);
     // An answer that does not say is read as stopped, as ServiceOf shows it.
@@ -777,17 +807,12 @@ void MemoryProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const
     // and judges every node once all are settled.
     if (task.kind == kServiceStopTask) return Advance(d);
     if (task.kind == kServiceWatchTask) {
-      // A headless node's service died while the run used it.
-      if (!DataOf<Data>(s).has_stopped() && !s.cancel_requested && s.state != "stopped") {
-        Failing(d, fmt::format("{}: its service died: {}", where, failure.Text()));
-        d.AbandonOutstanding(where + " was lost");
-        CancelNodeCheck(d);
-      }
+      NodeLost(d, node, failure.Text());  // a headless node's service died while the run used it
       return Advance(d);
     }
     StepFailed(d, MemNodeStepKey(step, node), failure);
-    // The inference failed: a node lost during it is named by its watch before the stop.
-    if (task.kind == kMemInferTask) d.ScheduleTimer(kNodeCheckTimer, kNodeCheckMs);
+    // The inference failed: a node lost during it is named by its check before the stop.
+    if (task.kind == kMemInferTask) CheckNodesAlive(d, 1);
     if (task.kind == kMemExportTask && View(d.state()).Done("export"))
       for (const auto& [id, t] : d.state().timers)
         if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);

@@ -87,4 +87,6 @@ TaskPolicy ServeWatchPolicy(int64_t poll_s) {
   return Tries(3, std::max<int64_t>(30, poll_s * 3));
 }
 
+TaskPolicy NodeCheckPolicy() { return Tries(3, 30, 500); }
+
 }  // namespace npuprof::sm

@@ -38,4 +38,7 @@ bool HasPolicy(std::string_view scheduler, std::string_view task_kind);
 // and at least 30 s.
 TaskPolicy ServeWatchPolicy(int64_t poll_s);
 
+// A node's one-off liveness check (service.watch with `once`): one poll.
+TaskPolicy NodeCheckPolicy();
+
 }  // namespace npuprof::sm

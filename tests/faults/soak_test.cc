@@ -182,9 +182,9 @@ TEST(Soak, FortyMixedRunsFourTargetsWorkerKilledServerRestarted) {
 
   // Remote effects once; nothing left running.
   for (const auto& [dir, n] : h.InvocationLogs(".sim_analyse_invocations")) EXPECT_EQ(n, 1u) << dir;
-  for (const auto& [dir, n] : h.InvocationLogs(".sim_export_invocations")) EXPECT_EQ(n, 1u) << dir;
+  // msprof exported each capture itself at its service's exit: no run exported it again.
+  EXPECT_TRUE(h.InvocationLogs(".sim_export_invocations").empty()) << "msprof --export ran";
   EXPECT_EQ(h.InvocationLogs(".sim_analyse_invocations").size(), 8u * 2 + 8u * 4) << "ranks analysed";
-  EXPECT_EQ(h.InvocationLogs(".sim_export_invocations").size(), 6u) << "memory-profile exports (sim1-3)";
   const std::vector<pid_t> left = h.TargetProcessesAfter(5);
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) left on the targets";
   h.Stop();

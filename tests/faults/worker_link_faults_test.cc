@@ -140,10 +140,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         LongTask{"worker_wave", "worker", "torch-profile", "torch_profile.requests", {"--token-delay", "0.05"}, kLongWave},
         LongTask{"worker_analyse", "worker", "torch-profile", "torch_profile.analyse_rank", {"--set", "delays.analyse=4"}, {}},
-        LongTask{"worker_export", "worker", "memory-profile", "memory.export", {"--export-delay", "4"}, {}},
+        LongTask{"worker_export", "worker", "memory-profile", "memory.export",
+                 {"--export-delay", "4", "--set", "msprof_auto_export=false"}, {}},
         LongTask{"sshd_child_analyse", "sshd_child", "torch-profile", "torch_profile.analyse_rank",
                  {"--set", "delays.analyse=4"}, {}},
-        LongTask{"sshd_child_export", "sshd_child", "memory-profile", "memory.export", {"--export-delay", "4"}, {}}),
+        LongTask{"sshd_child_export", "sshd_child", "memory-profile", "memory.export",
+                 {"--export-delay", "4", "--set", "msprof_auto_export=false"}, {}}),
     [](const ::testing::TestParamInfo<LongTask>& i) { return i.param.name; });
 
 // The worker's own fault injection (NPUPROF_FAULT_WORKER_ABORT_IN_TASK, read by

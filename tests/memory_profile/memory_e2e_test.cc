@@ -121,6 +121,17 @@ class MemoryE2E : public ::testing::Test {
     runs_.push_back(m.value("run_id", ""));
     return m;
   }
+  // A tp-2 run whose report is whole and matches the truth; its export record.
+  json ExportOfAWholeRun() {
+    const int port = FreePort();
+    const json m = SubmitTp2AndWait(port);
+    if (!m.is_object()) return json::object();
+    EXPECT_EQ(m["status"], "ok");
+    EXPECT_EQ(m["report"]["msprof"]["available"], true);
+    ExpectMatchesTruth(m["report"], TruthForPort(port));
+    EXPECT_EQ(m["msprof_export"]["status"], "ok") << m["msprof_export"].dump();
+    return m["msprof_export"].is_object() ? m["msprof_export"] : json::object();
+  }
   // The activation peak came from the msprof series (cut on the target's
   // clock) and equals the truth; the npu-smi delta beside it shows the
   // activation only when the allocator kept it.
@@ -406,8 +417,10 @@ TEST_F(MemoryE2E, NeverReadyCollectsLogsAndStopsTheService) {
   EXPECT_TRUE(stop_scheduled);
 }
 
+// msprof's own export at the service's exit is off here, so that the run's
+// `msprof --export` is needed, and it hangs.
 TEST_F(MemoryE2E, ExportTimeoutReportsWhatExists) {
-  StartHarness({"--fault", "export_hang"});
+  StartHarness({"--fault", "export_hang", "--set", "msprof_auto_export=false"});
   CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
                         std::to_string(FreePort()), "--flush-seconds", "1", "--export-timeout", "3", "--wait"},
                        200);
@@ -418,9 +431,32 @@ TEST_F(MemoryE2E, ExportTimeoutReportsWhatExists) {
   bool noted = false;
   for (const auto& n : m["report"]["notes"]) noted = noted || n.get<std::string>().find("timed out") != std::string::npos;
   EXPECT_TRUE(noted);
-  // msprof's own export at service exit already wrote CSVs: they are used.
-  EXPECT_EQ(m["report"]["msprof"]["available"], true);
+  // Nothing was exported: the report says the msprof series is missing
+  // rather than failing the run.
+  EXPECT_EQ(m["report"]["msprof"]["available"], false) << m["report"]["msprof"].dump();
   EXPECT_TRUE(h_.LiveServicePids().empty());
+}
+
+// msprof in application mode exports every PROF dir itself when the service
+// exits (2 s here), and the stop waits for msprof to end: the run uses that
+// export and does not run `msprof --export` (another 2 s) on the same data.
+TEST_F(MemoryE2E, MsprofsOwnExportAtTheServicesExitIsNotDoneTwice) {
+  StartHarness({"--export-delay", "2", "--auto-export-delay", "2"});
+  const json ex = ExportOfAWholeRun();
+  EXPECT_EQ(ex["already_exported"], true) << ex.dump();
+  EXPECT_GE(ex.value("prof_dirs", 0), 2) << "the ranks' PROF dirs, each checked: " << ex.dump();
+  EXPECT_NE(ex.value("note", "").find("not exported again"), std::string::npos) << ex.dump();
+  EXPECT_TRUE(h_.InvocationLogs(".sim_export_invocations").empty()) << "msprof --export ran";
+}
+
+// Without msprof's own export (or with it incomplete) the run exports once.
+TEST_F(MemoryE2E, WithoutMsprofsOwnExportTheRunExportsOnce) {
+  StartHarness({"--set", "msprof_auto_export=false"});
+  const json ex = ExportOfAWholeRun();
+  EXPECT_NE(ex.value("already_exported", false), true) << ex.dump();
+  const auto exported = h_.InvocationLogs(".sim_export_invocations");
+  EXPECT_EQ(exported.size(), 1u);
+  for (const auto& [dir, n] : exported) EXPECT_EQ(n, 1u) << "msprof exports of " << dir;
 }
 
 
@@ -526,7 +562,7 @@ TEST_F(MemoryE2E, MoeTp4Dp2ExpertParallelMatchesGroundTruth) {
 }
 
 TEST_F(MemoryE2E, ServerKilledDuringExportReattaches) {
-  StartHarness({"--export-delay", "6"});
+  StartHarness({"--export-delay", "6", "--set", "msprof_auto_export=false"});
   const int port = FreePort();
   CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
                         std::to_string(port), "--flush-seconds", "1"});

@@ -212,7 +212,8 @@ TEST_F(MemoryMultiNodeE2E, ThreeNodesTp2Dp3MatchEachNodesTruth) {
 // nodes' exports run resumes the run, which ends as if nothing happened.
 TEST_F(MemoryMultiNodeE2E, ServerKilledDuringTheNodesExportsResumesAndMatchesEachNodesTruth) {
   for (const char* n : {"head", "worker"})
-    ASSERT_TRUE(h_.AddNode(n, {"--devices", "2", "--export-delay", "5"}).ok()) << n;
+    ASSERT_TRUE(h_.AddNode(n, {"--devices", "2", "--export-delay", "5", "--set", "msprof_auto_export=false"}).ok())
+        << n;
   const std::string model = h_.MakeModel({"--kind", "dense", "--layers", "2"});
   CliResult r = h_.Cli({"submit", "memory-profile", "--node", "head", "--node", "worker", "--model", model, "--tp",
                         "2", "--dp", "2"});

@@ -23,6 +23,9 @@ def main(argv=None):
     ap.add_argument("--startup-delay", type=float, default=0.5)
     ap.add_argument("--token-delay", type=float, default=0.001)
     ap.add_argument("--export-delay", type=float, default=1.0)
+    ap.add_argument("--auto-export-delay", type=float, default=None,
+                    help="msprof app mode: its own export at the app's exit (default: the --export-delay; "
+                         "--set msprof_auto_export=false turns that export off)")
     ap.add_argument("--finalise-delay", default="0", metavar="S|S0,S1,...",
                     help="torch_npu finalise after /stop_profile, seconds (one value, or one per rank)")
     ap.add_argument("--msprof-flush-delay", type=float, default=0.1,
@@ -68,6 +71,7 @@ def main(argv=None):
             npu_ids=[int(x) for x in a.npu_ids.split(",")] if a.npu_ids else None,
             hbm_total_mb=a.hbm_total_mb, baseline_mb=base[0] if len(base) == 1 else base, busy=a.busy,
             faults=a.fault, startup_delay=a.startup_delay, token_delay=a.token_delay, export_delay=a.export_delay,
+            auto_export_delay=a.auto_export_delay,
             log_style=a.log_style, msprof_missing=a.msprof_missing, npu_smi_missing=a.npu_smi_missing,
             hostname=a.hostname, sets=a.set, finalise_delay=fin[0] if len(fin) == 1 else fin,
             msprof_flush_delay=a.msprof_flush_delay, activation=a.activation, env_delay=a.env_delay,

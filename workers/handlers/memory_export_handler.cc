@@ -2,12 +2,15 @@
 // Markers next to the msprof output dir D: D.export.pid (started), D.export.rc
 // (finished, exit code), D.export.log (console). A new attempt (worker or
 // server restart) that finds the pid marker waits for that export instead of
-// starting another.
+// starting another. First, when the payload names msprof's console log, one
+// command checks whether msprof's application mode already exported every
+// PROF dir (auto_export_check.h): then nothing is exported again.
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "workers/handlers/auto_export_check.h"
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
 #include "workers/remote_wait.h"
@@ -46,6 +49,17 @@ TaskOutcome MemExport(const tasks::MemoryExport& p, const proto::Task&, TaskCont
                                                             "msprof wrap script",
                                                             dir)}});
     return OutcomeFromSsh(st.status(), c->target);
+  }
+
+  if (!p.stdout_log().empty()) {
+    auto check = RunRemote(s, AutoExportCheckArgv(dir, p.stdout_log()), std::chrono::seconds(60));
+    if (!check.ok()) return OutcomeFromSsh(check.status(), c->target);
+    const AutoExportCheck found = ParseAutoExportCheck(check->stdout_data);
+    if (check->exit_status == 0 && !found.export_started && found.AllExported())
+      return TaskOutcome::Success(json{{"status", "ok"},
+                                       {"already_exported", true},
+                                       {"prof_dirs", static_cast<int64_t>(found.profs.size())},
+                                       {"note", found.Describe()}});
   }
 
   bool adopted = false;

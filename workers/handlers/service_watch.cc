@@ -2,7 +2,8 @@
 // seconds and answers only when it is gone — or alive without the service's
 // marker, its pid reused — (failure `service_died`, with the stderr tail and
 // logs as evidence) or when the broker cancels the attempt (the run is
-// stopping). Read-only, so re-dispatch after a lost worker or a
+// stopping). With `once` it is a liveness check: it answers at its first
+// poll, a success ({polls: 1, members_left}) when the service is alive. Read-only, so re-dispatch after a lost worker or a
 // server restart simply watches again. Each poll reports progress, which
 // keeps the task's lease alive.
 #include <algorithm>
@@ -42,6 +43,7 @@ TaskOutcome Watch(const tasks::ServiceWatch& p, const proto::Task&, TaskContext&
                               pid, st->members, rt, TailLines(d.value("stderr_tail", ""), 5));
       return out;
     }
+    if (p.once()) return TaskOutcome::Success(json{{"polls", polls}, {"members_left", st->members}});
     ctx.progress(fmt::format("service pid {} alive ({} member(s))", pid, st->members));
     if (!SleepUnlessCancelled(ctx, std::chrono::milliseconds(poll_ms)))
       return TaskOutcome::Failure("cancelled", "watch cancelled", false);

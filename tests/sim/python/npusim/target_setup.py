@@ -101,7 +101,7 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
           faults=(), startup_delay=0.5, token_delay=0.001, export_delay=1.0, log_style="ascend",
           msprof_missing=False, npu_smi_missing=False, hostname=None, sets=(), finalise_delay=0.0,
           msprof_flush_delay=0.1, activation="retained", env_delay=0.0, login_delay=0.0, clock_offset_s=0.0,
-          address=None):
+          address=None, auto_export_delay=None):
     root = os.path.abspath(root)
     address = check_address(address or "127.0.0.1")
     devs = layouts.make_devices(layout, devices, npu_ids, hbm_total_mb, baseline_mb)
@@ -116,7 +116,9 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
         "busy": [parse_busy(b, devs) for b in busy], "faults": fdict,
         "delays": {"startup": startup_delay, "token": token_delay, "prefill": 0.005, "export": export_delay,
                    "analyse": 0.0, "finalise": finalise_delay, "msprof_flush": msprof_flush_delay,
-                   "msprof_auto_export": 0.0, "env_script": env_delay, "login": login_delay},
+                   # msprof's own export at the app's exit does the work of an --export=on
+                   "msprof_auto_export": export_delay if auto_export_delay is None else auto_export_delay,
+                   "env_script": env_delay, "login": login_delay},
         "memory": dict(memory_plan.DEFAULT_MEMORY, activation_release=activation == "released"),
         "kernels": {k: (dict(v) if isinstance(v, dict) else v) for k, v in kernel_model.DEFAULTS.items()},
         "log_style": log_style, "log_ansi": None, "bind_host": "127.0.0.1",

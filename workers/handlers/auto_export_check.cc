@@ -1,0 +1,111 @@
+#include "workers/handlers/auto_export_check.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace npuprof::workers {
+
+namespace {
+
+// "started=0|1", then per PROF dir with device data:
+// "prof <done_line> <npu_mem> <module_mem> <name>".
+constexpr const char* kCheck = R"SH(d=$1 log=$2
+s=0; [ -e "$d.export.pid" ] && s=1
+echo "started=$s"
+for p in "$d"/PROF_*; do
+  [ -d "$p" ] || continue
+  v=0
+  for dv in "$p"/device_*; do [ -d "$dv" ] && v=1; done
+  [ "$v" = 1 ] || continue
+  n=${p##*/}
+  l=0
+  [ -n "$log" ] && [ -f "$log" ] && grep -qF "Export all data in $n done" "$log" 2>/dev/null && l=1
+  o=$p/mindstudio_profiler_output
+  m=0; k=0
+  if [ -d "$o" ]; then
+    m=$(find "$o" -maxdepth 1 -type f -name 'npu_mem_*.csv' -size +100c 2>/dev/null | wc -l)
+    k=$(find "$o" -maxdepth 1 -type f -name 'npu_module_mem_*.csv' -size +100c 2>/dev/null | wc -l)
+  fi
+  printf 'prof %s %s %s %s\n' "$l" "$m" "$k" "$n"
+done
+)SH";
+
+bool ParseCount(const std::string& s, int* out) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  *out = std::atoi(s.c_str());
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> AutoExportCheckArgv(const std::string& msprof_dir, const std::string& console_log) {
+  return {"sh", "-c", kCheck, "sh", msprof_dir, console_log};
+}
+
+AutoExportCheck ParseAutoExportCheck(const std::string& out) {
+  AutoExportCheck c;
+  std::istringstream in(out);
+  std::string line;
+  bool saw_started = false;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line == "started=0" || line == "started=1") {
+      c.export_started = line.back() == '1';
+      saw_started = true;
+      continue;
+    }
+    if (line.rfind("prof ", 0) == 0) {
+      // prof <l> <m> <k> <name>: the name is the rest of the line (it may hold spaces).
+      std::istringstream f(line.substr(5));
+      std::string l, m, k;
+      AutoExportProf p;
+      if (f >> l >> m >> k && (l == "0" || l == "1") && ParseCount(m, &p.npu_mem) && ParseCount(k, &p.module_mem)) {
+        std::string rest;
+        std::getline(f, rest);
+        if (!rest.empty() && rest.front() == ' ') rest.erase(0, 1);
+        if (!rest.empty()) {
+          p.done_line = l == "1";
+          p.name = rest;
+          c.profs.push_back(std::move(p));
+          continue;
+        }
+      }
+    }
+    ++c.unparsed;
+  }
+  if (!saw_started) ++c.unparsed;
+  return c;
+}
+
+bool AutoExportCheck::AllExported() const {
+  if (unparsed > 0 || profs.empty()) return false;
+  for (const auto& p : profs)
+    if (!p.exported()) return false;
+  return true;
+}
+
+std::string AutoExportCheck::Describe() const {
+  if (AllExported())
+    return fmt::format("{} PROF dir(s) exported by msprof at the application's exit (its 'Export all data in "
+                       "<PROF> done' line and the npu_mem / npu_module_mem CSVs): not exported again",
+                       profs.size());
+  if (unparsed > 0) return fmt::format("{} line(s) of the check were not understood", unparsed);
+  if (profs.empty()) return "no PROF dir with device data";
+  std::string out;
+  for (const auto& p : profs) {
+    if (p.exported()) continue;
+    const std::string name = p.name.substr(0, 200);  // made valid UTF-8 with the outcome
+    std::string why;
+    if (!p.done_line) why = fmt::format("no 'Export all data in {} done' line", name);
+    if (p.npu_mem == 0) why += std::string(why.empty() ? "" : ", ") + "no npu_mem CSV";
+    if (p.module_mem == 0) why += std::string(why.empty() ? "" : ", ") + "no npu_module_mem CSV";
+    out += (out.empty() ? "" : "; ") + name + ": " + why;
+  }
+  return out;
+}
+
+}  // namespace npuprof::workers

@@ -1,0 +1,46 @@
+// Whether msprof's application mode already exported a run's data: the one
+// remote command that looks, built from argv, and the pure reading of its
+// output. No I/O here; memory.export runs the command and decides with it.
+//
+// msprof run as the wrapper of an application (application mode) exports
+// every PROF_* dir by itself once the application exits, before msprof exits
+// ("[INFO] Export all data in <PROF> done." on its console, the CSVs in
+// <PROF>/mindstudio_profiler_output). memory-profile's stop and flush wait
+// already outlast that export, so a second `msprof --export=on` of the same
+// data only costs time (minutes on 8 cards). A PROF dir counts as exported
+// when both hold: its done line is in the console log, and its output dir has
+// an npu_mem_*.csv and an npu_module_mem_*.csv of more than 100 bytes (the
+// memory CSVs the collection reads; smaller files are headers only). A PROF
+// dir without device data is no capture and is not counted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace npuprof::workers {
+
+struct AutoExportProf {
+  std::string name;        // the PROF_* dir's name (bytes as listed)
+  bool done_line = false;  // "Export all data in <name> done" in the console log
+  int npu_mem = 0;         // npu_mem_*.csv files over 100 bytes in its output dir
+  int module_mem = 0;      // npu_module_mem_*.csv files over 100 bytes
+  bool exported() const { return done_line && npu_mem > 0 && module_mem > 0; }
+};
+
+struct AutoExportCheck {
+  bool export_started = false;  // <dir>.export.pid exists: an earlier attempt started msprof --export
+  std::vector<AutoExportProf> profs;
+  int unparsed = 0;             // output lines not understood (any: not exported)
+  // Every PROF dir with device data was exported by msprof itself (and there is one).
+  bool AllExported() const;
+  // "2 PROF dirs exported by msprof at the application's exit" or what is
+  // missing: "PROF_x: no 'Export all data in PROF_x done' line; ...".
+  std::string Describe() const;
+};
+
+// argv of the check: $1 = msprof output dir, $2 = msprof's console log.
+std::vector<std::string> AutoExportCheckArgv(const std::string& msprof_dir, const std::string& console_log);
+AutoExportCheck ParseAutoExportCheck(const std::string& out);
+
+}  // namespace npuprof::workers
