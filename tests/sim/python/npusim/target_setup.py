@@ -156,7 +156,7 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
 def write_config(state, cfg):
     tmp = os.path.join(state, "config.json.tmp")
     with open(tmp, "w") as f:
-        json.dump(cfg, f, indent=2)
+        f.write(json.dumps(cfg, indent=2))
     os.replace(tmp, os.path.join(state, "config.json"))
 
 
