@@ -6,6 +6,7 @@ devices, profile directories and ground truth; faults: a node that never
 joins, a node that dies mid-workload, a node's rank without a profile."""
 import calendar
 import glob
+import json
 import os
 import signal
 import time
@@ -345,6 +346,26 @@ class Clock(SimTestCase):
         self.assertTrue(any(x["what"] == "request" and abs(x["start"] - req["start"]) < 1e-3
                             for x in self.timeline()))
         self.assertEqual(self.stop(p), 0)
+
+
+class ClockOffsetRead(unittest.TestCase):
+    """sim_clock reads clock.offset_s without the json module when the config has
+    target_setup's layout, and the same value as a full parse in every case."""
+
+    def test_fast_read_equals_a_full_parse(self):
+        from npusim import sim_clock
+        configs = [{"a": "x", "clock": {"offset_s": 3.2}, "network": {"address": "127.0.0.1"}},
+                   {"clock": {"offset_s": -0.125}},
+                   {"clock": {"offset_s": 0.0, "note": "a second key"}},
+                   {"clock": {"offset_s": None}},
+                   {"clock": {"other": 1, "offset_s": 7.5}},   # offset_s not first: full parse
+                   {"faults": {"text": "\n  \"clock\": {\n    \"offset_s\": 9"}, "clock": {"offset_s": 1.5}},
+                   {"nested": {"clock": {"offset_s": 4.0}}},    # not the top-level key
+                   {}]
+        for cfg in configs:
+            for text in (json.dumps(cfg, indent=2), json.dumps(cfg)):
+                want = float((cfg.get("clock") or {}).get("offset_s") or 0.0)
+                self.assertEqual(sim_clock._offset_in(text), want, text)
 
 
 if __name__ == "__main__":

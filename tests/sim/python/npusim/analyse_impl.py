@@ -45,23 +45,40 @@ def resolve(path):
     return [p for p in subs if os.path.isdir(p) and is_pt(p)]
 
 
-def _kernel_rows(tasks, header):
-    rows = []
+# The kernel_details.csv columns a task fills, in the order _kernel_values
+# gives them; every other column holds 0 (an NPU kernel) or N/A (HCCL).
+_KERNEL_FIELDS = ("Step Id", "Device_id", "Model ID", "Task ID", "Stream ID", "Name", "Type", "OP State",
+                  "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim", "Block Num",
+                  "Mix Block Dim", "Mix Block Num", "HF32 Eligible", "Input Shapes", "Input Data Types",
+                  "Input Formats", "Output Shapes", "Output Data Types", "Output Formats", "Context ID",
+                  "aicore_time(us)")
+
+
+def _kernel_values(t, hccl):
+    """One task's values of _KERNEL_FIELDS, in that order."""
+    shapes = "N/A" if hccl else '"""4096,512"""'
+    return (t.get("step", ""), t["device"], 4294967295, "N/A" if hccl else t["task_id"],
+            "N/A" if hccl else t["stream"], t["name"], t["type"], "N/A" if hccl else "dynamic", t["core"],
+            '"%.3f\t"' % t["start_us"], t["dur_us"], t["wait_us"], t["block"], t["block"], 0, 0,
+            "N/A" if hccl else "NO", t.get("in_shapes", shapes), "DT_BF16", "ND", t.get("out_shapes", shapes),
+            "DT_BF16", "ND", "N/A", round(t["dur_us"] * 0.97, 3))
+
+
+def _row_format(header, other):
+    """A str.format of one CSV line of header's columns: {i} for the i-th of
+    _KERNEL_FIELDS, `other` for a column no task fills."""
+    return ",".join("{%d}" % _KERNEL_FIELDS.index(h) if h in _KERNEL_FIELDS else other for h in header) + "\n"
+
+
+def _kernel_lines(tasks, header):
+    """kernel_details.csv's lines after the header, one per task (a format per
+    core kind, built once: a row costs one format call)."""
+    formats = {False: _row_format(header, "0"), True: _row_format(header, "N/A")}
+    lines = []
     for t in tasks:
-        shapes = '"""4096,512"""' if t["core"] != "HCCL" else "N/A"
-        in_shapes, out_shapes = t.get("in_shapes", shapes), t.get("out_shapes", shapes)
-        base = {"Step Id": t.get("step", ""), "Device_id": t["device"], "Model ID": 4294967295,
-                "Task ID": t["task_id"] if t["core"] != "HCCL" else "N/A",
-                "Stream ID": t["stream"] if t["core"] != "HCCL" else "N/A", "Name": t["name"], "Type": t["type"],
-                "OP State": "dynamic" if t["core"] != "HCCL" else "N/A", "Accelerator Core": t["core"],
-                "Start Time(us)": '"%.3f\t"' % t["start_us"], "Duration(us)": t["dur_us"],
-                "Wait Time(us)": t["wait_us"], "Block Dim": t["block"], "Block Num": t["block"],
-                "Mix Block Dim": 0, "Mix Block Num": 0, "HF32 Eligible": "NO" if t["core"] != "HCCL" else "N/A",
-                "Input Shapes": in_shapes, "Input Data Types": "DT_BF16", "Input Formats": "ND",
-                "Output Shapes": out_shapes, "Output Data Types": "DT_BF16", "Output Formats": "ND",
-                "Context ID": "N/A", "aicore_time(us)": round(t["dur_us"] * 0.97, 3)}
-        rows.append([base.get(h, 0 if t["core"] != "HCCL" else "N/A") for h in header])
-    return rows
+        hccl = t["core"] == "HCCL"
+        lines.append(formats[hccl].format(*_kernel_values(t, hccl)))
+    return lines
 
 
 def _trace(ops, tasks, pid):
@@ -131,8 +148,7 @@ def analyse_one(path, cfg):
     if tasks is not None:  # device data landed (a rank that ran no request: the header only)
         with open(os.path.join(out, "kernel_details.csv"), "w") as f:
             f.write(",".join(header) + "\n")
-            for row in _kernel_rows(tasks, header):
-                f.write(",".join(str(v) for v in row) + "\n")
+            f.writelines(_kernel_lines(tasks, header))
         with open(os.path.join(out, "op_statistic.csv"), "w") as f:
             f.write("Device_id,OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)\n")
             types = {}
@@ -152,7 +168,7 @@ def analyse_one(path, cfg):
                     ops.append(json.loads(line))
         pid = ops[0]["pid"] if ops else 0
         with open(os.path.join(out, "trace_view.json"), "w") as f:
-            json.dump(_trace(ops, tasks or [], pid), f, separators=(", ", ": "))
+            f.write(json.dumps(_trace(ops, tasks or [], pid), separators=(", ", ": ")))  # dumps: the C encoder
         with open(os.path.join(out, "operator_details.csv"), "w") as f:
             f.write("Name,Input Shapes,Call Stack,Host Self Duration(us),Host Total Duration(us),"
                     "Device Self Duration(us),Device Total Duration(us),Device Self Duration With AICore(us),"

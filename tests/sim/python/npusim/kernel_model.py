@@ -14,7 +14,6 @@ runs min(N, max_steps) steps; each step runs min(layers, max_layers) layers.
 HCCL all-reduce names carry a call-site suffix, as the real ones do
 (`hcom_allReduce__<comm>_0_1` after attention, `..._1_1` after the MLP):
 a summary should group communication by Type."""
-import hashlib
 
 DEFAULTS = {"max_steps_per_request": 16, "max_layers": 4, "slow": {}}
 
@@ -127,9 +126,15 @@ def _step_kernels(s, n, kv_len, prefill):
     return per_layer, head
 
 
+_blake2s = None  # hashlib's, loaded by the first _jitter: setup_target.py imports this module and never needs it
+
+
 def _jitter(seed):
     """Deterministic ±2 % spread."""
-    h = int.from_bytes(hashlib.blake2s(seed.encode(), digest_size=4).digest(), "little")
+    global _blake2s
+    if _blake2s is None:
+        from hashlib import blake2s as _blake2s
+    h = int.from_bytes(_blake2s(seed.encode(), digest_size=4).digest(), "little")
     return 1.0 + ((h % 41) - 20) / 1000.0
 
 

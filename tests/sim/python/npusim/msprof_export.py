@@ -86,7 +86,7 @@ def export_prof(prof, stamp=None, type_="text"):
             events.append({"name": name, "pid": pid, "tid": 0, "ts": "%.3f" % t, "ph": "C", "args": {"KB": float(kb)}})
     p = os.path.join(outdir, "msprof_%s.json" % stamp)
     with open(p, "w") as f:
-        json.dump(events, f, separators=(",", ":"))
+        f.write(json.dumps(events, separators=(",", ":")))  # dumps: the C encoder (dump encodes in Python)
     written.append(p)
     with open(os.path.join(outdir, "README.txt"), "w") as f:
         f.write("Simulated msprof export. npu_module_mem_*.csv: component reserved memory (KB); "

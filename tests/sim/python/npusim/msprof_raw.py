@@ -9,7 +9,6 @@ Raw payload files (simulator-internal JSON, real ones are binary):
   device_<id>/data/npu_mem.data         {"device", "freq", "segments": [[t0_us, t1_us, app_kb, device_kb], ...]}
   device_<id>/data/npu_module_mem.data  {"device", "freq", "segments": [[t0_us, t1_us, {component: kb}], ...]}
 """
-import hashlib
 import json
 import os
 import time
@@ -24,6 +23,7 @@ def local_stamp(t=None, ms=True):
 
 
 def prof_dir_name(index, pid, t=None):
+    import hashlib  # here: only a process that names a PROF dir pays for loading it
     t = sim_clock.now() if t is None else t
     h = hashlib.sha256(("%d-%f" % (pid, t)).encode()).digest()
     letters = "".join(chr(ord("A") + b % 18) for b in h[:8])

@@ -1,7 +1,7 @@
 """`npu-smi info` for the simulated target: device HBM follows the live
 service instances (state/instances/*.json: the level each holds now, and its
-per-level increase per device) and the pre-set busy devices."""
-import glob
+per-level increase per device) and the pre-set busy devices. It runs once
+per probe and preflight, so it imports little (no glob: see _instance_files)."""
 import os
 import sys
 
@@ -35,6 +35,15 @@ TERMINAL_ESCAPES = "\x1b]0;TITLE\x07\x1b[2J\u009b2J"
 NAME_ESCAPES = "\x1b[2J\u009b"
 
 
+def _instance_files(d):
+    """What glob(d/*.json) lists, sorted: no hidden names, no temporary files."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return []
+    return sorted(os.path.join(d, n) for n in names if n.endswith(".json") and not n.startswith("."))
+
+
 def device_usage(root, cfg):
     """-> (used_mb per device index, process rows)."""
     devs = cfg["devices"]
@@ -46,7 +55,7 @@ def device_usage(root, cfg):
             d = devs[b["device"]]
             procs.append({"device": b["device"], "npu_id": d["npu_id"], "chip": d["chip"], "pid": b["pid"],
                           "name": b.get("name", ""), "mem_mb": b["mb"]})
-    for path in sorted(glob.glob(os.path.join(sim_root.instances_dir(root), "*.json"))):
+    for path in _instance_files(sim_root.instances_dir(root)):
         inst = sim_root.read_json(path)
         if not inst or not sim_root.pid_alive(inst.get("main_pid"), inst.get("main_start")):
             continue

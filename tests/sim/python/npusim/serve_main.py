@@ -428,7 +428,8 @@ class Service(RequestsMixin):
                                    "weights_gib": c["weights"] / 1024.0,
                                    "non_torch_gib": (c["hccl"] + c["runtime"] + c["slog"]) / 1024.0,
                                    "activation_gib": c["activation_peak"] / 1024.0}}
-            proc = subprocess.Popen([sys.executable, "-m", "npusim.rank_worker", json.dumps(spec)],
+            # -S: a rank needs the standard library and npusim (on PYTHONPATH) only
+            proc = subprocess.Popen([sys.executable, "-S", "-m", "npusim.rank_worker", json.dumps(spec)],
                                     pass_fds=(wfd,), env=env, stdin=subprocess.DEVNULL)
             os.close(wfd)
             self.ranks.append({"rank": r["rank"], "pid": proc.pid, "start": None, "device": dev["index"],

@@ -7,8 +7,9 @@ set 3.2 s ahead says so everywhere at once.
 
 The offset is read once per process from the target's config (a running
 service keeps the offset it started with, as it keeps the rest of the
-config); without a target it is 0."""
-import json
+config); without a target it is 0. Reading it imports no json module in the
+usual case (see _offset_in): every `python3 -c` on a target reads it at
+start-up (sitecustomize.py), most of them never needing json otherwise."""
 import os
 import time
 
@@ -24,10 +25,30 @@ def offset():
         if root:
             try:
                 with open(os.path.join(root, "state", "config.json")) as f:
-                    _OFFSET = float((json.load(f).get("clock") or {}).get("offset_s") or 0.0)
+                    _OFFSET = _offset_in(f.read())
             except (OSError, ValueError, TypeError, AttributeError):
                 _OFFSET = 0.0
     return _OFFSET
+
+
+# How target_setup writes the key (json, indent 2): a top-level "clock" object
+# whose first key is offset_s. A string value cannot hold a raw newline, so
+# this text occurs nowhere else in such a file.
+_CLOCK_KEY = '\n  "clock": {\n    "offset_s": '
+
+
+def _offset_in(text):
+    """clock.offset_s of a config's text: the number after _CLOCK_KEY when the
+    file has it, else (another layout) the JSON parsed in full."""
+    i = text.find(_CLOCK_KEY)
+    if i >= 0:
+        value = text[i + len(_CLOCK_KEY):text.find("\n", i + len(_CLOCK_KEY))].rstrip(",")
+        try:
+            return float(value)
+        except ValueError:  # null (a missing offset), or a layout this does not know
+            pass
+    import json
+    return float((json.loads(text).get("clock") or {}).get("offset_s") or 0.0)
 
 
 def set_offset(seconds):

@@ -56,8 +56,7 @@ def write_json_atomic(path, obj, indent=2):
     os.makedirs(d, exist_ok=True)
     tmp = "%s.tmp.%d.%d.%d" % (path, os.getpid(), threading.get_ident(), next(_TMP_SEQ))
     with open(tmp, "w") as f:
-        json.dump(obj, f, indent=indent, sort_keys=False)
-        f.write("\n")
+        f.write(json.dumps(obj, indent=indent, sort_keys=False) + "\n")  # one write, not one per token
     os.replace(tmp, path)
 
 

@@ -5,7 +5,6 @@ import json
 import os
 import sys
 import shutil
-import socket
 
 from . import kernel_model, layouts, memory_plan, sim_root
 
@@ -122,7 +121,8 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
         "memory": dict(memory_plan.DEFAULT_MEMORY, activation_release=activation == "released"),
         "kernels": {k: (dict(v) if isinstance(v, dict) else v) for k, v in kernel_model.DEFAULTS.items()},
         "log_style": log_style, "log_ansi": None, "bind_host": "127.0.0.1",
-        "hostname": hostname or socket.gethostname(), "profile_dir_naming": "host",
+        # os.uname().nodename is socket.gethostname(), without loading socket
+        "hostname": hostname or os.uname().nodename, "profile_dir_naming": "host",
         "kernel_details_header": "blockdim", "image_tokens": 256, "process_table": True,
         "msprof_auto_export": True,
         "clock": {"offset_s": float(clock_offset_s)},
@@ -158,7 +158,7 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
 def write_config(state, cfg):
     tmp = os.path.join(state, "config.json.tmp")
     with open(tmp, "w") as f:
-        json.dump(cfg, f, indent=2)
+        f.write(json.dumps(cfg, indent=2))
     os.replace(tmp, os.path.join(state, "config.json"))
 
 

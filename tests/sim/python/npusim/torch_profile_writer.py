@@ -53,12 +53,11 @@ def write_chunk(trace, ops, tasks, framework_ops=True, device_data=True):
     """Append one chunk of the rank's data (ops to torch.op_range, tasks as the next device slice)."""
     if framework_ops and ops:
         with open(os.path.join(trace["path"], "FRAMEWORK", "torch.op_range"), "a") as f:
-            for op in ops:
-                f.write(json.dumps(op) + "\n")
+            f.write("".join(json.dumps(op) + "\n" for op in ops))
     if device_data and (tasks or trace["chunks"] == 0):  # a rank that ran nothing still has its (empty) data
         data = os.path.join(trace["prof"], "device_%d" % trace["device"], "data")
         with open(os.path.join(data, "sim_tasks.json.slice_%d" % trace["chunks"]), "w") as f:
-            json.dump(tasks, f)
+            f.write(json.dumps(tasks))  # dumps: the C encoder (dump encodes in Python)
     trace["chunks"] += 1
 
 
