@@ -23,9 +23,10 @@
 //   * a file operation over the command channel (no SFTP): its commands.
 // Exchanges that overlap (HttpMany's parallel requests, a task's helper
 // threads) each count, so the figure is an upper bound of the round trips
-// waited for one after another. A request whose answer is lost (a dropped
-// connection) counts as sent. A command's own run time is no round trip;
-// busy_us (time inside SshSession calls) holds both.
+// waited for one after another. A channel that could not be opened (or a
+// handshake that failed) is not counted; an SFTP request that failed is. A
+// command's own run time is no round trip; busy_us (time inside SshSession
+// calls) holds both.
 #pragma once
 
 #include <cstdint>
