@@ -10,12 +10,17 @@
 //            the link added
 //   turns    the round trips the relay counted while the run ran (its
 //            connections' turns: client->server followed by server->client)
+//   rts      the round trips the run's tasks recorded (their TaskSucceeded /
+//            TaskFailed link figures, views/task_link_table.h: what the
+//            workers counted, ssh_stats.h "Round trips"); rts/turn beside it
+//   link_s   the tasks' recorded time inside SSH calls, summed
 //   s/turn   added_s / turns: near the RTT when the turns are what the run
 //            waited for one after another
 //   conns    SSH connections opened during the run
 //   to_target, from_target: bytes through the relay each way (SSH wire
 //            bytes, encrypted, with the SSH protocol's own)
-// and, per run, the turns by task kind (bench/turn_attribution.h): which
+// and, per run, the recorded round trips by task kind (the top 5) and the
+// turns by task kind (bench/turn_attribution.h): which
 // kinds of task the round trips were spent in; then, per task kind, how long
 // its attempts were in flight (median over the runs), what the link added to
 // that against RTT 0 and that over the RTT ("waits": the round trips the kind
@@ -38,6 +43,7 @@
 #include "bench/turn_attribution.h"
 #include "tests/support/latency_relay.h"
 #include "tests/support/sshd_fixture.h"
+#include "views/task_link_table.h"
 
 namespace npuprof::bench {
 namespace {
@@ -70,6 +76,8 @@ struct Row {
   bool cold = false;
   double wall_s = 0, client_s = 0;
   uint64_t turns = 0, conns = 0, to_target = 0, from_target = 0;
+  int64_t round_trips = 0, link_ms = 0, recorded = 0, unrecorded = 0;
+  std::map<std::string, double> rts_by_kind;  // recorded round trips per task kind
   std::map<std::string, double> turns_by_kind;
   std::map<std::string, double> span_s_by_kind;
 };
@@ -154,6 +162,13 @@ int Main(int argc, char** argv) {
         int64_t from_ms = -1, to_ms = -1;
         std::vector<TaskSpan> spans;
         FromEvents(events, row, &from_ms, &to_ms, &spans);
+        const views::TaskLinkTable links = views::BuildTaskLinkTable(events);
+        row.round_trips = links.total.round_trips();
+        row.link_ms = links.total.link_ms();
+        row.recorded = links.recorded;
+        row.unrecorded = links.unrecorded;
+        for (const auto& a : links.attempts)
+          if (a.link) row.rts_by_kind[a.kind] += static_cast<double>(a.link->round_trips());
         row.turns = after.turns - before.turns;
         row.conns = after.connections - before.connections;
         row.to_target = after.bytes_to_server - before.bytes_to_server;
@@ -180,16 +195,20 @@ int Main(int argc, char** argv) {
   }
   std::printf("far targets: reference delays, behind the latency relay; load %s -> %s\n", load_before.c_str(),
               load_after.c_str());
-  std::printf("%6s %-14s %-5s %-9s %7s %8s %6s %7s %5s %10s %11s\n", "rtt_ms", "kind", "run", "status", "wall_s",
-              "added_s", "turns", "s/turn", "conns", "to_target", "from_target");
+  std::printf("%6s %-14s %-5s %-9s %7s %8s %6s %6s %8s %7s %7s %5s %10s %11s\n", "rtt_ms", "kind", "run", "status",
+              "wall_s", "added_s", "turns", "rts", "rts/turn", "link_s", "s/turn", "conns", "to_target", "from_target");
   json out = {{"load_before", load_before}, {"load_after", load_after}, {"bytes_per_s", opt.bytes_per_s},
               {"runs", json::array()}};
   for (const auto& r : rows) {
     const bool has_base = base.count(r.kind) > 0;
     const double added = has_base ? r.wall_s - base[r.kind] : 0;
-    std::printf("%6d %-14s %-5s %-9s %7.2f %8s %6llu %7s %5llu %10s %11s\n", r.rtt_ms, r.kind.c_str(),
+    std::printf("%6d %-14s %-5s %-9s %7.2f %8s %6llu %6lld %8s %7.2f %7s %5llu %10s %11s\n", r.rtt_ms, r.kind.c_str(),
                 r.cold ? "cold" : "warm", r.status.c_str(), r.wall_s,
                 has_base ? fmt::format("{:.2f}", added).c_str() : "-", static_cast<unsigned long long>(r.turns),
+                static_cast<long long>(r.round_trips),
+                r.turns > 0 ? fmt::format("{:.2f}", static_cast<double>(r.round_trips) / static_cast<double>(r.turns)).c_str()
+                            : "-",
+                static_cast<double>(r.link_ms) / 1000.0,
                 has_base && r.turns > 0 && r.rtt_ms > 0 ? fmt::format("{:.3f}", added / static_cast<double>(r.turns)).c_str()
                                                         : "-",
                 static_cast<unsigned long long>(r.conns), HumanBytes(static_cast<double>(r.to_target)).c_str(),
@@ -198,8 +217,20 @@ int Main(int argc, char** argv) {
                            {"cold", r.cold}, {"wall_s", r.wall_s}, {"client_s", r.client_s},
                            {"added_s", has_base ? json(added) : json()}, {"turns", r.turns},
                            {"connections", r.conns}, {"bytes_to_target", r.to_target},
+                           {"round_trips", r.round_trips}, {"link_ms", r.link_ms},
+                           {"recorded_attempts", r.recorded}, {"unrecorded_attempts", r.unrecorded},
+                           {"round_trips_by_task_kind", r.rts_by_kind},
                            {"bytes_from_target", r.from_target}, {"turns_by_task_kind", r.turns_by_kind},
                            {"span_s_by_task_kind", r.span_s_by_kind}});
+  }
+  std::printf("recorded round trips by task kind (top 5):\n");
+  for (const auto& r : rows) {
+    std::map<std::string, double> top;
+    std::vector<std::pair<double, std::string>> v;
+    for (const auto& [k, n] : r.rts_by_kind) v.emplace_back(-n, k);
+    std::sort(v.begin(), v.end());
+    for (size_t i = 0; i < v.size() && i < 5; ++i) top[v[i].second] = -v[i].first;
+    std::printf("  %4d ms %-14s %-4s %s\n", r.rtt_ms, r.kind.c_str(), r.cold ? "cold" : "warm", KindsText(top).c_str());
   }
   std::printf("turns by task kind (a turn shared by n tasks in flight counts 1/n to each):\n");
   for (const auto& r : rows)

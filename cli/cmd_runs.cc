@@ -11,6 +11,7 @@
 #include "common/terminal_text.h"
 #include "statemachine/engine.h"
 #include "statemachine/run_kind.h"
+#include "views/task_link_table.h"
 
 namespace npuprof::cli {
 
@@ -88,8 +89,35 @@ void AddRunCommands(CLI::App& app) {
                         q.value("machine", ""), q.value("since", ""), q.value("run_id", ""), q.value("why", "")));
     });
   }
+  {
+    // The server's summary, with every task attempt's link figures (round
+    // trips, time waiting on the link) from the run's events
+    // (views/task_link_table.h) under "tasks" and "link_total".
+    auto* cmd = app.add_subcommand("show", "Print a run's summary as JSON, with its tasks' round trips to the target");
+    auto addr = std::make_shared<ServerAddress>();
+    auto run = std::make_shared<std::string>();
+    auto as_text = std::make_shared<bool>(false);
+    AddServerOptions(cmd, addr.get());
+    cmd->add_option("RUN", *run, "Run id")->required();
+    cmd->add_flag("--text", *as_text, "A text table of the tasks (kind, machine, attempt, round trips, link ms) instead of JSON");
+    cmd->callback([addr, run, as_text] {
+      Client client(*addr);
+      auto summary = client.CallJson("show", json{{"run_id", *run}});
+      if (!summary.ok()) return Fail(2, summary.status().message());
+      auto events = client.CallJson("events", json{{"run_id", *run}});
+      if (!events.ok()) return Fail(2, events.status().message());
+      const views::TaskLinkTable table = views::BuildTaskLinkTable(events->value("events", json::array()));
+      if (*as_text) {
+        return PrintText(fmt::format("run {} ({}): {}\n{}", *run, summary->value("kind", "?"),
+                                     summary->value("status", "?"), views::TaskLinkTableText(table)));
+      }
+      json out = *summary;
+      if (out.is_object()) out.update(views::TaskLinkTableJson(table));
+      PrintJson(out);
+    });
+  }
   for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{
-           {"show", "Print a run's summary as JSON"}, {"manifest", "Print a run's manifest as JSON"}}) {
+           {"manifest", "Print a run's manifest as JSON"}}) {
     auto* cmd = app.add_subcommand(verb, help);
     auto addr = std::make_shared<ServerAddress>();
     auto run = std::make_shared<std::string>();

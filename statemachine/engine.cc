@@ -348,11 +348,13 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
                   {"retryable", false},
                   {"worker", in.worker}};
         if (in.blobs.is_object() && !in.blobs.empty()) f["blobs"] = in.blobs;
+        if (in.link.is_object()) f["link"] = in.link;
         const TaskInfo before = *task;
         OnFailure(*kind, d, before, f, false);
       } else if (in.ok) {
         json p = {{"task_id", in.task_id}, {"attempt", in.attempt}, {"result", in.result}, {"worker", in.worker}};
         if (in.blobs.is_object() && !in.blobs.empty()) p["blobs"] = in.blobs;
+        if (in.link.is_object()) p["link"] = in.link;
         d.Emit(ev::kTaskSucceeded, p);
         const TaskInfo* after = d.state().FindTask(in.task_id);
         const TaskResult result(after->kind, in.result, std::move(typed).value());
@@ -365,6 +367,7 @@ Result<Decided> DecideWithState(const KindRegistry& kinds, RunState&& moved_in, 
         if (!in.result.is_null() && fits.ok()) f["result"] = in.result;
         if (!fits.ok()) f["error"] = fmt::format("{} (its result was dropped: {})", in.error, fits.message());
         if (in.blobs.is_object() && !in.blobs.empty()) f["blobs"] = in.blobs;
+        if (in.link.is_object()) f["link"] = in.link;
         const TaskInfo before = *task;  // OnFailure reads it after applying TaskFailed
         OnFailure(*kind, d, before, f, in.retryable);
       }

@@ -34,6 +34,7 @@ struct Input {
   std::string error_kind;
   json result;           // result_json
   json blobs;            // name -> sha256 of stored evidence
+  json link;             // kTaskResult: the attempt's link figures (TaskLinkJson, task_link.h); null: not sent
   std::string worker;    // who reported / who was lost
   // kTimerFired
   std::string timer_id;

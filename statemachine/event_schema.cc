@@ -21,8 +21,8 @@ using json = nlohmann::json;
 const JsonMessageTable& Table() {
   static const JsonMessageTable* kTable = new JsonMessageTable(
       *events::RunSubmitted::descriptor()->file(),
-      [](const pb::Descriptor& d) {  // TaskPolicy and LeaseLeg are parts of events
-        return d.name() == "TaskPolicy" || d.name() == "LeaseLeg" ? std::string() : d.name();
+      [](const pb::Descriptor& d) {  // TaskPolicy, LeaseLeg and TaskLink are parts of events
+        return d.name() == "TaskPolicy" || d.name() == "LeaseLeg" || d.name() == "TaskLink" ? std::string() : d.name();
       },
       [](const pb::FieldDescriptor& f) { return f.options().GetExtension(events::required); });
   return *kTable;

@@ -9,6 +9,7 @@
 
 #include "common/time_util.h"
 #include "common/utf8.h"
+#include "statemachine/task_link.h"
 #include "views/html_page.h"
 
 namespace npuprof::views {
@@ -128,6 +129,16 @@ class TraceBuilder {
       }
       const json& result = Field(p, "result");
       if (Field(result, "ssh_commands").is_number_integer()) args["ssh_commands"] = Field(result, "ssh_commands");
+      // The attempt's link figures (statemachine/task_link.h), or why there are none.
+      if (auto link = sm::DecodeTaskLink(type, p); !link.ok()) {
+        args["link_error"] = link.status().message();
+      } else if (link->has_value()) {
+        args["round_trips"] = (*link)->round_trips();
+        args["link_ms"] = (*link)->link_ms();
+        args["link"] = sm::TaskLinkJson(**link);
+      } else {
+        args["round_trips"] = "not recorded";
+      }
       const std::string id = StrField(p, "task_id");
       Close(id, t_us, ok ? "succeeded" : "failed", StrField(p, "worker"), args);
       KeyTaskEvent(id, ok, result, t_us);

@@ -24,8 +24,12 @@
 //     (concurrent attempts of one worker never overlap on a thread). Names
 //     are the task kind plus its role, phase or action, "#N" for attempt
 //     N > 1; args hold task_id, attempt, why it was dispatched (first /
-//     retry / worker_lost / recovery), outcome, error_kind, error and, when
-//     the task's result records it, ssh_commands.
+//     retry / worker_lost / recovery), outcome, error_kind, error, when
+//     the task's result records it, ssh_commands, and for an answered
+//     attempt its link figures (statemachine/task_link.h): round_trips,
+//     link_ms and every figure under link; "not recorded" as round_trips
+//     for an event written before they were, link_error for figures that
+//     do not decode.
 //   pid 2 "attempts without a worker": attempts that ended without a worker
 //     being known (abandoned, re-dispatched after a restart, still open).
 //   pid 1000 "HBM (msprof npu_mem)": one counter track per device

@@ -16,6 +16,7 @@
 #include "common/socket_security.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
+#include "proto/task_link_field.h"
 #include "proto/wire.h"
 #include "statemachine/task_schema.h"
 #include "workers/fault_injection.h"
@@ -153,8 +154,8 @@ struct WorkerRuntime::Impl {
     Running* r = job.run;
     const TaskHandler& handler = job.handler;
     {
-      // Measurement only (docs/PERFORMANCE.md): the SSH work of this task
-      // (on this thread and the sessions it creates), logged when it ends.
+      // The SSH work of this attempt (on this thread and the sessions it
+      // creates): sent with its answer (TaskResult.link) and logged.
       ssh::SshStatsScope ssh_scope;
       const auto started = std::chrono::steady_clock::now();
       TaskOutcome out;
@@ -199,7 +200,20 @@ struct WorkerRuntime::Impl {
         b->set_name(ToValidUtf8(name));
         b->set_data(data);
       }
-      FitResultToMessageCap(res);  // the broker would drop a larger frame
+      // The attempt's link figures (ssh_stats.h): recorded with its answer.
+      const ssh::SshStats link = ssh_scope.totals();
+      events::TaskLink l;
+      l.set_round_trips(link.round_trips);
+      l.set_commands(link.commands);
+      l.set_sftp_ops(link.sftp_ops);
+      l.set_http_requests(link.forward_channels);
+      l.set_channel_opens(link.exec_channels + link.shell_channels + link.forward_channels + link.sftp_sessions);
+      l.set_handshakes(link.handshakes);
+      l.set_bytes_out(link.wire_out);
+      l.set_bytes_in(link.wire_in);
+      l.set_link_ms(link.busy_us / 1000);
+      FitResultToMessageCap(res);  // the broker would drop a larger frame (the figures are some 40 bytes)
+      wire::WriteTaskLinkField(*res, l);
       if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), res->error_kind(), res->error());
       if (spdlog::should_log(spdlog::level::info)) {  // the arguments cost a format and a stats walk
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);

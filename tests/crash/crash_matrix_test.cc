@@ -113,7 +113,7 @@ const std::set<std::string>& DroppedKeys() {
       // trips; the machines measured are compared) and when it was taken.
       "offset_ms", "uncertainty_ms", "rtt_ms", "samples", "measured_at_ms",
       // multi-node: the RPC port the head's launch picked (like "port")
-      "dp_rpc_port"};
+      "dp_rpc_port", "tasks", "link_total"};  // show's per-attempt link figures (a crash adds attempts)
   return keys;
 }
 

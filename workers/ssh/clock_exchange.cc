@@ -148,6 +148,7 @@ Result<std::vector<ClockSample>> SshSession::ClockExchange(int samples, std::chr
   ssh_channel_send_eof(ch);  // the loop ends at EOF; the guard closes the channel
   Note(internal::Stat::kPayloadIn, static_cast<int64_t>(out.size()));
   Note(internal::Stat::kPayloadOut, samples);
+  Note(internal::Stat::kRoundTrips, samples);  // one reply per sample (the ready line follows the exec unasked)
   spdlog::debug("ssh: clock exchange on {}: {} samples by {}", target_.Endpoint(), samples, ClockMethodName(method));
   return got;
 }

@@ -156,6 +156,7 @@ std::optional<Result<ExecResult>> SshSession::ExecInShellLocked(const std::strin
   }
   commands_.fetch_add(1);
   Note(internal::Stat::kCommands);
+  Note(internal::Stat::kRoundTrips);  // the frame out, its end markers back
 
   ExecResult out;
   OutputCap out_cap(output_cap), err_cap(output_cap);  // keep >= MaxMarkerSize at the end

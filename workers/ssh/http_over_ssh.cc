@@ -231,6 +231,7 @@ Result<ssh_channel_struct*> SshSession::OpenForwardLocked(const HttpRequest& req
     if (ch != nullptr && ssh_channel_open_forward(ch, req.remote_host.c_str(), req.remote_port,
                                                   "127.0.0.1", 0) == SSH_OK) {
       Note(internal::Stat::kForwardChannels);
+      Note(internal::Stat::kRoundTrips, 2);  // the open's confirmation, then the request's response
       return ch;
     }
     std::string err = LibError();

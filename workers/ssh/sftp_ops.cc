@@ -52,6 +52,7 @@ Result<sftp_session_struct*> SshSession::SftpLocked() {
   if (opened && sftp_init(sftp) == SSH_OK) {
     sftp_ = sftp;
     Note(internal::Stat::kSftpSessions);
+    Note(internal::Stat::kRoundTrips, kSftpStartRoundTrips);
     return sftp_;
   }
   std::string err = LibError();
@@ -80,6 +81,7 @@ bool SshSession::SubsystemRefusedLocked() {
   if (ch == nullptr) return false;
   internal::ChannelGuard guard(ch);
   if (ssh_channel_open_session(ch) != SSH_OK) return false;  // no channel at all: not a refusal
+  Note(internal::Stat::kRoundTrips, 2);  // the open, the subsystem request
   return ssh_channel_request_subsystem(ch, "sftp") != SSH_OK && AliveLocked();
 }
 
@@ -197,6 +199,7 @@ std::optional<Status> SshSession::FullDiskLocked(const std::string& path, uint64
 Result<std::string> SshSession::SftpReadLocked(sftp_session sftp, const std::string& path,
                                                uint64_t offset, uint64_t max_bytes) {
   FilePtr f(sftp_open(sftp, path.c_str(), O_RDONLY, 0));
+  Note(internal::Stat::kRoundTrips, f ? 2 : 1);  // the open (and the close when f goes)
   if (!f) return SftpError("open", path);
   if (offset > 0 && sftp_seek64(f.get(), offset) != 0) return SftpError("seek", path);
   std::string out;
@@ -204,6 +207,7 @@ Result<std::string> SshSession::SftpReadLocked(sftp_session sftp, const std::str
   while (out.size() < max_bytes) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, max_bytes - out.size()));
     ssize_t n = sftp_read(f.get(), buf, want);
+    Note(internal::Stat::kRoundTrips);
     if (n < 0) return SftpError("read", path);
     if (n == 0) break;  // EOF
     out.append(buf, static_cast<size_t>(n));
@@ -214,17 +218,21 @@ Result<std::string> SshSession::SftpReadLocked(sftp_session sftp, const std::str
 
 Result<std::vector<DirEntry>> SshSession::SftpListLocked(sftp_session sftp, const std::string& path) {
   sftp_dir dir = sftp_opendir(sftp, path.c_str());
+  Note(internal::Stat::kRoundTrips);
   if (dir == nullptr) return SftpError("opendir", path);
   std::vector<DirEntry> out;
+  int64_t names = 0;  // every name the server sent, "." and ".." included
   while (true) {
     AttrPtr a(sftp_readdir(sftp, dir));
     if (!a) break;
+    ++names;
     std::string name = a->name != nullptr ? a->name : "";
     if (name == "." || name == "..") continue;
     out.push_back({name, a->size, a->type == SSH_FILEXFER_TYPE_DIRECTORY});
   }
   bool clean_eof = sftp_dir_eof(dir) != 0;
   sftp_closedir(dir);
+  Note(internal::Stat::kRoundTrips, SftpListRoundTrips(names) - 1);  // the opendir is counted
   if (!clean_eof) return SftpError("readdir", path);
   std::sort(out.begin(), out.end(),
             [](const DirEntry& x, const DirEntry& y) { return x.name < y.name; });
@@ -233,6 +241,7 @@ Result<std::vector<DirEntry>> SshSession::SftpListLocked(sftp_session sftp, cons
 
 Result<FileStat> SshSession::SftpStatLocked(sftp_session sftp, const std::string& path) {
   AttrPtr a(sftp_stat(sftp, path.c_str()));
+  Note(internal::Stat::kRoundTrips);
   if (!a) return SftpError("stat", path);
   FileStat st;
   st.size = a->size;
@@ -251,25 +260,33 @@ Status SshSession::SftpWriteLocked(sftp_session sftp, const std::string& path, s
                                    uint32_t mode) {
   const std::string tmp = file_over_exec::TempPathFor(path, NewNonce());
   FilePtr f(sftp_open(sftp, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600));
+  Note(internal::Stat::kRoundTrips);
   if (!f) return SftpError("create", tmp);
   auto fail = [&](const char* op) {
     Status s = SftpError(op, tmp);
-    if (AliveLocked()) sftp_unlink(sftp, tmp.c_str());
+    if (AliveLocked()) {
+      sftp_unlink(sftp, tmp.c_str());
+      Note(internal::Stat::kRoundTrips);
+    }
     return s;
   };
   size_t off = 0;
   while (off < data.size()) {
     size_t n = std::min(kChunk, data.size() - off);
     ssize_t w = sftp_write(f.get(), data.data() + off, n);
+    Note(internal::Stat::kRoundTrips);
     if (w < 0) {
       f.reset();
+      Note(internal::Stat::kRoundTrips);  // the close
       return fail("write");
     }
     off += static_cast<size_t>(w);
     Note(internal::Stat::kPayloadOut, w);
   }
+  Note(internal::Stat::kRoundTrips, 2);  // the close, the chmod
   if (sftp_close(f.release()) != SSH_NO_ERROR) return fail("close");
   if (sftp_chmod(sftp, tmp.c_str(), static_cast<mode_t>(mode)) != 0) return fail("chmod");
+  Note(internal::Stat::kRoundTrips);
   if (sftp_rename(sftp, tmp.c_str(), path.c_str()) == 0) return Status::Ok();
   if (!AliveLocked()) return SftpError("rename", path);
   return RenameOverExecLocked(tmp, path);

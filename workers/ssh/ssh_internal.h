@@ -72,6 +72,7 @@ enum class Stat {
   kPayloadIn,
   kWireOut,
   kWireIn,
+  kRoundTrips,
   kBusyUs,
   kCount
 };
@@ -80,6 +81,13 @@ enum class Stat {
 void Count(Stat what, int64_t n, StatsSink* fallback);
 // The calling thread's SshStatsScope sink (null when none).
 std::shared_ptr<StatsSink> CurrentSink();
+// A session lent to one caller alone (SshPool::Acquire): the work of a
+// thread without a scope on it goes to `sink` (the borrower's scope) until
+// Unlent, instead of to its creator's. Count's `fallback` for such work:
+// SessionSink(session, the creator's sink).
+void LentTo(const void* session, std::shared_ptr<StatsSink> sink);
+void Unlent(const void* session);
+StatsSink* SessionSink(const void* session, StatsSink* creator);
 // TCP bytes sent (acked) and received on socket fd so far (TCP_INFO).
 bool TcpBytes(int fd, uint64_t* sent, uint64_t* received);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workers/ssh/ssh_internal.h"
+
 namespace npuprof::ssh {
 
 SshPool::Key SshPool::KeyOf(const SshTarget& target) {
@@ -37,8 +39,10 @@ std::shared_ptr<SshSession> SshPool::Acquire(const SshTarget& target) {
     }
   }
   // The caller's pointer shares no count with the pool's: dropping it gives
-  // the session back.
+  // the session back. Until then its work counts to the caller's task, also
+  // from a helper thread of the caller (ssh_stats.h).
   SshSession* raw = s.get();
+  internal::LentTo(raw, internal::CurrentSink());
   return std::shared_ptr<SshSession>(raw, [this, key](SshSession* p) { GiveBack(key, p); });
 }
 
@@ -49,6 +53,7 @@ void SshPool::GiveBack(const Key& key, const SshSession* session) {
   auto it = std::find_if(list.begin(), list.end(), [&](const Entry& e) { return e.session.get() == session; });
   if (it == list.end()) return;
   it->lent = false;
+  internal::Unlent(session);
   const auto idle = std::count_if(list.begin(), list.end(), [](const Entry& e) { return !e.lent; });
   if (idle > static_cast<long>(kMaxIdle) + 1 && it != list.begin()) {
     closing = std::move(it->session);

@@ -67,7 +67,9 @@ SshErrorKind ErrorKindOf(const Status& s) {
 SshSession::SshSession(SshTarget target)
     : target_(std::move(target)), creator_sink_(internal::CurrentSink()) {}
 
-void SshSession::Note(internal::Stat what, int64_t n) { internal::Count(what, n, creator_sink_.get()); }
+void SshSession::Note(internal::Stat what, int64_t n) {
+  internal::Count(what, n, internal::SessionSink(this, creator_sink_.get()));
+}
 
 SshSession::~SshSession() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -196,6 +198,7 @@ Status SshSession::ConnectLocked() {
   }
   handshakes_.fetch_add(1);
   Note(internal::Stat::kHandshakes);
+  Note(internal::Stat::kRoundTrips, kConnectRoundTrips);
   Status s = VerifyHostKeyLocked();
   if (s.ok()) s = AuthenticateLocked();
   if (!s.ok()) {
@@ -279,6 +282,7 @@ Status SshSession::AuthenticateLocked() {
   }
   int rc = ssh_userauth_publickey(session_, nullptr, key);
   ssh_key_free(key);
+  Note(internal::Stat::kRoundTrips, kAuthRoundTrips);
   if (rc != SSH_AUTH_SUCCESS) {
     return Fail(SshErrorKind::kAuthFailed, Code::kPermissionDenied,
                 fmt::format("public key '{}' was rejected by {}; check that its .pub is in the "
@@ -298,6 +302,7 @@ Result<ssh_channel_struct*> SshSession::OpenExecChannelLocked(const std::string&
     ssh_channel ch = ssh_channel_new(session_);
     if (ch != nullptr && ssh_channel_open_session(ch) == SSH_OK &&
         ssh_channel_request_exec(ch, command.c_str()) == SSH_OK) {
+      Note(internal::Stat::kRoundTrips, 2);  // the open's confirmation, the exec request's reply
       return ch;
     }
     std::string err = LibError();
@@ -353,6 +358,10 @@ Result<ExecResult> SshSession::ExecOnChannelLocked(const std::string& command,
   commands_.fetch_add(1);
   Note(internal::Stat::kCommands);
   Note(internal::Stat::kExecChannels);
+  // With stdin data the command's answer waits for the data, sent once the
+  // exec request was answered: one more round trip. Without, its output
+  // follows the exec request's reply unasked.
+  if (!stdin_data.empty()) Note(internal::Stat::kRoundTrips);
   internal::ChannelGuard guard(ch);
 
   ExecResult out;

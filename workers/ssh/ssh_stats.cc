@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <iterator>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -25,7 +27,8 @@ std::atomic<int64_t> g_process[kNumStats];
 constexpr int64_t SshStats::*kFields[] = {
     &SshStats::handshakes,  &SshStats::commands,    &SshStats::exec_channels, &SshStats::shell_channels,
     &SshStats::forward_channels, &SshStats::sftp_sessions, &SshStats::sftp_ops, &SshStats::payload_out,
-    &SshStats::payload_in,  &SshStats::wire_out,    &SshStats::wire_in,       &SshStats::busy_us,
+    &SshStats::payload_in,  &SshStats::wire_out,    &SshStats::wire_in,       &SshStats::round_trips,
+    &SshStats::busy_us,
 };
 static_assert(std::size(kFields) == kNumStats, "one SshStats field per Stat, in Stat order");
 static_assert(static_cast<int>(Stat::kHandshakes) == 0 && static_cast<int>(Stat::kBusyUs) == kNumStats - 1);
@@ -83,12 +86,38 @@ SshStats SshStatsScope::totals() const {
 std::string FormatSshStats(const SshStats& s) {
   return fmt::format(
       "handshakes={} exec={} exec_channels={} shells={} fwd={} sftp_sessions={} sftp_ops={} payload_out={} payload_in={} wire_out={} "
-      "wire_in={} ssh_ms={}",
+      "wire_in={} round_trips={} ssh_ms={}",
       s.handshakes, s.commands, s.exec_channels, s.shell_channels, s.forward_channels, s.sftp_sessions, s.sftp_ops, s.payload_out,
-      s.payload_in, s.wire_out, s.wire_in, s.busy_us / 1000);
+      s.payload_in, s.wire_out, s.wire_in, s.round_trips, s.busy_us / 1000);
 }
 
 namespace internal {
+
+namespace {
+std::mutex g_lent_mu;
+std::map<const void*, std::shared_ptr<StatsSink>>& Lent() {
+  static auto* m = new std::map<const void*, std::shared_ptr<StatsSink>>();
+  return *m;
+}
+}  // namespace
+
+void LentTo(const void* session, std::shared_ptr<StatsSink> sink) {
+  std::lock_guard<std::mutex> lock(g_lent_mu);
+  if (sink) Lent()[session] = std::move(sink);
+  else Lent().erase(session);
+}
+
+void Unlent(const void* session) {
+  std::lock_guard<std::mutex> lock(g_lent_mu);
+  Lent().erase(session);
+}
+
+StatsSink* SessionSink(const void* session, StatsSink* creator) {
+  if (t_sink) return creator;  // Count uses the thread's scope anyway
+  std::lock_guard<std::mutex> lock(g_lent_mu);
+  auto it = Lent().find(session);
+  return it == Lent().end() ? creator : it->second.get();  // the borrower's scope outlives its loan
+}
 
 void Count(Stat what, int64_t n, StatsSink* fallback) {
   const int i = static_cast<int>(what);
