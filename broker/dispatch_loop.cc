@@ -12,7 +12,6 @@
 #include "common/json_depth.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
-#include "proto/task_link_field.h"
 #include "proto/wire.h"
 #include "statemachine/device_ids.h"
 #include "statemachine/event_types.h"
@@ -222,11 +221,7 @@ void Broker::HandleWorker(const std::string& identity, const std::string& body) 
     }
     in.worker = w->worker_id;
     // The attempt's link figures as the event records them (task_link.h); an older worker sends none.
-    if (auto link = wire::ReadTaskLinkField(r); !link.ok())
-      spdlog::warn("task {} from worker {}: {}; the attempt is recorded without link figures",
-                   ToValidUtf8(TruncateUtf8(r.task_id(), 80)), ToValidUtf8(w->worker_id), link.status().message());
-    else if (link->has_value())
-      in.link = sm::TaskLinkJson(**link);
+    if (r.has_link()) in.link = sm::TaskLinkJson(r.link());
     StoreEvidence(r, in);
     (void)DecideAndStage(r.run_id(), in);
     // A host key accepted under accept-new is recorded in the inventory

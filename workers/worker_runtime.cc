@@ -16,7 +16,6 @@
 #include "common/socket_security.h"
 #include "common/time_util.h"
 #include "common/utf8.h"
-#include "proto/task_link_field.h"
 #include "proto/wire.h"
 #include "statemachine/task_schema.h"
 #include "workers/fault_injection.h"
@@ -213,7 +212,7 @@ struct WorkerRuntime::Impl {
       l.set_bytes_in(link.wire_in);
       l.set_link_ms(link.busy_us / 1000);
       FitResultToMessageCap(res);  // the broker would drop a larger frame (the figures are some 40 bytes)
-      wire::WriteTaskLinkField(*res, l);
+      *res->mutable_link() = l;
       if (!out.ok) spdlog::warn("task {} attempt {} failed: {}: {}", task.task_id(), task.attempt(), res->error_kind(), res->error());
       if (spdlog::should_log(spdlog::level::info)) {  // the arguments cost a format and a stats walk
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
