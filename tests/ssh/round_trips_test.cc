@@ -122,13 +122,17 @@ TEST_F(RoundTripsVsRelayTest, EachCallCountsTheTurnsTheLinkSees) {
     ASSERT_FALSE(HasFatalFailure()) << step.name;
     std::printf("%-28s counted %3lld  relay turns %3lld\n", step.name, static_cast<long long>(c), static_cast<long long>(t));
     EXPECT_GE(c, 1) << step.name;
-    EXPECT_LE(c, t) << step.name << ": counted " << c << ", the relay saw " << t;
+    // A handshake's first exchanges may merge on the wire (the client sends
+    // its version line and its KEXINIT without waiting for the server's,
+    // when the server's banner comes late): the relay then sees one turn fewer.
+    const int64_t merged = std::string_view(step.name).rfind("connect", 0) == 0 ? 1 : 0;
+    EXPECT_LE(c, t + merged) << step.name << ": counted " << c << ", the relay saw " << t;
     EXPECT_LE(t - c, 2) << step.name << ": counted " << c << ", the relay saw " << t;
     counted += c;
     turns += t;
   }
   std::printf("%-28s counted %3lld  relay turns %3lld\n", "total", static_cast<long long>(counted), static_cast<long long>(turns));
-  EXPECT_LE(counted, turns);
+  EXPECT_LE(counted, turns + 2);  // the two handshakes
   EXPECT_GE(static_cast<double>(counted), 0.9 * static_cast<double>(turns)) << "counted " << counted << ", the relay saw " << turns;
 }
 
