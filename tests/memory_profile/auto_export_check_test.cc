@@ -20,10 +20,7 @@ namespace fs = std::filesystem;
 using ssh::testing::RunLocalArgv;
 using TempDir = npuprof::testing::TempDir;
 
-void Write(const std::string& path, const std::string& body) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << body;
-}
+void Write(const std::string& path, const std::string& body) { npuprof::testing::WriteTree(path, body); }
 
 const std::string kRows(200, 'x');  // a CSV with rows (over 100 bytes)
 

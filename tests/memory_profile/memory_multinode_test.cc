@@ -103,6 +103,15 @@ struct MultiMem : KindDriver {
     if (clock == "failed") Answer(kMachineClockTask, "a", false, json::object(), "timeout");
     EXPECT_EQ(PendingAll(kMachineClockTask).size(), clock.empty() ? 1u : 0u) << "measured once";
   }
+  // From the submit through the inference (answered) and the snapshots after
+  // it, on both nodes: the headless node's check is pending.
+  void ToAfterInference() {
+    ToReady();
+    Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
+    Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
+    Answer(kMemInferTask, "a", true, {{"ok", true}});
+    Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  }
   // From after_ready to the collection (every step answered on both nodes).
   void ToCollection() {
     Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
@@ -356,11 +365,7 @@ TEST(MemoryMultiNode, ANodeLostDuringTheInferenceIsNamedByItsCheckBeforeTheStop)
 // has found the node's vLLM gone.
 TEST(MemoryMultiNode, ACheckThatFindsOnlyMsprofLeftOnANodeFailsTheRunNamingIt) {
   MultiMem r;
-  r.ToReady();
-  r.Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
-  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
-  r.Answer(kMemInferTask, "a", true, {{"ok", true}});
-  r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  r.ToAfterInference();
   r.AnswerCheck("b", true, 1);
   r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}});
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
@@ -372,11 +377,7 @@ TEST(MemoryMultiNode, ACheckThatFindsOnlyMsprofLeftOnANodeFailsTheRunNamingIt) {
 
 TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCannotEndItFailsTheRun) {
   MultiMem r;
-  r.ToReady();
-  r.Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
-  r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
-  r.Answer(kMemInferTask, "a", true, {{"ok", true}});
-  r.Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
+  r.ToAfterInference();
   r.AnswerCheck("b", true);
   r.Answer(kServiceStopTask, "b", false, json::object(), "still_running");
   // The forced stop comes once the stop step's other answers are in.

@@ -15,14 +15,17 @@ namespace {
 
 TEST(MessageCap, OversizedMessagesAreReportedNotLost) {
   NpuprofHarness h;
-  h.SetServerEnv({{"NPUPROF_MAX_MESSAGE_BYTES", "4096"}});  // the server and its local workers
+  // The server and its local workers: under the probe's result (its
+  // npu-smi text rides along as evidence, about 7 KiB in all) and over the
+  // answers of `show` (with its per-task table, about 4 KiB).
+  h.SetServerEnv({{"NPUPROF_MAX_MESSAGE_BYTES", "6144"}});
   ASSERT_TRUE(h.Start().ok());
   CliResult submit = h.Cli({"submit", "probe", "--machine", "sim1"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const std::string run_id = submit.json().value("run_id", "");
   ASSERT_FALSE(run_id.empty()) << submit.out;
 
-  // The probe's result carries npu-smi's whole output: over 4096 bytes.
+  // The probe's result carries npu-smi's whole output: over 6144 bytes.
   nlohmann::json shown;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -34,7 +37,7 @@ TEST(MessageCap, OversizedMessagesAreReportedNotLost) {
   EXPECT_EQ(shown.value("status", ""), "failed") << shown.dump();
   const std::string error = shown.value("error", "");
   EXPECT_NE(error.find("result_too_large"), std::string::npos) << shown.dump();
-  EXPECT_NE(error.find("over the 4096 bytes message cap"), std::string::npos) << shown.dump();
+  EXPECT_NE(error.find("over the 6144 bytes message cap"), std::string::npos) << shown.dump();
   EXPECT_NE(error.find("npu_smi_info.txt"), std::string::npos) << shown.dump();
 
   // An answer over the cap: two machines whose env script paths take most
@@ -42,12 +45,12 @@ TEST(MessageCap, OversizedMessagesAreReportedNotLost) {
   for (const std::string name : {"big1", "big2"}) {
     CliResult add = h.Cli({"machine", "add", name, "--host", "127.0.0.1", "--user", h.sshd().user(), "--identity",
                            h.sshd().identity_file(), "--known-hosts", h.sshd().known_hosts_file(), "--env-script",
-                           "/" + std::string(2000, 'e')});
+                           "/" + std::string(3000, 'e')});
     ASSERT_EQ(add.exit_code, 0) << add.err;
   }
   CliResult list = h.Cli({"machine", "list"}, 30);
   EXPECT_EQ(list.exit_code, 2) << list.out.size();
-  EXPECT_NE(list.err.find("over the 4096 bytes message cap"), std::string::npos) << list.err;
+  EXPECT_NE(list.err.find("over the 6144 bytes message cap"), std::string::npos) << list.err;
   EXPECT_FALSE(list.timed_out);
 
   // A client with a small cap refuses to send a larger request.

@@ -23,10 +23,7 @@ using ssh::testing::RunLocalArgv;
 
 using TempDir = npuprof::testing::TempDir;
 
-void Write(const std::string& path, const std::string& body) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << body;
-}
+void Write(const std::string& path, const std::string& body) { npuprof::testing::WriteTree(path, body); }
 
 TorchFlushPoll PollTorch(const std::string& root) {
   auto r = RunLocalArgv(TorchFlushPollArgv(root), "");
