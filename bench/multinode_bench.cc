@@ -15,8 +15,17 @@
 // --spans every task's span (scheduled -> ended, ms since RunSubmitted) with
 // the machine it ran on: where the time goes.
 //
-// Usage: npuprof_bench_multinode [--runs N] [--spans] [--json FILE]
+// On one machine every simulated host shares the same cores, which separate
+// hosts would not: a 2-node run simulates twice the processes of a 1-node
+// run. --core-per-host models separate hosts: each node's sshd (and so every
+// process npuprof starts on that node) is pinned to a core of its own (node
+// i to core i mod the cores this process may use), in the 1-node run as in
+// the 2-node run; npuprof's own processes stay unpinned.
+//
+// Usage: npuprof_bench_multinode [--runs N] [--spans] [--core-per-host] [--json FILE]
 // Figures and the exact command: docs/PERFORMANCE.md "Multi-node".
+#include <sched.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -30,6 +39,7 @@ namespace {
 struct Options {
   int runs = 3;
   bool spans = false;
+  bool core_per_host = false;
   std::string json_out;
 };
 
@@ -38,6 +48,8 @@ Options Parse(int argc, char** argv) {
   CLI::App app("2-node vs 1-node torch-profile wall time, reference target delays");
   app.add_option("--runs", o.runs, "runs per shape (default 3)")->check(CLI::Range(1, 50));
   app.add_flag("--spans", o.spans, "print every task's span per run (where the time goes)");
+  app.add_flag("--core-per-host", o.core_per_host,
+               "pin each simulated host to a core of its own (separate hosts on one machine)");
   app.add_option("--json", o.json_out, "write the figures as JSON here");
   ParseOrExit(app, argc, argv);
   return o;
@@ -60,9 +72,32 @@ std::vector<std::string> TorchArgs(const std::vector<std::string>& where, const 
   return a;
 }
 
+// Pins the node's sshd, and with it every process later started through it,
+// to the index-th core of this process's affinity set.
+Status PinHost(testing::NpuprofHarness& h, const std::string& node, int index) {
+  testing::SshdFixture* sshd = h.NodeSshd(node);
+  if (sshd == nullptr || sshd->sshd_pid() <= 0) return Status::Internal("no sshd for node " + node);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return Status::Internal("sched_getaffinity failed");
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) cores.push_back(c);
+  if (cores.empty()) return Status::Internal("no core to pin to");
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cores[static_cast<size_t>(index) % cores.size()], &one);
+  if (sched_setaffinity(sshd->sshd_pid(), sizeof(one), &one) != 0)
+    return Status::Internal("sched_setaffinity of node " + node + "'s sshd failed");
+  std::fprintf(stderr, "# node %s: sshd %d pinned to core %d\n", node.c_str(), static_cast<int>(sshd->sshd_pid()),
+               cores[static_cast<size_t>(index) % cores.size()]);
+  return Status::Ok();
+}
+
 struct Span {
   std::string kind, machine;
   int64_t start = -1, end = -1;
+  json link;  // the task's recorded round trips (TaskSucceeded/TaskFailed "link"), when recorded
 };
 
 struct Row {
@@ -93,8 +128,10 @@ void FromEvents(const json& events, Row& row) {
       by_task[task] = s;
       order.push_back(task);
     }
-    if ((type == "TaskSucceeded" || type == "TaskFailed" || type == "TaskAbandoned") && by_task.count(task))
+    if ((type == "TaskSucceeded" || type == "TaskFailed" || type == "TaskAbandoned") && by_task.count(task)) {
       by_task[task].end = t;
+      if (p.contains("link") && p["link"].is_object()) by_task[task].link = p["link"];
+    }
   }
   if (t0 >= 0 && t1 >= t0) row.server_s = static_cast<double>(t1 - t0) / 1000.0;
   for (const auto& id : order) {
@@ -113,13 +150,17 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "harness: %s\n", s.ToString().c_str());
     return 1;
   }
+  int index = 0;
   for (const char* n : {"n0", "n1"}) {
     std::vector<std::string> args = ReferenceDelays();
     args.insert(args.end(), {"--devices", "2"});
-    if (Status s = h.AddNode(n, args); !s.ok()) {
+    Status s = h.AddNode(n, args);
+    if (s.ok() && opt.core_per_host) s = PinHost(h, n, index);
+    if (!s.ok()) {
       std::fprintf(stderr, "node %s: %s\n", n, s.ToString().c_str());
       return 1;
     }
+    ++index;
   }
   const std::string model = h.MakeModel({"--kind", "dense", "--layers", "4"});
   if (model.empty()) {
@@ -149,8 +190,13 @@ int Main(int argc, char** argv) {
                    row.status.c_str(), row.client_s, row.server_s);
       if (opt.spans)
         for (const auto& s : row.spans)
-          std::fprintf(stderr, "    %7lld - %7lld ms  %-34s %s\n", static_cast<long long>(s.start),
-                       static_cast<long long>(s.end), s.kind.c_str(), s.machine.c_str());
+          std::fprintf(stderr, "    %7lld - %7lld ms  %-34s %-4s %s\n", static_cast<long long>(s.start),
+                       static_cast<long long>(s.end), s.kind.c_str(), s.machine.c_str(),
+                       s.link.is_object() ? fmt::format("rt {} link_ms {} handshakes {}",
+                                                        s.link.value("round_trips", 0), s.link.value("link_ms", 0),
+                                                        s.link.value("handshakes", 0))
+                                                .c_str()
+                                          : "");
       rows.push_back(std::move(row));
     }
   h.Stop();
@@ -165,8 +211,8 @@ int Main(int argc, char** argv) {
   }
   const double one = Median(server["1-node"]), two = Median(server["2-node"]);
   const double ratio = one > 0 ? two / one : 0;
-  std::printf("torch-profile, tp 2 per node, reference target delays; load %s -> %s\n", load_before.c_str(),
-              load_after.c_str());
+  std::printf("torch-profile, tp 2 per node, reference target delays%s; load %s -> %s\n",
+              opt.core_per_host ? ", a core per simulated host" : "", load_before.c_str(), load_after.c_str());
   std::printf("%-8s %5s %12s %12s   %s\n", "shape", "runs", "server_med_s", "client_med_s", "server_s of each run");
   for (const std::string shape : {"1-node", "2-node"}) {
     std::string each;
@@ -178,7 +224,8 @@ int Main(int argc, char** argv) {
   std::printf("2-node / 1-node = %.3f (goal <= 1.10): %s%s\n", ratio, met ? "met" : "missed",
               all_ok ? "" : " (a run did not end ok)");
   if (!opt.json_out.empty()) {
-    json out = {{"load_before", load_before}, {"load_after", load_after}, {"ratio", ratio}, {"goal_met", met},
+    json out = {{"load_before", load_before}, {"load_after", load_after}, {"core_per_host", opt.core_per_host},
+                {"ratio", ratio}, {"goal_met", met},
                 {"runs", json::array()}};
     for (const auto& r : rows)
       out["runs"].push_back({{"shape", r.shape}, {"run_id", r.run_id}, {"status", r.status},
