@@ -5,8 +5,11 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "parsers/vllm_log_parser.h"
+#include "workers/handlers/log_tails.h"
+#include "workers/ssh/shell_quote.h"
 #include "statemachine/service_spec.h"
 
 namespace npuprof::workers::service {
@@ -131,12 +134,33 @@ Result<std::string> ReadTail(ssh::SshSession& session, const std::string& path, 
   return session.ReadFile(path, off, max_bytes);
 }
 
+namespace {
+
+// The service's stderr.log and stdout.log tails: one remote command
+// (log_tails.h); where that cannot be used, each file read on its own.
+std::pair<std::string, std::string> ServiceLogTails(ssh::SshSession& session, const std::string& rt) {
+  constexpr uint64_t kMax = 1 << 20;
+  const std::vector<std::string> paths = {rt + "/stderr.log", rt + "/stdout.log"};
+  auto r = session.Exec(ssh::BuildCommand(LogTailsArgv(kMax, paths)), std::chrono::seconds(30), {},
+                        LogTailsOutputCap(kMax, paths.size()));
+  if (r.ok() && r->exit_status == 0 && !r->stdout_omitted) {
+    auto tails = ParseLogTails(r->stdout_data, paths.size(), kMax);
+    if (tails.ok()) return {(*tails)[0], (*tails)[1]};
+    spdlog::debug("log tails in {}: {}; reading the files one by one", rt, tails.status().ToString());
+  } else {
+    spdlog::debug("log tails in {}: {}; reading the files one by one", rt,
+                  r.ok() ? ExitText(*r) + ": " + TailLines(r->stderr_data, 2) : r.status().ToString());
+  }
+  auto err = ReadTail(session, paths[0], kMax);
+  auto std_out = ReadTail(session, paths[1], kMax);
+  return {err.ok() ? *err : "", std_out.ok() ? *std_out : ""};
+}
+
+}  // namespace
+
 json Diagnostics(ssh::SshSession& session, const std::string& rt, TaskOutcome& out) {
   json d = json::object();
-  auto err = ReadTail(session, rt + "/stderr.log", 1 << 20);
-  auto std_out = ReadTail(session, rt + "/stdout.log", 1 << 20);
-  const std::string e = err.ok() ? *err : "";
-  const std::string o = std_out.ok() ? *std_out : "";
+  const auto [e, o] = ServiceLogTails(session, rt);
   if (!e.empty()) out.blobs.emplace_back("stderr.log", e);
   if (!o.empty()) out.blobs.emplace_back("stdout.log", o);
   d["stderr_tail"] = TailLines(e, 30);
