@@ -22,6 +22,7 @@
 // attempt of the launch started anything: it is the first attempt and failed
 // before its start command, or it saw no <runtime>/.started marker.
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -32,6 +33,7 @@
 #include "workers/handlers/launch_record.h"
 #include "workers/handlers/service_common.h"
 #include "workers/handlers/service_handlers.h"
+#include "workers/ssh/shell_quote.h"
 
 namespace npuprof::workers::service {
 
@@ -117,10 +119,21 @@ Result<json> ReadRecord(Call& c, const std::string& rt) {
   return DecodeLaunchRecord(rt, *text);
 }
 
-// Writes the launch record (0600) unless one exists; returns the record in force.
+// Writes the launch record (0600) unless one exists; returns the record in
+// force. One remote command when the record fits in an argument; file
+// operations otherwise, or when that command fails (they name the cause:
+// a full disk, a refusal).
 Result<json> PublishRecord(Call& c, const std::string& rt, const json& rec, uint32_t attempt) {
+  const std::string text = rec.dump(2) + "\n";
+  if (text.size() <= kMaxInlineFileBytes) {
+    auto r = c.session->Exec(ssh::BuildCommand(PublishRecordArgv(rt, attempt, text, kMaxLaunchRecordBytes + 1)),
+                             std::chrono::seconds(30), {}, kMaxLaunchRecordBytes + 4096);
+    if (r.ok() && r->exit_status == 0 && r->stdout_omitted == 0) return DecodeLaunchRecord(rt, r->stdout_data);
+    spdlog::debug("publishing {}/launch.json in one command: {}; using file operations", rt,
+                  r.ok() ? ExitText(*r) : r.status().ToString());
+  }
   const std::string tmp = fmt::format("{}/launch.json.tmp-{}", rt, attempt);
-  if (Status s = c.session->WriteFile(tmp, rec.dump(2) + "\n", 0600); !s.ok()) return s;
+  if (Status s = c.session->WriteFile(tmp, text, 0600); !s.ok()) return s;
   auto pub = RunRemote(*c.session, PublishOnceArgv(tmp, rt + "/launch.json"), std::chrono::seconds(30));
   if (!pub.ok()) return pub.status();
   if (pub->exit_status != 0)
@@ -230,7 +243,10 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
       return before_start(TaskOutcome::Failure("corrupt_runtime", st.message(), false));
   }
 
-  // Scripts are a pure function of the record; written only before the start.
+  // Scripts are a pure function of the record; written only before the
+  // start: by the start command itself when they fit in its arguments, else
+  // (or when it could not write them) with file operations first.
+  std::string serve_text, start_text;
   if (nothing_started) {
     json script_rec = rec;
     script_rec["runtime_dir"] = rt;
@@ -238,7 +254,12 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     auto start_sh = StartScript(script_rec);
     if (!serve_sh.ok()) return before_start(NotStarted("invalid_input", serve_sh.status().message(), false));
     if (!start_sh.ok()) return before_start(NotStarted("invalid_input", start_sh.status().message(), false));
-    for (const auto& [name, text] : {std::pair{"/_serve.sh", &*serve_sh}, std::pair{"/_start.sh", &*start_sh}}) {
+    serve_text = std::move(*serve_sh);
+    start_text = std::move(*start_sh);
+    out.blobs.emplace_back("_serve.sh", serve_text);
+  }
+  auto write_scripts = [&]() -> std::optional<TaskOutcome> {
+    for (const auto& [name, text] : {std::pair{"/_serve.sh", &serve_text}, std::pair{"/_start.sh", &start_text}}) {
       if (Status s = c.session->WriteFile(rt + name, *text, 0700); !s.ok()) {
         // Nothing was started: what this launch wrote goes (a full disk must
         // not keep a launch record a later attempt would adopt).
@@ -246,11 +267,22 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
         return ssh_failure(s);
       }
     }
-    out.blobs.emplace_back("_serve.sh", *serve_sh);
-  }
+    return std::nullopt;
+  };
+  const bool inline_scripts = nothing_started && serve_text.size() <= kMaxInlineFileBytes &&
+                              start_text.size() <= kMaxInlineFileBytes;
+  if (nothing_started && !inline_scripts)
+    if (auto failed = write_scripts()) return *failed;
 
   ctx.progress("starting the service (or adopting a running one)");
-  auto run = RunRemote(*c.session, StartOrAdoptArgv(rt, *marker), std::chrono::seconds(60));
+  auto run = RunRemote(*c.session,
+                       inline_scripts ? WriteScriptsStartOrAdoptArgv(rt, *marker, serve_text, start_text)
+                                      : StartOrAdoptArgv(rt, *marker),
+                       std::chrono::seconds(60));
+  if (inline_scripts && run.ok() && run->exit_status == kScriptsNotWrittenExit) {
+    if (auto failed = write_scripts()) return *failed;
+    run = RunRemote(*c.session, StartOrAdoptArgv(rt, *marker), std::chrono::seconds(60));
+  }
   if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
   std::istringstream words(run->stdout_data);
   std::string how, pid_text, state;

@@ -122,6 +122,20 @@ except OSError as e:
     print(api, "busy:%d" % (e.errno or 0))
 )PY";
 
+// $1 runtime dir, $2 marker, $3 _serve.sh, $4 _start.sh; then kStartOrAdopt.
+constexpr const char* kWriteScripts = R"SH(if [ ! -e "$1/.started" ]; then
+  (umask 077 && printf '%s' "$3" >"$1/_serve.sh" && printf '%s' "$4" >"$1/_start.sh" &&
+   chmod 700 "$1/_serve.sh" "$1/_start.sh") || { echo scripts-not-written >&2; exit 7; }
+fi
+)SH";
+
+// $1 runtime dir, $2 attempt, $3 the record's text, $4 max bytes to print.
+constexpr const char* kPublishRecord = R"SH(t="$1/launch.json.tmp-$2"; f="$1/launch.json"
+(umask 077 && printf '%s' "$3" >"$t") || { rm -f "$t"; exit 5; }
+ln "$t" "$f" 2>/dev/null; rm -f "$t"
+[ -f "$f" ] && [ ! -L "$f" ] || exit 6
+head -c "$4" "$f")SH";
+
 constexpr const char* kPublishOnce = R"SH(ln "$1" "$2" 2>/dev/null; rm -f "$1"; [ -f "$2" ] && [ ! -L "$2" ])SH";
 
 std::vector<std::pair<std::string, std::string>> EnvList(const json& rec) {
@@ -255,6 +269,18 @@ Result<std::string> ServiceMarker(const std::string& runtime_dir) {
 
 std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker) {
   return {"sh", "-c", WithOurs(kStartOrAdopt), "npuprof-start", runtime_dir, marker};
+}
+
+std::vector<std::string> WriteScriptsStartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker,
+                                                      const std::string& serve_sh, const std::string& start_sh) {
+  return {"sh", "-c", WithOurs((std::string(kWriteScripts) + kStartOrAdopt).c_str()), "npuprof-start", runtime_dir,
+          marker, serve_sh, start_sh};
+}
+
+std::vector<std::string> PublishRecordArgv(const std::string& runtime_dir, uint32_t attempt, const std::string& text,
+                                           size_t max_bytes) {
+  return {"sh", "-c", kPublishRecord, "npuprof-publish", runtime_dir, std::to_string(attempt), text,
+          std::to_string(max_bytes)};
 }
 
 std::vector<std::string> GroupStatusArgv(int64_t pid, const std::string& marker, const std::string& runtime_dir) {
