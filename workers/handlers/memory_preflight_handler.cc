@@ -2,7 +2,12 @@
 // torch_npu, and the msprof wrap script written on the target.
 #include <fmt/format.h>
 
+#include <spdlog/spdlog.h>
+
+#include "workers/handlers/preflight_tools.h"
 #include "workers/handlers/service_common.h"
+#include "workers/handlers/service_scripts.h"
+#include "workers/ssh/shell_quote.h"
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
 
@@ -24,6 +29,65 @@ exec msprof --output="$runtime_dir/msprof_data" --sys-hardware-mem=on --sys-hard
                      mem_freq_hz);
 }
 
+namespace {
+
+// The checks one command at a time: for a target where the one command
+// cannot run (no `base64 -w`) or printed what preflight_tools.h does not
+// accept.
+Result<PreflightTools> CheckToolsOneByOne(ssh::SshSession& s) {
+  PreflightTools t;
+  auto which = RunRemote(s, {"sh", "-c", "command -v msprof || which msprof"}, std::chrono::seconds(30));
+  if (!which.ok()) return which.status();
+  if (which->exit_status != 0 || which->stdout_data.empty()) return t;
+  t.msprof_found = true;
+  t.msprof_path = which->stdout_data.substr(0, which->stdout_data.find('\n'));
+  auto help = RunRemote(s, {"msprof", "--help"}, std::chrono::seconds(60));
+  if (!help.ok()) return help.status();
+  t.help_text = help->stdout_data + help->stderr_data;
+  t.help_exit = help->exit_status;
+  for (const char* py : {"python3", "python"}) {
+    auto r = RunRemote(s, {py, "-c", "import sys, torch_npu; print(sys.executable)"}, std::chrono::seconds(120));
+    if (!r.ok()) return r.status();
+    if (r->exit_status == 0) {
+      t.python = r->stdout_data.substr(0, r->stdout_data.find('\n'));
+      break;
+    }
+  }
+  return t;
+}
+
+// msprof, its help and a Python with torch_npu: one command (the env script
+// sourced once), or one by one where that command cannot be used.
+Result<PreflightTools> CheckTools(ssh::SshSession& s, const ssh::SshTarget& target) {
+  auto r = RunRemote(s, PreflightToolsArgv(), std::chrono::seconds(210));
+  if (!r.ok()) return r.status();
+  if (r->exit_status == 0 && r->stdout_omitted == 0) {
+    auto t = ParsePreflightTools(r->stdout_data);
+    if (t.ok()) return t;
+    spdlog::info("preflight on {}: {}; checking the tools one by one", target.Endpoint(), t.status().ToString());
+  } else if (r->timed_out) {
+    return Status::Timeout(fmt::format(
+        "the preflight's tool checks (command -v msprof, msprof --help, a Python importing torch_npu) {}",
+        ExitText(*r)));
+  } else {
+    spdlog::info("preflight on {}: the tool check {} ({}); checking the tools one by one", target.Endpoint(),
+                 ExitText(*r), TailLines(r->stderr_data, 2));
+  }
+  return CheckToolsOneByOne(s);
+}
+
+// Writes a small file in one command (no env script), else with a file
+// operation (which names the cause of a failure).
+Status WriteSmall(ssh::SshSession& s, const std::string& path, const std::string& text) {
+  if (text.size() <= service::kMaxInlineFileBytes) {
+    auto r = s.Exec(ssh::BuildCommand(service::WriteFileArgv(path, text)), std::chrono::seconds(30));
+    if (r.ok() && r->exit_status == 0) return Status::Ok();
+  }
+  return s.WriteFile(path, text, 0700);
+}
+
+}  // namespace
+
 TaskOutcome MemPreflight(const tasks::MemoryPreflight& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
   auto c = mem::Open(p.machine(), tc, &fail);
@@ -31,35 +95,28 @@ TaskOutcome MemPreflight(const tasks::MemoryPreflight& p, const proto::Task&, Ta
   auto& s = *c->session;
   const std::string where = fmt::format("{} (env script '{}')", mem::MachineName(*c), c->target.env_script);
 
-  auto which = RunRemote(s, {"sh", "-c", "command -v msprof || which msprof"}, std::chrono::seconds(30));
-  if (!which.ok()) return OutcomeFromSsh(which.status(), c->target);
-  if (which->exit_status != 0 || which->stdout_data.empty())
+  auto tools = CheckTools(s, c->target);
+  if (!tools.ok()) {
+    if (tools.status().code() == Code::kTimeout && ssh::ErrorKindOf(tools.status()) == ssh::SshErrorKind::kNone)
+      return TaskOutcome::Failure("preflight_timeout",
+                                  fmt::format("{} on {}. Nothing was launched.", tools.status().message(), where), false);
+    return OutcomeFromSsh(tools.status(), c->target);
+  }
+  if (!tools->msprof_found)
     return TaskOutcome::Failure(
         "msprof_missing",
         fmt::format("msprof is not on PATH on {}: install the CANN toolkit, source its set_env.sh (make it the "
                     "machine's env script) so msprof is on PATH, then submit again. Nothing was launched.",
                     where),
         false);
-  std::string msprof_path = which->stdout_data.substr(0, which->stdout_data.find('\n'));
-
-  auto help = RunRemote(s, {"msprof", "--help"}, std::chrono::seconds(60));
-  if (!help.ok()) return OutcomeFromSsh(help.status(), c->target);
-  const std::string help_text = help->stdout_data + help->stderr_data;
+  const std::string msprof_path = tools->msprof_path;
+  const std::string& help_text = tools->help_text;
   if (help_text.find("--output") == std::string::npos && help_text.find("Usage") == std::string::npos)
     return TaskOutcome::Failure("msprof_broken",
-                                fmt::format("`msprof --help` on {} did not print the msprof usage ({}): {}", where,
-                                            ExitText(*help), TailLines(help_text, 5)),
+                                fmt::format("`msprof --help` on {} did not print the msprof usage (exited {}): {}",
+                                            where, tools->help_exit, TailLines(help_text, 5)),
                                 false);
-
-  std::string python;
-  for (const char* py : {"python3", "python"}) {
-    auto r = RunRemote(s, {py, "-c", "import sys, torch_npu; print(sys.executable)"}, std::chrono::seconds(120));
-    if (!r.ok()) return OutcomeFromSsh(r.status(), c->target);
-    if (r->exit_status == 0) {
-      python = r->stdout_data.substr(0, r->stdout_data.find('\n'));
-      break;
-    }
-  }
+  const std::string python = tools->python;
   if (python.empty())
     return TaskOutcome::Failure("torch_npu_missing",
                                 fmt::format("no Python on {} can `import torch_npu`: install torch_npu for the Python "
@@ -87,7 +144,7 @@ TaskOutcome MemPreflight(const tasks::MemoryPreflight& p, const proto::Task&, Ta
   }
   if (auto why = service::UntrustedFile(*checked, dir, name, "the msprof wrap script"))
     return TaskOutcome::Failure("untrusted_runtime", *why + ". Nothing was launched.", false);
-  if (Status st = s.WriteFile(wrap, MsprofWrapScript(static_cast<int>(freq)), 0700); !st.ok())
+  if (Status st = WriteSmall(s, wrap, MsprofWrapScript(static_cast<int>(freq))); !st.ok())
     return TaskOutcome::Failure("remote_error", fmt::format("writing {} failed: {}", wrap, st.message()), true);
 
   TaskOutcome out = TaskOutcome::Success(json{{"msprof_path", msprof_path},

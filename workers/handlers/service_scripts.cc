@@ -277,6 +277,10 @@ std::vector<std::string> WriteScriptsStartOrAdoptArgv(const std::string& runtime
           marker, serve_sh, start_sh};
 }
 
+std::vector<std::string> WriteFileArgv(const std::string& path, const std::string& text) {
+  return {"sh", "-c", "(umask 077 && printf '%s' \"$2\" >\"$1\" && chmod 700 \"$1\")", "npuprof-write", path, text};
+}
+
 std::vector<std::string> PublishRecordArgv(const std::string& runtime_dir, uint32_t attempt, const std::string& text,
                                            size_t max_bytes) {
   return {"sh", "-c", kPublishRecord, "npuprof-publish", runtime_dir, std::to_string(attempt), text,

@@ -76,6 +76,10 @@ std::vector<std::string> WriteScriptsStartOrAdoptArgv(const std::string& runtime
                                                       const std::string& serve_sh, const std::string& start_sh);
 inline constexpr int kScriptsNotWrittenExit = 7;
 
+// argv writing text to path, private and executable (0700), in one
+// command; exits non-zero when it cannot.
+std::vector<std::string> WriteFileArgv(const std::string& path, const std::string& text);
+
 // argv printing "leader=alive|gone|foreign members=N signalled=no" for the
 // process group led by pid. Only processes carrying the marker count: the
 // leader is "foreign" when the pid is alive without it (reused), members are
