@@ -4,8 +4,10 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/utf8.h"
+#include "workers/log_tails.h"
 #include "workers/ssh/env_script_protocol.h"
 #include "workers/ssh/output_cap.h"
 #include "workers/ssh/shell_quote.h"
@@ -124,6 +126,35 @@ Result<std::string> ReadHeadTail(ssh::SshSession& session, const std::string& pa
   auto tail = session.ReadFile(path, st->size - tail_bytes, tail_bytes);
   if (!tail.ok()) return tail.status();
   return *head + ssh::OmittedMarker(st->size - head_bytes - tail_bytes) + *tail;
+}
+
+std::vector<Result<std::string>> ReadHeadTails(ssh::SshSession& session, const std::vector<std::string>& paths,
+                                               uint64_t cap) {
+  std::vector<Result<std::string>> got;
+  auto r = session.Exec(ssh::BuildCommand(HeadTailsArgv(cap, paths)), std::chrono::seconds(120), {},
+                        HeadTailsOutputCap(cap, paths.size()));
+  if (r.ok() && r->exit_status == 0 && r->stdout_omitted == 0) {
+    auto parsed = ParseHeadTails(r->stdout_data, paths.size(), cap);
+    if (parsed.ok()) {
+      for (size_t i = 0; i < paths.size(); ++i) {
+        HeadTail& h = (*parsed)[i];
+        if (!h.found) {
+          got.emplace_back(Status::NotFound(fmt::format("{}: {}: no such file, or not readable",
+                                                        ssh::SshErrorKindName(ssh::SshErrorKind::kRemoteError),
+                                                        paths[i])));
+        } else if (h.tail.empty()) {
+          got.emplace_back(std::move(h.head));
+        } else {
+          const uint64_t omitted = h.size > h.head.size() + h.tail.size() ? h.size - h.head.size() - h.tail.size() : 0;
+          got.emplace_back(h.head + ssh::OmittedMarker(omitted) + h.tail);
+        }
+      }
+      return got;
+    }
+    spdlog::debug("reading {} file(s) at once: {}; one by one", paths.size(), parsed.status().ToString());
+  }
+  for (const auto& p : paths) got.push_back(ReadHeadTail(session, p, cap));
+  return got;
 }
 
 void NoteHostKeyAcceptance(ssh::SshSession& session, const tasks::Machine& machine, json& result) {

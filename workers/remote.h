@@ -74,6 +74,13 @@ inline constexpr size_t kShownTailMaxBytes = 8 << 10;        // what TailLines r
 // final error both survive). Errors are the session's (kRemoteError +
 // kNotFound when there is no such file).
 Result<std::string> ReadHeadTail(ssh::SshSession& session, const std::string& path, uint64_t cap);
+// Several files read as ReadHeadTail reads each, in one remote command
+// (workers/log_tails.h: one round trip instead of a stat, an open, the reads
+// and a close per file); where that command cannot be used, one by one. A
+// file that is missing or unreadable is an error of kind remote_error, as
+// ReadHeadTail gives.
+std::vector<Result<std::string>> ReadHeadTails(ssh::SshSession& session, const std::vector<std::string>& paths,
+                                               uint64_t cap);
 
 // The last n lines of remote text, as text for people: at most
 // kShownTailMaxBytes (the end kept, "…" in front when cut) and valid UTF-8

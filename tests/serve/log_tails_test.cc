@@ -1,4 +1,4 @@
-// The service's log tails in one remote command (workers/handlers/
+// The service's log tails in one remote command (workers/
 // log_tails.h), run in a local shell over real files: the last max bytes of
 // each file as bytes (invalid UTF-8, NULs), empty for a missing, empty or
 // unreadable file, paths with spaces and quotes as given; and the parser
@@ -10,7 +10,7 @@
 
 #include "tests/ssh/local_shell.h"
 #include "tests/support/temp_dir.h"
-#include "workers/handlers/log_tails.h"
+#include "workers/log_tails.h"
 
 namespace npuprof::workers {
 namespace {
@@ -83,6 +83,55 @@ TEST(LogTails, OutputThatIsNotExactlyTheFormatIsRefused) {
   auto ok = ParseLogTails("npuprof-tails\n0 ok Zm9v\n1 missing\n", 2, 6);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ((*ok)[0], "foo");
+}
+
+TEST(HeadTails, ASmallFileWholeALargeOneAsItsHeadAndTailAndNothingForWhatIsNotThere) {
+  TempDir t;
+  const std::string small = t.path + "/a b.log", large = t.path + "/large.log", none = t.path + "/none";
+  npuprof::testing::WriteTree(small, std::string("tiny\xff\0\n", 7));
+  std::string body;
+  for (int i = 0; i < 500; ++i) body += "row " + std::to_string(i) + "\n";
+  npuprof::testing::WriteTree(large, body);
+  auto r = RunLocalArgv(HeadTailsArgv(101, {small, large, none}), "");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = ParseHeadTails(r.out, 3, 101);
+  ASSERT_TRUE(got.ok()) << got.status().ToString() << "\n" << r.out.substr(0, 300);
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_TRUE((*got)[0].found);
+  EXPECT_EQ((*got)[0].size, 7u);
+  EXPECT_EQ((*got)[0].head, std::string("tiny\xff\0\n", 7));
+  EXPECT_EQ((*got)[0].tail, "");
+  EXPECT_TRUE((*got)[1].found);
+  EXPECT_EQ((*got)[1].size, body.size());
+  EXPECT_EQ((*got)[1].head, body.substr(0, 50));
+  EXPECT_EQ((*got)[1].tail, body.substr(body.size() - 51));
+  EXPECT_FALSE((*got)[2].found);
+  EXPECT_LE(r.out.size(), HeadTailsOutputCap(101, 3));
+}
+
+TEST(HeadTails, OutputThatIsNotExactlyTheFormatIsRefused) {
+  for (const std::string& bad : {
+           std::string(""),
+           std::string("npuprof-tails\n0 missing\n"),
+           std::string("npuprof-headtails\n"),
+           std::string("npuprof-headtails\n1 missing\n"),
+           std::string("npuprof-headtails\n0 ok 3 Zm9v\n"),              // no tail field
+           std::string("npuprof-headtails\n0 ok x Zm9v \n"),             // no size
+           std::string("npuprof-headtails\n0 ok 3 Zm9 \n"),              // bad base64
+           std::string("npuprof-headtails\n0 ok 3 Zm9v Zm9v\n"),         // a tail for a whole file
+           std::string("npuprof-headtails\n0 ok 9 Zm9vYmFy Zm9v\n"),     // over the cap
+           std::string("npuprof-headtails\n0 ok 3 Zm9v  extra\n"),
+           std::string("npuprof-headtails\n0 missing\n0 missing\n"),
+       }) {
+    auto r = ParseHeadTails(bad, 1, 6);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), Code::kCorruption) << bad;
+    }
+  }
+  auto ok = ParseHeadTails("npuprof-headtails\n0 ok 3 Zm9v \n", 1, 6);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0].head, "foo");
 }
 
 }  // namespace

@@ -51,13 +51,20 @@ TaskOutcome MemLogs(const tasks::MemoryLogs& p, const proto::Task&, TaskContext&
   if (!c) return fail;
   std::string text;
   json parts = json::object();
+  std::vector<std::pair<const char*, std::string>> logs;
   for (const auto& [f, given] : {std::pair<const char*, const std::string&>{"stdout_log", p.stdout_log()},
                                  std::pair<const char*, const std::string&>{"stderr_log", p.stderr_log()}}) {
     auto resolved = service::ResolveRemotePath(*c->session, given);  // "~/" runtime dirs
     if (!resolved.ok()) return service::RemoteFailure(resolved.status(), c->target);
-    const std::string path = *resolved;
-    if (path.empty()) continue;
-    auto data = ReadHeadTail(*c->session, path, kLogReadCap);
+    if (!resolved->empty()) logs.emplace_back(f, *resolved);
+  }
+  std::vector<std::string> paths;
+  for (const auto& l : logs) paths.push_back(l.second);
+  auto read = ReadHeadTails(*c->session, paths, kLogReadCap);  // both in one round trip
+  for (size_t i = 0; i < logs.size(); ++i) {
+    const char* f = logs[i].first;
+    const std::string& path = logs[i].second;
+    auto& data = read[i];
     if (!data.ok()) {
       if (ssh::ErrorKindOf(data.status()) == ssh::SshErrorKind::kRemoteError) {
         parts[f] = {{"path", path}, {"missing", true}};

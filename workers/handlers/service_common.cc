@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "parsers/vllm_log_parser.h"
-#include "workers/handlers/log_tails.h"
+#include "workers/log_tails.h"
 #include "workers/ssh/shell_quote.h"
 #include "statemachine/service_spec.h"
 

@@ -1,4 +1,4 @@
-// The tails of a few remote files in one remote command, where reading each
+// The tails (or heads and tails) of a few remote files in one remote command, where reading each
 // over SFTP costs a stat, an open, the reads and a close (about four round
 // trips a file). The command is built from argv with the one quoting
 // routine (the paths travel as positional parameters); its output is read
@@ -29,5 +29,20 @@ std::vector<std::string> LogTailsArgv(uint64_t max_bytes, const std::vector<std:
 size_t LogTailsOutputCap(uint64_t max_bytes, size_t files);
 
 Result<std::vector<std::string>> ParseLogTails(const std::string& out, size_t files, uint64_t max_bytes);
+
+// Head and tail, as ReadHeadTail (workers/remote.h) reads one file: a file
+// of at most cap bytes whole, a larger one as its first cap/2 and last
+// cap - cap/2 bytes. Output of HeadTailsArgv(cap, {p0, ...}): the line
+// "npuprof-headtails", then per path "<i> ok <size> <base64 head>
+// <base64 tail>" (the tail empty for a whole file), "<i> missing" or
+// "<i> unreadable".
+struct HeadTail {
+  bool found = false;  // missing and unreadable files are not found
+  uint64_t size = 0;   // the file's size when its head was read
+  std::string head, tail;
+};
+std::vector<std::string> HeadTailsArgv(uint64_t cap, const std::vector<std::string>& paths);
+size_t HeadTailsOutputCap(uint64_t cap, size_t files);
+Result<std::vector<HeadTail>> ParseHeadTails(const std::string& out, size_t files, uint64_t cap);
 
 }  // namespace npuprof::workers
