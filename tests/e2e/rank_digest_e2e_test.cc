@@ -102,7 +102,8 @@ TEST(RankDigestE2E, ALargeRanksAnalysisSendsOnlyItsDigest) {
   CliResult show = h.Cli({"show", m.value("run_id", "")});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   int analyses = 0;
-  for (const auto& t : show.json()["tasks"]) {
+  const json shown = show.json();
+  for (const auto& t : shown["tasks"]) {
     if (t.value("kind", "") != "torch_profile.analyse_rank") continue;
     ++analyses;
     ASSERT_TRUE(t["link"].is_object()) << t.dump();
@@ -118,7 +119,7 @@ TEST(RankDigestE2E, ALargeRanksAnalysisSendsOnlyItsDigest) {
     EXPECT_LE(rts, 30) << t.dump();
     EXPECT_EQ(t["link"]["sftp_ops"], 0) << t.dump();
   }
-  EXPECT_EQ(analyses, 1);
+  EXPECT_EQ(analyses, 1) << show.out;
   // Counted by the test too: everything the target sent npuprof over the run
   // (the listing task and the analysis, handshakes included).
   const uint64_t relay_in = after.bytes_to_client - before.bytes_to_client;
