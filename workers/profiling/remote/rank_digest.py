@@ -67,9 +67,10 @@ class CsvReader(object):
     "..." quotes ("" is a quote; a quoted cell may span lines), cells trimmed,
     blank records skipped, a BOM at the very start dropped, cells cut at
     MAX_CELL bytes, records at MAX_CELLS cells. on_record(cells, index)
-    returns False to stop. A whole line without a quote is split at once; a
-    record with a quote, or one that goes on past the piece, is read cell by
-    cell (`open` holds it: [cells, cell, in_quotes, has_content])."""
+    returns False to stop. A whole line is split at once (at its quotes,
+    then at the commas outside them); a record that goes on past its line
+    (a quote left open) or past the piece is read cell by cell (`open`
+    holds it: [cells, cell, in_quotes, has_content])."""
 
     def __init__(self, on_record):
         self.on_record = on_record
@@ -79,6 +80,8 @@ class CsvReader(object):
         self.at_start = True
         self.pending_quote = False  # a '"' inside quotes ended the last piece
         self.open = None
+        self.limit = None   # cells wanted per record (None: all); ncells says how many it had
+        self.ncells = 0
 
     def feed(self, data):
         if self.stopped:
@@ -105,10 +108,14 @@ class CsvReader(object):
                 continue
             nl = data.find(b"\n", pos)
             line = data[pos:nl] if nl >= 0 else b""
-            if nl < 0 or b'"' in line:
+            quotes = line.count(b'"') if nl >= 0 else 1
+            if quotes % 2:  # the record goes on past this line or this piece
                 self.open = [[], bytearray(), False, False]
                 continue
-            self._line(line)
+            if quotes:
+                self._quoted_line(line)
+            else:
+                self._line(line)
             pos = nl + 1
 
     def finish(self):
@@ -128,12 +135,40 @@ class CsvReader(object):
     def _line(self, line):
         if b"," not in line and not line.strip(b"\r \t"):
             return
-        cells = line.split(b",", MAX_CELLS)
-        if len(cells) > MAX_CELLS:
-            cells = cells[:MAX_CELLS]
-        self._deliver([c[:MAX_CELL].strip(_SPACE) for c in cells])
+        want = min(self.limit or MAX_CELLS, MAX_CELLS)
+        cells = line.split(b",", want)[:want]
+        self._deliver([c[:MAX_CELL].strip(_SPACE) for c in cells], min(line.count(b",") + 1, MAX_CELLS))
 
-    def _deliver(self, cells):
+    def _quoted_line(self, line):
+        """A whole record holding an even number of quotes (so it ends at
+        this line's end). Split at the quotes, the pieces alternate outside
+        and inside; an empty outside piece between two inside ones is the
+        escaped quote ""."""
+        parts = line.split(b'"')
+        last = len(parts) - 1
+        ncells = min(line.count(b",") - b"".join(parts[1::2]).count(b",") + 1, MAX_CELLS)
+        want = min(self.limit or MAX_CELLS, MAX_CELLS)
+        cells = []
+        cur = []
+        for i, p in enumerate(parts):
+            if i % 2:
+                cur.append(p)
+            elif not p and 0 < i < last:
+                cur.append(b'"')
+            else:
+                pieces = p.split(b",")
+                cur.append(pieces[0])
+                for q in pieces[1:]:
+                    cells.append(b"".join(cur))
+                    cur = [q]
+                if len(cells) >= want:
+                    break
+        else:
+            cells.append(b"".join(cur))
+        self._deliver([c[:MAX_CELL].strip(_SPACE) for c in cells[:want]], ncells)
+
+    def _deliver(self, cells, ncells=None):
+        self.ncells = len(cells) if ncells is None else ncells
         if not self.on_record(cells, self.index):
             self.stopped = True
         self.index += 1
@@ -296,13 +331,16 @@ class KernelSummary(object):
         self.core_col = column(cells, b"Accelerator Core")
         self.start_col = column(cells, b"Start Time(us)")
         self.need = max(self.name_col, self.type_col, self.dur_col) + 1
+        self.reader.limit = max(c for c in (self.name_col, self.type_col, self.dur_col, self.core_col,
+                                            self.start_col) if c is not None) + 1
         return True
 
     def _record(self, cells, index):
         if index == 0:
             return self._header(cells)
         self.data_rows += 1
-        if len(cells) < self.need:
+        ncells = self.reader.ncells  # cells holds the first reader.limit of them
+        if ncells < self.need:
             self.skipped += 1
             return True
         kind, d = parse_number(cells[self.dur_col])
@@ -313,7 +351,7 @@ class KernelSummary(object):
         if kind != NUMBER or d < 0:
             self.skipped += 1
             return True
-        core = cells[self.core_col][:MAX_NAME] if self.core_col is not None and self.core_col < len(cells) else b""
+        core = cells[self.core_col][:MAX_NAME] if self.core_col is not None and self.core_col < ncells else b""
         typ = cells[self.type_col][:MAX_NAME]
         key = (cells[self.name_col][:MAX_NAME], typ)
         k = self.kernels.get(key)
@@ -331,7 +369,7 @@ class KernelSummary(object):
         self._add(t, core, d)
         self.counted += 1
         self.total += d
-        if self.start_col is not None and self.start_col < len(cells):
+        if self.start_col is not None and self.start_col < ncells:
             skind, st = parse_number(cells[self.start_col])
             if skind == NUMBER and st >= 0:
                 if self.first is None or st < self.first:
