@@ -6,7 +6,10 @@
 // summarises the rank's kernels there; only the digest crosses the link.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -24,6 +27,35 @@ namespace {
 // rank's outputs on the target (seconds for a 90 MB CSV, about a minute for
 // a multi-GB trace_view.json).
 constexpr std::chrono::seconds kDigestReadTimeout{300};
+
+// While one digest call runs (its wait, then the reading of a large rank's
+// files on the target, which may outlast the task's 60 s lease), the
+// task's lease is extended every 15 s from a thread of its own; the
+// progress callback only queues a message, from any thread.
+class LeaseKeeper {
+ public:
+  LeaseKeeper(const std::function<void(const std::string&)>& progress, std::string message)
+      : thread_([this, &progress, message = std::move(message)] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!cv_.wait_for(lock, std::chrono::seconds(15), [this] { return stop_; })) progress(message);
+        }) {}
+  ~LeaseKeeper() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -93,8 +125,12 @@ TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, con
         std::chrono::duration_cast<std::chrono::milliseconds>(timeout - (std::chrono::steady_clock::now() - start));
     const bool final = left.count() <= 0;
     const auto budget = final ? std::chrono::milliseconds(0) : std::min(left, profiling::kRankDigestWaitSlice);
-    auto run = RunRemote(*session, profiling::RankDigestArgv(dir, marker, budget, final, first),
-                         budget + kDigestReadTimeout);
+    Result<ssh::ExecResult> run = Status::Internal("not run");
+    {
+      LeaseKeeper lease(ctx.progress, fmt::format("analyse {}", dir));
+      run = RunRemote(*session, profiling::RankDigestArgv(dir, marker, budget, final, first),
+                      budget + kDigestReadTimeout);
+    }
     if (!run.ok()) return OutcomeFromSsh(run.status(), *target);
     if (run->exit_status != 0)
       return TaskOutcome::Failure(
