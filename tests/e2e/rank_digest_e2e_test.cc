@@ -128,5 +128,49 @@ TEST(RankDigestE2E, ALargeRanksAnalysisSendsOnlyItsDigest) {
   EXPECT_LE(relay_in, kMaxBytesPerRank);
 }
 
+// The target's python3 (the simulator's bin/python3, first on its PATH)
+// becomes a script that answers the digest call with `body` (sh text) and
+// runs the real interpreter otherwise; the run's failure names the digest
+// and what is wrong with it.
+TEST(RankDigestE2E, AGarbageOrOversizedDigestFailsTheRankNamingWhatIsWrong) {
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start({}, 1).ok());
+  const std::string root = h.Dir() + "/hostile-root";
+  std::filesystem::create_directories(root + "/r0_ascend_pt/PROF_000001_x/device_0");
+  const std::string python = h.SimRoot() + "/bin/python3";
+  std::error_code ec;
+  const std::string real = std::filesystem::canonical(python, ec).string();
+  ASSERT_FALSE(ec) << python;
+  struct Case {
+    const char* body;
+    const char* tag;
+    std::vector<std::string> wanted;
+  };
+  const std::vector<Case> cases = {
+      {"printf 'Traceback (most recent call last):\\n  garbage \\377\\n'", "garbage",
+       {"rank_digest_invalid", "the rank digest for", "not valid UTF-8"}},
+      {"printf '{\"v\":1,\"finished\":\"soon\",\"alive\":true}\\n'", "wrongtype",
+       {"rank_digest_invalid", "digest.finished must be true or false"}},
+      {"head -c 300000 /dev/zero | tr '\\000' x", "toomuch", {"rank_digest_invalid", "more than 262144 bytes"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.tag);
+    std::filesystem::remove(python, ec);
+    WriteTree(python, std::string("#!/bin/sh\nif [ \"$3\" = digest ]; then ") + c.body + "; exit 0; fi\nexec '" +
+                          real + "' \"$@\"\n");
+    std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+    CliResult r = h.Cli({"submit", "analyse-root", "--machine", "sim1", "--profile-root", root, "--expected-ranks",
+                         "1", "--tag", c.tag, "--wait"},
+                        120);
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    const std::string run = r.json().value("run_id", "");
+    ASSERT_FALSE(run.empty()) << r.out << r.err;
+    const std::string events = h.Cli({"events", run, "--json"}).out;
+    for (const auto& w : c.wanted) EXPECT_NE(events.find(w), std::string::npos) << w << "\n" << events.substr(0, 4000);
+  }
+  std::filesystem::remove(python, ec);
+  std::filesystem::create_symlink(real, python, ec);
+}
+
 }  // namespace
 }  // namespace npuprof::testing
