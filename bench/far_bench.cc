@@ -78,6 +78,7 @@ struct Row {
   uint64_t turns = 0, conns = 0, to_target = 0, from_target = 0;
   int64_t round_trips = 0, link_ms = 0, recorded = 0, unrecorded = 0;
   std::map<std::string, double> rts_by_kind;  // recorded round trips per task kind
+  std::map<std::string, double> bytes_in_by_kind;  // recorded bytes from the target per task kind
   std::map<std::string, double> turns_by_kind;
   std::map<std::string, double> span_s_by_kind;
 };
@@ -168,7 +169,10 @@ int Main(int argc, char** argv) {
         row.recorded = links.recorded;
         row.unrecorded = links.unrecorded;
         for (const auto& a : links.attempts)
-          if (a.link) row.rts_by_kind[a.kind] += static_cast<double>(a.link->round_trips());
+          if (a.link) {
+            row.rts_by_kind[a.kind] += static_cast<double>(a.link->round_trips());
+            row.bytes_in_by_kind[a.kind] += static_cast<double>(a.link->bytes_in());
+          }
         row.turns = after.turns - before.turns;
         row.conns = after.connections - before.connections;
         row.to_target = after.bytes_to_server - before.bytes_to_server;
@@ -220,6 +224,7 @@ int Main(int argc, char** argv) {
                            {"round_trips", r.round_trips}, {"link_ms", r.link_ms},
                            {"recorded_attempts", r.recorded}, {"unrecorded_attempts", r.unrecorded},
                            {"round_trips_by_task_kind", r.rts_by_kind},
+                           {"bytes_in_by_task_kind", r.bytes_in_by_kind},
                            {"bytes_from_target", r.from_target}, {"turns_by_task_kind", r.turns_by_kind},
                            {"span_s_by_task_kind", r.span_s_by_kind}});
   }
@@ -231,6 +236,16 @@ int Main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     for (size_t i = 0; i < v.size() && i < 5; ++i) top[v[i].second] = -v[i].first;
     std::printf("  %4d ms %-14s %-4s %s\n", r.rtt_ms, r.kind.c_str(), r.cold ? "cold" : "warm", KindsText(top).c_str());
+  }
+  std::printf("recorded bytes from the target by task kind (top 5):\n");
+  for (const auto& r : rows) {
+    std::vector<std::pair<double, std::string>> v;
+    for (const auto& [k, n] : r.bytes_in_by_kind) v.emplace_back(-n, k);
+    std::sort(v.begin(), v.end());
+    std::string text;
+    for (size_t i = 0; i < v.size() && i < 5; ++i)
+      text += fmt::format("{}{} {}", i ? ", " : "", v[i].second, HumanBytes(-v[i].first));
+    std::printf("  %4d ms %-14s %-4s %s\n", r.rtt_ms, r.kind.c_str(), r.cold ? "cold" : "warm", text.c_str());
   }
   std::printf("turns by task kind (a turn shared by n tasks in flight counts 1/n to each):\n");
   for (const auto& r : rows)

@@ -1,7 +1,15 @@
 // The per-rank kernel summary of a torch_npu kernel_details.csv: which
-// kernels took the device time of a profiling window. Built incrementally
-// (the worker streams the file over SSH in chunks and feeds them here), so
-// a file of any size costs memory only per distinct kernel. Pure: no I/O.
+// kernels took the device time of a profiling window. Built incrementally,
+// so a file of any size costs memory only per distinct kernel. Pure: no I/O.
+//
+// The REFERENCE, not the production path: npuprof computes the summary on
+// the target, next to the data, with the rank digest program
+// (workers/profiling/remote/rank_digest.py, workers/profiling/rank_digest.h),
+// the one definition of these rules. This builder states them in C++ for
+// the differential test (tests/workers/kernel_summary_differential_test.cc),
+// which holds the program's JSON equal to KernelSummaryJson's on every test
+// file, the fuzz seeds and hostile cases; a change of a rule is made in both
+// and that test proves them equal.
 //
 // Columns are matched by name (Name, Type, Duration(us); "Accelerator Core"
 // when present), never by position; quoting, BOM, CRLF and trimming follow

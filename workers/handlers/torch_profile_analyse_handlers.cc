@@ -1,86 +1,80 @@
 // torch_profile.list_profile_dirs and torch_profile.analyse_rank: discover
 // the *_ascend_pt directories of a profile root, run analyse() on one of them
-// detached (re-attachable through marker files), verify its outputs and
-// summarise the rank's kernels (kernel_summary_stream.h).
+// detached (re-attachable through marker files) and read the rank's digest:
+// one remote program per call (workers/profiling/rank_digest.h) waits for
+// analyse() on the target and, once it ended, checks the outputs and
+// summarises the rank's kernels there; only the digest crosses the link.
 #include <algorithm>
-#include <cctype>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
-#include "parsers/msprof_csv_parser.h"
 #include "statemachine/torch_profile_gates.h"
-#include "workers/handlers/kernel_summary_stream.h"
 #include "workers/handlers/torch_profile_handlers.h"
+#include "workers/profiling/rank_digest.h"
 #include "workers/profiling/remote_analyse.h"
 #include "workers/remote.h"
-#include "workers/remote_wait.h"
 
 namespace npuprof::workers {
 
 namespace {
 
-constexpr uint64_t kKernelHeadBytes = 256 * 1024;
-constexpr uint64_t kMaxTraceCheckBytes = 64ull << 20;
+// How long one digest call may take beyond its wait: the reading of the
+// rank's outputs on the target (seconds for a 90 MB CSV, about a minute for
+// a multi-GB trace_view.json).
+constexpr std::chrono::seconds kDigestReadTimeout{300};
+
+// While one digest call runs (its wait, then the reading of a large rank's
+// files on the target, which may outlast the task's 60 s lease), the
+// task's lease is extended every 15 s from a thread of its own; the
+// progress callback only queues a message, from any thread.
+class LeaseKeeper {
+ public:
+  LeaseKeeper(const std::function<void(const std::string&)>& progress, std::string message)
+      : thread_([this, &progress, message = std::move(message)] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!cv_.wait_for(lock, std::chrono::seconds(15), [this] { return stop_; })) progress(message);
+        }) {}
+  ~LeaseKeeper() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Existence plus a light content check of one output file.
-json CheckOutput(ssh::SshSession& session, const std::string& path, bool kernel_details) {
-  json rec = {{"path", path}, {"exists", false}};
-  auto st = session.Stat(path);
-  if (!st.ok() || st->is_dir) return rec;
-  rec["exists"] = true;
-  rec["size"] = st->size;
+// One output file's check as the result carries it.
+json OutputJson(const std::string& path, const profiling::OutputDigest& d, bool kernel_details) {
+  json rec = {{"path", path}, {"exists", d.exists}};
+  if (!d.exists) return rec;
+  rec["size"] = d.size;
+  if (d.valid) rec["valid"] = *d.valid;
+  if (d.valid && !*d.valid) rec["problem"] = d.problem;
   if (kernel_details) {
-    auto head = session.ReadFile(path, 0, kKernelHeadBytes);
-    if (!head.ok()) return rec;
-    std::string text = *head;
-    if (st->size > kKernelHeadBytes) text.resize(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
-    auto check = CheckKernelDetailsCsv(text);
-    rec["valid"] = check.ok();
-    if (check.ok()) {
-      rec["columns"] = check->columns;
-      rec["data_rows_checked"] = check->data_rows;
-    } else {
-      rec["problem"] = check.status().message();
-    }
-  } else if (st->size <= kMaxTraceCheckBytes) {
-    auto body = session.ReadFile(path);
-    if (!body.ok()) return rec;
-    auto check = CheckTraceViewJson(*body);
-    rec["valid"] = check.ok();
-    if (check.ok()) rec["event_count"] = check->event_count;
-    else rec["problem"] = check.status().message();
+    if (d.columns) rec["columns"] = *d.columns;
+    if (d.data_rows) rec["data_rows_checked"] = *d.data_rows;
+  } else if (d.event_count) {
+    rec["event_count"] = *d.event_count;
   }
   return rec;
-}
-
-// The device of a rank: N of the PROF_*/device_N directories under its dir
-// when they all name one device; nullopt otherwise (none, several, unreadable).
-std::optional<int> RankDevice(ssh::SshSession& session, const std::string& dir) {
-  auto top = session.ListDir(dir);
-  if (!top.ok()) return std::nullopt;
-  std::optional<int> device;
-  for (const auto& e : *top) {
-    if (!e.is_dir || e.name.rfind("PROF_", 0) != 0) continue;
-    auto sub = session.ListDir(dir + "/" + e.name);
-    if (!sub.ok()) continue;
-    for (const auto& d : *sub) {
-      if (!d.is_dir || d.name.rfind("device_", 0) != 0) continue;
-      const std::string digits = d.name.substr(7);
-      if (digits.empty() || digits.size() > 6 ||
-          !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
-        continue;
-      const int n = std::stoi(digits);
-      if (device && *device != n) return std::nullopt;
-      device = n;
-    }
-  }
-  return device;
 }
 
 }  // namespace
@@ -119,62 +113,75 @@ TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, con
   const std::string marker = profiling::AnalyseMarker(dir, task.task_id());
   auto session = ctx.pool.Get(*target);
 
-  auto launch = RunRemote(*session, profiling::DetachedAnalyseArgv(dir, marker), std::chrono::seconds(60));
-  if (!launch.ok()) return OutcomeFromSsh(launch.status(), *target);
-  if (launch->exit_status != 0)
-    return TaskOutcome::Failure("analyse_launch_failed",
-                                fmt::format("could not start analyse() in {}: it {}: {}", dir, ExitText(*launch),
-                                            TailLines(launch->stderr_data, 5)),
-                                false);
-  std::string how = launch->stdout_data;
-  while (!how.empty() && (how.back() == '\n' || how.back() == ' ')) how.pop_back();
-
-  json analyse = {{"marker", marker}, {"launch", how}, {"reattached", how != "started"}};
+  json analyse = {{"marker", marker}};
   const auto start = std::chrono::steady_clock::now();
-  bool finished = false;
-  // Each round waits on the target (workers/remote_wait.h) up to 1 s for the
-  // exit-code file, so the end is seen within ~50 ms; every 10th round also
-  // asks whether the process still runs.
-  for (int round = 0;; ++round) {
-    const auto left = timeout - (std::chrono::steady_clock::now() - start);
-    if (left.count() > 0) {
-      auto w = RunRemoteWait(
-          *session, FileExistsCheck(marker + ".rc"),
-          std::min(std::chrono::duration_cast<std::chrono::milliseconds>(left), std::chrono::milliseconds(1000)));
-      if (!w.ok()) return OutcomeFromSsh(w.status(), *target);
+  std::optional<profiling::RankDigest> digest;
+  // Each call waits on the target up to one slice for analyse() to end (the
+  // first one starts or attaches to it); the call that sees the end reads the
+  // outputs in the same round trip. A call after the timeout reads them
+  // whatever analyse() does.
+  for (bool first = true; !digest; first = false) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeout - (std::chrono::steady_clock::now() - start));
+    const bool final = left.count() <= 0;
+    const auto budget = final ? std::chrono::milliseconds(0) : std::min(left, profiling::kRankDigestWaitSlice);
+    Result<ssh::ExecResult> run = Status::Internal("not run");
+    {
+      LeaseKeeper lease(ctx.progress, fmt::format("analyse {}", dir));
+      run = RunRemote(*session, profiling::RankDigestArgv(dir, marker, budget, final, first),
+                      budget + kDigestReadTimeout);
     }
-    auto rc = session->ReadFile(marker + ".rc");
-    if (rc.ok()) {
-      finished = true;
-      analyse["exit_code"] = std::atoi(rc->c_str());
+    if (!run.ok()) return OutcomeFromSsh(run.status(), *target);
+    if (run->exit_status != 0)
+      return TaskOutcome::Failure(
+          "rank_digest_failed",
+          fmt::format("the rank digest program (python3, workers/profiling/remote/rank_digest.py) for {} {}: {}{}",
+                      dir, ExitText(*run), TailLines(run->stderr_data, 5),
+                      run->exit_status == 127 ? "; python3 must be on the PATH of the machine's env script" : ""),
+          run->timed_out);
+    if (run->stdout_omitted > 0 || run->stdout_data.size() > profiling::kMaxRankDigestBytes)
+      return TaskOutcome::Failure("rank_digest_invalid",
+                                  fmt::format("the rank digest for {} printed more than {} bytes", dir,
+                                              profiling::kMaxRankDigestBytes),
+                                  false);
+    auto d = profiling::ParseRankDigest(run->stdout_data);
+    if (!d.ok())
+      return TaskOutcome::Failure("rank_digest_invalid",
+                                  fmt::format("the rank digest for {} from {}: {}", dir, target->Endpoint(),
+                                              d.status().message()),
+                                  false);
+    if (d->launch_exit)
+      return TaskOutcome::Failure("analyse_launch_failed",
+                                  fmt::format("could not start analyse() in {}: it exited {}: {}", dir,
+                                              *d->launch_exit, TailLines(d->launch_stderr, 5)),
+                                  false);
+    if (first) {
+      analyse["launch"] = d->launch;
+      analyse["reattached"] = d->launch != "started";
+    }
+    if (d->finished) {
+      analyse["exit_code"] = *d->exit_code;
+    } else if (d->has_outputs) {
+      analyse["error"] = d->alive ? fmt::format("analyse() did not finish within {} s", timeout.count())
+                                  : std::string("the analyse() process vanished without an exit code");
+    }
+    if (d->finished || d->has_outputs) {
+      digest = std::move(*d);
       break;
     }
-    if (ssh::ErrorKindOf(rc.status()) != ssh::SshErrorKind::kRemoteError) return OutcomeFromSsh(rc.status(), *target);
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "analyse wait cancelled (analyse() keeps running)", false);
-    if (std::chrono::steady_clock::now() - start > timeout) {
-      analyse["error"] = fmt::format("analyse() did not finish within {} s", timeout.count());
-      break;
-    }
-    if (round % 10 == 9) {
-      auto alive = RunRemote(*session, profiling::AnalyseAliveArgv(marker), std::chrono::seconds(30));
-      if (alive.ok() && alive->stdout_data.rfind("gone", 0) == 0) {
-        analyse["error"] = "the analyse() process vanished without an exit code";
-        break;
-      }
-    }
     ctx.progress(fmt::format("analyse {}", dir));
   }
-  analyse["finished"] = finished;
+  analyse["finished"] = digest->finished;
   TaskOutcome out;
-  auto log = ReadHeadTail(*session, marker + ".log", kLogReadCap);
-  if (log.ok()) {
-    analyse["log_tail"] = TailLines(*log, 5);
-    out.blobs.emplace_back("analyse.log", *log);
+  if (digest->log) {
+    analyse["log_tail"] = TailLines(*digest->log, 5);
+    out.blobs.emplace_back("analyse.log", *digest->log);
   }
 
   const std::string base = dir + "/ASCEND_PROFILER_OUTPUT/";
-  json kd = CheckOutput(*session, base + "kernel_details.csv", true);
-  json tv = CheckOutput(*session, base + "trace_view.json", false);
+  json kd = OutputJson(base + "kernel_details.csv", digest->kernel_details, true);
+  json tv = OutputJson(base + "trace_view.json", digest->trace_view, false);
   const bool kd_ok = kd.value("exists", false) && kd.value("valid", true);
   const bool tv_ok = tv.value("exists", false) && tv.value("valid", true);
   std::string status = sm::RankAnalysisStatus(kd.value("exists", false), tv_ok);
@@ -184,11 +191,19 @@ TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, con
                     {"outputs", {{"kernel_details_csv", kd}, {"trace_view_json", tv}}},
                     {"analysis_status", status},
                     {"analyse", analyse}};
-  if (auto device = RankDevice(*session, dir)) out.result["device_id"] = *device;
+  if (digest->device_id) out.result["device_id"] = *digest->device_id;
   if (kd_ok) {
-    out.result["kernel_summary"] = StreamKernelSummary(
-        *session, base + "kernel_details.csv", [&] { ctx.progress(fmt::format("kernel summary {}", dir)); },
-        ctx.cancelled);
+    json ks;
+    if (digest->kernel_summary) {
+      ks = *digest->kernel_summary;
+      ks["bytes_read"] = digest->kernel_details.bytes_read.value_or(0);
+      ks["truncated"] = false;
+    } else {
+      ks = {{"error", digest->summary_error.empty() ? std::string("the digest carries no kernel summary")
+                                                    : digest->summary_error}};
+    }
+    ks["path"] = base + "kernel_details.csv";
+    out.result["kernel_summary"] = std::move(ks);
   }
   return out;
 }

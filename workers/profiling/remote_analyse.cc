@@ -21,6 +21,8 @@ constexpr const char* kAlive = R"SH(if [ -f "$1.rc" ]; then echo done; elif [ -f
 
 }  // namespace
 
+std::string DetachedAnalyseScript() { return kLaunch; }
+
 std::vector<std::string> DetachedAnalyseArgv(const std::string& dir, const std::string& marker) {
   return {"sh", "-c", kLaunch, "npuprof-analyse", dir, marker};
 }

@@ -1,5 +1,6 @@
 // analyse() of one *_ascend_pt directory, run detached on the target so that
-// a re-dispatched task re-attaches instead of running it twice.
+// a re-dispatched task re-attaches instead of running it twice. The rank
+// digest program (rank_digest.h) runs the launch script in its first call.
 //
 // Marker files (prefix M = <dir>/.npuprof_analyse.<task id>):
 //   M.pid  pid of the detached shell (written by that shell first)
@@ -18,6 +19,9 @@ namespace npuprof::profiling {
 // process ("running"); prints "started" when it launched it. dir and marker
 // travel as positional parameters, never inside the script text.
 std::vector<std::string> DetachedAnalyseArgv(const std::string& dir, const std::string& marker);
+// The script of that argv alone (`sh -c SCRIPT npuprof-analyse DIR MARKER`):
+// the rank digest program (rank_digest.h) runs it to start or attach.
+std::string DetachedAnalyseScript();
 
 // argv printing "alive" when M.pid names a live process, else "gone".
 std::vector<std::string> AnalyseAliveArgv(const std::string& marker);

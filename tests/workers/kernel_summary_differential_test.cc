@@ -1,0 +1,256 @@
+// The kernel summary has one definition, the rank digest program
+// (workers/profiling/remote/rank_digest.py), run on the target; the C++
+// builder (parsers/kernel_summary.h) stays as its reference. This test runs
+// the same .py file with the local python3 and holds its summaries equal to
+// the builder's, number for number after the same rounding and error text
+// for error text: on every kernel_details CSV under tests/, every seed of the
+// kernel_summary fuzz corpus, a CSV the simulator's analyse() code writes,
+// hand-made hostile cases and a few hundred generated ones. The
+// trace_view.json check is held to CheckTraceViewJson's verdict and count
+// the same way. Every summary the program gives also passes the worker's
+// decoder (CheckKernelSummaryJson) unchanged.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "common/json_depth.h"
+#include "parsers/kernel_summary.h"
+#include "parsers/msprof_csv_parser.h"
+#include "tests/support/build_paths.h"
+#include "tests/support/temp_dir.h"
+#include "workers/profiling/rank_digest.h"
+#include "workers/ssh/shell_quote.h"
+
+namespace npuprof::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Program() { return std::string(build_paths::SourceDir()) + "/workers/profiling/remote/rank_digest.py"; }
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The program's output lines for argv (run by /bin/sh, words quoted).
+std::vector<std::string> RunProgram(const std::vector<std::string>& argv) {
+  const std::string cmd = ssh::BuildCommand(argv) + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::vector<std::string> lines;
+  if (!f) return lines;
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  pclose(f);
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The C++ reference, fed in pieces of `chunk` bytes.
+json Reference(const std::string& text, size_t max_distinct, size_t chunk) {
+  KernelSummaryBuilder b(max_distinct);
+  for (size_t i = 0; i < text.size(); i += chunk) {
+    if (Status st = b.Feed(std::string_view(text).substr(i, chunk)); !st.ok()) return json{{"error", st.message()}};
+  }
+  auto s = b.Finish();
+  if (!s.ok()) return json{{"error", s.status().message()}};
+  return KernelSummaryJson(*s);
+}
+
+// Compares the program's summary of every file with the reference's.
+void ExpectSameSummaries(const std::vector<std::string>& files, size_t max_distinct) {
+  std::vector<std::string> argv = {"python3", Program(), "summary", std::to_string(max_distinct)};
+  argv.insert(argv.end(), files.begin(), files.end());
+  const std::vector<std::string> lines = RunProgram(argv);
+  ASSERT_EQ(lines.size(), files.size()) << (lines.empty() ? "" : lines.back());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string text = ReadAll(files[i]);
+    auto got = ParseJson(lines[i]);
+    ASSERT_TRUE(got.ok()) << files[i] << ": " << lines[i];
+    for (size_t chunk : {text.size() + 1, size_t{7}}) {
+      const json want = Reference(text, max_distinct, std::max<size_t>(chunk, 1));
+      EXPECT_EQ(*got, want) << files[i] << " (chunk " << chunk << ")\n program:   " << got->dump()
+                            << "\n reference: " << want.dump();
+    }
+    if (!got->contains("error")) {
+      auto checked = profiling::CheckKernelSummaryJson(*got, "summary");
+      ASSERT_TRUE(checked.ok()) << files[i] << ": " << checked.status().message();
+      EXPECT_EQ(*checked, *got) << files[i];
+    }
+  }
+}
+
+std::vector<std::string> FilesUnder(const std::string& dir, const std::string& name_part) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename().string().find(name_part) != std::string::npos)
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(KernelSummaryDifferential, EveryKernelDetailsCsvUnderTests) {
+  const std::string tests = std::string(build_paths::SourceDir()) + "/tests";
+  std::vector<std::string> files;
+  for (const auto& f : FilesUnder(tests, "kernel_details"))
+    if (f.ends_with(".csv")) files.push_back(f);
+  ASSERT_GE(files.size(), 4u);
+  ExpectSameSummaries(files, 20000);
+}
+
+TEST(KernelSummaryDifferential, EveryFuzzSeed) {
+  const auto files = FilesUnder(std::string(build_paths::SourceDir()) + "/tests/fuzz/seeds/kernel_summary", "");
+  ASSERT_GE(files.size(), 5u);
+  ExpectSameSummaries(files, 20000);
+  ExpectSameSummaries(files, 2);
+}
+
+// kernel_details.csv as the simulator's analyse() writes it (both headers),
+// from its own row code.
+TEST(KernelSummaryDifferential, TheSimulatorsOutput) {
+  TempDir tmp;
+  const std::string gen = tmp.path + "/gen.py";
+  WriteTree(gen, R"PY(import sys
+sys.path.insert(0, sys.argv[1])
+from npusim import analyse_impl as a
+tasks = [dict(step=1 + i // 500, device=3, task_id=i, stream=2,
+              name=("hcom_allReduce__%d_0" % (i % 9)) if i % 4 == 0 else "aclnnKernel%d" % (i % 37),
+              type="T%d" % (i % 5), core="HCCL" if i % 4 == 0 else ("AI_CORE" if i % 3 else "AI_VECTOR_CORE"),
+              start_us=1736413971558972.0 + i * 10.125, dur_us=1.25 + (i % 97) * 0.333, wait_us=0, block=8)
+         for i in range(3000)]
+for path, header in ((sys.argv[2], a.HEADER_BLOCKDIM), (sys.argv[3], a.HEADER_BLOCKNUM)):
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        f.writelines(a._kernel_lines(tasks, header))
+)PY");
+  const std::string sim = std::string(build_paths::SourceDir()) + "/tests/sim/python";
+  const std::string a = tmp.path + "/blockdim.csv", b = tmp.path + "/blocknum.csv";
+  RunProgram({"python3", gen, sim, a, b});
+  ASSERT_TRUE(fs::exists(a) && fs::exists(b));
+  ExpectSameSummaries({a, b}, 20000);
+  ExpectSameSummaries({a}, 10);
+}
+
+TEST(KernelSummaryDifferential, HostileCases) {
+  TempDir tmp;
+  const std::string h = "Name,Type,Accelerator Core,Start Time(us),Duration(us)\n";
+  const std::vector<std::string> cases = {
+      "",
+      "\n\n",
+      "\xEF\xBB\xBF" + h + "a,T,AI_CORE,1,2\n",
+      "\xEF\xBB" + h,
+      "\xEF\xBB\xBF",
+      h + "a,T,AI_CORE,1,2\r\nb,T,AI_CORE,2,3\r\n",
+      h + "\"a,\"\"x\"\"\",T,AI_CORE,1,2\n\"multi\nline\",T,C,\"5\t\",\"7\"\n",
+      h + "\"unclosed,T,C,1,2\nb,T,C,1,2\n",
+      h + "a,T,C,1,\"2\"",
+      h + "ab\"c,d\"e,T,C,1,2\n\"x\"y,T,C,1,3\n",
+      h + "a,T,C,1,\"2\"\"\n",
+      h + "a,T,C,1,N/A\nb,T,C,1,\nc,T,C,1,-5\nd,T,C,1,-0\ne,T,C,1,+3\nf,T,C,1,.5\ng,T,C,1,5.\n",
+      h + "a,T,C,1,2\nb,T,C,1,1e999\nc,T,C,1,3\n",
+      h + "a,T,C,1,inf\n",
+      h + "a,T,C,1,-Infinity\n",
+      h + "a,T,C,1,nan(abc)\n",
+      h + "a,T,C,1,nan(\n",
+      h + "a,T,C,1,1e-400\n",
+      h + "a,T,C,1,1e-310\n",
+      h + "a,T,C,1,0x10\nb,T,C,1,1e\nc,T,C,1,++1\nd,T,C,1,1_0\ne,T,C,1, 4 \n",
+      h + "a,T,C,1,9223372036854775808\nb,T,C,1,9223372036854775809\n",
+      h + "a,T,C,1,9300000000000000000\n",
+      h + "a,T\nshort\n,,,,\n   \n\t\r\n\f\n",
+      h + "\xFF\xFEname,T\xC3,C\xE2\x82,1,2\n\xED\xA0\x80,T,C,1,3\n\xF0\x80\x80\x80,T,C,1,4\n",
+      h + std::string(300, 'n') + "\xC3\xA9,T,C,1,2\n" + std::string(255, 'n') + "\xC3\xA9,T,C,1,2\n",
+      h + std::string(70000, 'x') + ",T,C,1,2\n\"" + std::string(70000, 'q') + "\",T,C,1,2\n",
+      h + "a,T,C,1,2" + std::string(5000, ',') + "\n",
+      "Name,Type,Duration(us)\na,T,1\n",
+      "name,TYPE,duration(US),accelerator core,START TIME(us)\na,T,1,C,3\n",
+      "Name,Start Time(us)\nx,1\n",
+      "Foo\n",
+      "Type,Duration(us),Name,Name\n T , 4 , a , b \n",
+      h + "a,T,AI_CORE,10,2\na,T,AI_VECTOR_CORE,5,3\na,T,AI_CORE,N/A,4\nb,U,,-1,1\n",
+      h + "a,T,C,1,1.0005\nb,T,C,1,1.0015\nc,T,C,1,0.0005\nd,T,C,1,2.5e-4\n",
+      h + "b,T,C,1,3\na,T,C,1,3\na,S,C,1,3\n(other kernels),,C,1,1\n",
+      h + "a,T,C,1,0.1\na,T,C,1,0.2\na,T,C,1,0.3\n",
+  };
+  std::vector<std::string> files;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    files.push_back(tmp.path + "/case" + std::to_string(i) + ".csv");
+    WriteTree(files.back(), cases[i]);
+  }
+  ExpectSameSummaries(files, 20000);
+  ExpectSameSummaries(files, 1);
+  // More kernels than max_distinct: folded into "(other kernels)", totals exact.
+  std::string many = h;
+  for (int i = 0; i < 300; ++i) many += "k" + std::to_string(i % 120) + ",T" + std::to_string(i % 70) + ",C,1," + std::to_string(i * 0.37) + "\n";
+  WriteTree(tmp.path + "/many.csv", many);
+  ExpectSameSummaries({tmp.path + "/many.csv"}, 50);
+  ExpectSameSummaries({tmp.path + "/many.csv"}, 20000);
+}
+
+// Generated CSVs from an alphabet of the tokens that matter (quotes, commas,
+// line ends, numbers at their edges, invalid UTF-8), fixed seed.
+TEST(KernelSummaryDifferential, GeneratedCases) {
+  TempDir tmp;
+  const std::vector<std::string> tokens = {
+      ",", ",", ",", "\n", "\n", "\r\n", "\"", "\"\"", " ", "\t", "a", "b", "T", "AI_CORE", "1", "2.5", "-3",
+      "1e999", "N/A", "0.0005", "1e-400", "inf", "\xFF", "\xC3\xA9", "\xEF\xBB\xBF", "\f", "17.125", "+4", ".5"};
+  const std::vector<std::string> headers = {"Name,Type,Accelerator Core,Start Time(us),Duration(us)\n",
+                                            "Duration(us),Name,Type\n", "\xEF\xBB\xBFName,Type,Duration(us),Start Time(us)\n",
+                                            "\"Name\",Type,\"Duration(us)\"\r\n"};
+  std::mt19937 rng(20261206);
+  std::vector<std::string> files;
+  for (int i = 0; i < 300; ++i) {
+    std::string text = headers[rng() % headers.size()];
+    const int n = 5 + static_cast<int>(rng() % 200);
+    for (int k = 0; k < n; ++k) text += tokens[rng() % tokens.size()];
+    files.push_back(tmp.path + "/gen" + std::to_string(i) + ".csv");
+    WriteTree(files.back(), text);
+  }
+  ExpectSameSummaries(files, 20000);
+  ExpectSameSummaries(files, 3);
+}
+
+// trace_view.json: the program's streamed check against CheckTraceViewJson.
+TEST(KernelSummaryDifferential, TraceViewCheckAgreesWithTheReference) {
+  TempDir tmp;
+  const std::vector<std::string> cases = {
+      "[]", "[{}]", " [ {\"ph\":\"X\"} , 1 , [2] ]\n", "{\"traceEvents\":[{},{},3]}",
+      "{\"other\":{\"traceEvents\":[1]},\"traceEvents\":[{\"a\":[1,{\"b\":2}]}],\"x\":null}", "{}", "3", "\"s\"",
+      "[", "[1,]", "[1 2]", "{\"traceEvents\":[1]", "[1] x", "[NaN]", "[1e999]", "", "   ", "[\"\xFF\"]",
+      "\xEF\xBB\xBF[{}]", "{\"traceEvents\":{}}", "[{\"a\":\"" + std::string(3 << 20, 'x') + "\"},{}]",
+      "[12345678901234567890123, -0, 1.5e300, true, false, null]", "{\"traceEvents\":[],\"traceEvents\":[{}]}"};
+  std::vector<std::string> files;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    files.push_back(tmp.path + "/trace" + std::to_string(i) + ".json");
+    WriteTree(files.back(), cases[i]);
+  }
+  files.push_back(std::string(build_paths::TestDataDir()) + "/ascend-formats/trace_view.sample.json");
+  std::vector<std::string> argv = {"python3", Program(), "trace"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  const auto lines = RunProgram(argv);
+  ASSERT_EQ(lines.size(), files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto got = ParseJson(lines[i]);
+    ASSERT_TRUE(got.ok()) << lines[i];
+    auto want = CheckTraceViewJson(ReadAll(files[i]));
+    EXPECT_EQ((*got)["valid"], want.ok()) << files[i] << ": " << lines[i]
+                                          << (want.ok() ? "" : "\n reference: " + want.status().message());
+    if (want.ok() && (*got)["valid"] == true) {
+      EXPECT_EQ((*got)["event_count"], want->event_count) << files[i];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace npuprof::testing

@@ -1,0 +1,814 @@
+# npuprof's program for one torch_npu rank, run on the target next to the
+# rank's data (Python 3.8+, standard library only). It is the one definition
+# of a rank's kernel summary: the worker keeps only the C++ reference
+# (parsers/kernel_summary.h), which a differential test holds equal to this.
+#
+#   python3 -c SRC digest DIR MARKER BUDGET_MS FINAL LAUNCH_SCRIPT
+#       Start-or-attach analyse() (when LAUNCH_SCRIPT is not empty: it is run
+#       as `sh -c LAUNCH_SCRIPT npuprof-analyse DIR MARKER`, the marker
+#       protocol of workers/profiling/remote_analyse.h), wait up to BUDGET_MS
+#       for MARKER.rc (polls 10 ms doubling to 250 ms, the process checked at
+#       each poll), then print one JSON object (ASCII) on stdout. The rank's
+#       outputs are read only once analyse() has ended (or vanished), or when
+#       FINAL is 1.
+#   python3 rank_digest.py summary MAX_DISTINCT FILE... | trace FILE...
+#       The kernel summary (or the trace_view.json check) of each file, one
+#       JSON line per file: the differential tests.
+#
+# Memory stays bounded whatever the files' size: the CSV is read in 1 MiB
+# pieces and aggregated per distinct kernel; trace_view.json is validated
+# element by element of its event array (no element above 64 MiB).
+import codecs
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+
+MAX_NAME = 256
+OTHER = b"(other kernels)"
+MAX_CELL = 64 * 1024
+MAX_CELLS = 4096
+TOP_N = 30
+MAX_TYPES = 64
+CHUNK = 1 << 20
+LOG_PART = 16 * 1024
+MAX_JSON_VALUE = 64 << 20
+MAX_MAG = 9223372036854775808.0
+KD_NEEDED = (b"Name", b"Type", b"Accelerator Core", b"Start Time(us)", b"Duration(us)")
+
+
+# ---- text ------------------------------------------------------------------
+
+def text(b):
+    """Bytes shown as text: invalid UTF-8 replaced (maximal subparts)."""
+    return b.decode("utf-8", "replace")
+
+
+def truncate_text(b, max_bytes, marker="\u2026"):
+    valid = text(b).encode("utf-8")
+    if len(valid) <= max_bytes:
+        return valid.decode("utf-8")
+    cut = max_bytes
+    while cut > 0 and (valid[cut] & 0xC0) == 0x80:
+        cut -= 1
+    return valid[:cut].decode("utf-8") + marker
+
+
+# ---- CSV records (the rules of parsers/csv_records.h) -----------------------
+
+_SPACE = b" \t\r\n\f\v"
+
+
+class CsvReader(object):
+    """Records of CSV bytes fed in pieces: ',' splits cells, '\\n' records,
+    "..." quotes ("" is a quote; a quoted cell may span lines), cells trimmed,
+    blank records skipped, a BOM at the very start dropped, cells cut at
+    MAX_CELL bytes, records at MAX_CELLS cells. on_record(cells, index)
+    returns False to stop. A whole line is split at once (at its quotes,
+    then at the commas outside them); a record that goes on past its line
+    (a quote left open) or past the piece is read cell by cell (`open`
+    holds it: [cells, cell, in_quotes, has_content])."""
+
+    def __init__(self, on_record):
+        self.on_record = on_record
+        self.index = 0
+        self.stopped = False
+        self.start = b""
+        self.at_start = True
+        self.pending_quote = False  # a '"' inside quotes ended the last piece
+        self.open = None
+        self.limit = None   # cells wanted per record (None: all); ncells says how many it had
+        self.ncells = 0
+
+    def feed(self, data):
+        if self.stopped:
+            return
+        if self.at_start:
+            self.start += data
+            if len(self.start) < 3 and b"\xef\xbb\xbf".startswith(self.start):
+                return
+            data = self.start[3:] if self.start.startswith(b"\xef\xbb\xbf") else self.start
+            self.start = b""
+            self.at_start = False
+        pos = 0
+        n = len(data)
+        if self.pending_quote and n:
+            self.pending_quote = False
+            if data[0] == 0x22:
+                self._push(b'"')
+                pos = 1
+            else:
+                self.open[2] = False
+        while pos < n and not self.stopped:
+            if self.open is not None:
+                pos = self._cells(data, pos)
+                continue
+            nl = data.find(b"\n", pos)
+            line = data[pos:nl] if nl >= 0 else b""
+            quotes = line.count(b'"') if nl >= 0 else 1
+            if quotes % 2:  # the record goes on past this line or this piece
+                self.open = [[], bytearray(), False, False]
+                continue
+            if quotes:
+                self._quoted_line(line)
+            else:
+                self._line(line)
+            pos = nl + 1
+
+    def finish(self):
+        if self.at_start:
+            self.at_start = False
+            data = b"" if self.start == b"\xef\xbb\xbf" else self.start
+            self.start = b""
+            if data:
+                self.feed(data)
+        if self.stopped:
+            return
+        if self.open is not None:
+            self.pending_quote = False
+            self._end_record()
+        self.stopped = True
+
+    def _line(self, line):
+        if b"," not in line and not line.strip(b"\r \t"):
+            return
+        want = min(self.limit or MAX_CELLS, MAX_CELLS)
+        cells = line.split(b",", want)[:want]
+        self._deliver([c[:MAX_CELL].strip(_SPACE) for c in cells], min(line.count(b",") + 1, MAX_CELLS))
+
+    def _quoted_line(self, line):
+        """A whole record holding an even number of quotes (so it ends at
+        this line's end). Split at the quotes, the pieces alternate outside
+        and inside; an empty outside piece between two inside ones is the
+        escaped quote ""."""
+        parts = line.split(b'"')
+        last = len(parts) - 1
+        ncells = min(line.count(b",") - b"".join(parts[1::2]).count(b",") + 1, MAX_CELLS)
+        want = min(self.limit or MAX_CELLS, MAX_CELLS)
+        cells = []
+        cur = []
+        for i, p in enumerate(parts):
+            if i % 2:
+                cur.append(p)
+            elif not p and 0 < i < last:
+                cur.append(b'"')
+            else:
+                pieces = p.split(b",")
+                cur.append(pieces[0])
+                for q in pieces[1:]:
+                    cells.append(b"".join(cur))
+                    cur = [q]
+                if len(cells) >= want:
+                    break
+        else:
+            cells.append(b"".join(cur))
+        self._deliver([c[:MAX_CELL].strip(_SPACE) for c in cells[:want]], ncells)
+
+    def _deliver(self, cells, ncells=None):
+        self.ncells = len(cells) if ncells is None else ncells
+        if not self.on_record(cells, self.index):
+            self.stopped = True
+        self.index += 1
+
+    def _push(self, b):
+        cell = self.open[1]
+        if len(cell) < MAX_CELL:
+            cell += b[:MAX_CELL - len(cell)]
+
+    def _end_cell(self):
+        o = self.open
+        if len(o[0]) < MAX_CELLS:
+            o[0].append(bytes(o[1]).strip(_SPACE))
+        o[1] = bytearray()
+
+    def _end_record(self):
+        self._end_cell()
+        o = self.open
+        self.open = None
+        if o[3]:
+            self._deliver(o[0])
+
+    def _cells(self, data, pos):
+        """Reads the open record from pos; returns where it stopped (after
+        the record's '\\n', or len(data) when the record goes on)."""
+        o = self.open
+        n = len(data)
+        while pos < n:
+            if o[2]:  # inside quotes
+                q = data.find(b'"', pos)
+                if q < 0:
+                    self._push(data[pos:])
+                    return n
+                self._push(data[pos:q])
+                if q + 1 == n:
+                    self.pending_quote = True
+                    return n
+                if data[q + 1] == 0x22:
+                    self._push(b'"')
+                    pos = q + 2
+                else:
+                    o[2] = False
+                    pos = q + 1
+                continue
+            m = _SPECIAL.search(data, pos)
+            end = m.start() if m else n
+            if end > pos:
+                seg = data[pos:end]
+                if seg.strip(b"\r \t"):
+                    o[3] = True
+                self._push(seg)
+                pos = end
+            if m is None:
+                return n
+            c = data[pos]
+            pos += 1
+            if c == 0x22:
+                o[2] = True
+                o[3] = True
+            elif c == 0x2C:
+                self._end_cell()
+                o[3] = True
+            else:  # '\\n'
+                self._end_record()
+                return pos
+        return n
+
+
+_SPECIAL = re.compile(b'[,\n"]')
+
+
+def column(header, name):
+    low = name.lower()
+    for i, h in enumerate(header):
+        if len(h) == len(name) and h.lower() == low:
+            return i
+    return None
+
+
+# ---- numbers (the rules of parsers/finite_number.h) -------------------------
+
+_NUM = re.compile(rb"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_INFNAN = re.compile(rb"-?(?:inf|infinity|nan|nan\([0-9A-Za-z_]*\))\Z", re.I)
+NUMBER, NOT_A_NUMBER, OUT_OF_RANGE = 0, 1, 2
+
+
+def parse_number(s):
+    if s[:1] == b"+":
+        s = s[1:]
+    if not s:
+        return NOT_A_NUMBER, 0.0
+    if _NUM.match(s):
+        v = float(s)
+        if math.isinf(v) or abs(v) > MAX_MAG:
+            return OUT_OF_RANGE, 0.0
+        if v == 0.0:
+            mant = s.split(b"e")[0].split(b"E")[0]
+            if mant.strip(b"-.0"):
+                return OUT_OF_RANGE, 0.0  # an underflow
+        return NUMBER, v
+    if _INFNAN.match(s):
+        return OUT_OF_RANGE, 0.0
+    return NOT_A_NUMBER, 0.0
+
+
+def r3(v):
+    """std::round(v * 1000) / 1000: halves away from zero."""
+    y = v * 1000.0
+    if math.isinf(y) or math.isnan(y):
+        return y / 1000.0
+    a = abs(y)
+    f = math.floor(a)
+    if a - f >= 0.5:
+        f += 1
+    return math.copysign(float(f), y) / 1000.0
+
+
+# ---- the kernel summary (parsers/kernel_summary.h is its C++ reference) -----
+
+class SummaryError(Exception):
+    pass
+
+
+class KernelSummary(object):
+    def __init__(self, max_distinct=20000, check=False):
+        self.max_distinct = max_distinct
+        self.check = check
+        self.error = None
+        self.header = None
+        self.problem = None     # the kernel_details check's (five columns) refusal
+        self.data_rows = 0
+        self.counted = 0
+        self.skipped = 0
+        self.other = 0
+        self.total = 0.0
+        self.first = None
+        self.last = None
+        self.kernels = {}
+        self.types = {}
+        self.reader = CsvReader(self._record)
+
+    def _header(self, cells):
+        self.header = cells
+        missing = [n for n in (b"Name", b"Type", b"Duration(us)") if column(cells, n) is None]
+        if self.check:
+            kd_missing = [n for n in KD_NEEDED if column(cells, n) is None]
+            if kd_missing:
+                self.problem = 'kernel_details.csv: missing column%s %s (header: %s)' % (
+                    "s" if len(kd_missing) > 1 else "", ", ".join('"%s"' % text(m) for m in kd_missing),
+                    truncate_text(b",".join(cells), 400))
+                return False
+        if missing:
+            first = cells[0][:MAX_NAME] if cells else b""
+            self.error = "kernel_details.csv: the header lacks %s; it has %d columns (first: %s)" % (
+                ", ".join(text(m) for m in missing), len(cells), text(first))
+            return False
+        self.name_col = column(cells, b"Name")
+        self.type_col = column(cells, b"Type")
+        self.dur_col = column(cells, b"Duration(us)")
+        self.core_col = column(cells, b"Accelerator Core")
+        self.start_col = column(cells, b"Start Time(us)")
+        self.need = max(self.name_col, self.type_col, self.dur_col) + 1
+        self.reader.limit = max(c for c in (self.name_col, self.type_col, self.dur_col, self.core_col,
+                                            self.start_col) if c is not None) + 1
+        return True
+
+    def _record(self, cells, index):
+        if index == 0:
+            return self._header(cells)
+        self.data_rows += 1
+        ncells = self.reader.ncells  # cells holds the first reader.limit of them
+        if ncells < self.need:
+            self.skipped += 1
+            return True
+        kind, d = parse_number(cells[self.dur_col])
+        if kind == OUT_OF_RANGE:
+            self.error = "kernel_details.csv data row %d: Duration(us) is out of range (%s)" % (
+                self.data_rows, text(cells[self.dur_col][:MAX_NAME]))
+            return False
+        if kind != NUMBER or d < 0:
+            self.skipped += 1
+            return True
+        core = cells[self.core_col][:MAX_NAME] if self.core_col is not None and self.core_col < ncells else b""
+        typ = cells[self.type_col][:MAX_NAME]
+        key = (cells[self.name_col][:MAX_NAME], typ)
+        k = self.kernels.get(key)
+        if k is None:
+            if len(self.kernels) >= self.max_distinct:
+                key = (OTHER, b"")
+                self.other += 1
+            k = self.kernels.get(key)
+            if k is None:
+                k = self.kernels[key] = [core, 0, 0.0, 0.0]
+        self._add(k, core, d)
+        t = self.types.get(typ)
+        if t is None:
+            t = self.types[typ] = [core, 0, 0.0, 0.0]
+        self._add(t, core, d)
+        self.counted += 1
+        self.total += d
+        if self.start_col is not None and self.start_col < ncells:
+            skind, st = parse_number(cells[self.start_col])
+            if skind == NUMBER and st >= 0:
+                if self.first is None or st < self.first:
+                    self.first = st
+                end = st + d
+                if self.last is None or end > self.last:
+                    self.last = end
+        return True
+
+    @staticmethod
+    def _add(a, core, us):
+        if a[1] == 0:
+            a[0] = core
+        elif a[0] != core:
+            a[0] = b"mixed"
+        a[1] += 1
+        a[2] += us
+        if a[3] < us:
+            a[3] = us
+
+    def feed(self, data):
+        if self.error is None and self.problem is None:
+            self.reader.feed(data)
+
+    def finish(self):
+        """The summary as KernelSummaryJson writes it; SummaryError on a refusal."""
+        if self.error is None and self.problem is None:
+            self.reader.finish()
+        if self.problem is not None:
+            raise SummaryError(self.problem)
+        if self.error is not None:
+            raise SummaryError(self.error)
+        if self.reader.index == 0:
+            raise SummaryError("kernel_details.csv is empty: no header line")
+        order = lambda e: (-e[3][2], e[0], e[1])  # total desc, then name, then type
+        top = sorted(((n, t, None, a) for (n, t), a in self.kernels.items()), key=order)[:TOP_N]
+        types = sorted(((b"", t, None, a) for t, a in self.types.items()), key=order)[:MAX_TYPES]
+        total = self.total
+
+        def stat(e, with_name):
+            a = e[3]
+            j = {}
+            if with_name:
+                j["name"] = text(e[0])
+            j["type"] = text(e[1])
+            j["core"] = text(a[0])
+            j["count"] = a[1]
+            j["total_us"] = r3(a[2])
+            j["mean_us"] = r3(a[2] / float(a[1]) if a[1] else 0.0)
+            j["max_us"] = r3(a[3])
+            j["share_pct"] = r3(a[2] / total * 100.0) if total > 0 else None
+            return j
+        out = {"data_rows": self.data_rows, "counted_rows": self.counted, "skipped_rows": self.skipped,
+               "other_rows": self.other, "distinct_kernels": len(self.kernels), "total_us": r3(total),
+               "top": [stat(e, True) for e in top], "by_type": [stat(e, False) for e in types]}
+        if self.first is not None and self.last is not None:
+            out["first_start_us"] = self.first
+            out["last_end_us"] = self.last
+        return out
+
+
+def summarise_file(path, max_distinct=20000, check=False):
+    """(summary or None, error or None, bytes read, header cells or None)."""
+    ks = KernelSummary(max_distinct, check)
+    read = 0
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(CHUNK)
+            if not data:
+                break
+            read += len(data)
+            ks.feed(data)
+            if ks.error is not None or ks.problem is not None:
+                break
+    try:
+        return ks.finish(), None, read, ks.header
+    except SummaryError as e:
+        return None, str(e), read, ks.header
+
+
+# ---- trace_view.json: streamed validation ----------------------------------
+
+class TraceError(Exception):
+    pass
+
+
+def _no_constant(name):
+    raise ValueError("%s is not JSON" % name)
+
+
+def _finite(text):
+    v = float(text)
+    if math.isinf(v):
+        raise ValueError("number overflow parsing '%s'" % text[:40])
+    return v
+
+
+class TraceChecker(object):
+    """Valid JSON whose top level is an array of events or an object with a
+    "traceEvents" array; counts the array's elements (and those that are no
+    object) without holding more than one element at a time."""
+
+    def __init__(self, f):
+        self.f = f
+        self.dec = codecs.getincrementaldecoder("utf-8")("strict")
+        self.buf = ""
+        self.pos = 0
+        self.base = 0   # characters dropped before buf
+        self.eof = False
+        self.json = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+        self.events = 0
+        self.non_objects = 0
+        self.saw_events = False
+        self.bare_array = False
+
+    def more(self):
+        if self.eof:
+            return False
+        data = self.f.read(CHUNK)
+        try:
+            s = self.dec.decode(data, final=not data)
+        except UnicodeDecodeError:
+            raise TraceError("trace_view.json is not valid UTF-8 (near character %d)" % (self.base + len(self.buf)))
+        if not data:
+            self.eof = True
+        if self.pos > 0:
+            self.base += self.pos
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
+        self.buf += s
+        return True
+
+    def ws(self):
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in " \t\n\r":
+                self.pos += 1
+            if self.pos < n or not self.more():
+                return
+
+    def peek(self):
+        self.ws()
+        return self.buf[self.pos] if self.pos < len(self.buf) else ""
+
+    def fail(self, what):
+        raise TraceError("trace_view.json is not valid JSON (character %d): %s" % (self.base + self.pos, what))
+
+    def value(self):
+        """One whole JSON value at pos (read on until it is complete)."""
+        self.ws()
+        while True:
+            try:
+                v, end = self.json.raw_decode(self.buf, self.pos)
+                if end < len(self.buf) or self.eof:
+                    self.pos = end
+                    return v
+            except ValueError as e:
+                if self.eof:
+                    self.fail(str(e))
+            except RecursionError:
+                self.fail("nested too deep")
+            if len(self.buf) - self.pos > MAX_JSON_VALUE:
+                self.fail("a value longer than %d characters" % MAX_JSON_VALUE)
+            self.more()
+
+    def events_array(self):
+        self.saw_events = True
+        self.pos += 1  # '['
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            v = self.value()
+            self.events += 1
+            if not isinstance(v, dict):
+                self.non_objects += 1
+            c = self.peek()
+            if c == ",":
+                self.pos += 1
+            elif c == "]":
+                self.pos += 1
+                return
+            else:
+                self.fail("expected ',' or ']' in the event array")
+
+    def run(self):
+        c = self.peek()
+        if c == "\ufeff" and self.base + self.pos == 0:
+            self.pos += 1
+            c = self.peek()
+        if c == "[":
+            self.bare_array = True
+            self.events_array()
+        elif c == "{":
+            self.pos += 1
+            if self.peek() == "}":
+                self.pos += 1
+            else:
+                while True:
+                    if self.peek() != '"':
+                        self.fail("expected a key")
+                    key = self.value()
+                    if self.peek() != ":":
+                        self.fail("expected ':'")
+                    self.pos += 1
+                    if key == "traceEvents" and self.peek() == "[":
+                        self.events_array()
+                    else:
+                        self.value()
+                    c = self.peek()
+                    if c == ",":
+                        self.pos += 1
+                    elif c == "}":
+                        self.pos += 1
+                        break
+                    else:
+                        self.fail("expected ',' or '}'")
+        elif c == "":
+            self.fail("no value")
+        else:
+            self.value()
+        if self.peek() != "":
+            self.fail("data after the top-level value")
+        if not self.saw_events:
+            raise TraceError('trace_view.json is neither a JSON array of events nor an object with a '
+                             '"traceEvents" array')
+
+
+def check_trace(path):
+    rec = {}
+    with open(path, "rb") as f:
+        t = TraceChecker(f)
+        try:
+            t.run()
+            rec["valid"] = True
+            rec["event_count"] = t.events
+        except TraceError as e:
+            rec["valid"] = False
+            rec["problem"] = str(e)
+    return rec
+
+
+# ---- the rank ----------------------------------------------------------------
+
+def file_record(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not os.path.isfile(path):
+        return None
+    return {"exists": True, "size": st.st_size}
+
+
+def kernel_details(path):
+    rec = file_record(path)
+    if rec is None:
+        return {"exists": False}
+    try:
+        summary, error, read, header = summarise_file(path, check=True)
+    except OSError as e:
+        rec["problem"] = "cannot read: %s" % e.strerror
+        rec["valid"] = False
+        return rec
+    rec["bytes_read"] = read
+    if header is None:
+        rec["valid"] = False
+        rec["problem"] = "kernel_details.csv is empty: no header line"
+        return rec
+    if error is not None and error.startswith("kernel_details.csv: missing column"):
+        rec["valid"] = False
+        rec["problem"] = error
+        return rec
+    rec["valid"] = True
+    rec["columns"] = len(header)
+    if summary is not None:
+        rec["data_rows_checked"] = summary["data_rows"]
+        rec["summary"] = summary
+    else:
+        rec["summary_error"] = error
+    return rec
+
+
+def trace_view(path):
+    rec = file_record(path)
+    if rec is None:
+        return {"exists": False}
+    try:
+        rec.update(check_trace(path))
+    except OSError as e:
+        rec["valid"] = False
+        rec["problem"] = "cannot read: %s" % e.strerror
+    return rec
+
+
+def device_of(d):
+    device = None
+    try:
+        top = sorted(os.listdir(d))
+    except OSError:
+        return None
+    for e in top:
+        p = os.path.join(d, e)
+        if not e.startswith("PROF_") or os.path.islink(p) or not os.path.isdir(p):
+            continue
+        try:
+            subs = os.listdir(p)
+        except OSError:
+            continue
+        for s in subs:
+            q = os.path.join(p, s)
+            digits = s[7:]
+            if not s.startswith("device_") or os.path.islink(q) or not os.path.isdir(q):
+                continue
+            if not digits or len(digits) > 6 or not all("0" <= ch <= "9" for ch in digits):
+                continue
+            n = int(digits)
+            if device is not None and device != n:
+                return None
+            device = n
+    return device
+
+
+def log_record(path):
+    """The log's size and its head and tail (LOG_PART bytes each; the whole
+    log when it is no longer than both), bytes as latin-1 code points."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(0)
+            if size <= 2 * LOG_PART:
+                return {"size": size, "head": f.read(2 * LOG_PART).decode("latin-1")}
+            head = f.read(LOG_PART)
+            f.seek(size - LOG_PART)
+            tail = f.read(LOG_PART)
+            return {"size": size, "head": head.decode("latin-1"), "tail": tail.decode("latin-1")}
+    except OSError:
+        return None
+
+
+def alive(marker):
+    try:
+        with open(marker + ".pid", "rb") as f:
+            pid = int(f.read().strip() or b"0")
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: it exists
+    return True
+
+
+def read_rc(marker):
+    try:
+        with open(marker + ".rc", "rb") as f:
+            data = f.read(64).strip()
+    except OSError:
+        return None
+    try:
+        return int(data)
+    except ValueError:
+        return -1000
+
+
+def digest(d, marker, budget_ms, final, launch):
+    out = {"v": 1}
+    if launch:
+        p = subprocess.run(["sh", "-c", launch, "npuprof-analyse", d, marker], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            out["launch_exit"] = p.returncode
+            out["launch_stderr"] = text(p.stderr[-4096:])
+            return out
+        out["launch"] = text(p.stdout.strip()[:64])
+    start = time.monotonic()
+    deadline = start + budget_ms / 1000.0
+    pause = 0.01
+    polls = 0
+    rc = None
+    is_alive = True
+    while True:
+        polls += 1
+        rc = read_rc(marker)
+        if rc is not None:
+            break
+        is_alive = alive(marker)
+        if not is_alive:
+            rc = read_rc(marker)  # it may have ended between the two looks
+            break
+        now = time.monotonic()
+        if now >= deadline:
+            break
+        time.sleep(min(pause, deadline - now))
+        pause = min(pause * 2, 0.25)
+    out["polls"] = polls
+    out["waited_ms"] = int((time.monotonic() - start) * 1000)
+    out["finished"] = rc is not None
+    out["alive"] = rc is None and is_alive
+    if rc is not None:
+        out["exit_code"] = rc
+    if rc is None and is_alive and not final:
+        return out
+    log = log_record(marker + ".log")
+    if log is not None:
+        out["log"] = log
+    base = os.path.join(d, "ASCEND_PROFILER_OUTPUT")
+    out["kernel_details"] = kernel_details(os.path.join(base, "kernel_details.csv"))
+    out["trace_view"] = trace_view(os.path.join(base, "trace_view.json"))
+    dev = device_of(d)
+    if dev is not None:
+        out["device_id"] = dev
+    return out
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] in ("summary", "trace"):
+        # The differential tests: one JSON line per file.
+        for path in argv[2 if argv[0] == "summary" else 1:]:
+            if argv[0] == "summary":
+                summary, error, _, _ = summarise_file(path, int(argv[1]))
+                out = summary if error is None else {"error": error}
+            else:
+                out = check_trace(path)
+            sys.stdout.write(json.dumps(out, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n")
+        return 0
+    if len(argv) == 6 and argv[0] == "digest":
+        out = digest(argv[1], argv[2], int(argv[3]), argv[4] == "1", argv[5])
+        sys.stdout.write(json.dumps(out, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n")
+        return 0
+    sys.stderr.write("usage: rank_digest.py digest DIR MARKER BUDGET_MS FINAL LAUNCH_SCRIPT\n"
+                     "       rank_digest.py summary MAX_DISTINCT FILE... | trace FILE...\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
