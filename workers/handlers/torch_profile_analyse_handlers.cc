@@ -1,5 +1,4 @@
-// torch_profile.list_profile_dirs and torch_profile.analyse_rank: discover
-// the *_ascend_pt directories of a profile root, run analyse() on one of them
+// torch_profile.analyse_rank: run analyse() on one *_ascend_pt directory
 // detached (re-attachable through marker files), verify its outputs and
 // summarise the rank's kernels (kernel_summary_stream.h).
 #include <algorithm>
@@ -23,10 +22,6 @@ namespace {
 
 constexpr uint64_t kKernelHeadBytes = 256 * 1024;
 constexpr uint64_t kMaxTraceCheckBytes = 64ull << 20;
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Existence plus a light content check of one output file.
 json CheckOutput(ssh::SshSession& session, const std::string& path, bool kernel_details) {
@@ -84,31 +79,6 @@ std::optional<int> RankDevice(ssh::SshSession& session, const std::string& dir) 
 }
 
 }  // namespace
-
-TaskOutcome TorchProfileListDirs(const tasks::TorchProfileListProfileDirs& p, const proto::Task&, TaskContext& ctx) {
-  auto target = TargetFromMachine(p.machine());
-  if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
-  const std::string& root = p.profile_root();
-  if (root.empty() || root[0] != '/') return TaskOutcome::Failure("bad_payload", "profile_root must be absolute", false);
-  auto session = ctx.pool.Get(*target);
-  auto st = session->Stat(root);
-  if (!st.ok()) {
-    if (ssh::ErrorKindOf(st.status()) == ssh::SshErrorKind::kRemoteError)
-      return TaskOutcome::Success(json{{"profile_root", root}, {"root_exists", false}, {"dirs", json::array()}});
-    return OutcomeFromSsh(st.status(), *target);
-  }
-  auto entries = session->ListDir(root);
-  if (!entries.ok()) return OutcomeFromSsh(entries.status(), *target);
-  std::vector<std::string> dirs;
-  json others = json::array();
-  for (const auto& e : *entries) {
-    if (e.is_dir && EndsWith(e.name, "_ascend_pt")) dirs.push_back(root + "/" + e.name);
-    else others.push_back(e.name);
-  }
-  std::sort(dirs.begin(), dirs.end());
-  return TaskOutcome::Success(
-      json{{"profile_root", root}, {"root_exists", true}, {"dirs", dirs}, {"other_entries", others}});
-}
 
 TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, const proto::Task& task, TaskContext& ctx) {
   auto target = TargetFromMachine(p.machine());
