@@ -110,8 +110,8 @@ bool ScheduleRankAnalyses(Decision& d, const TaskInfo& listing, const results::T
                           int64_t analyse_timeout_s, std::optional<int64_t> parallel) {
   if (listed.dirs().empty()) return false;
   const size_t ranks = static_cast<size_t>(listed.dirs_size());
-  const AnalyseLimit chosen = ChooseAnalyseLimit(MeansOf(listed), ranks, parallel);
   const AnalyseMeans m = MeansOf(listed);
+  const AnalyseLimit chosen = ChooseAnalyseLimit(m, ranks, parallel);
   json ev = {{"listing_task", listing.task_id},
              {"machine", TaskMachine(listing)},
              {"limit", chosen.limit},
@@ -169,7 +169,8 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
   json out = {{"remote_profile_root", nullptr},
               {"remote_profile_dirs", json::array()},
               {"rank_count", nullptr},
-              {"analysis_status", nullptr}};
+              {"analysis_status", nullptr},
+              {"analyse_limits", s.data.value("analyse_limits", json::array())}};
   const std::vector<const TaskInfo*> lists = TasksInOrder(s, kTpListDirsTask);
   if (lists.empty()) return out;
   const bool several = lists.size() > 1;
@@ -245,7 +246,6 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
     statuses.push_back(rec.value("analysis_status", "missing_kernel_details"));
     out["remote_profile_dirs"].push_back(std::move(rec));
   }
-  out["analyse_limits"] = s.data.value("analyse_limits", json::array());
   if (AnalysisDone(s)) {
     if (!all_listed && (!several || !any_listed)) {
       out["analysis_status"] = "no_profile_dirs";

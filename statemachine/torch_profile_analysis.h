@@ -1,6 +1,8 @@
 // The analyse-and-verify step shared by torch-profile and analyse-root:
-// list *_ascend_pt under a root, one analyse task per directory, then the
-// analysis gate. Pure helpers over Decision / RunState.
+// list *_ascend_pt under a root, one analyse task per directory (at most N
+// out at once per machine, N chosen from the target's means when the listing
+// answers: torch_profile_analyse_limit.h), then the analysis gate. Pure
+// helpers over Decision / RunState.
 //
 // A multi-node torch-profile lists every node's root on that node (one
 // listing task per node, sent to its machine) and analyses each rank dir

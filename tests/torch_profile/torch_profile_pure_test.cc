@@ -496,6 +496,7 @@ TEST(TorchProfileFlow, StartProfile500StopsServiceAndFails) {
   EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_NE(f.state().error.find("start_profile"), std::string::npos);
   EXPECT_EQ(f.PendingCount(kTpListDirsTask), 0);
+  EXPECT_EQ(f.Manifest()["analyse_limits"], json::array());  // nothing listed: no choice made
   EXPECT_NE(f.Manifest()["step_errors"].dump().find("/start_profile answered HTTP 500"), std::string::npos)
       << f.Manifest()["step_errors"];
 }

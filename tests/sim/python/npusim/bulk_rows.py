@@ -99,3 +99,12 @@ def summary(tasks, rows):
         e["total_us"] = round(e["total_us"], 3)
         e["mean_us"] = round(e["total_us"] / e["count"], 3)
     return out
+
+
+def last_end_us(tasks, rows):
+    """The end of the last kernel once `rows` bulk rows follow the rank's tasks (write's timeline)."""
+    k = len(tasks)
+    period = round(max(t["start_us"] + t["dur_us"] for t in tasks) - min(t["start_us"] for t in tasks) + 50.0, 3)
+    ends = [t["start_us"] + t["dur_us"] + period * (rows // k + (1 if j < rows % k else 0))
+            for j, t in enumerate(tasks)]
+    return round(max(ends), 3)

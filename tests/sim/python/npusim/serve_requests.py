@@ -240,7 +240,9 @@ class RequestsMixin:
                      "bulk_rows": bulk if r not in no_kd else 0,
                      # the rank's kernel window on this host's clock (µs), as kernel_details.csv will hold it
                      "kernels_first_start_us": min(t["start_us"] for t in tasks) if tasks else None,
-                     "kernels_last_end_us": round(max(t["start_us"] + t["dur_us"] for t in tasks), 3) if tasks else None}
+                     "kernels_last_end_us": ((bulk_rows.last_end_us(tasks, bulk) if bulk else
+                                              round(max(t["start_us"] + t["dur_us"] for t in tasks), 3))
+                                             if tasks else None)}
             fin = torch_finalise.RankFinalise(
                 trace, torch_profile_writer.cpu_ops(mine, rk["pid"]), tasks, entry["finalise_delay_s"],
                 entry["hang"], t_stop, framework_ops=entry["framework_ops"], device_data=entry["device_data"],
