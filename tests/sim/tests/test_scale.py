@@ -55,7 +55,7 @@ class RealScale(ScaleCase):
         t0 = time.monotonic()
         r = self.analyse(root)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertLess(time.monotonic() - t0, 30.0)  # ~3 s on an idle 2-core machine
+        self.assertLess(time.monotonic() - t0, 30.0)  # ~7 s on a loaded 2-core machine
         rank = self.truth()["profile_sessions"][0]["ranks"][0]
         out = os.path.join(rank["dir"], "ASCEND_PROFILER_OUTPUT")
         got, rows = {}, 0
