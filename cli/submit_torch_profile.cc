@@ -7,6 +7,7 @@
 #include "cli/submit_deployment.h"
 #include "cli/submit_kinds.h"
 #include "statemachine/device_ids.h"
+#include "statemachine/torch_profile_spec.h"
 
 namespace npuprof::cli {
 
@@ -18,10 +19,22 @@ struct TorchProfileFlags {
   std::optional<int64_t> tp, dp, benchmark_output_tokens, speculative_tokens, max_model_len, max_num_seqs,
       max_num_batched_tokens, api_server_count, prompt_tokens, followup_output_tokens, benchmark_total_requests,
       benchmark_concurrency, request_timeout, profile_control_timeout, image_height, flush_seconds,
-      flush_timeout, health_timeout, analyse_timeout, port;
+      flush_timeout, health_timeout, analyse_timeout, analyse_parallel, port;
   std::optional<double> gpu_memory_utilization, benchmark_success_threshold;
   bool enable_expert_parallel = false, torch_profiler_with_stack = false;
 };
+
+constexpr const char* kAnalyseParallelHelp =
+    "analyse() processes at once per machine, 1..1024 (default: chosen from the target's cores, free memory and "
+    "each rank's raw size, 20x the raw size per process)";
+
+// --analyse-parallel out of range: the message; "" when fine or not given.
+std::string AnalyseParallelError(const std::optional<int64_t>& n) {
+  if (!n || (*n >= 1 && *n <= sm::kMaxAnalyseParallel)) return "";
+  return "--analyse-parallel " + std::to_string(*n) + " is not allowed: give 1.." +
+         std::to_string(sm::kMaxAnalyseParallel) +
+         " analyse() processes at once, or leave it out to choose from the target's cores and free memory";
+}
 
 template <typename T>
 void Put(json& spec, const char* field, const std::optional<T>& v) {
@@ -64,6 +77,7 @@ json SpecFrom(const TorchProfileFlags& f) {
   Put(s, "flush_timeout", f.flush_timeout);
   Put(s, "health_timeout_s", f.health_timeout);
   Put(s, "analyse_timeout_s", f.analyse_timeout);
+  Put(s, "analyse_parallel", f.analyse_parallel);
   Put(s, "port", f.port);
   if (!f.host.empty()) s["host"] = f.host;
   return s;
@@ -116,12 +130,14 @@ void AddTorchProfile(CLI::App* submit) {
                   "on the target)");
   cmd->add_option("--health-timeout", f->health_timeout, "Seconds to wait for readiness (default 300)");
   cmd->add_option("--analyse-timeout", f->analyse_timeout, "Seconds per rank for analyse() (default 1800)");
+  cmd->add_option("--analyse-parallel", f->analyse_parallel, kAnalyseParallelHelp);
   cmd->add_option("--flush-timeout", f->flush_timeout,
                   "Seconds to wait after /stop_profile for torch_npu to finalise every rank (default 300); "
                   "on timeout the run goes on and the gates judge what was written");
   cmd->add_option("--flush-seconds", f->flush_seconds,
                   "Minimum wait after /stop_profile before polling for the finalise (default 0)");
   cmd->callback([c, f, dep] {
+    if (const std::string err = AnalyseParallelError(f->analyse_parallel); !err.empty()) return Fail(2, err);
     if (!f->image_path.empty() && !std::filesystem::is_regular_file(f->image_path))
       return Fail(2, "image_path '" + f->image_path + "' is not a readable file");
     json spec = SpecFrom(*f);
@@ -141,14 +157,18 @@ void AddAnalyseRoot(CLI::App* submit) {
   auto root = std::make_shared<std::string>();
   auto expected = std::make_shared<std::optional<int64_t>>();
   auto timeout = std::make_shared<std::optional<int64_t>>();
+  auto parallel = std::make_shared<std::optional<int64_t>>();
   auto* cmd = AddSubmitKind(submit, "analyse-root",
                             "Run analyse() on every *_ascend_pt under an existing profile root and verify outputs",
                             c.get());
   cmd->add_option("--profile-root", *root, "Profile root on the target (absolute)")->required();
   cmd->add_option("--expected-ranks", *expected, "tp * max(dp,1) of the capture")->required();
   cmd->add_option("--analyse-timeout", *timeout, "Seconds per rank for analyse() (default 1800)");
-  cmd->callback([c, root, expected, timeout] {
+  cmd->add_option("--analyse-parallel", *parallel, kAnalyseParallelHelp);
+  cmd->callback([c, root, expected, timeout, parallel] {
+    if (const std::string err = AnalyseParallelError(*parallel); !err.empty()) return Fail(2, err);
     json spec = {{"profile_root", *root}};
+    if (*parallel) spec["analyse_parallel"] = **parallel;
     if (*expected) spec["expected_ranks"] = **expected;
     if (*timeout) spec["analyse_timeout_s"] = **timeout;
     SubmitAndMaybeWait(*c, "analyse-root", spec, true);

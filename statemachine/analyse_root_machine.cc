@@ -64,6 +64,7 @@ Status AnalyseRootMachine::ValidateSpec(json& spec) const {
     return Status::Invalid("expected_ranks is required: pass --expected-ranks N (tp * max(dp,1))");
   if (Status s = CheckIntRange(spec, "expected_ranks", 1, 1, 4096); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "analyse_timeout_s", 1800, 1, 86400); !s.ok()) return s;
+  if (Status s = CheckAnalyseParallel(spec); !s.ok()) return s;
   return RequireMachineRecord(spec);
 }
 
@@ -74,18 +75,25 @@ void AnalyseRootMachine::OnStart(Decision& d) const {
 
 void AnalyseRootMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   if (task.kind == kTpListDirsTask) {
+    const auto& spec = Spec(d.state());
     if (!ScheduleRankAnalyses(d, task, result.As<results::TorchProfileListProfileDirsResult>(),
-                              Spec(d.state()).analyse_timeout_s()))
+                              spec.analyse_timeout_s(),
+                              spec.has_analyse_parallel() ? std::optional<int64_t>(spec.analyse_parallel())
+                                                          : std::nullopt))
       FinishAnalysis(d);
     return;
   }
-  if (task.kind == kTpAnalyseRankTask && AnalysisDone(d.state())) FinishAnalysis(d);
+  if (task.kind == kTpAnalyseRankTask) {
+    ContinueRankAnalyses(d, Spec(d.state()).analyse_timeout_s());  // the next rank takes the freed place
+    if (AnalysisDone(d.state())) FinishAnalysis(d);
+  }
 }
 
 void AnalyseRootMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
   d.Emit(kTpStepFailed, json{{"step", task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse"},
                              {"error_kind", failure.error_kind()},
                              {"error", failure.error()}});
+  ContinueRankAnalyses(d, Spec(d.state()).analyse_timeout_s());
   if (AnalysisDone(d.state())) FinishAnalysis(d);
 }
 
@@ -95,6 +103,8 @@ void AnalyseRootMachine::ApplyKindEvent(RunState& s, const std::string& type, co
     s.data["errors"].push_back(p);
   } else if (type == kTpAnalysisGated) {
     s.data["analysis_status"] = p.value("analysis_status", json(nullptr));
+  } else if (type == kTpAnalyseLimitChosen) {
+    ApplyAnalyseLimit(s, p);
   }
 }
 
@@ -102,6 +112,7 @@ json AnalyseRootMachine::Summary(const RunState& s) const {
   json j = RunKind::Summary(s);
   j["analysis_status"] = s.data.value("analysis_status", json(nullptr));
   j["step_errors"] = s.data.value("errors", json::array());
+  j["analyse_limits"] = s.data.value("analyse_limits", json::array());
   return j;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "common/text.h"
 #include "task_payloads.pb.h"
 #include "statemachine/task_payload.h"
+#include "statemachine/torch_profile_analyse_limit.h"
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_tasks.h"
 
@@ -57,35 +59,118 @@ void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analys
   d.Schedule(p);
 }
 
+namespace {
+
+void ScheduleAnalyse(Decision& d, const tasks::Machine& where, const std::string& dir, int64_t analyse_timeout_s) {
+  tasks::TorchProfileAnalyseRank p;
+  p.set_dir(dir);
+  p.set_analyse_timeout_s(analyse_timeout_s);
+  *p.mutable_machine() = where;  // where the dir was listed
+  d.Schedule(p);
+}
+
+AnalyseMeans MeansOf(const results::TorchProfileListProfileDirsResult& listed) {
+  AnalyseMeans m;
+  const results::AnalyseMeans& r = listed.means();
+  if (r.has_cores() && r.cores() >= 1) m.cores = r.cores();
+  if (r.has_mem_available_bytes() && r.mem_available_bytes() >= 0) m.mem_available_bytes = r.mem_available_bytes();
+  if (r.has_disk_free_bytes() && r.disk_free_bytes() >= 0) m.disk_free_bytes = r.disk_free_bytes();
+  for (int64_t b : r.dir_bytes()) m.rank_bytes.push_back(b >= 0 ? std::optional<int64_t>(b) : std::nullopt);
+  return m;
+}
+
+json OrNull(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+// The recorded limit of a listing; nullopt when none was recorded.
+std::optional<int64_t> RecordedLimit(const RunState& s, const std::string& listing_task) {
+  for (const json& l : s.data.value("analyse_limits", json::array()))
+    if (l.is_object() && l.value("listing_task", "") == listing_task && l.contains("limit") &&
+        l["limit"].is_number_integer())
+      return std::max<int64_t>(1, l["limit"].get<int64_t>());
+  return std::nullopt;
+}
+
+// The listed dirs of a succeeded listing not yet given an analyse task on its machine.
+std::vector<std::string> UnscheduledDirs(const RunState& s, const TaskInfo& listing) {
+  std::vector<std::string> out;
+  if (listing.status != TaskStatus::kSucceeded) return out;
+  const std::string machine = TaskMachine(listing);
+  std::set<std::string> scheduled;
+  for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask))
+    if (TaskMachine(*t) == machine) scheduled.insert(PayloadOf<tasks::TorchProfileAnalyseRank>(*t).dir());
+  const json listed = TaskResultData(&listing);
+  for (const json& dir : listed.is_object() ? listed.value("dirs", json::array()) : json::array())
+    if (dir.is_string() && !scheduled.count(dir.get<std::string>())) out.push_back(dir.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
 bool ScheduleRankAnalyses(Decision& d, const TaskInfo& listing, const results::TorchProfileListProfileDirsResult& listed,
-                          int64_t analyse_timeout_s) {
+                          int64_t analyse_timeout_s, std::optional<int64_t> parallel) {
   if (listed.dirs().empty()) return false;
-  const tasks::Machine where = PayloadOf<tasks::TorchProfileListProfileDirs>(listing).machine();
-  for (const std::string& dir : listed.dirs()) {
-    tasks::TorchProfileAnalyseRank p;
-    p.set_dir(dir);
-    p.set_analyse_timeout_s(analyse_timeout_s);
-    *p.mutable_machine() = where;  // where the dir was listed
-    d.Schedule(p);
-  }
+  const size_t ranks = static_cast<size_t>(listed.dirs_size());
+  const AnalyseMeans m = MeansOf(listed);
+  const AnalyseLimit chosen = ChooseAnalyseLimit(m, ranks, parallel);
+  json ev = {{"listing_task", listing.task_id},
+             {"machine", TaskMachine(listing)},
+             {"limit", chosen.limit},
+             {"reason", chosen.reason},
+             {"source", chosen.source},
+             {"ranks", ranks},
+             {"cores", OrNull(m.cores)},
+             {"mem_available_bytes", OrNull(m.mem_available_bytes)},
+             {"disk_free_bytes", OrNull(m.disk_free_bytes)},
+             {"largest_rank_bytes", OrNull(chosen.largest_rank_bytes)},
+             {"total_rank_bytes", OrNull(chosen.total_rank_bytes)}};
+  if (!chosen.warning.empty()) ev["warning"] = chosen.warning;
+  d.Emit(kTpAnalyseLimitChosen, ev);
+  ContinueRankAnalyses(d, analyse_timeout_s);
   return true;
+}
+
+void ContinueRankAnalyses(Decision& d, int64_t analyse_timeout_s) {
+  if (d.state().terminal || d.state().cancel_requested) return;
+  for (const TaskInfo* listing : TasksInOrder(d.state(), kTpListDirsTask)) {
+    const std::vector<std::string> todo = UnscheduledDirs(d.state(), *listing);
+    if (todo.empty()) continue;
+    const std::string machine = TaskMachine(*listing);
+    const std::optional<int64_t> limit = RecordedLimit(d.state(), listing->task_id);
+    int64_t out = 0;
+    for (const TaskInfo* t : TasksInOrder(d.state(), kTpAnalyseRankTask))
+      if (TaskMachine(*t) == machine && (t->in_flight() || t->status == TaskStatus::kRetryWait)) ++out;
+    const tasks::Machine where = PayloadOf<tasks::TorchProfileListProfileDirs>(*listing).machine();
+    for (const std::string& dir : todo) {
+      if (limit && out >= *limit) break;
+      ScheduleAnalyse(d, where, dir, analyse_timeout_s);
+      ++out;
+    }
+  }
 }
 
 bool AnalysisDone(const RunState& s) {
   const std::vector<const TaskInfo*> lists = TasksInOrder(s, kTpListDirsTask);
   if (lists.empty()) return false;
-  for (const TaskInfo* list : lists)
+  for (const TaskInfo* list : lists) {
     if (list->in_flight() || list->status == TaskStatus::kRetryWait) return false;
+    if (!UnscheduledDirs(s, *list).empty()) return false;
+  }
   for (const TaskInfo* t : TasksInOrder(s, kTpAnalyseRankTask))
     if (t->in_flight() || t->status == TaskStatus::kRetryWait) return false;
   return true;
+}
+
+void ApplyAnalyseLimit(RunState& s, const json& payload) {
+  if (!s.data.contains("analyse_limits")) s.data["analyse_limits"] = json::array();
+  s.data["analyse_limits"].push_back(payload);
 }
 
 json AnalysisProjection(const RunState& s, int expected_ranks) {
   json out = {{"remote_profile_root", nullptr},
               {"remote_profile_dirs", json::array()},
               {"rank_count", nullptr},
-              {"analysis_status", nullptr}};
+              {"analysis_status", nullptr},
+              {"analyse_limits", s.data.value("analyse_limits", json::array())}};
   const std::vector<const TaskInfo*> lists = TasksInOrder(s, kTpListDirsTask);
   if (lists.empty()) return out;
   const bool several = lists.size() > 1;

@@ -1,6 +1,8 @@
 // The analyse-and-verify step shared by torch-profile and analyse-root:
-// list *_ascend_pt under a root, one analyse task per directory, then the
-// analysis gate. Pure helpers over Decision / RunState.
+// list *_ascend_pt under a root, one analyse task per directory (at most N
+// out at once per machine, N chosen from the target's means when the listing
+// answers: torch_profile_analyse_limit.h), then the analysis gate. Pure
+// helpers over Decision / RunState.
 //
 // A multi-node torch-profile lists every node's root on that node (one
 // listing task per node, sent to its machine) and analyses each rank dir
@@ -8,6 +10,7 @@
 // a rank_count_mismatch names the node that wrote fewer.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "statemachine/decision.h"
@@ -21,16 +24,33 @@ namespace npuprof::sm {
 // machine: where the root is (a multi-node run's node); nullptr = the run's machine.
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s,
                             const tasks::Machine* machine = nullptr);
-// Called with a list result: schedules one analyse task per directory, on
-// the machine the listing ran on (`listing`'s). Returns false when there is
-// nothing to analyse.
+// {listing_task, machine, limit, reason, source, ranks, cores, ...}: how
+// many analyse tasks may be out at once for one listing's dirs
+// (kind_events.AnalyseLimitChosen; the kinds fold it into
+// data.analyse_limits).
+inline constexpr const char* kTpAnalyseLimitChosen = "AnalyseLimitChosen";
+
+// Called with a list result: chooses how many of its dirs are analysed at
+// once (ChooseAnalyseLimit over the result's means, or `parallel` when the
+// spec sets it), records it (kTpAnalyseLimitChosen), and schedules that many
+// analyse tasks, on the machine the listing ran on (`listing`'s). Returns
+// false when there is nothing to analyse.
 bool ScheduleRankAnalyses(Decision& d, const TaskInfo& listing, const results::TorchProfileListProfileDirsResult& listed,
-                          int64_t analyse_timeout_s);
-// True when every listing ended and no analyse task is still outstanding.
+                          int64_t analyse_timeout_s, std::optional<int64_t> parallel);
+// After an analyse task ended: schedules the next listed dirs not yet given
+// a task, keeping each listing's machine at most at its recorded limit (a
+// listing without a recorded limit, from a run recorded before limits,
+// has had all its dirs scheduled at once).
+void ContinueRankAnalyses(Decision& d, int64_t analyse_timeout_s);
+// True when every listing ended, every listed dir was given an analyse task
+// and none is still outstanding.
 bool AnalysisDone(const RunState& s);
+// The fold of kTpAnalyseLimitChosen (both kinds): appended to data.analyse_limits.
+void ApplyAnalyseLimit(RunState& s, const json& payload);
 
 // Projection of the analysis part: {remote_profile_root, remote_profile_dirs,
-// rank_count, analysis_status (null until done)}. A rank the flush wait saw
+// rank_count, analysis_status (null until done), analyse_limits (the
+// recorded AnalyseLimitChosen payloads)}. A rank the flush wait saw
 // unfinalised when it timed out (data.flush) is at best "partial" and says so
 // (finalised: false, note). Several listings (a multi-node run): each dir
 // carries its `machine`, `remote_profile_roots` lists {machine, root},

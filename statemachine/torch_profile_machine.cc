@@ -78,6 +78,11 @@ std::optional<KnownService> ServiceOf(const RunState& s) {
 
 bool Multi(const RunState& s) { return NodeCount(s) > 1; }
 
+// --analyse-parallel when the spec sets it.
+std::optional<int64_t> AnalyseParallel(const RunState& s) {
+  return Spec(s).has_analyse_parallel() ? std::optional<int64_t>(Spec(s).analyse_parallel()) : std::nullopt;
+}
+
 // One node: its last stop confirmed it. Several: every node that may have
 // run a service confirmed it stopped.
 bool ServiceStopped(const RunState& s) {
@@ -335,7 +340,8 @@ void AfterStop(Decision& d) {
     // are on the run's critical path (docs/PERFORMANCE.md, "Multi-node").
     const TaskInfo* clock = LastTask(s, kMachineClockTask);
     if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
-    // Every node's ranks are analysed where they were written, all at once.
+    // Every node's ranks are analysed where they were written, every node at
+    // once, each within its own means (ScheduleRankAnalyses).
     for (int i = 0; i < NodeCount(s); ++i) {
       const auto svc = NodeServiceOf(d.state(), i);
       ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
@@ -525,12 +531,15 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   }
   if (task.kind == kTpListDirsTask) {
     if (!ScheduleRankAnalyses(d, task, result.As<results::TorchProfileListProfileDirsResult>(),
-                              Spec(s).analyse_timeout_s()) &&
+                              Spec(s).analyse_timeout_s(), AnalyseParallel(s)) &&
         AnalysisDone(d.state()))
       FinishAnalysis(d);
     return;
   }
-  if (task.kind == kTpAnalyseRankTask && AnalysisDone(s)) FinishAnalysis(d);
+  if (task.kind == kTpAnalyseRankTask) {
+    ContinueRankAnalyses(d, Spec(s).analyse_timeout_s());  // the next rank takes the freed place
+    if (AnalysisDone(d.state())) FinishAnalysis(d);
+  }
 }
 
 void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
@@ -577,6 +586,7 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
   if (task.kind == kTpAnalyseRankTask || task.kind == kTpListDirsTask) {
     StepFailed(d, task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse", failure.error_kind(),
                failure.error());
+    ContinueRankAnalyses(d, Spec(s).analyse_timeout_s());
     if (AnalysisDone(d.state())) FinishAnalysis(d);
     return;
   }
@@ -637,6 +647,8 @@ void TorchProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, c
   } else if (type == kTpAnalysisGated) {
     s.data["analysis_status"] = p.value("analysis_status", json(nullptr));
     if (p.contains("detail")) s.data["analysis_detail"] = p["detail"];
+  } else if (type == kTpAnalyseLimitChosen) {
+    ApplyAnalyseLimit(s, p);
   } else if (type == kTpFlushWaited) {
     s.data["flush"] = p;
   } else if (type == kTpCleanupStarted) {
@@ -657,6 +669,7 @@ json TorchProfileMachine::Summary(const RunState& s) const {
   j["analysis_status"] = s.data.value("analysis_status", json(nullptr));
   j["flush"] = s.data.value("flush", json(nullptr));
   j["step_errors"] = s.data.value("errors", json::array());
+  j["analyse_limits"] = s.data.value("analyse_limits", json::array());
   if (Multi(s)) {
     j["nodes"] = NodesSummary(s);
     j["clock"] = ClockProjection(s);

@@ -122,7 +122,7 @@ json TorchProfileManifest(const RunState& s) {
   }
 
   const json a = AnalysisProjection(s, expected_ranks);
-  for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
+  for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count", "analyse_limits"}) m[f] = a[f];
   for (const char* f : {"remote_profile_roots", "rank_counts"})
     if (a.contains(f)) m[f] = a[f];
   m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
@@ -144,7 +144,7 @@ json AnalyseRootManifest(const RunState& s) {
   const int expected = s.spec.value("expected_ranks", 1);
   m["expected_ranks"] = expected;
   const json a = AnalysisProjection(s, expected);
-  for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count"}) m[f] = a[f];
+  for (const char* f : {"remote_profile_root", "remote_profile_dirs", "rank_count", "analyse_limits"}) m[f] = a[f];
   if (m["remote_profile_root"].is_null()) m["remote_profile_root"] = SpecField(s, "profile_root");
   m["analysis_status"] = s.data.contains("analysis_status") ? s.data["analysis_status"] : a["analysis_status"];
   m["status"] = RunStatusName(s.status);

@@ -100,6 +100,20 @@ bool IsPlainAbsolutePath(const std::string& p) {
   return !p.empty() && p.size() <= 4096 && p[0] == '/' && NoControlChars(p);
 }
 
+Status CheckAnalyseParallel(json& spec) {
+  if (!Present(spec, "analyse_parallel")) {
+    spec["analyse_parallel"] = nullptr;
+    return Status::Ok();
+  }
+  const json& v = spec["analyse_parallel"];
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxAnalyseParallel)
+    return Status::Invalid(fmt::format(
+        "analyse_parallel = {} is not allowed: pass --analyse-parallel N with N from 1 to {} (analyse() processes "
+        "at once per machine), or leave it out to choose from the target's cores and free memory",
+        v.dump(), kMaxAnalyseParallel));
+  return Status::Ok();
+}
+
 Status ValidateTorchProfileSpec(json& spec) {
   if (Status s = RequireSafeName(spec, "machine", true); !s.ok()) return s;
   if (!Present(spec, "tag")) return Missing("tag");
@@ -159,6 +173,7 @@ Status ValidateTorchProfileSpec(json& spec) {
   if (Status s = CheckIntRange(spec, "flush_seconds", 0, 0, 600); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "flush_timeout", 300, 1, 86400); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "analyse_timeout_s", 1800, 1, 86400); !s.ok()) return s;
+  if (Status s = CheckAnalyseParallel(spec); !s.ok()) return s;
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
   // Service fields shared with the other service kinds: devices, port, env,
   // extra_args, wrap_script, health_timeout_s, stop_grace_s.

@@ -30,10 +30,16 @@ bool IsTorchProfileRequestKind(const std::string& kind);
 //   benchmark_success_threshold 0.8, request_timeout 900,
 //   profile_control_timeout 600, torch_profiler_dir "vllm_profile",
 //   torch_profiler_with_stack false, image_path null, image_height 480,
-//   flush_seconds 5, analyse_timeout_s 1800; then the service fields
+//   flush_seconds 5, analyse_timeout_s 1800, analyse_parallel null; then the service fields
 //   (ValidateServiceSpec: devices, port, env, health_timeout_s 300, ...).
 // The error names the field and the fix; nothing has run when it fails.
 Status ValidateTorchProfileSpec(json& spec);
+
+// analyse_parallel (torch-profile and analyse-root): null by default (the
+// number of analyse() processes at once is chosen from the target's means,
+// statemachine/torch_profile_analyse_limit.h), else an integer 1..1024.
+inline constexpr int64_t kMaxAnalyseParallel = 1024;
+Status CheckAnalyseParallel(json& spec);
 
 // tp * max(dp, 1), from the validated spec as its message (typed_spec.h).
 int ExpectedRanks(const run_specs::TorchProfileSpec& spec);

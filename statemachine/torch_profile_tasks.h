@@ -19,7 +19,11 @@ inline constexpr const char* kTpControlTask = "torch_profile.control";
 //  request sent to last answer), results: [{index, ok, status,
 //  latency_ms, body | error}]}
 inline constexpr const char* kTpRequestsTask = "torch_profile.requests";
-// {profile_root} -> {profile_root, root_exists, dirs: [abs paths of *_ascend_pt directly under it]}
+// {profile_root} -> {profile_root, root_exists, dirs: [abs paths of *_ascend_pt directly under it],
+// means (when there is a dir): {cores, mem_available_bytes, disk_free_bytes,
+// dir_bytes: [per dir, -1 unread]} read in one remote command, an unread
+// value absent, or {error}}. The machine chooses from the means how many
+// analyse_rank tasks are out at once (torch_profile_analyse_limit.h).
 inline constexpr const char* kTpListDirsTask = "torch_profile.list_profile_dirs";
 // {dir, analyse_timeout_s} -> {path, outputs:{kernel_details_csv:{path,exists},
 // trace_view_json:{path,exists}}, analysis_status, analyse:{exit_code,

@@ -89,6 +89,10 @@ const std::set<std::string>& DroppedKeys() {
       "bytes_read",
       // the wave's wall time (timing)
       "wall_ms", "benchmark_wall_ms",
+      // the target's means for analyse() (a listing's `means`, analyse_limits):
+      // free memory and disk move between two runs on one host, and a rank
+      // dir's size with them (its files' timestamps); the limit chosen is compared
+      "mem_available_bytes", "disk_free_bytes", "dir_bytes", "largest_rank_bytes", "total_rank_bytes",
       // a rank's kernel window on its host's clock (when the wave ran; the
       // kernel figures themselves are compared)
       "first_start_us", "last_end_us",
@@ -170,6 +174,17 @@ json Normalise(const json& j, const std::string& dir, const std::set<std::string
       }
       if (k == "blob" && v.is_string()) {
         out[k] = "<sha256>";
+        continue;
+      }
+      if (k == "analyse_limits" && v.is_array()) {
+        // The reason (and a disk warning) quote the free memory and sizes.
+        json limits = v;
+        for (json& l : limits)
+          if (l.is_object()) {
+            l.erase("reason");
+            l.erase("warning");
+          }
+        out[k] = Normalise(limits, dir, also_drop);
         continue;
       }
       merged[NormaliseString(k, dir)].push_back(Normalise(v, dir, also_drop));

@@ -25,6 +25,7 @@
 #include "statemachine/probe_machine.h"
 #include "statemachine/serve_machine.h"
 #include "statemachine/sweep_machine.h"
+#include "statemachine/torch_profile_analysis.h"
 #include "statemachine/torch_profile_machine.h"
 
 namespace npuprof::sm {
@@ -126,7 +127,7 @@ TEST(EventSchema, EveryKindEventTypeHasAMessageThatRoundTrips) {
   std::vector<std::string> types = {kProbeRecorded, kProbeFailed, kMachineChecked, kServiceLaunched, kServiceReady,
                                     kServiceFailed, kServiceStopRequested, kServiceStopped, kServiceStopFailed,
                                     kSweepChildFinished, kTpStepFailed, kTpWorkloadGated, kTpCleanupStarted,
-                                    kTpAnalysisGated, kTpFlushWaited, kMemRecorded, kMemStepFailed, kMemRunFailing, kMemNodeEvidence,
+                                    kTpAnalysisGated, kTpFlushWaited, kTpAnalyseLimitChosen, kMemRecorded, kMemStepFailed, kMemRunFailing, kMemNodeEvidence,
                                     kMachineAdded, kMachineRemoved, kMachineHostKeyAccepted, kDevicesQuarantined,
                                     kDevicesCleared, kClockMeasured};
   for (const MemoryEvidenceEvent& e : MemoryEvidenceEvents()) types.emplace_back(e.type);

@@ -343,10 +343,18 @@ void RunToAnalysing(Flow& f, json bench = json::array({{{"ok", true}}, {{"ok", t
   EXPECT_EQ(f.Pending(kTpListDirsTask)->payload["profile_root"], "/rt/svc-1/vllm_profile");
 }
 
+// A listing's result with the target's means: every dir `dir_mib` MiB.
+json Listed(const std::vector<std::string>& dirs, int64_t cores, int64_t mem_mib, int64_t dir_mib) {
+  json sizes = json::array();
+  for (size_t i = 0; i < dirs.size(); ++i) sizes.push_back(dir_mib << 20);
+  return {{"dirs", dirs},
+          {"means", {{"cores", cores}, {"mem_available_bytes", mem_mib << 20}, {"dir_bytes", sizes}}}};
+}
+
 TEST(TorchProfileFlow, CleanRunCompletesWithEveryManifestField) {
   Flow f;
   RunToAnalysing(f);
-  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt", "/p/b_ascend_pt"}}}), "");
+  ASSERT_EQ(f.Result(kTpListDirsTask, Listed({"/p/a_ascend_pt", "/p/b_ascend_pt"}, 8, 65536, 1)), "");
   EXPECT_EQ(f.PendingCount(kTpAnalyseRankTask), 2);
   ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
   EXPECT_FALSE(f.state().terminal);
@@ -488,6 +496,7 @@ TEST(TorchProfileFlow, StartProfile500StopsServiceAndFails) {
   EXPECT_EQ(f.state().status, RunStatus::kFailed);
   EXPECT_NE(f.state().error.find("start_profile"), std::string::npos);
   EXPECT_EQ(f.PendingCount(kTpListDirsTask), 0);
+  EXPECT_EQ(f.Manifest()["analyse_limits"], json::array());  // nothing listed: no choice made
   EXPECT_NE(f.Manifest()["step_errors"].dump().find("/start_profile answered HTTP 500"), std::string::npos)
       << f.Manifest()["step_errors"];
 }
@@ -600,6 +609,101 @@ TEST(TorchProfileFlow, ReplayReproducesManifest) {
   ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
   // Manifest is a pure function of the state: two calls give the same bytes.
   EXPECT_EQ(f.Manifest().dump(), f.Manifest().dump());
+}
+
+// 4 cores and memory for 2 ranks at a time: at most 2 analyses out, the
+// next as one ends, the limit and its reason recorded and shown.
+TEST(TorchProfileFlow, AnalysesRunWithinTheTargetsMeans) {
+  Flow f;
+  RunToAnalysing(f);
+  const std::vector<std::string> dirs = {"/p/a_ascend_pt", "/p/b_ascend_pt", "/p/c_ascend_pt", "/p/d_ascend_pt"};
+  ASSERT_EQ(f.Result(kTpListDirsTask, Listed(dirs, 4, 500, 10)), "");
+  EXPECT_EQ(f.PendingCount(kTpAnalyseRankTask), 2);
+  const json limits = f.state().data["analyse_limits"];
+  ASSERT_EQ(limits.size(), 1u);
+  EXPECT_EQ(limits[0]["limit"], 2);
+  EXPECT_EQ(limits[0]["source"], "means");
+  EXPECT_EQ(limits[0]["reason"],
+            "4 cores, 500.0 MiB available, largest rank 10.0 MiB raw ×20 = 200.0 MiB each → 2 at a time (bound by memory)");
+  EXPECT_EQ(limits[0]["ranks"], 4);
+  for (const std::string& dir : dirs) {
+    const TaskInfo* t = f.Pending(kTpAnalyseRankTask);
+    ASSERT_NE(t, nullptr) << dir;
+    const std::string pending = t->payload["dir"];
+    ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk(pending)), "");
+    EXPECT_LE(f.PendingCount(kTpAnalyseRankTask), 2);
+  }
+  EXPECT_TRUE(f.state().terminal);
+  const json m = f.Manifest();
+  EXPECT_EQ(m["analysis_status"], "rank_count_mismatch");  // every rank analysed: 4 dirs where tp 2 wrote 2
+  ASSERT_EQ(m["analyse_limits"].size(), 1u);
+  EXPECT_EQ(m["analyse_limits"][0]["limit"], 2);
+  EXPECT_EQ(m["remote_profile_dirs"].size(), 4u);
+  EXPECT_EQ(DefaultKinds().Find("torch-profile")->Summary(f.state())["analyse_limits"][0]["limit"], 2);
+}
+
+// A failed analyse frees its place too; without means the safe default is one at a time.
+TEST(TorchProfileFlow, NoMeansMeansOneAtATimeAndAFailureFreesItsPlace) {
+  Flow f;
+  RunToAnalysing(f);
+  ASSERT_EQ(f.Result(kTpListDirsTask, {{"dirs", {"/p/a_ascend_pt", "/p/b_ascend_pt"}}}), "");
+  EXPECT_EQ(f.PendingCount(kTpAnalyseRankTask), 1);
+  EXPECT_EQ(f.state().data["analyse_limits"][0]["source"], "default");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, json::object(), "", false, "analyse_launch_failed"), "");
+  ASSERT_EQ(f.PendingCount(kTpAnalyseRankTask), 1);
+  EXPECT_EQ(f.Pending(kTpAnalyseRankTask)->payload["dir"], "/p/b_ascend_pt");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/b_ascend_pt")), "");
+  EXPECT_TRUE(f.state().terminal);
+  EXPECT_EQ(f.Manifest()["analysis_status"], "missing_kernel_details");
+}
+
+TEST(TorchProfileFlow, AnalyseParallelOverridesTheMeans) {
+  Flow f;
+  json spec = BaseSpec();
+  spec["analyse_parallel"] = 3;
+  ASSERT_EQ(f.Submit(spec), "");
+  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
+  ASSERT_EQ(f.Result(kServiceWaitReadyTask, {{"ready_after_ms", 10}}), "");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "start_profile"), "");
+  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", json::array({{{"ok", true}}})}}, "wave"), "");
+  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", json::array({{{"ok", true}, {"index", 1}}})}}, "followup"), "");
+  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "stop_profile"), "");
+  ASSERT_EQ(f.Result(kTpWaitFlushTask, {{"signal", "profiler_info"}, {"flush_timed_out", false}}), "");
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  ASSERT_EQ(f.Result(kTpListDirsTask, Listed({"/p/a", "/p/b", "/p/c", "/p/d"}, 1, 1, 1024)), "");
+  EXPECT_EQ(f.PendingCount(kTpAnalyseRankTask), 3);
+  EXPECT_EQ(f.state().data["analyse_limits"][0]["reason"], "--analyse-parallel 3");
+}
+
+TEST(TorchProfileSpec, AnalyseParallelIsOneTo1024) {
+  json spec = BaseSpec();
+  ASSERT_TRUE(ValidateTorchProfileSpec(spec).ok());
+  EXPECT_TRUE(spec["analyse_parallel"].is_null());
+  for (const json& bad : {json(0), json(-2), json(1025), json("4"), json(2.5)}) {
+    json s = BaseSpec();
+    s["analyse_parallel"] = bad;
+    const Status st = ValidateTorchProfileSpec(s);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("--analyse-parallel"), std::string::npos) << st.message();
+  }
+  json ok = BaseSpec();
+  ok["analyse_parallel"] = 1024;
+  EXPECT_TRUE(ValidateTorchProfileSpec(ok).ok());
+}
+
+TEST(AnalyseRootFlow, AnalyseParallelAndMeansApplyToo) {
+  Flow f("analyse-root");
+  ASSERT_NE(f.Submit({{"machine", "m1"}, {"machine_record", MachineRecord()}, {"profile_root", "/p"},
+                      {"expected_ranks", 2}, {"analyse_parallel", 0}}),
+            "");
+  Flow g("analyse-root");
+  ASSERT_EQ(g.Submit({{"machine", "m1"}, {"machine_record", MachineRecord()}, {"profile_root", "/p"},
+                      {"expected_ranks", 3}}),
+            "");
+  ASSERT_EQ(g.Result(kTpListDirsTask, Listed({"/p/a", "/p/b", "/p/c"}, 2, 65536, 1)), "");
+  EXPECT_EQ(g.PendingCount(kTpAnalyseRankTask), 2);
+  EXPECT_EQ(g.Manifest()["analyse_limits"][0]["limit"], 2);
+  EXPECT_EQ(DefaultKinds().Find("analyse-root")->Summary(g.state())["analyse_limits"][0]["limit"], 2);
 }
 
 TEST(AnalyseRootFlow, GatesAndManifest) {

@@ -98,6 +98,11 @@ json Normalise(json m, const std::string& tmp_dir) {
   const std::string runtime =
       m["service_result"].is_object() ? m["service_result"].value("runtime_dir", "") : std::string();
   for (const char* k : {"run_id", "session_id", "started_at", "completed_at", "failed_at"}) m.erase(k);
+  // The target's free memory and disk move between two runs (and the reason quotes them).
+  for (auto& l : m["analyse_limits"])
+    for (const char* k : {"reason", "warning", "mem_available_bytes", "disk_free_bytes", "largest_rank_bytes",
+                          "total_rank_bytes"})
+      l.erase(k);
   for (const char* k : {"start_profile", "stop_profile", "followup_result"})
     if (m[k].is_object()) {
       m[k].erase("latency_ms");

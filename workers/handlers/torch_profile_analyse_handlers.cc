@@ -1,5 +1,4 @@
-// torch_profile.list_profile_dirs and torch_profile.analyse_rank: discover
-// the *_ascend_pt directories of a profile root, run analyse() on one of them
+// torch_profile.analyse_rank: run analyse() on one *_ascend_pt directory
 // detached (re-attachable through marker files) and read the rank's digest:
 // one remote program per call (workers/profiling/rank_digest.h) waits for
 // analyse() on the target and, once it ended, checks the outputs and
@@ -57,10 +56,6 @@ class LeaseKeeper {
   std::thread thread_;
 };
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // One output file's check as the result carries it.
 json OutputJson(const std::string& path, const profiling::OutputDigest& d, bool kernel_details) {
   json rec = {{"path", path}, {"exists", d.exists}};
@@ -78,31 +73,6 @@ json OutputJson(const std::string& path, const profiling::OutputDigest& d, bool 
 }
 
 }  // namespace
-
-TaskOutcome TorchProfileListDirs(const tasks::TorchProfileListProfileDirs& p, const proto::Task&, TaskContext& ctx) {
-  auto target = TargetFromMachine(p.machine());
-  if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
-  const std::string& root = p.profile_root();
-  if (root.empty() || root[0] != '/') return TaskOutcome::Failure("bad_payload", "profile_root must be absolute", false);
-  auto session = ctx.pool.Get(*target);
-  auto st = session->Stat(root);
-  if (!st.ok()) {
-    if (ssh::ErrorKindOf(st.status()) == ssh::SshErrorKind::kRemoteError)
-      return TaskOutcome::Success(json{{"profile_root", root}, {"root_exists", false}, {"dirs", json::array()}});
-    return OutcomeFromSsh(st.status(), *target);
-  }
-  auto entries = session->ListDir(root);
-  if (!entries.ok()) return OutcomeFromSsh(entries.status(), *target);
-  std::vector<std::string> dirs;
-  json others = json::array();
-  for (const auto& e : *entries) {
-    if (e.is_dir && EndsWith(e.name, "_ascend_pt")) dirs.push_back(root + "/" + e.name);
-    else others.push_back(e.name);
-  }
-  std::sort(dirs.begin(), dirs.end());
-  return TaskOutcome::Success(
-      json{{"profile_root", root}, {"root_exists", true}, {"dirs", dirs}, {"other_entries", others}});
-}
 
 TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, const proto::Task& task, TaskContext& ctx) {
   auto target = TargetFromMachine(p.machine());

@@ -1,14 +1,28 @@
 """torch_npu.profiler.profiler.analyse() for the simulator: materialise
 ASCEND_PROFILER_OUTPUT/{kernel_details.csv, trace_view.json, ...} from the
-raw data a simulated rank left in its *_ascend_pt directory."""
+raw data a simulated rank left in its *_ascend_pt directory.
+
+analyse(root, max_process_number=N) parses up to N directories at once
+(default 1 here, so one call of a root takes the sum of its ranks' times).
+One directory takes delays.analyse + delays.analyse_per_mb x its raw MB
+(everything in it but ASCEND_PROFILER_OUTPUT/), and holds
+analyse.peak_mb_per_mb x its raw MB of the host's memory meanwhile: with
+host.mem_available_mb set, a directory whose claim does not fit beside the
+others' (host_view.Claims) is killed out of memory (SIGKILL of the whole
+process, exit 137, no outputs), as the real one would be. Each directory's
+start and end land in state/timeline.jsonl ("analyse", with raw_mb,
+peak_mb, oom)."""
+import concurrent.futures
 import datetime
 import glob
 import json
 import os
 import shutil
+import signal
+import threading
 import time
 
-from . import sim_clock, sim_root, work_timeline
+from . import bulk_rows, host_view, sim_clock, sim_root, work_timeline
 
 # One JSON line per analyse() of a directory, appended inside that directory
 # when the invocation starts (so an invocation killed mid-way still counts).
@@ -81,6 +95,59 @@ def _kernel_lines(tasks, header):
     return lines
 
 
+def _bulk_kernel_lines(path, header_cols, out):
+    """Writes the bulk rows of path (bulk_rows.py) as kernel_details.csv lines: each
+    template's line is formatted once, split at its start time. -> (header, rows)."""
+    header, f = bulk_rows.read(path)
+    with f:
+        formats = {False: _row_format(header_cols, "0"), True: _row_format(header_cols, "N/A")}
+        parts = []
+        for t in header["templates"]:
+            hccl = t["core"] == "HCCL"
+            values = list(_kernel_values(t, hccl))
+            values[_KERNEL_FIELDS.index("Start Time(us)")] = '"\x00\t"'
+            pre, post = formats[hccl].format(*values).split("\x00")
+            parts.append((pre, post))
+        buf = []
+        for line in f:
+            j, start, _pad = line.split(" ", 2)
+            pre, post = parts[int(j)]
+            buf.append(pre + start + post)
+            if len(buf) >= 65536:
+                out.writelines(buf)
+                buf = []
+        out.writelines(buf)
+    return header
+
+
+def _bulk_trace_events(paths, target_bytes, written):
+    """Text of NPU events (", {...}") repeating the bulk rows' templates until about target_bytes in all."""
+    chunks = []
+    for path in paths:
+        header, f = bulk_rows.read(path)
+        f.close()
+        tpl = header["templates"]
+        if not tpl:
+            continue
+        hw = 800 + tpl[0]["device"]
+        texts = [(', {"name": "%s", "pid": %d, "tid": 2, "ts": "%%.3f", "dur": %s, "args": {"Model Id": 4294967295, '
+                  '"Task Type": "%s", "Stream Id": 2, "Task Id": %d}, "ph": "X"}') % (t["name"], hw, t["dur_us"],
+                                                                                     t["core"], t["task_id"])
+                 for t in tpl]
+        k, period, i = len(tpl), header["period_us"], 0
+        while written < target_bytes:
+            batch = []
+            for _ in range(4096):
+                j = i % k
+                batch.append(texts[j] % (tpl[j]["start_us"] + period * (1 + i // k)))
+                i += 1
+            text = "".join(batch)
+            chunks.append(text)
+            written += len(text)
+        break
+    return chunks
+
+
 def _trace(ops, tasks, pid):
     ev = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "Python"}},
           {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "CPU"}},
@@ -122,14 +189,63 @@ def record_invocation(path):
         os.close(fd)
 
 
+def raw_bytes(path):
+    """Bytes under a *_ascend_pt dir, ASCEND_PROFILER_OUTPUT/ left out (the raw data analyse() reads)."""
+    total = 0
+    for top, dirs, files in os.walk(path):
+        if top == path and "ASCEND_PROFILER_OUTPUT" in dirs:
+            dirs.remove("ASCEND_PROFILER_OUTPUT")
+        for n in files:
+            try:
+                total += os.lstat(os.path.join(top, n)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _oom_kill(path, t0, raw_mb, peak_mb, held_mb, limit_mb):
+    _log("ERROR", "Killed: analysing %s needs %.1f MB beside the %.1f MB the other analyses hold, over the host's "
+                  "%.1f MB available (out of memory)" % (path, peak_mb, held_mb, limit_mb))
+    work_timeline.record("analyse", t0, sim_clock.now(), path=path, raw_mb=raw_mb, peak_mb=peak_mb, oom=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer ends the whole process
+
+
 def analyse_one(path, cfg):
     _log("INFO", "Start parsing profiling data in sync mode at: %s" % path)
     t0 = sim_clock.now()
     work_timeline.record_process_start("analyse_process_start", t0, path=path)
     record_invocation(path)
-    delay = sim_root.delay(cfg, "analyse", 0.0)
+    raw_mb = round(raw_bytes(path) / float(1 << 20), 3)
+    peak_mb = round(raw_mb * float((cfg.get("analyse") or {}).get("peak_mb_per_mb") or 0.0), 3)
+    limit_mb = host_view.settings(cfg)["mem_available_mb"]
+    root = sim_root.root_dir(required=False)
+    claims, key = None, "%d-%d-%s" % (os.getpid(), threading.get_ident(), path)
+    if peak_mb > 0 and limit_mb is not None and root:
+        claims = host_view.Claims(root)
+        fits, held = claims.claim(key, peak_mb, float(limit_mb))
+        if not fits:
+            _oom_kill(path, t0, raw_mb, peak_mb, held, float(limit_mb))
+    try:
+        _analyse_dir(path, cfg, t0, raw_mb)
+    finally:
+        if claims:
+            claims.release(key)
+    work_timeline.record("analyse", t0, sim_clock.now(), path=path, raw_mb=raw_mb, peak_mb=peak_mb, oom=False,
+                         kernel_rows=_rows_of(path))
+
+
+def _rows_of(path):
+    try:
+        with open(os.path.join(path, "ASCEND_PROFILER_OUTPUT", "analyse.done")) as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _analyse_dir(path, cfg, t0, raw_mb):
+    delay = sim_root.delay(cfg, "analyse", 0.0) + sim_root.delay(cfg, "analyse_per_mb", 0.0) * raw_mb
     if delay > 0:
-        time.sleep(delay)  # delays.analyse: the real analyse() takes minutes on big traces
+        time.sleep(delay)  # delays.analyse(_per_mb): the real analyse() takes minutes on big traces
     out = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -145,20 +261,31 @@ def analyse_one(path, cfg):
             _log("WARNING", "Can't find device data in %s, the CANN profiling data may be incomplete." % path)
     _log("INFO", "CANN profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))
     header = HEADER_BLOCKNUM if cfg.get("kernel_details_header") == "blocknum" else HEADER_BLOCKDIM
+    bulk = bulk_rows.files(os.path.dirname(f) for f in device_task_files(path)) if tasks is not None else []
+    rows = len(tasks or [])
     if tasks is not None:  # device data landed (a rank that ran no request: the header only)
+        weights = [1] * len(tasks)
         with open(os.path.join(out, "kernel_details.csv"), "w") as f:
             f.write(",".join(header) + "\n")
             f.writelines(_kernel_lines(tasks, header))
+            for b in bulk:  # real scale: the bulk rows after the requests' own
+                h = _bulk_kernel_lines(b, header, f)
+                rows += h["rows"]
+                if len(h["templates"]) == len(tasks):
+                    weights = [w + c for w, c in zip(weights, bulk_rows.counts(h))]
         with open(os.path.join(out, "op_statistic.csv"), "w") as f:
             f.write("Device_id,OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)\n")
             types = {}
-            for t in tasks:
-                types.setdefault((t["type"], t["core"]), []).append(t["dur_us"])
-            total = sum(sum(v) for v in types.values()) or 1
-            for (typ, core), v in sorted(types.items()):  # no rows when no kernel ran
-                f.write("%d,%s,%s,%d,%.3f,%.3f,%.3f,%.3f,%.2f\n" % (tasks[0]["device"], typ, core, len(v), sum(v),
-                                                                    min(v), sum(v) / len(v), max(v),
-                                                                    100 * sum(v) / total))
+            for t, w in zip(tasks, weights):
+                e = types.setdefault((t["type"], t["core"]), [0, 0.0, t["dur_us"], t["dur_us"]])
+                e[0] += w
+                e[1] += t["dur_us"] * w
+                e[2] = min(e[2], t["dur_us"])
+                e[3] = max(e[3], t["dur_us"])
+            total = sum(e[1] for e in types.values()) or 1
+            for (typ, core), (n, tot, lo, hi) in sorted(types.items()):  # no rows when no kernel ran
+                f.write("%d,%s,%s,%d,%.3f,%.3f,%.3f,%.3f,%.2f\n" % (tasks[0]["device"], typ, core, n, tot,
+                                                                    lo, tot / n, hi, 100 * tot / total))
     op_range = os.path.join(path, "FRAMEWORK", "torch.op_range")
     if os.path.isfile(op_range):
         ops = []
@@ -168,7 +295,15 @@ def analyse_one(path, cfg):
                     ops.append(json.loads(line))
         pid = ops[0]["pid"] if ops else 0
         with open(os.path.join(out, "trace_view.json"), "w") as f:
-            f.write(json.dumps(_trace(ops, tasks or [], pid), separators=(", ", ": ")))  # dumps: the C encoder
+            text = json.dumps(_trace(ops, tasks or [], pid), separators=(", ", ": "))  # dumps: the C encoder
+            tv_mb = bulk_rows.settings(cfg)["trace_view_mb"]
+            pad = _bulk_trace_events(bulk, float(tv_mb) * (1 << 20), len(text)) if tv_mb and bulk else []
+            if pad and text.endswith("]") and len(text) > 2:
+                f.write(text[:-1])
+                f.writelines(pad)
+                f.write("]")
+            else:
+                f.write(text)
         with open(os.path.join(out, "operator_details.csv"), "w") as f:
             f.write("Name,Input Shapes,Call Stack,Host Self Duration(us),Host Total Duration(us),"
                     "Device Self Duration(us),Device Total Duration(us),Device Self Duration With AICore(us),"
@@ -177,13 +312,20 @@ def analyse_one(path, cfg):
                 f.write('%s,"",,%.3f,%.3f,0,0,0,0\n' % (op["name"], op["dur"], op["dur"]))
     else:
         _log("WARNING", "Failed to parse framework data: torch.op_range not found in %s" % path)
-    open(os.path.join(out, "analyse.done"), "w").close()
+    with open(os.path.join(out, "analyse.done"), "w") as f:
+        f.write("%d\n" % rows)  # the kernel rows written (the timeline's kernel_rows)
     _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))
-    work_timeline.record("analyse", t0, sim_clock.now(), path=path, kernel_rows=len(tasks or []))
+
+
+def _analyse_logged(d, cfg):
+    try:
+        analyse_one(d, cfg)
+    except Exception as e:  # the real analyse() logs and never raises
+        _log("ERROR", "Failed to parse profiling data %s: %s" % (d, e))
 
 
 def analyse(profiler_path, max_process_number=None, export_type=None):
-    del max_process_number, export_type
+    del export_type
     try:
         cfg = sim_root.load_config()
     except (sim_root.SimError, OSError, ValueError):
@@ -192,8 +334,13 @@ def analyse(profiler_path, max_process_number=None, export_type=None):
     if not dirs:
         _log("ERROR", "Invalid profiling path: %s" % profiler_path)
         return
-    for d in dirs:
-        try:
-            analyse_one(d, cfg)
-        except Exception as e:  # the real analyse() logs and never raises
-            _log("ERROR", "Failed to parse profiling data %s: %s" % (d, e))
+    try:
+        n = max(1, int(max_process_number or 1))
+    except (TypeError, ValueError):
+        n = 1
+    if n == 1 or len(dirs) == 1:
+        for d in dirs:
+            _analyse_logged(d, cfg)
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(n, len(dirs))) as pool:
+        list(pool.map(lambda d: _analyse_logged(d, cfg), dirs))

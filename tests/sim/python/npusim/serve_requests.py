@@ -16,7 +16,7 @@ import os
 import signal
 import time
 
-from . import kernel_model, sim_clock, sim_root, torch_finalise, torch_profile_writer, work_timeline
+from . import bulk_rows, kernel_model, sim_clock, sim_root, torch_finalise, torch_profile_writer, work_timeline
 
 REQUESTS_LOG_MAX = 1000  # requests kept in truth.requests_log / engine_requests_log
 
@@ -228,19 +228,26 @@ class RequestsMixin:
                 self.profiler_dir, r, rk["pid"], rk["device"], self.tp, self.window_start,
                 naming=self.cfg.get("profile_dir_naming", "host"), host=self.cfg.get("hostname"))
             tasks = kernel_model.tasks(mine, self.plan["model_config"], self.tp, rk["device"], self.cfg, rank=r)
+            total_rows = bulk_rows.rows_for(self.cfg, r)
+            bulk = max(0, total_rows - len(tasks)) if total_rows is not None and tasks else 0
             entry = {"rank": r, "dp_rank": r // self.tp, "device": rk["device"], "pid": rk["pid"],
                      "dir": trace["path"], "requests": len(mine),
                      "finalise_delay_s": sim_root.per_rank(delays, r, 0.0), "hang": r in hang,
                      "finalised_at": None, "abandoned": False, "device_data": r not in no_kd,
                      "framework_ops": r not in no_tv,
-                     "kernels": kernel_model.summary(tasks) if r not in no_kd else [],
+                     "kernels": ((bulk_rows.summary(tasks, bulk) if bulk else kernel_model.summary(tasks))
+                                 if r not in no_kd else []),
+                     "bulk_rows": bulk if r not in no_kd else 0,
                      # the rank's kernel window on this host's clock (µs), as kernel_details.csv will hold it
                      "kernels_first_start_us": min(t["start_us"] for t in tasks) if tasks else None,
-                     "kernels_last_end_us": round(max(t["start_us"] + t["dur_us"] for t in tasks), 3) if tasks else None}
+                     "kernels_last_end_us": ((bulk_rows.last_end_us(tasks, bulk) if bulk else
+                                              round(max(t["start_us"] + t["dur_us"] for t in tasks), 3))
+                                             if tasks else None)}
             fin = torch_finalise.RankFinalise(
                 trace, torch_profile_writer.cpu_ops(mine, rk["pid"]), tasks, entry["finalise_delay_s"],
                 entry["hang"], t_stop, framework_ops=entry["framework_ops"], device_data=entry["device_data"],
-                with_stack=self.profiler_with_stack, on_done=lambda f, e=entry: self._finalised(f, e))
+                with_stack=self.profiler_with_stack, on_done=lambda f, e=entry: self._finalised(f, e),
+                bulk=bulk, raw_bytes_per_row=bulk_rows.settings(self.cfg)["raw_bytes_per_row"])
             session["ranks"].append(entry)
             started.append((fin, entry))
         with self.truth_lock:

@@ -6,7 +6,7 @@ import os
 import sys
 import shutil
 
-from . import kernel_model, layouts, memory_plan, sim_root
+from . import host_view, kernel_model, layouts, memory_plan, sim_root
 
 SIM_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = ("npu-smi", "msprof", "vllm")
@@ -114,7 +114,7 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
         "npu_smi_version": layouts.LAYOUTS[layout]["version"], "devices": devs,
         "busy": [parse_busy(b, devs) for b in busy], "faults": fdict,
         "delays": {"startup": startup_delay, "token": token_delay, "prefill": 0.005, "export": export_delay,
-                   "analyse": 0.0, "finalise": finalise_delay, "msprof_flush": msprof_flush_delay,
+                   "analyse": 0.0, "analyse_per_mb": 0.0, "finalise": finalise_delay, "msprof_flush": msprof_flush_delay,
                    # msprof's own export at the app's exit does the work of an --export=on
                    "msprof_auto_export": export_delay if auto_export_delay is None else auto_export_delay,
                    "env_script": env_delay, "login": login_delay},
@@ -128,6 +128,9 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
         "clock": {"offset_s": float(clock_offset_s)},
         "network": {"address": address},
         "multinode": dict(DEFAULT_MULTINODE),
+        "host": {k: None for k in host_view.KEYS},
+        "scale": {"rows_per_rank": None, "rows_variation": 0.0, "raw_bytes_per_row": 64, "trace_view_mb": None},
+        "analyse": {"peak_mb_per_mb": 0.0},
         "installed": [t for t in TOOLS if not ((t == "msprof" and msprof_missing) or
                                                (t == "npu-smi" and npu_smi_missing))],
     }
@@ -145,7 +148,7 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
     for t in cfg["installed"]:
         os.symlink(os.path.join(SIM_DIR, "bin", t), os.path.join(bindir, t))
     env_script, login_rc = write_scripts(root, bindir, cfg["delays"].get("env_script", 0.0),
-                                         cfg["delays"].get("login", 0.0), clock_offset(cfg))
+                                         cfg["delays"].get("login", 0.0), clock_offset(cfg), cfg)
     return {"root": root, "set_env": env_script, "login_rc": login_rc, "bin": bindir,
             "address": cfg["network"]["address"], "clock_offset_s": clock_offset(cfg),
             "config": os.path.join(state, "config.json"), "timeline": os.path.join(state, "timeline.jsonl"),
@@ -217,7 +220,7 @@ def write_python_link(bindir):
     return path
 
 
-def write_scripts(root, bindir, env_delay=0.0, login_delay=0.0, clock_offset_s=0.0):
+def write_scripts(root, bindir, env_delay=0.0, login_delay=0.0, clock_offset_s=0.0, cfg=None):
     """set_env.sh (the target's "Ascend set_env.sh"; sourcing it takes env_delay s, as the real
     one's ~100 ms), login_rc.sh (what a slow login shell's rc file costs: login_delay s; a
     harness makes every `bash -c` of its sshd read it with `SetEnv BASH_ENV=<root>/login_rc.sh`)
@@ -225,9 +228,11 @@ def write_scripts(root, bindir, env_delay=0.0, login_delay=0.0, clock_offset_s=0
     interpreter the simulator runs on. The simulated tools start with `#!/usr/bin/env python3`
     and npuprof runs python3 on the target; with bin/ first on PATH, none of them goes through a
     version manager's shim of this host (pyenv's costs ~0.4 s of CPU per start, where the
-    interpreter itself takes ~30 ms)."""
+    interpreter itself takes ~30 ms). With cfg's `host` keys set: bin/nproc, bin/df and
+    state/meminfo (host_view.py), and set_env.sh exports NPUPROF_MEMINFO."""
     write_date_shim(bindir, clock_offset_s)
     write_python_link(bindir)
+    host_lines = host_view.write(root, bindir, cfg or {})
     pyroot = os.path.join(SIM_DIR, "python")
     env_script = os.path.join(root, "set_env.sh")
     with open(env_script, "w") as f:
@@ -237,7 +242,8 @@ def write_scripts(root, bindir, env_delay=0.0, login_delay=0.0, clock_offset_s=0
                 "export ASCEND_HOME_PATH='%s/ascend-toolkit/latest'\n"
                 "export ASCEND_TOOLKIT_HOME=\"$ASCEND_HOME_PATH\"\n"
                 "export PATH='%s':\"$PATH\"\n"
-                "export PYTHONPATH='%s'${PYTHONPATH:+:\"$PYTHONPATH\"}\n" % (root, root, bindir, pyroot))
+                "export PYTHONPATH='%s'${PYTHONPATH:+:\"$PYTHONPATH\"}\n" % (root, root, bindir, pyroot)
+                + host_lines)
     login_rc = os.path.join(root, "login_rc.sh")
     with open(login_rc, "w") as f:
         f.write("# A slow login shell's rc file (npuprof test simulator): costs what sourcing the\n"
@@ -266,6 +272,6 @@ def update(root, faults=(), sets=(), clear_faults=False):
     write_config(state, cfg)
     delays = cfg.get("delays", {})
     write_scripts(root, os.path.join(root, "bin"), delays.get("env_script", 0.0), delays.get("login", 0.0),
-                  clock_offset(cfg))
+                  clock_offset(cfg), cfg)
     return {"root": root, "config": path, "faults": cfg["faults"], "delays": delays, "clock": cfg.get("clock", {}),
             "memory": cfg.get("memory", {}), "kernels": cfg.get("kernels", {})}

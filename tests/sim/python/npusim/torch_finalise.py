@@ -11,7 +11,7 @@ unfinished finalise stops where it is (its rank process is gone)."""
 import threading
 import time
 
-from . import sim_clock, torch_profile_writer, work_timeline
+from . import bulk_rows, sim_clock, torch_profile_writer, work_timeline
 
 MAX_CHUNKS = 10
 
@@ -28,8 +28,11 @@ def _split(items, n):
 
 class RankFinalise:
     def __init__(self, trace, ops, tasks, delay, hang, t_stop, framework_ops=True, device_data=True,
-                 with_stack=False, on_done=None):
+                 with_stack=False, on_done=None, bulk=0, raw_bytes_per_row=64):
         self.trace = trace
+        self.tasks = tasks
+        self.bulk = int(bulk) if device_data else 0  # scale.rows_per_rank: rows repeating `tasks` (bulk_rows.py)
+        self.raw_bytes_per_row = raw_bytes_per_row
         self.delay = max(0.0, float(delay))
         self.hang = bool(hang)
         self.t_stop = t_stop
@@ -65,6 +68,8 @@ class RankFinalise:
         if self.hang:
             self._abandon.wait()  # never finalises
             return
+        if self.bulk:
+            torch_profile_writer.write_bulk(self.trace, self.tasks, self.bulk, self.raw_bytes_per_row)
         torch_profile_writer.finish_rank(self.trace, self.t_stop, self.with_stack)
         self.finished_at = sim_clock.now()
         work_timeline.record("torch_finalise", self.t_stop, self.finished_at, rank=self.trace["rank"],

@@ -8,13 +8,14 @@ there the directory no longer changes until analyse()).
 
 The simulator's raw inputs for analyse() are FRAMEWORK/torch.op_range (JSON
 lines of CPU ops) and PROF_*/device_<id>/data/sim_tasks.json.slice_<n> (NPU
-tasks, kernel_model.py); a rank whose device data did not land has an empty
+tasks, kernel_model.py), and at real scale PROF_*/device_<id>/data/sim_tasks.bulk
+(bulk_rows.py); a rank whose device data did not land has an empty
 device_<id>/data/."""
 import json
 import os
 import socket
 
-from . import msprof_raw
+from . import bulk_rows, msprof_raw
 
 
 def dir_name(naming, host, pid, rank, tp, t):
@@ -59,6 +60,12 @@ def write_chunk(trace, ops, tasks, framework_ops=True, device_data=True):
         with open(os.path.join(data, "sim_tasks.json.slice_%d" % trace["chunks"]), "w") as f:
             f.write(json.dumps(tasks))  # dumps: the C encoder (dump encodes in Python)
     trace["chunks"] += 1
+
+
+def write_bulk(trace, tasks, rows, raw_bytes_per_row=64):
+    """Real-scale device data: `rows` more rows repeating the rank's tasks (bulk_rows.py)."""
+    data = os.path.join(trace["prof"], "device_%d" % trace["device"], "data")
+    return bulk_rows.write(data, tasks, rows, raw_bytes_per_row)
 
 
 def finish_rank(trace, t_stop, with_stack=False):

@@ -1,0 +1,83 @@
+// torch_profile.list_profile_dirs: discover the *_ascend_pt directories of a
+// profile root (the rank dirs torch_profile.analyse_rank then analyses), and
+// read in one remote command what the target has to analyse them with: its
+// cores, free memory, free disk under the root and each dir's size
+// (statemachine/torch_profile_analyse_limit.h chooses from them).
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "statemachine/torch_profile_analyse_limit.h"
+#include "workers/handlers/torch_profile_handlers.h"
+#include "workers/remote.h"
+
+namespace npuprof::workers {
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The means program: the root and the dir names travel as positional
+// parameters. A real host reads /proc/meminfo; NPUPROF_MEMINFO names another
+// file (the simulated target's own, tests/sim/README.md).
+constexpr const char* kMeansScript = R"sh(r=$1; shift
+printf 'cores %s\n' "$(nproc 2>/dev/null)"
+printf 'mem_available_kb %s\n' "$(awk '$1 == "MemAvailable:" { print $2; exit }' "${NPUPROF_MEMINFO:-/proc/meminfo}" 2>/dev/null)"
+printf 'disk_free_kb %s\n' "$(df -Pk -- "$r" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+for d in "$@"; do printf 'dir_kb %s\n' "$(du -sk -- "$r/$d" 2>/dev/null | cut -f1)"; done
+)sh";
+
+// The means of the machine for analysing `names` under root; on a failed
+// command only `error` is set.
+json ReadMeans(ssh::SshSession& session, const std::string& root, const std::vector<std::string>& names) {
+  std::vector<std::string> argv = {"sh", "-c", kMeansScript, "npuprof-means", root};
+  argv.insert(argv.end(), names.begin(), names.end());
+  auto r = RunRemote(session, argv, std::chrono::seconds(120));
+  if (!r.ok()) return json{{"error", r.status().message()}};
+  if (r->exit_status != 0)
+    return json{{"error", "the means command " + ExitText(*r) + ": " + TailLines(r->stderr_data, 3)}};
+  const sm::AnalyseMeans m = sm::ParseAnalyseMeans(r->stdout_data, names.size());
+  json out = {{"dir_bytes", json::array()}};
+  if (m.cores) out["cores"] = *m.cores;
+  if (m.mem_available_bytes) out["mem_available_bytes"] = *m.mem_available_bytes;
+  if (m.disk_free_bytes) out["disk_free_bytes"] = *m.disk_free_bytes;
+  for (const auto& b : m.rank_bytes) out["dir_bytes"].push_back(b ? *b : -1);
+  return out;
+}
+
+}  // namespace
+
+TaskOutcome TorchProfileListDirs(const tasks::TorchProfileListProfileDirs& p, const proto::Task&, TaskContext& ctx) {
+  auto target = TargetFromMachine(p.machine());
+  if (!target.ok()) return TaskOutcome::Failure("bad_payload", target.status().message(), false);
+  const std::string& root = p.profile_root();
+  if (root.empty() || root[0] != '/') return TaskOutcome::Failure("bad_payload", "profile_root must be absolute", false);
+  auto session = ctx.pool.Get(*target);
+  auto st = session->Stat(root);
+  if (!st.ok()) {
+    if (ssh::ErrorKindOf(st.status()) == ssh::SshErrorKind::kRemoteError)
+      return TaskOutcome::Success(json{{"profile_root", root}, {"root_exists", false}, {"dirs", json::array()}});
+    return OutcomeFromSsh(st.status(), *target);
+  }
+  auto entries = session->ListDir(root);
+  if (!entries.ok()) return OutcomeFromSsh(entries.status(), *target);
+  std::vector<std::string> dirs;
+  json others = json::array();
+  for (const auto& e : *entries) {
+    if (e.is_dir && EndsWith(e.name, "_ascend_pt")) dirs.push_back(root + "/" + e.name);
+    else others.push_back(e.name);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  json result = {{"profile_root", root}, {"root_exists", true}, {"dirs", dirs}, {"other_entries", others}};
+  if (!dirs.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& d : dirs) names.push_back(d.substr(root.size() + 1));
+    result["means"] = ReadMeans(*session, root, names);
+  }
+  return TaskOutcome::Success(std::move(result));
+}
+
+}  // namespace npuprof::workers
