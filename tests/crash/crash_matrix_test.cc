@@ -545,8 +545,9 @@ void ExpectEffectsOnce(const std::string& kind, const Outcome& o, const std::str
     EXPECT_EQ(o.export_invocations.size(), services) << "msprof output dirs exported\n" << trace;
     for (const auto& [dir, n] : o.export_invocations) EXPECT_EQ(n, 1u) << "msprof exports of " << dir << "\n" << trace;
   }
-  if (kind == "sweep")
+  if (kind == "sweep") {
     EXPECT_TRUE(o.export_invocations.empty()) << "msprof exported at each service's exit: not again\n" << trace;
+  }
 }
 
 // Crash points: the last event of each decision (consecutive events with the
