@@ -162,7 +162,20 @@ bool AnalysisDone(const RunState& s) {
 
 void ApplyAnalyseLimit(RunState& s, const json& payload) {
   if (!s.data.contains("analyse_limits")) s.data["analyse_limits"] = json::array();
-  s.data["analyse_limits"].push_back(payload);
+  json& limits = s.data["analyse_limits"];
+  limits.push_back(payload);
+  // In the order the listings were scheduled (node order), not the order
+  // their answers came in: a recovered run and a clean one list the same.
+  std::map<std::string, size_t> order;
+  for (const TaskInfo* t : TasksInOrder(s, kTpListDirsTask)) order.emplace(t->task_id, order.size());
+  auto rank = [&](const json& l) {
+    const std::string id = l.is_object() ? l.value("listing_task", "") : "";
+    auto it = order.find(id);
+    return it == order.end() ? order.size() : it->second;
+  };
+  std::vector<json> sorted(limits.begin(), limits.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const json& a, const json& b) { return rank(a) < rank(b); });
+  limits = json(sorted);
 }
 
 json AnalysisProjection(const RunState& s, int expected_ranks) {

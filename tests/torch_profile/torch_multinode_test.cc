@@ -133,6 +133,25 @@ TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCoun
   EXPECT_EQ(m["clock_offsets"]["start"]["offsets"][1]["offset_ms"], 3200.0);
 }
 
+TEST(TorchMultiNode, TheAnalyseLimitsAreInNodeOrderWhicheverListingAnswersFirst) {
+  MultiTorch r;
+  r.ToWorkload();
+  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
+  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
+  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "profiler_info"}});
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  // The second node's listing answers first (a recovered run may see the other order).
+  r.Answer(kTpListDirsTask, "b", true, {{"dirs", {"/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"}}});
+  r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
+  const json limits = r.s.data.value("analyse_limits", json::array());
+  ASSERT_EQ(limits.size(), 2u) << limits.dump();
+  EXPECT_EQ(limits[0]["machine"], "a") << limits.dump();
+  EXPECT_EQ(limits[1]["machine"], "b") << limits.dump();
+}
+
 TEST(TorchMultiNode, ANodeThatWroteFewerRankDirsIsNamed) {
   MultiTorch r;
   r.ToWorkload();
