@@ -418,6 +418,34 @@ TEST(ServiceScripts, ParseGroupStatus) {
 }
 
 
+// A service's port is picked below the kernel's ephemeral range, where no
+// outgoing connection takes it before the service binds it, and it is free.
+TEST(ServiceScripts, AServicesPortIsPickedBelowTheEphemeralRangeAndIsFree) {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int lo = 0, hi = 0;
+  if (!(range >> lo >> hi) || lo <= 2048) GTEST_SKIP() << "no ephemeral range to stay below here";
+  for (int i = 0; i < 5; ++i) {
+    const std::string out = Shell(ssh::BuildCommand(FreePortArgv()));
+    const int port = std::atoi(out.c_str());
+    EXPECT_GE(port, std::max(1024, lo - 12000)) << out;
+    EXPECT_LT(port, lo) << out;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << port;
+    ::close(fd);
+  }
+  auto head = ParseHeadPorts(Shell(ssh::BuildCommand(HeadPortsArgv(29500, true))), true);
+  ASSERT_TRUE(head.ok()) << head.status().message();
+  EXPECT_LT(head->api, lo);
+  EXPECT_NE(head->api, 29500);
+}
+
 // The head's port check, run here as the target runs it: a port nobody
 // holds is free (the API port picked beside it), a port with a listener is
 // busy, and a line that is not the check's is an error.

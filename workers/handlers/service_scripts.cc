@@ -100,18 +100,48 @@ fi
 echo "leader=$leader members=$n signalled=$sent"
 )SH";
 
-constexpr const char* kFreePort = R"PY(import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
+// A free port for a service to listen on, picked below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range): a port from that range
+// (what binding port 0 gives) may be taken as the local port of an outgoing
+// connection before the service binds it, a minute later on a busy host,
+// and the service then dies with EADDRINUSE. Up to 200 random candidates in
+// the 12,000 ports below the range, each bound on every interface (as a
+// listener binds it); port 0 when none is free or the range is unreadable.
+constexpr const char* kPickPort = R"PY(import random, socket
+def pick():
+    lo = 0
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        lo = 0
+    if lo > 2048:
+        cands = random.sample(range(max(1024, lo - 12000), lo), min(200, lo - max(1024, lo - 12000)))
+        for p in cands:
+            s = socket.socket()
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("", p))
+                return p
+            except OSError:
+                pass
+            finally:
+                s.close()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+)PY";
+
+constexpr const char* kFreePort = R"PY(print(pick())
 )PY";
 
 constexpr const char* kHeadPorts = R"PY(import errno, socket, sys
 api = 0
 if sys.argv[2] == "1":
-    a = socket.socket()
-    a.bind(("127.0.0.1", 0))
-    api = a.getsockname()[1]
+    for _ in range(20):
+        api = pick()
+        if api != int(sys.argv[1]):
+            break
 r = socket.socket()
 r.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try:
@@ -306,10 +336,10 @@ RemoteCheck GroupGoneCheck(int64_t pgid) {
   return RemoteCheck{"", kGroupGone, {std::to_string(pgid)}};
 }
 
-std::vector<std::string> FreePortArgv() { return {"python3", "-c", kFreePort}; }
+std::vector<std::string> FreePortArgv() { return {"python3", "-c", std::string(kPickPort) + kFreePort}; }
 
 std::vector<std::string> HeadPortsArgv(int32_t rpc_port, bool pick_api) {
-  return {"python3", "-c", kHeadPorts, std::to_string(rpc_port), pick_api ? "1" : "0"};
+  return {"python3", "-c", std::string(kPickPort) + kHeadPorts, std::to_string(rpc_port), pick_api ? "1" : "0"};
 }
 
 Result<HeadPorts> ParseHeadPorts(const std::string& out, bool pick_api) {
