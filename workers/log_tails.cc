@@ -63,6 +63,14 @@ Result<std::vector<std::string_view>> Lines(const std::string& out, const char* 
   return lines;
 }
 
+// The rest of line i after its "<i> " prefix.
+Result<std::string_view> AfterIndex(std::string_view line, size_t i) {
+  const std::string prefix = std::to_string(i) + " ";
+  if (line.substr(0, prefix.size()) != prefix)
+    return Status::Corruption(fmt::format("the file read command's line {} does not start with its index {}", i + 1, i));
+  return line.substr(prefix.size());
+}
+
 }  // namespace
 
 std::vector<std::string> HeadTailsArgv(uint64_t cap, const std::vector<std::string>& paths) {
@@ -80,11 +88,9 @@ Result<std::vector<HeadTail>> ParseHeadTails(const std::string& out, size_t file
   if (!lines.ok()) return lines.status();
   std::vector<HeadTail> got;
   for (size_t i = 0; i < files; ++i) {
-    const std::string_view line = (*lines)[i + 1];
-    const std::string prefix = std::to_string(i) + " ";
-    if (line.substr(0, prefix.size()) != prefix)
-      return Status::Corruption(fmt::format("the file read command's line {} does not start with its index {}", i + 1, i));
-    const std::string_view rest = line.substr(prefix.size());
+    auto after = AfterIndex((*lines)[i + 1], i);
+    if (!after.ok()) return after.status();
+    const std::string_view rest = *after;
     if (rest == "missing" || rest == "unreadable") {
       got.emplace_back();
       continue;
@@ -130,38 +136,25 @@ size_t LogTailsOutputCap(uint64_t max_bytes, size_t files) {
 }
 
 Result<std::vector<std::string>> ParseLogTails(const std::string& out, size_t files, uint64_t max_bytes) {
+  auto lines = Lines(out, "npuprof-tails", files);
+  if (!lines.ok()) return lines.status();
   std::vector<std::string> tails;
-  size_t pos = 0;
-  auto next_line = [&](std::string_view& line) {
-    if (pos >= out.size()) return false;
-    const size_t nl = out.find('\n', pos);
-    const size_t end = nl == std::string::npos ? out.size() : nl;
-    line = std::string_view(out).substr(pos, end - pos);
-    pos = nl == std::string::npos ? out.size() : nl + 1;
-    return true;
-  };
-  std::string_view line;
-  if (!next_line(line) || line != "npuprof-tails")
-    return Status::Corruption("the log tails command did not print its 'npuprof-tails' header");
   for (size_t i = 0; i < files; ++i) {
-    if (!next_line(line)) return Status::Corruption(fmt::format("the log tails command printed {} of {} files", i, files));
-    const std::string prefix = std::to_string(i) + " ";
-    if (line.substr(0, prefix.size()) != prefix)
-      return Status::Corruption(fmt::format("the log tails command's line {} does not start with its index {}", i + 1, i));
-    const std::string_view rest = line.substr(prefix.size());
-    if (rest == "missing" || rest == "unreadable") {
+    auto rest = AfterIndex((*lines)[i + 1], i);
+    if (!rest.ok()) return rest.status();
+    if (*rest == "missing" || *rest == "unreadable") {
       tails.emplace_back();
       continue;
     }
-    if (rest.substr(0, 3) != "ok ") return Status::Corruption(fmt::format("the log tails command's file {} is neither ok, missing nor unreadable", i));
-    auto bytes = DecodeBase64(rest.substr(3));
-    if (!bytes.ok()) return Status::Corruption(fmt::format("the log tails command's file {}: {}", i, bytes.status().message()));
+    if (rest->substr(0, 3) != "ok ")
+      return Status::Corruption(fmt::format("the file read command's file {} is neither ok, missing nor unreadable", i));
+    auto bytes = DecodeBase64(rest->substr(3));
+    if (!bytes.ok()) return Status::Corruption(fmt::format("the file read command's file {}: {}", i, bytes.status().message()));
     if (bytes->size() > max_bytes)
-      return Status::Corruption(fmt::format("the log tails command's file {} is {} bytes, over the {} asked for", i,
+      return Status::Corruption(fmt::format("the file read command's file {} is {} bytes, over the {} asked for", i,
                                             bytes->size(), max_bytes));
     tails.push_back(std::move(*bytes));
   }
-  if (next_line(line)) return Status::Corruption("the log tails command printed more lines than files");
   return tails;
 }
 
