@@ -71,6 +71,18 @@ struct MultiTorch : KindDriver {
     Answer(kServiceWaitReadyTask, "a", true, {{"ready_after_ms", 10}});
     Role(kTpControlTask, "start_profile", {{"ok", true}, {"status", 200}});
   }
+  // From the workload to the listings: a one-request wave, the profile
+  // stopped, the head's flush seen, the second node's flush ending with
+  // `b_flush`, both services stopped.
+  void ToListing(const std::string& b_flush) {
+    Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
+    Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
+    Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
+    Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
+    Answer(kTpWaitFlushTask, "b", true, {{"signal", b_flush}});
+    Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+    Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  }
 };
 
 TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCountsTheDeployment) {
@@ -136,13 +148,7 @@ TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCoun
 TEST(TorchMultiNode, TheAnalyseLimitsAreInNodeOrderWhicheverListingAnswersFirst) {
   MultiTorch r;
   r.ToWorkload();
-  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
-  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
-  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
-  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
-  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "profiler_info"}});
-  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
-  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  r.ToListing("profiler_info");
   // The second node's listing answers first (a recovered run may see the other order).
   r.Answer(kTpListDirsTask, "b", true, {{"dirs", {"/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"}}});
   r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
@@ -155,13 +161,7 @@ TEST(TorchMultiNode, TheAnalyseLimitsAreInNodeOrderWhicheverListingAnswersFirst)
 TEST(TorchMultiNode, ANodeThatWroteFewerRankDirsIsNamed) {
   MultiTorch r;
   r.ToWorkload();
-  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
-  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
-  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
-  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
-  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "no_profile_dirs"}});
-  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
-  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  r.ToListing("no_profile_dirs");
   r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
   r.Answer(kTpListDirsTask, "b", true, {{"dirs", json::array()}});
   r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
