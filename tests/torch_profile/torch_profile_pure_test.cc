@@ -659,15 +659,7 @@ TEST(TorchProfileFlow, NoMeansMeansOneAtATimeAndAFailureFreesItsPlace) {
 
 TEST(TorchProfileFlow, AnalyseParallelOverridesTheMeans) {
   Flow f;
-  json spec = BaseSpec();
-  spec["analyse_parallel"] = 3;
-  ASSERT_EQ(f.Submit(spec), "");
-  ASSERT_EQ(f.Result(kServiceLaunchTask, Launched()), "");
-  ASSERT_EQ(f.Result(kServiceWaitReadyTask, {{"ready_after_ms", 10}}), "");
-  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "start_profile"), "");
-  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", json::array({{{"ok", true}}})}}, "wave"), "");
-  ASSERT_EQ(f.Result(kTpRequestsTask, {{"results", json::array({{{"ok", true}, {"index", 1}}})}}, "followup"), "");
-  ASSERT_EQ(f.Result(kTpControlTask, {{"ok", true}, {"status", 200}}, "stop_profile"), "");
+  RunToFlush(f, {{"analyse_parallel", 3}});
   ASSERT_EQ(f.Result(kTpWaitFlushTask, {{"signal", "profiler_info"}, {"flush_timed_out", false}}), "");
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
   ASSERT_EQ(f.Result(kTpListDirsTask, Listed({"/p/a", "/p/b", "/p/c", "/p/d"}, 1, 1, 1024)), "");
