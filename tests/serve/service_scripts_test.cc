@@ -18,6 +18,7 @@
 #include "workers/handlers/service_runtime_dir.h"
 #include "workers/handlers/service_scripts.h"
 #include "workers/ssh/shell_quote.h"
+#include "tests/ssh/local_shell.h"
 #include "tests/support/temp_dir.h"
 
 namespace npuprof::workers::service {
@@ -154,56 +155,59 @@ TEST(ServiceScripts, StartOrAdoptStartsOnceInItsOwnProcessGroupWithTheMarker) {
   EXPECT_FALSE(st->any_alive());
 }
 
-TEST(ServiceScripts, TheStartCommandWritesTheScriptsOnlyBeforeTheStartAndStartsNothingWhenItCannot) {
+TEST(ServiceScripts, TheScriptsComeOnStdinAreWrittenOnlyBeforeTheStartAndWholeOrNotAtAll) {
   TempDir t;
   const std::string rt = t.path + "/r1/service-1";
   fs::create_directories(rt);
-  json r = Record(t.path);
-  r["runtime_dir"] = rt;
-  auto start = StartScript(r);
-  ASSERT_TRUE(start.ok());
-  auto cmd = [&](const std::vector<std::string>& argv) { return Shell(ssh::BuildCommand(argv) + "; echo rc=$?"); };
-  // _serve.sh cannot be written (a directory is in its place): exit 7, nothing started.
+  const std::string serve = "exec sleep 30 # it's $HOME `x` \xff\n", start = "#!/bin/sh\nexec sh _serve.sh\n";
+  auto write = [&](const std::string& a, const std::string& b) {
+    return ssh::testing::RunLocalArgv(WriteScriptsArgv(rt, a.size(), b.size()), a + b);
+  };
+  auto read = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  // _serve.sh cannot be written (a directory is in its place): exit 7.
   fs::create_directories(rt + "/_serve.sh");
-  const std::string refused = cmd(WriteScriptsStartOrAdoptArgv(rt, "r1/service-1", "exec sleep 30\n", *start));
-  EXPECT_NE(refused.find("rc=" + std::to_string(kScriptsNotWrittenExit)), std::string::npos) << refused;
-  EXPECT_FALSE(fs::exists(rt + "/.started"));
-  EXPECT_FALSE(fs::exists(rt + "/pid"));
+  EXPECT_EQ(write(serve, start).status, kScriptsNotWrittenExit);
   fs::remove(rt + "/_serve.sh");
-  const std::string first = cmd(WriteScriptsStartOrAdoptArgv(rt, "r1/service-1", "exec sleep 30\n", *start));
-  ASSERT_EQ(first.rfind("started ", 0), 0u) << first;
+  // Fewer bytes than announced (a cut stdin): not written whole, exit 7.
+  EXPECT_EQ(ssh::testing::RunLocalArgv(WriteScriptsArgv(rt, serve.size(), start.size()), serve).status,
+            kScriptsNotWrittenExit);
+  auto ok = write(serve, start);
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(read(rt + "/_serve.sh"), serve);
+  EXPECT_EQ(read(rt + "/_start.sh"), start);
   EXPECT_EQ(fs::status(rt + "/_serve.sh").permissions() & fs::perms::all, fs::perms::owner_all);
   EXPECT_EQ(fs::status(rt + "/_start.sh").permissions() & fs::perms::all, fs::perms::owner_all);
-  std::ifstream serve(rt + "/_serve.sh");
-  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(serve)), std::istreambuf_iterator<char>()), "exec sleep 30\n");
-  // Once started, a second launch adopts and leaves the scripts as they are.
-  const std::string second = cmd(WriteScriptsStartOrAdoptArgv(rt, "r1/service-1", "exec sleep 1\n", *start));
-  ASSERT_EQ(second.rfind("adopted ", 0), 0u) << second;
-  std::ifstream again(rt + "/_serve.sh");
-  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), "exec sleep 30\n");
-  const int64_t pid = std::atoll(first.c_str() + 8);
-  ASSERT_GT(pid, 0);
-  kill(-static_cast<pid_t>(pid), SIGKILL);
+  // Once started, the scripts stay as they are.
+  fs::create_directories(rt + "/.started");
+  ASSERT_EQ(write("exec sleep 1\n", start).status, 0);
+  EXPECT_EQ(read(rt + "/_serve.sh"), serve);
 }
 
 TEST(ServiceScripts, PublishRecordWritesPrivatelyTheFirstWriterWinsAndPrintsTheRecordInForce) {
   TempDir t;
   const std::string rt = t.path + "/rt";
   fs::create_directories(rt);
-  auto cmd = [&](const std::vector<std::string>& argv) { return Shell(ssh::BuildCommand(argv)); };
+  auto publish = [&](const std::string& dir, uint32_t attempt, const std::string& text, size_t max) {
+    return ssh::testing::RunLocalArgv(PublishRecordArgv(dir, attempt, max), text);
+  };
   const std::string a = "{\"who\": \"first\", \"q\": \"it's $HOME `x`\"}\n";
-  EXPECT_EQ(cmd(PublishRecordArgv(rt, 1, a, 1 << 20)), a);
+  EXPECT_EQ(publish(rt, 1, a, 1 << 20).out, a);
   EXPECT_EQ(fs::status(rt + "/launch.json").permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
-  EXPECT_EQ(cmd(PublishRecordArgv(rt, 2, "{\"who\": \"second\"}\n", 1 << 20)), a);  // the record in force
+  EXPECT_EQ(publish(rt, 2, "{\"who\": \"second\"}\n", 1 << 20).out, a);  // the record in force
   EXPECT_FALSE(fs::exists(rt + "/launch.json.tmp-1"));
   EXPECT_FALSE(fs::exists(rt + "/launch.json.tmp-2"));
-  EXPECT_EQ(cmd(PublishRecordArgv(rt, 3, "{}", 5)), a.substr(0, 5));  // at most max bytes
+  EXPECT_EQ(publish(rt, 3, "{}", 5).out, a.substr(0, 5));  // at most max bytes
   // A symlink in the record's place is no record: nothing is printed.
   const std::string rt2 = t.path + "/rt2";
   fs::create_directories(rt2);
   fs::create_symlink(rt + "/launch.json", rt2 + "/launch.json");
-  EXPECT_EQ(Shell(ssh::BuildCommand(PublishRecordArgv(rt2, 1, "{}", 1 << 20)) + "; echo rc=$?"), "rc=6\n");
+  auto refused = publish(rt2, 1, "{}", 1 << 20);
+  EXPECT_EQ(refused.status, 6);
+  EXPECT_EQ(refused.out, "");
 }
 
 // A process of the test's own, in its own process group, without the marker:

@@ -126,8 +126,8 @@ Result<json> ReadRecord(Call& c, const std::string& rt) {
 Result<json> PublishRecord(Call& c, const std::string& rt, const json& rec, uint32_t attempt) {
   const std::string text = rec.dump(2) + "\n";
   if (text.size() <= kMaxInlineFileBytes) {
-    auto r = c.session->Exec(ssh::BuildCommand(PublishRecordArgv(rt, attempt, text, kMaxLaunchRecordBytes + 1)),
-                             std::chrono::seconds(30), {}, kMaxLaunchRecordBytes + 4096);
+    auto r = c.session->Exec(ssh::BuildCommand(PublishRecordArgv(rt, attempt, kMaxLaunchRecordBytes + 1)),
+                             std::chrono::seconds(30), text, kMaxLaunchRecordBytes + 4096);
     if (r.ok() && r->exit_status == 0 && r->stdout_omitted == 0) return DecodeLaunchRecord(rt, r->stdout_data);
     spdlog::debug("publishing {}/launch.json in one command: {}; using file operations", rt,
                   r.ok() ? ExitText(*r) : r.status().ToString());
@@ -244,8 +244,8 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
   }
 
   // Scripts are a pure function of the record; written only before the
-  // start: by the start command itself when they fit in its arguments, else
-  // (or when it could not write them) with file operations first.
+  // start, by one command from its stdin when they are small, else (or when
+  // it could not write them) with file operations.
   std::string serve_text, start_text;
   if (nothing_started) {
     json script_rec = rec;
@@ -269,20 +269,23 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     }
     return std::nullopt;
   };
-  const bool inline_scripts = nothing_started && serve_text.size() <= kMaxInlineFileBytes &&
-                              start_text.size() <= kMaxInlineFileBytes;
-  if (nothing_started && !inline_scripts)
-    if (auto failed = write_scripts()) return *failed;
+  if (nothing_started) {
+    // One command writes both from its stdin; file operations where it could not.
+    bool written = false;
+    if (serve_text.size() <= kMaxInlineFileBytes && start_text.size() <= kMaxInlineFileBytes) {
+      auto w = c.session->Exec(ssh::BuildCommand(WriteScriptsArgv(rt, serve_text.size(), start_text.size())),
+                               std::chrono::seconds(30), serve_text + start_text);
+      written = w.ok() && w->exit_status == 0;
+      if (!written)
+        spdlog::debug("writing the scripts in {} in one command: {}; using file operations", rt,
+                      w.ok() ? ExitText(*w) : w.status().ToString());
+    }
+    if (!written)
+      if (auto failed = write_scripts()) return *failed;
+  }
 
   ctx.progress("starting the service (or adopting a running one)");
-  auto run = RunRemote(*c.session,
-                       inline_scripts ? WriteScriptsStartOrAdoptArgv(rt, *marker, serve_text, start_text)
-                                      : StartOrAdoptArgv(rt, *marker),
-                       std::chrono::seconds(60));
-  if (inline_scripts && run.ok() && run->exit_status == kScriptsNotWrittenExit) {
-    if (auto failed = write_scripts()) return *failed;
-    run = RunRemote(*c.session, StartOrAdoptArgv(rt, *marker), std::chrono::seconds(60));
-  }
+  auto run = RunRemote(*c.session, StartOrAdoptArgv(rt, *marker), std::chrono::seconds(60));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
   std::istringstream words(run->stdout_data);
   std::string how, pid_text, state;

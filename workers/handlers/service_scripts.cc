@@ -152,19 +152,20 @@ except OSError as e:
     print(api, "busy:%d" % (e.errno or 0))
 )PY";
 
-// $1 runtime dir, $2 marker, $3 _serve.sh, $4 _start.sh; then kStartOrAdopt.
-constexpr const char* kWriteScripts = R"SH(if [ ! -e "$1/.started" ]; then
-  (umask 077 && printf '%s' "$3" >"$1/_serve.sh" && printf '%s' "$4" >"$1/_start.sh" &&
-   chmod 700 "$1/_serve.sh" "$1/_start.sh") || { echo scripts-not-written >&2; exit 7; }
-fi
-)SH";
+// $1 runtime dir, $2 and $3 the byte counts of _serve.sh and _start.sh,
+// which arrive one after the other on stdin (GNU head -c reads no more than
+// it is asked for from a pipe). Written only while nothing was started.
+constexpr const char* kWriteScripts = R"SH([ -e "$1/.started" ] && exit 0
+(umask 077 && head -c "$2" >"$1/_serve.sh" && head -c "$3" >"$1/_start.sh" &&
+ [ "$(wc -c <"$1/_serve.sh")" -eq "$2" ] && [ "$(wc -c <"$1/_start.sh")" -eq "$3" ] &&
+ chmod 700 "$1/_serve.sh" "$1/_start.sh") || { echo scripts-not-written >&2; exit 7; })SH";
 
-// $1 runtime dir, $2 attempt, $3 the record's text, $4 max bytes to print.
+// $1 runtime dir, $2 attempt, $3 max bytes to print; the record on stdin.
 constexpr const char* kPublishRecord = R"SH(t="$1/launch.json.tmp-$2"; f="$1/launch.json"
-(umask 077 && printf '%s' "$3" >"$t") || { rm -f "$t"; exit 5; }
+(umask 077 && cat >"$t") || { rm -f "$t"; exit 5; }
 ln "$t" "$f" 2>/dev/null; rm -f "$t"
 [ -f "$f" ] && [ ! -L "$f" ] || exit 6
-head -c "$4" "$f")SH";
+head -c "$3" "$f")SH";
 
 constexpr const char* kPublishOnce = R"SH(ln "$1" "$2" 2>/dev/null; rm -f "$1"; [ -f "$2" ] && [ ! -L "$2" ])SH";
 
@@ -301,19 +302,17 @@ std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir, const 
   return {"sh", "-c", WithOurs(kStartOrAdopt), "npuprof-start", runtime_dir, marker};
 }
 
-std::vector<std::string> WriteScriptsStartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker,
-                                                      const std::string& serve_sh, const std::string& start_sh) {
-  return {"sh", "-c", WithOurs((std::string(kWriteScripts) + kStartOrAdopt).c_str()), "npuprof-start", runtime_dir,
-          marker, serve_sh, start_sh};
+std::vector<std::string> WriteScriptsArgv(const std::string& runtime_dir, size_t serve_bytes, size_t start_bytes) {
+  return {"sh", "-c", kWriteScripts, "npuprof-scripts", runtime_dir, std::to_string(serve_bytes),
+          std::to_string(start_bytes)};
 }
 
 std::vector<std::string> WriteFileArgv(const std::string& path, const std::string& text) {
   return {"sh", "-c", "(umask 077 && printf '%s' \"$2\" >\"$1\" && chmod 700 \"$1\")", "npuprof-write", path, text};
 }
 
-std::vector<std::string> PublishRecordArgv(const std::string& runtime_dir, uint32_t attempt, const std::string& text,
-                                           size_t max_bytes) {
-  return {"sh", "-c", kPublishRecord, "npuprof-publish", runtime_dir, std::to_string(attempt), text,
+std::vector<std::string> PublishRecordArgv(const std::string& runtime_dir, uint32_t attempt, size_t max_bytes) {
+  return {"sh", "-c", kPublishRecord, "npuprof-publish", runtime_dir, std::to_string(attempt),
           std::to_string(max_bytes)};
 }
 

@@ -62,22 +62,23 @@ Result<std::string> StartScript(const json& launch_record);
 // runtime dir whose _start.sh sets no marker is judged by pid alone.
 std::vector<std::string> StartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker);
 
-// Texts of at most this size travel inside a command as one argument (an
-// argument's own limit on Linux is 128 KiB); larger ones are written with
-// file operations.
+// Texts of at most this size are written by one command (a launch's
+// record and scripts on its stdin, never in a process's arguments: those
+// hold user env values and other users of a shared host can read any
+// process's arguments); larger ones with file operations.
 inline constexpr size_t kMaxInlineFileBytes = size_t{64} << 10;
 
-// StartOrAdoptArgv that first writes the scripts (_serve.sh, _start.sh,
-// 0700) when the service was never started (no .started yet), so that a
-// launch writes and starts in one command. When they cannot be written it
-// starts nothing, prints "scripts-not-written" on stderr and exits 7 (the
+// argv writing _serve.sh and _start.sh (0700) from stdin, the first
+// serve_bytes bytes then start_bytes bytes, when the service was never
+// started (no .started yet: then it does nothing). When they cannot be
+// written whole it prints "scripts-not-written" on stderr and exits 7 (the
 // caller writes them with file operations, which name the cause).
-std::vector<std::string> WriteScriptsStartOrAdoptArgv(const std::string& runtime_dir, const std::string& marker,
-                                                      const std::string& serve_sh, const std::string& start_sh);
+std::vector<std::string> WriteScriptsArgv(const std::string& runtime_dir, size_t serve_bytes, size_t start_bytes);
 inline constexpr int kScriptsNotWrittenExit = 7;
 
 // argv writing text to path, private and executable (0700), in one
-// command; exits non-zero when it cannot.
+// command (text in an argument: only for texts without secrets, such as
+// the msprof wrap script); exits non-zero when it cannot.
 std::vector<std::string> WriteFileArgv(const std::string& path, const std::string& text);
 
 // argv printing "leader=alive|gone|foreign members=N signalled=no" for the
@@ -122,13 +123,12 @@ Result<HeadPorts> ParseHeadPorts(const std::string& out, bool pick_api);
 // writer wins; the runtime dir exists already); prints nothing.
 std::vector<std::string> PublishOnceArgv(const std::string& tmp, const std::string& final_path);
 
-// The launch record published in one command: writes text to
+// The launch record published in one command: writes its stdin to
 // <runtime_dir>/launch.json.tmp-<attempt> (0600), publishes it as
 // PublishOnceArgv does, and prints the record in force (at most max_bytes:
 // the caller decodes it as launch_record.h says). Exits non-zero, printing
 // nothing, when any step fails (the caller then uses file operations).
-std::vector<std::string> PublishRecordArgv(const std::string& runtime_dir, uint32_t attempt, const std::string& text,
-                                           size_t max_bytes);
+std::vector<std::string> PublishRecordArgv(const std::string& runtime_dir, uint32_t attempt, size_t max_bytes);
 
 // The readiness wait's check (run by workers/remote_wait.h on the target):
 // its signal is the leader gone ("leader=gone"), alive without the marker
