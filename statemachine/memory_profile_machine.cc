@@ -70,15 +70,33 @@ using Data = kind_data::MemoryProfileData;
 // carries too).
 using ServiceRecord = kind_data::ServeData::Service;
 
+std::string StepOf(const TaskInfo& t);
+
+// Whether the task runs a step marked early (memory_profile_steps.h): it runs
+// beside the step before it and holds the walk only where its own step comes.
+bool EarlyTask(const RunState& s, const TaskInfo& t) {
+  const std::string step = StepOf(t);
+  for (const MemStep& st : MemoryStepsOf(Mode(s)))
+    if (st.name == step) return st.early;
+  return false;
+}
+
+bool Unanswered(const TaskInfo& t) { return t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait; }
+
+// An early step's task has not answered yet.
+bool EarlyPending(const RunState& s) {
+  for (const auto& [id, t] : s.tasks)
+    if (Unanswered(t) && EarlyTask(s, t)) return true;
+  return false;
+}
+
 // A step is in flight (task pending or retrying) or the flush minimum timer is armed.
 bool Busy(const RunState& s) {
   // A headless node's watch answers only when its service dies: it never
   // holds the walk. A deployment's clock measure holds only the collection
-  // and the end (Advance).
+  // and the end (Advance); an early step's task only its own step and the end.
   for (const auto& [id, t] : s.tasks)
-    if ((t.status == TaskStatus::kPending || t.status == TaskStatus::kRetryWait) && t.kind != kServiceWatchTask &&
-        !IsClockTask(t))
-      return true;
+    if (Unanswered(t) && t.kind != kServiceWatchTask && !IsClockTask(t) && !EarlyTask(s, t)) return true;
   for (const auto& [id, t] : s.timers)
     if (t.armed && t.purpose == "flush") return true;
   return false;
@@ -499,10 +517,33 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
   }
 }
 
+// A step marked early (memory_profile_steps.h) whose task runs beside the
+// step before it; only on the way to a good end, and once.
+const MemStep* EarlyStepAfter(const RunState& s, const std::string& step) {
+  const auto steps = MemoryStepsOf(Mode(s));
+  for (size_t i = 0; i + 1 < steps.size(); ++i)
+    if (steps[i].name == step && steps[i + 1].early) return &steps[i + 1];
+  return nullptr;
+}
+
+void ScheduleEarlyStep(Decision& d, const View& v, const std::string& step) {
+  const RunState& s = v.s;
+  const MemStep* early = EarlyStepAfter(s, step);
+  if (early == nullptr || v.data.has_failure() || s.cancel_requested) return;
+  const std::string name(early->name);
+  if (v.Done(name)) return;
+  for (const auto& [id, t] : s.tasks)
+    if (StepOf(t) == name) return;  // scheduled already (and answered or still running)
+  ScheduleOn(d, v, name, 0);
+}
+
 void Schedule(Decision& d, const View& v, const std::string& step) {
   const RunState& s = v.s;
   MoveTo(d, step);  // the run's state is the step in progress
-  if (Multi(s) && step == "stopped") return ScheduleNodeStops(d);
+  if (Multi(s) && step == "stopped") {
+    ScheduleNodeStops(d);
+    return ScheduleEarlyStep(d, v, step);  // the headers beside the stop
+  }
   // A deployment's clocks are measured with the head's launch (once).
   if (Multi(s) && Standalone(s) && step == "service" && LastTask(s, kMachineClockTask) == nullptr)
     ScheduleClock(d, "start");
@@ -535,6 +576,7 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
       if (i == 0 ? !MemStepDone(v.data, step) : !MemNodeStepDone(s, i, step)) ScheduleOn(d, v, step, i);
   }
   if (step == "export") d.ScheduleTimer("export_timeout", Spec(s).export_timeout_s() * 1000);
+  ScheduleEarlyStep(d, v, step);  // the headers beside the stop
 }
 
 // The cancel of a run whose data cannot be read: no step can be judged from
@@ -587,7 +629,7 @@ void Advance(Decision& d) {
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
       if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
     }
-    if (ClockPending(s)) return;  // a run ends after every task it scheduled
+    if (ClockPending(s) || EarlyPending(s)) return;  // a run ends after every task it scheduled
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();
     if (v.data.stopped().never_started()) err += " — the service was never launched";
@@ -600,6 +642,8 @@ void Advance(Decision& d) {
     if (v.Skipped(step.skip)) continue;
     if (step.wait) return MoveTo(d, std::string(step.name));
     if (v.Done(step.name)) continue;
+    // Its task runs already (beside the step before): the walk waits for it here.
+    if (step.early && EarlyPending(s)) return MoveTo(d, std::string(step.name));
     // A deployment's stop: once every node was checked alive after the inference.
     if (step.name == "stopped" && (NodeCheckArmed(s) || NodeCheckOut(s))) return;
     // The collection cuts each node's series on its own clock: it waits for

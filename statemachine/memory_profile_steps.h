@@ -18,7 +18,8 @@
 //       between may be passed over for reasons that can hold together while
 //       the later step's own reason does not (a reason that did not hold for
 //       the step moved from and cannot turn true later is not one of them);
-//       -> completed likewise past the end;
+//       -> completed likewise past the end; a step marked early may be
+//       passed over once it is done (its task ran beside the step before);
 //     a step while a launched service may be up -> each later cleanup step;
 //     queued or any step -> failed, cancelled (failure, cancel, lease errors).
 // * States named differently before the steps named them are mapped from
@@ -51,6 +52,7 @@ struct MemStep {
   bool service_up = false;  // a service this run launched may be running while the run is here
   MemCleanup cleanup = MemCleanup::kNo;
   bool critical = false;    // its failure fails the run (after the cleanup steps)
+  bool early = false;       // its task may run beside the step before it, so the walk may find it done
 };
 
 // The steps of a mode: "standalone", "install_wrapper", anything else = attach.

@@ -48,14 +48,20 @@ class Driver {
       Feed(*lease);
     }
   }
-  const TaskInfo* Pending() const {
+  // The in-flight task scheduled first (of `kind` when given): ids end in
+  // ".t<n>", n counting up, so "r.t10" comes after "r.t9".
+  const TaskInfo* Pending(const std::string& kind = "") const {
+    const TaskInfo* first = nullptr;
+    const auto number = [](const std::string& id) { return std::stol(id.substr(id.rfind(".t") + 2)); };
     for (const auto& [id, t] : s_.tasks)
-      if (t.in_flight()) return &t;
-    return nullptr;
+      if (t.in_flight() && (kind.empty() || t.kind == kind) && (first == nullptr || number(id) < number(first->task_id)))
+        first = &t;
+    return first;
   }
   std::string PendingKind() const { return Pending() ? Pending()->kind : ""; }
-  void Succeed(json result, json blobs = json::object()) {
-    const TaskInfo* t = Pending();
+  // Answers the task Pending(kind) names.
+  void Succeed(json result, json blobs = json::object(), const std::string& kind = "") {
+    const TaskInfo* t = Pending(kind);
     ASSERT_NE(t, nullptr);
     Input in;
     in.type = Input::Type::kTaskResult;
@@ -67,8 +73,9 @@ class Driver {
     in.now_ms = now_ += 10;
     Feed(in);
   }
-  void Fail(const std::string& kind, const std::string& error, json result = json::object()) {
-    const TaskInfo* t = Pending();
+  void Fail(const std::string& kind, const std::string& error, json result = json::object(),
+            const std::string& task_kind = "") {
+    const TaskInfo* t = Pending(task_kind);
     ASSERT_NE(t, nullptr);
     Input in;
     in.type = Input::Type::kTaskResult;
@@ -324,6 +331,59 @@ void RunToFlushing(Driver& d, const json& spec) {
   EXPECT_EQ(d.s().state, "flushed");
 }
 
+// The safetensors headers need nothing from the service: they are read while
+// it stops (the stop waits seconds for msprof's flush and export), in either
+// order of the answers, and the walk passes over their step once done.
+TEST(MemoryMachine, TheHeadersAreReadBesideTheStopInEitherOrder) {
+  for (const bool headers_first : {true, false}) {
+    Driver d(headers_first ? "mp13" : "mp14");
+    d.Submit(StandaloneSpec());
+    d.Succeed({{"wrap_script", "/w"}});
+    d.Succeed({{"hbm", Hbm(2862)}});
+    d.Succeed({{"runtime_dir", "/tmp/rt/" + d.s().run_id + "/service-1"}, {"pid", 5}, {"port", 18001}});
+    d.Succeed(json::object());
+    d.Succeed({{"hbm", Hbm(50000)}});
+    d.Succeed({{"summary", json::object()}});
+    d.Succeed({{"ok", true}});
+    EXPECT_EQ(d.Pending(kMemWeightsTask), nullptr) << "not before the stop";
+    d.Succeed({{"hbm", Hbm(50100)}});
+    ASSERT_EQ(d.s().state, "stopped");
+    ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
+    ASSERT_NE(d.Pending(kMemWeightsTask), nullptr) << "scheduled with the stop";
+    EXPECT_EQ(d.Pending(kMemWeightsTask)->payload["model"], "/models/m");
+    const json weights = {{"weights", {{"per_device_bytes", 7615691776.0}, {"total_bytes", 15230974976.0}}}};
+    if (headers_first) {
+      d.Succeed(weights, json::object(), kMemWeightsTask);
+      EXPECT_EQ(d.s().state, "stopped") << "the stop still runs";
+      EXPECT_EQ(d.PendingKind(), kServiceStopTask);
+      d.Succeed({{"stopped", true}}, json::object(), kServiceStopTask);
+    } else {
+      d.Succeed({{"stopped", true}}, json::object(), kServiceStopTask);
+      EXPECT_EQ(d.s().state, "weights");
+      EXPECT_EQ(d.Pending(kMemWaitFlushTask), nullptr) << "the flush wait comes after the headers";
+      d.Succeed(weights, json::object(), kMemWeightsTask);
+    }
+    EXPECT_EQ(d.s().state, "flushed");
+    EXPECT_EQ(d.PendingKind(), kMemWaitFlushTask);
+    EXPECT_EQ(d.s().data["weights"]["total_bytes"], 15230974976.0);
+  }
+}
+
+// A failed run does not start the headers beside its cleanup stop.
+TEST(MemoryMachine, AFailedRunsCleanupStopReadsNoHeaders) {
+  Driver d("mp15");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp15/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Fail("never_ready", "no /health within 300 s");
+  d.Succeed({{"summary", json::object()}});
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  EXPECT_EQ(d.Pending(kMemWeightsTask), nullptr);
+  d.Succeed({{"stopped", true}});
+  EXPECT_EQ(d.s().status, RunStatus::kFailed);
+}
+
 TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
   Driver d("mp4");
   RunToFlushing(d, StandaloneSpec());
@@ -494,12 +554,20 @@ TEST(MemoryMachine, GracefulStopThatLeavesTheServiceRunningEscalatesToForce) {
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
   EXPECT_EQ(d.Pending()->payload["force"], false);
   EXPECT_EQ(d.Pending()->payload["grace_s"], 30);
+  ASSERT_NE(d.Pending(kMemWeightsTask), nullptr) << "the headers are read beside the stop";
   d.Fail("still_running", "pid 5 is still running after SIGINT and SIGTERM");
-  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
-  EXPECT_EQ(d.Pending()->payload["force"], true);
-  EXPECT_EQ(d.Pending()->payload.value("kill_at_once", false), true) << "SIGINT and SIGTERM were waited out already";
-  d.Succeed({{"stopped", true}});
+  ASSERT_NE(d.Pending(kServiceStopTask), nullptr) << "the escalation does not wait for the headers";
+  EXPECT_EQ(d.Pending(kServiceStopTask)->payload["force"], true);
+  EXPECT_EQ(d.Pending(kServiceStopTask)->payload.value("kill_at_once", false), true)
+      << "SIGINT and SIGTERM were waited out already";
+  d.Succeed({{"stopped", true}}, json::object(), kServiceStopTask);
+  EXPECT_EQ(d.s().state, "weights") << "the walk waits for the headers where their step comes";
   EXPECT_EQ(d.PendingKind(), kMemWeightsTask);
+  int weights_tasks = 0;
+  for (const auto& [id, t] : d.s().tasks) weights_tasks += t.kind == kMemWeightsTask;
+  EXPECT_EQ(weights_tasks, 1) << "read once, not again with the forced stop";
+  d.Succeed({{"weights", nullptr}});
+  EXPECT_EQ(d.s().state, "flushed");
   EXPECT_FALSE(d.s().data.contains("failure"));
 }
 
@@ -529,6 +597,9 @@ TEST(MemoryMachine, TheServiceStatusFollowsTheStepsAndTheStopsAnswer) {
     EXPECT_EQ(kind.Summary(d.s())["service"]["status"], still_there ? "failed" : "stopped") << stop_answer;
     EXPECT_EQ(d.s().data.contains("failure"), still_there) << stop_answer;
     if (still_there) {
+      EXPECT_FALSE(d.s().terminal) << "a run ends after every task it scheduled: the headers read beside the stop";
+      ASSERT_EQ(d.PendingKind(), kMemWeightsTask);
+      d.Succeed({{"weights", nullptr}});
       EXPECT_EQ(d.s().status, RunStatus::kFailed);
       EXPECT_NE(d.s().error.find("could not be stopped"), std::string::npos) << d.s().error;
     } else {

@@ -386,8 +386,11 @@ TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCann
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->payload["force"], true);
   r.Answer(kServiceStopTask, "b", true, {{"stopped", false}});
-  // The walk goes on with what can still be read; the run fails at its end.
+  // The walk goes on with what can still be read; the run fails at its end,
+  // once the headers read beside the stop have answered.
   EXPECT_EQ(r.s.data["stopped"]["stopped"], false);
+  EXPECT_FALSE(r.s.terminal);
+  r.Answer(kMemWeightsTask, "a", true, {{"weights", nullptr}});
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("node 1 (b), pid 20"), std::string::npos) << r.s.error;

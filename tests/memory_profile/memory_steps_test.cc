@@ -32,6 +32,8 @@ const Moves kWalk = {
     {"ready", "after_ready"}, {"after_ready", "vllm_log"}, {"vllm_log", "inference"},
     {"inference", "after_infer"}, {"after_infer", "stopped"}, {"stopped", "weights"},
     {"weights", "flushed"}, {"flushed", "export"}, {"export", "msprof"}, {"msprof", "completed"},
+    // standalone: the headers, read beside the stop, may be done when it ends
+    {"stopped", "flushed"},
     // standalone cleanup: logs after a failed launch or readiness, stop on failure or cancel
     {"service", "vllm_log"}, {"service", "stopped"}, {"ready", "vllm_log"}, {"ready", "stopped"},
     {"after_ready", "stopped"}, {"vllm_log", "stopped"}, {"inference", "stopped"},
