@@ -10,7 +10,9 @@
 // What is shown, from the `npuprof` command through the test kit's relay
 // (tests/sim/README.md "Far targets", 0.5 ms each way), which counts every
 // byte the simulated host sent npuprof:
-//   * the run is `ok`, all 8 ranks `ok` with 400,000 data rows each;
+//   * the run is `ok`, all 8 ranks `ok` with 400,000 data rows each, and
+//     the 8 analyse() ran at once on the target (its own record of each
+//     analyse()'s start and end, state/timeline.jsonl), as the run chose;
 //   * every rank's kernel summary, computed on the target by the rank
 //     digest, equals the C++ reference (parsers/kernel_summary.h) of the
 //     same kernel_details.csv read here from the simulator's files;
@@ -24,11 +26,13 @@
 // No timing bounds: the test prints its wall time and figures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -54,6 +58,23 @@ const std::vector<std::string> kHost = {
     "--devices", "8", "--startup-delay", "0.5",
     "--set", "scale.rows_per_rank=400000", "--set", "delays.analyse_per_mb=0.25",
     "--set", "analyse.peak_mb_per_mb=20", "--set", "host.cores=64", "--set", "host.mem_available_mb=262144"};
+
+// The most analyse() of directories under `root` running at one instant,
+// from the target's record of each one's start and end.
+int MostAnalysesAtOnce(const std::string& timeline, const std::string& root) {
+  std::vector<std::pair<double, int>> edges;
+  std::ifstream in(timeline);
+  for (std::string line; std::getline(in, line);) {
+    const json e = json::parse(line, nullptr, false);
+    if (!e.is_object() || e.value("what", "") != "analyse" || e.value("path", "").rfind(root, 0) != 0) continue;
+    edges.emplace_back(e.value("start", 0.0), 1);
+    edges.emplace_back(e.value("end", 0.0), -1);
+  }
+  std::sort(edges.begin(), edges.end());  // an end before a start at the same instant
+  int most = 0, now = 0;
+  for (const auto& [t, d] : edges) most = std::max(most, now += d);
+  return most;
+}
 
 // The reference summary of a file read in 4 MiB pieces (the builder keeps
 // only one entry per distinct kernel).
@@ -115,6 +136,9 @@ TEST(RealScaleTorchE2E, EightRanksOfFourHundredThousandRowsAnalysedNextToTheirDa
   const json limits = m.value("analyse_limits", json::array());
   ASSERT_EQ(limits.size(), 1u) << limits.dump(2);
   EXPECT_EQ(limits[0].value("limit", 0), kRanks) << limits.dump(2);
+  EXPECT_EQ(MostAnalysesAtOnce(h.SimRoot() + "/state/timeline.jsonl", m.value("remote_profile_root", std::string("?"))),
+            kRanks)
+      << "analyse() processes at once on a host whose means allow every rank's";
 
   // Every rank: ok, 400,000 rows, and the target's summary is the reference's.
   const json dirs = m.value("remote_profile_dirs", json::array());
