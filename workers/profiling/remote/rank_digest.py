@@ -16,8 +16,15 @@
 #       JSON line per file: the differential tests.
 #
 # Memory stays bounded whatever the files' size: the CSV is read in 1 MiB
-# pieces and aggregated per distinct kernel; trace_view.json is validated
-# element by element of its event array (no element above 64 MiB).
+# pieces and aggregated per distinct kernel (a piece's durations are held
+# until the piece is folded in); trace_view.json is validated element by
+# element of its event array (no element above 64 MiB).
+#
+# Speed: KernelSummary takes whole lines itself while no record is open
+# (_lines: split at the commas up to the last column read, plain decimals
+# converted directly, sums folded per piece in the rows' order, so the
+# output is byte for byte CsvReader's); the header, records spanning lines
+# and lines whose quotes it cannot take go to CsvReader.
 import codecs
 import functools
 import json
