@@ -55,6 +55,7 @@
 
 #include "bench/reference_workloads.h"
 #include "bench/sim_bench_util.h"
+#include "bench/target_timeline.h"
 #include "tests/support/sshd_fixture.h"
 
 namespace npuprof::bench {
@@ -164,49 +165,6 @@ Options Parse(int argc, char** argv) {
                "run no piece covers (where the overhead is)");
   ParseOrExit(app, argc, argv);
   return o;
-}
-
-// A tool's own start-up piece (interpreter, imports, env script), which the
-// simulator records (tests/sim/README.md): "npu_smi", "*_process_start",
-// "torch_npu_import".
-bool IsToolStartUp(const std::string& what) {
-  const std::string suffix = "_process_start";
-  return what == "npu_smi" || what == "torch_npu_import" ||
-         (what.size() > suffix.size() && what.compare(what.size() - suffix.size(), suffix.size(), suffix) == 0);
-}
-
-// The union of the simulator's timeline pieces inside [from_ms, to_ms], in
-// seconds (pieces overlap: concurrent requests, ranks finalising at once);
-// without the tools' start-up pieces when with_startups is false.
-double TimelineUnionSeconds(const std::string& timeline_file, int64_t from_ms, int64_t to_ms,
-                            bool with_startups = true) {
-  std::vector<std::pair<double, double>> pieces;
-  std::ifstream f(timeline_file);
-  std::string line;
-  const double from = static_cast<double>(from_ms) / 1000.0, to = static_cast<double>(to_ms) / 1000.0;
-  while (std::getline(f, line)) {
-    const json j = json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("start") || !j.contains("end") || !j["start"].is_number() ||
-        !j["end"].is_number())
-      continue;
-    if (!with_startups && j.contains("what") && j["what"].is_string() && IsToolStartUp(j["what"].get<std::string>()))
-      continue;
-    const double start = std::max(from, j["start"].get<double>()), end = std::min(to, j["end"].get<double>());
-    if (end > start) pieces.emplace_back(start, end);
-  }
-  std::sort(pieces.begin(), pieces.end());
-  double total = 0, cur_start = 0, cur_end = -1;
-  for (const auto& [start, end] : pieces) {
-    if (start > cur_end) {
-      if (cur_end > cur_start) total += cur_end - cur_start;
-      cur_start = start;
-      cur_end = end;
-    } else {
-      cur_end = std::max(cur_end, end);
-    }
-  }
-  if (cur_end > cur_start) total += cur_end - cur_start;
-  return total;
 }
 
 // --gaps: the run's events and the simulator's timeline pieces in time

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/npuprof_harness.h"
+#include "tests/support/proc_memory.h"
 #include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_session.h"
 
@@ -54,14 +55,11 @@ inline std::string LoadAvg() {
   return a + " " + b + " " + c;
 }
 
-// A "Vm..." field of /proc/<pid>/status in kB (VmRSS, VmHWM); -1 if absent.
+// A "Vm..." field of /proc/<pid>/status in kB (VmRSS, VmHWM); -1 if absent
+// (tests/support/proc_memory.h says why).
 inline int64_t ProcStatusKb(pid_t pid, const std::string& field) {
-  std::ifstream f(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
-  }
-  return -1;
+  const auto kb = testing::ProcStatusKb(pid, field);
+  return kb.ok() ? *kb : -1;
 }
 
 struct DirSize {

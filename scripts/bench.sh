@@ -16,8 +16,12 @@
 #   BENCHES=far FAR_RUNS=2 FAR_RTT_MS=0,50,200 scripts/bench.sh
 #                                          # torch-profile and memory-profile, reference delays, behind the
 #                                          # latency relay at each round trip time (docs/PERFORMANCE.md "Far targets")
+#   BENCHES=real_scale REAL_SCALE_RANKS=1,8,16 REAL_SCALE_ROWS=400000 scripts/bench.sh
+#                                          # torch-profile at real scale: wall, bytes over the link and peak RSS
+#                                          # against the target's own work (docs/PERFORMANCE.md run 31)
 #
-# store, broker, ssh and task_schema are Google Benchmark binaries; overhead, scale, compare, multinode and far are
+# store, broker, ssh and task_schema are Google Benchmark binaries; overhead, scale, compare, multinode, far and
+# real_scale are
 # whole installations (npuprof server + loopback sshd + simulated targets,
 # built only with the test harness) and print their own tables too.
 # Builds only the benchmark targets (and what they need), -j$JOBS (default 2).
@@ -30,7 +34,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 MIN_TIME="${MIN_TIME:-0.2}"
-read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema overhead scale compare multinode far}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema overhead scale compare multinode far real_scale}"
 FILTER="${FILTER:-}"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
 OVERHEAD_DELAYS="${OVERHEAD_DELAYS:-zero}"
@@ -64,6 +68,9 @@ for b in "${BENCH_LIST[@]}"; do
     compare) args=(--points "${COMPARE_POINTS:-16}" --json "$OUT_DIR/$b.result.json") ;;
     multinode) args=(--runs "${MULTINODE_RUNS:-3}" --spans --json "$OUT_DIR/$b.result.json") ;;
     far) args=(--runs "${FAR_RUNS:-2}" --rtt-ms "${FAR_RTT_MS:-0,50,200}" --json "$OUT_DIR/$b.result.json") ;;
+    real_scale)
+      args=(--ranks "${REAL_SCALE_RANKS:-1,8,16}" --rows "${REAL_SCALE_ROWS:-400000}" --spans
+            --json "$OUT_DIR/$b.result.json") ;;
     *)
       args=(--benchmark_out="$OUT_DIR/$b.json" --benchmark_out_format=json)
       [[ "$b" == store ]] && args+=(--benchmark_min_time="$MIN_TIME")
@@ -126,6 +133,13 @@ for b in benches:
             rows.append((f"far/{key[1]}", f"RTT {key[0]} ms", f"{v[len(v) // 2]:.3g} s", str(len(rs)),
                          f"turns={t[len(t) // 2]}"))
         continue
+    if b == "real_scale" and os.path.exists(res):
+        o = json.load(open(res))
+        for r in o["runs"]:
+            rows.append((f"real_scale/{r['ranks']}_ranks", f"{o['rows_per_rank']} rows/rank", f"{r['wall_s']:.3g} s", "1",
+                         kv(r, ["status", "own_s", "analyse_batch_s", "goal_s", "goal_met", "relay_bytes_to_npuprof",
+                                "largest_analyse_rank_bytes_in", "server_hwm_kb", "worker_hwm_kb"])))
+        continue
     if b == "scale" and os.path.exists(res):
         for r in json.load(open(res)):
             if "error" in r:
@@ -155,7 +169,7 @@ if os.path.exists(ssh_log):
     for l in open(ssh_log):
         if l.startswith("ssh_"): print(l.rstrip())
 # The whole-installation benches' own tables (stdout of each binary).
-for b in ("overhead", "scale", "compare", "multinode", "far"):
+for b in ("overhead", "scale", "compare", "multinode", "far", "real_scale"):
     log = os.path.join(out_dir, f"{b}.log")
     if b in benches and os.path.exists(log):
         print()

@@ -60,6 +60,30 @@ TEST(TorchFlushSignals, FinalisedOnlyWithProfilerInfoAndSteadySizes) {
   EXPECT_FALSE(TorchFlushSignal(p2, p3, true).has_value());
 }
 
+// One poll lists every rank dir with one find: each file counts for the dir
+// it lies under (nested, hidden), a symlink is no regular file, the dirs come
+// in the glob's order whatever the root's spelling.
+TEST(TorchFlushSignals, EachDirsFilesAndBytesFromOneListing) {
+  TempDir t;
+  const std::string root = t.path + "/vllm_profile";
+  Write(root + "/a_1_ascend_pt/profiler_info_1.json", "{}");
+  Write(root + "/a_1_ascend_pt/sub/deeper/f", std::string(1000, 'x'));
+  Write(root + "/a_1_ascend_pt/.hidden", "123");
+  Write(root + "/b c_2_ascend_pt/profiler_info_2.json", "{}");
+  Write(root + "/b c_2_ascend_pt/profiler_info_3.json", "{}");
+  Write(root + "/c_3_ascend_pt_x/f", "not a rank dir");
+  fs::create_directories(root + "/d_4_ascend_pt");
+  fs::create_symlink(root + "/a_1_ascend_pt/sub/deeper/f", root + "/d_4_ascend_pt/link");
+  for (const std::string& spelling : {root, root + "/"}) {
+    TorchFlushPoll p = PollTorch(spelling);
+    EXPECT_EQ(p.unparsed, 0);
+    ASSERT_EQ(p.dirs.size(), 3u);
+    EXPECT_EQ(p.dirs[0], (RankDirPoll{"a_1_ascend_pt", 1, 3, 1005}));
+    EXPECT_EQ(p.dirs[1], (RankDirPoll{"b c_2_ascend_pt", 2, 2, 4}));
+    EXPECT_EQ(p.dirs[2], (RankDirPoll{"d_4_ascend_pt", 0, 0, 0}));
+  }
+}
+
 TEST(TorchFlushSignals, NoDirsTwiceEndsTheWaitAndOddLinesNeverDo) {
   TempDir t;
   TorchFlushPoll absent = PollTorch(t.path + "/missing");

@@ -182,6 +182,12 @@ TEST(KernelSummaryDifferential, HostileCases) {
       h + "a,T,C,1,1.0005\nb,T,C,1,1.0015\nc,T,C,1,0.0005\nd,T,C,1,2.5e-4\n",
       h + "b,T,C,1,3\na,T,C,1,3\na,S,C,1,3\n(other kernels),,C,1,1\n",
       h + "a,T,C,1,0.1\na,T,C,1,0.2\na,T,C,1,0.3\n",
+      // Quotes among the columns read, as the program's whole-line fast path meets them.
+      h + "\"a\"\"b\",T,C,\"1\t\",2\n\"a,b\",T,C,\"3\",4\na,\"T\",\" C \",\"5\",\"6\"\n\"\",,,\"\",\"\"\n",
+      h + "a,T,C,99999999999999999999,2\nb,T,C,\"1e999\",3\nc,T,C,\"-1\",4\nd,T,C,\"00.000\",5\ne,T,C,\"\",6\n",
+      h + "a,T,C,1,2,\"x,y\",\"\"\"z\"\"\"\nb,T,C,\"2\",3,\"p\nq\",r\nc,T,C,3,4\n",
+      h + "a,T,C,\"1\"\"\",2\nb,T,\"C\"x,\"2\",3\nc\"\",T,C,4,5\"\"\n\"d\",\"T\",\"C\",\"6\",\"7\"",
+      h + "a,T,C,1,\"0.\"\nb,T,C,1,\".\"\nc,T,C,\"1.5.\",\"2..\"\nd,T,C,1,00012.50\n",
   };
   std::vector<std::string> files;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -219,6 +225,49 @@ TEST(KernelSummaryDifferential, GeneratedCases) {
   }
   ExpectSameSummaries(files, 20000);
   ExpectSameSummaries(files, 3);
+}
+
+// Files of several MiB, so that the program reads them in several pieces:
+// rows of the real kernel_details.csv format (a quoted start time, quoted
+// shapes holding commas after the columns read) mixed with records that
+// span lines, quotes inside the columns read, blank lines and refused
+// numbers, at random places relative to the pieces' edges. Fixed seed.
+TEST(KernelSummaryDifferential, LargeFilesInPieces) {
+  TempDir tmp;
+  const std::string h =
+      "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),"
+      "Wait Time(us),Block Dim,Input Shapes,Input Data Types,Output Shapes\n";
+  const std::vector<std::string> names = {"aclnnMatmul_MatMulCommon_MatMulV2", "aclnnRmsNorm_RmsNormAiCore_RmsNorm",
+                                          "hcom_allReduce__123_0_1", "\"q,uoted\"", "\"multi\nline\"",
+                                          "\"esc\"\"aped\"", " spaced ", "\"\""};
+  const std::vector<std::string> cores = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "HCCL", "\"AI_CORE\""};
+  const std::vector<std::string> odd = {"\n", "\r\n", "\n\t\n", "x,y\n", "1,2,3,4,\"open\n,still\",T,C,1,2\n",
+                                        "1,2,3,4,n,T,S,C,1,-2\n",
+                                        "1,2,3,4,n,T,S,C,1e999,2\n"};
+  std::mt19937 rng(38);
+  std::vector<std::string> files;
+  for (int f = 0; f < 3; ++f) {
+    std::string text = h;
+    const size_t target = (f + 2) * (1u << 20) + rng() % 4096;
+    while (text.size() < target) {
+      if (rng() % 997 == 0 && f > 0) {
+        text += odd[rng() % odd.size()];
+        continue;
+      }
+      const bool rare = rng() % 50 == 0;
+      const std::string name = rare ? names[rng() % names.size()] : names[rng() % 3];
+      text += "1,4294967295," + std::to_string(rng() % 100000) + ",2," + name + ",T" + std::to_string(rng() % 7) +
+              ",dynamic," + (rare ? cores[rng() % cores.size()] : cores[rng() % 4]) + ",\"" +
+              std::to_string(rng() % 100000000) + "." + std::to_string(rng() % 1000) + "\t\"," +
+              std::to_string(rng() % 5000) + "." + std::to_string(rng() % 1000) + ",1.2,40,\"\"\"" +
+              std::to_string(rng() % 9) + ",4096\"\"\",DT_BF16,\"\"\"1\"\"\"\n";
+    }
+    if (f == 2) text += "1,2,3,4,n,T,S,C,\"1\",\"1e999\"\nlast,T,C,1,2\n";  // refused in the last piece
+    files.push_back(tmp.path + "/large" + std::to_string(f) + ".csv");
+    WriteTree(files.back(), text);
+  }
+  ExpectSameSummaries(files, 20000);
+  ExpectSameSummaries(files, 5);
 }
 
 // trace_view.json: the program's streamed check against CheckTraceViewJson.

@@ -12,16 +12,37 @@ namespace npuprof::workers {
 namespace {
 
 // $1 = profile root. One line per *_ascend_pt: "dir <info> <files> <bytes> <name>".
+// A poll costs a fixed number of processes whatever the ranks: the shell
+// counts each dir's profiler_info*.json itself, one find (one stat per batch
+// of files) lists the regular files under every dir, and one awk adds them
+// up per dir (a file is its dir's by the path's first component after the
+// root) and prints the dirs in the shell's order. Files whose path holds a
+// line end are not counted; a dir whose name holds one gives lines the
+// parser does not take (no signal), as before.
 constexpr const char* kTorchPoll = R"SH(r=$1
 if [ ! -d "$r" ]; then echo root=absent; exit 0; fi
 echo root=present
-for d in "$r"/*_ascend_pt; do
-  [ -d "$d" ] || continue
-  i=0
-  for f in "$d"/profiler_info*.json; do [ -f "$f" ] && i=$((i+1)); done
-  s=$(find "$d" -type f -exec ls -ln {} + 2>/dev/null | awk '{n++; b+=$5} END {printf "%d %.0f", n, b}')
-  printf 'dir %d %s %s\n' "$i" "${s:-0 0}" "${d##*/}"
-done
+nl='
+'
+set --
+{ for d in "$r"/*_ascend_pt; do
+    [ -d "$d" ] || continue
+    i=0
+    for f in "$d"/profiler_info*.json; do [ -f "$f" ] && i=$((i+1)); done
+    printf 'D %d %s\n' "$i" "${d##*/}"
+    set -- "$@" "$d"
+  done
+  echo E
+  [ $# -gt 0 ] && find "$@" -type f ! -path "*$nl*" -exec stat -c '%s %n' {} + 2>/dev/null
+} | P="$r/" awk '
+  !e && $0 == "E" { e = 1; next }
+  !e { if (substr($0, 1, 2) != "D ") { print; next }
+       k++; info[k] = $2; name[k] = substr($0, length($2) + 4); next }
+  { p = substr($0, length($1) + 2); pre = ENVIRON["P"]
+    if (substr(p, 1, length(pre)) != pre) next
+    p = substr(p, length(pre) + 1); c = index(p, "/"); if (c) p = substr(p, 1, c - 1)
+    n[p]++; b[p] += $1 }
+  END { for (j = 1; j <= k; j++) printf "dir %d %d %.0f %s\n", info[j], n[name[j]], b[name[j]], name[j] }'
 )SH";
 
 // $1 = msprof output dir, $2 = msprof's console log, $3 = pgid (0 = none),

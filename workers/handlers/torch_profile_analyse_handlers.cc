@@ -81,7 +81,11 @@ TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, con
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "dir must be absolute", false);
   const auto timeout = std::chrono::seconds(std::clamp<int64_t>(p.analyse_timeout_s(), 1, 7 * 86400));
   const std::string marker = profiling::AnalyseMarker(dir, task.task_id());
-  auto session = ctx.pool.Get(*target);
+  // A long call (each waits on the target up to a slice, then reads the
+  // rank's outputs there): a session of its own (SshPool::Acquire), so the
+  // ranks a worker analyses at once run at once. On the shared session they
+  // queued behind each other, one analyse() per worker whatever the limit.
+  auto session = ctx.pool.Acquire(*target);
 
   json analyse = {{"marker", marker}};
   const auto start = std::chrono::steady_clock::now();

@@ -16,11 +16,20 @@
 #       JSON line per file: the differential tests.
 #
 # Memory stays bounded whatever the files' size: the CSV is read in 1 MiB
-# pieces and aggregated per distinct kernel; trace_view.json is validated
-# element by element of its event array (no element above 64 MiB).
+# pieces and aggregated per distinct kernel (a piece's durations are held
+# until the piece is folded in); trace_view.json is validated element by
+# element of its event array (no element above 64 MiB).
+#
+# Speed: KernelSummary takes whole lines itself while no record is open
+# (_lines: split at the commas up to the last column read, plain decimals
+# converted directly, sums folded per piece in the rows' order, so the
+# output is byte for byte CsvReader's); the header, records spanning lines
+# and lines whose quotes it cannot take go to CsvReader.
 import codecs
+import functools
 import json
 import math
+import operator
 import os
 import re
 import subprocess
@@ -240,6 +249,20 @@ class CsvReader(object):
 _SPECIAL = re.compile(b'[,\n"]')
 
 
+def _unquote(c):
+    """A cell's bytes holding an even number of quotes and no comma inside
+    them, as the reader joins them: the quotes dropped, "" inside quotes (an
+    empty piece between two quoted ones) kept as one quote."""
+    parts = c.split(b'"')
+    last = len(parts) - 1
+    if last == 2:
+        return parts[0] + parts[1] + parts[2]
+    out = []
+    for i, p in enumerate(parts):
+        out.append(b'"' if not p and i % 2 == 0 and 0 < i < last else p)
+    return b"".join(out)
+
+
 def column(header, name):
     low = name.lower()
     for i, h in enumerate(header):
@@ -253,6 +276,7 @@ def column(header, name):
 _NUM = re.compile(rb"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _INFNAN = re.compile(rb"-?(?:inf|infinity|nan|nan\([0-9A-Za-z_]*\))\Z", re.I)
 NUMBER, NOT_A_NUMBER, OUT_OF_RANGE = 0, 1, 2
+_PLAIN = (b"", b".")  # what is left of a plain decimal once its digits are deleted
 
 
 def parse_number(s):
@@ -308,6 +332,10 @@ class KernelSummary(object):
         self.last = None
         self.kernels = {}
         self.types = {}
+        self.carry = b""    # feed's incomplete last line
+        self.durs = []      # _lines' durations not yet folded in (_flush), in row order
+        self.starts = []
+        self.ends = []
         self.reader = CsvReader(self._record)
 
     def _header(self, cells):
@@ -361,11 +389,12 @@ class KernelSummary(object):
                 self.other += 1
             k = self.kernels.get(key)
             if k is None:
-                k = self.kernels[key] = [core, 0, 0.0, 0.0]
+                k = self.kernels[key] = [core, 0, 0.0, 0.0, []]
+        self._flush()
         self._add(k, core, d)
         t = self.types.get(typ)
         if t is None:
-            t = self.types[typ] = [core, 0, 0.0, 0.0]
+            t = self.types[typ] = [core, 0, 0.0, 0.0, []]
         self._add(t, core, d)
         self.counted += 1
         self.total += d
@@ -390,14 +419,232 @@ class KernelSummary(object):
         if a[3] < us:
             a[3] = us
 
+    def _idle(self):
+        """True when the next byte starts a record after the header: the
+        fast path may take whole lines."""
+        r = self.reader
+        return (self.header is not None and r.open is None and not r.pending_quote and not r.at_start
+                and not r.stopped)
+
     def feed(self, data):
-        if self.error is None and self.problem is None:
-            self.reader.feed(data)
+        """Whole lines go to _lines while the reader is idle; the header, a
+        record that spans lines and what follows it up to its end go to the
+        reader line by line; an incomplete last line waits in carry."""
+        if self.error is not None or self.problem is not None or self.reader.stopped:
+            return
+        buf = self.carry + data if self.carry else data
+        self.carry = b""
+        pos = 0
+        n = len(buf)
+        while pos < n and not self.reader.stopped:
+            if self._idle():
+                last = buf.rfind(b"\n", pos)
+                if last < 0:
+                    self.carry = buf[pos:]
+                    return
+                lines = buf[pos:last].split(b"\n")
+                done = self._lines(lines)
+                if done == len(lines):
+                    pos = last + 1
+                    continue
+                for line in lines[:done]:  # a record going on past its line: the reader takes it
+                    pos += len(line) + 1
+            nl = buf.find(b"\n", pos)
+            end = n if nl < 0 else nl + 1
+            self.reader.feed(buf[pos:end])
+            pos = end
+
+    def _lines(self, lines):
+        """The data records of whole lines (no '\\n' in them), summarised
+        here with the reader's rules. Returns how many lines it took: it
+        stops before a line whose quotes are odd (its record goes on past
+        it) or when a record is refused. A line whose quotes fall among the
+        columns read in another way than whole quoted cells goes to the
+        reader's own split."""
+        r = self.reader
+        want = min(r.limit or MAX_CELLS, MAX_CELLS)
+        need = self.need
+        nc, tc, dc = self.name_col, self.type_col, self.dur_col
+        cc = self.core_col if self.core_col is not None else -1
+        sc = self.start_col if self.start_col is not None else -1
+        cols = tuple(sorted({nc, tc, dc} | ({cc} if cc >= 0 else set()) | ({sc} if sc >= 0 else set())))
+        kernels = self.kernels
+        types = self.types
+        durs = self.durs
+        starts = self.starts
+        ends = self.ends
+        max_distinct = self.max_distinct
+        sp = _SPACE
+        taken = 0
+        rows = 0
+        for line in lines:
+            if b'"' in line:
+                cells = line.split(b",", want)
+                if len(cells) > want:
+                    rest = cells[want]
+                    plen = len(line) - len(rest) - 1
+                    q = line.count(b'"', 0, plen)  # the quotes among the cells read
+                    if (q + rest.count(b'"')) & 1:
+                        break
+                else:
+                    plen = len(line)
+                    q = line.count(b'"')
+                    if q & 1:
+                        break
+                if q == 2:  # one quoted span: without a comma in it, its quotes just go
+                    a, b, c = line[:plen].split(b'"')
+                    if b"," not in b:
+                        q = 0
+                        cells[:want] = (a + b + c).split(b",")
+                if q:
+                    for i in cols:
+                        if i < len(cells):
+                            c = cells[i]
+                            if b'"' in c:
+                                k = c.count(b'"')
+                                if k & 1:
+                                    break
+                                q -= k
+                                cells[i] = _unquote(c)
+                    if q:  # quotes in a column not read, or an odd quote in one read: the reader splits it
+                        self.data_rows += rows
+                        self.counted += rows
+                        rows = 0
+                        self._flush()
+                        r._quoted_line(line)
+                        taken += 1
+                        if r.stopped:
+                            return taken
+                        continue
+            else:
+                cells = line.split(b",", want)
+                if len(cells) == 1 and not line.strip(b"\r \t"):
+                    taken += 1
+                    continue  # a blank record
+            taken += 1
+            r.index += 1
+            long = len(line) > MAX_CELL  # a cell may need cutting at MAX_CELL
+            ncells = len(cells)  # the record's own count when at most want; more than want otherwise
+            if ncells > MAX_CELLS:
+                ncells = MAX_CELLS
+            if ncells < need:
+                self.data_rows += 1
+                self.skipped += 1
+                continue
+            s = cells[dc]
+            if long:
+                s = s[:MAX_CELL]
+            s = s.strip(sp)
+            if s and s.translate(None, b"0123456789") in _PLAIN and s != b".":
+                d = float(s)
+                kind = NUMBER
+                if d == 0.0 or d > MAX_MAG:
+                    kind, d = parse_number(s)
+            else:
+                kind, d = parse_number(s)
+            if kind != NUMBER or d < 0:
+                self.data_rows += rows + 1
+                self.counted += rows
+                rows = 0
+                if kind == OUT_OF_RANGE:
+                    self._flush()
+                    self.error = "kernel_details.csv data row %d: Duration(us) is out of range (%s)" % (
+                        self.data_rows, text(s[:MAX_NAME]))
+                    r.stopped = True
+                    return taken
+                self.skipped += 1
+                continue
+            name = cells[nc]
+            if long:
+                name = name[:MAX_CELL]
+            name = name.strip(sp)[:MAX_NAME]
+            typ = cells[tc]
+            if long:
+                typ = typ[:MAX_CELL]
+            typ = typ.strip(sp)[:MAX_NAME]
+            if 0 <= cc < ncells:
+                core = cells[cc]
+                if long:
+                    core = core[:MAX_CELL]
+                core = core.strip(sp)[:MAX_NAME]
+            else:
+                core = b""
+            key = (name, typ)
+            k = kernels.get(key)
+            if k is None:
+                if len(kernels) >= max_distinct:
+                    key = (OTHER, b"")
+                    self.other += 1
+                k = kernels.get(key)
+                if k is None:
+                    k = kernels[key] = [core, 0, 0.0, 0.0, []]
+            if k[0] != core:
+                k[0] = b"mixed"
+            k[4].append(d)
+            t = types.get(typ)
+            if t is None:
+                t = types[typ] = [core, 0, 0.0, 0.0, []]
+            if t[0] != core:
+                t[0] = b"mixed"
+            t[4].append(d)
+            durs.append(d)
+            rows += 1
+            if 0 <= sc < ncells:
+                s = cells[sc]
+                if long:
+                    s = s[:MAX_CELL]
+                s = s.strip(sp)
+                if s.translate(None, b"0123456789") in _PLAIN and s != b"." and 0 < len(s) < 300:
+                    st = float(s)  # no underflow nor overflow below 300 digits
+                    if st <= MAX_MAG:
+                        starts.append(st)
+                        ends.append(st + d)
+                else:
+                    skind, st = parse_number(s)
+                    if skind == NUMBER and st >= 0:
+                        starts.append(st)
+                        ends.append(st + d)
+        self.data_rows += rows
+        self.counted += rows
+        self._flush()
+        return taken
+
+    def _flush(self):
+        """Folds the durations _lines collected into the sums, counts and
+        maxima, in the rows' order (the same additions as _add's)."""
+        if not self.durs and not self.starts:
+            return
+        for group in (self.kernels, self.types):
+            for a in group.values():
+                ds = a[4]
+                if ds:
+                    a[1] += len(ds)
+                    a[2] = functools.reduce(operator.add, ds, a[2])
+                    m = max(ds)
+                    if a[3] < m:
+                        a[3] = m
+                    del ds[:]
+        if self.durs:
+            self.total = functools.reduce(operator.add, self.durs, self.total)
+            del self.durs[:]  # emptied in place: _lines holds these lists
+        if self.starts:
+            m = min(self.starts)
+            if self.first is None or m < self.first:
+                self.first = m
+            m = max(self.ends)
+            if self.last is None or m > self.last:
+                self.last = m
+            del self.starts[:]
+            del self.ends[:]
 
     def finish(self):
         """The summary as KernelSummaryJson writes it; SummaryError on a refusal."""
         if self.error is None and self.problem is None:
+            if self.carry:
+                self.reader.feed(self.carry)
+                self.carry = b""
             self.reader.finish()
+        self._flush()
         if self.problem is not None:
             raise SummaryError(self.problem)
         if self.error is not None:
