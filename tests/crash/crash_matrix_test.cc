@@ -326,8 +326,48 @@ struct Outcome {
   std::map<std::string, size_t> export_invocations;   // msprof output dir -> exports
   std::vector<pid_t> left_on_target;
   std::vector<std::string> problems;
+  std::string phases;  // seconds per phase of Drive, for the log ("run1 6.1 restart 0.6 ...")
 };
 
+
+// make_model.py's dense 2-layer model, made once per process in a temp dir
+// of its own (removed at exit); "" when make_model.py failed.
+const std::string& PristineModel() {
+  struct Model {
+    std::string dir, path;
+    Model() {
+      char tmpl[] = "/tmp/npuprof-crash-model-XXXXXX";
+      if (!mkdtemp(tmpl)) return;
+      dir = tmpl;
+      const CliResult r = RunCommand(
+          {"/usr/bin/python3", SimDir() + "/make_model.py", "--out", dir + "/m", "--kind", "dense", "--layers", "2"}, 120);
+      if (r.exit_code == 0) path = dir + "/m";
+    }
+    ~Model() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static const Model model;
+  return model.path;
+}
+
+// A background client that waits on the server for a run to end (`watch
+// RUN -q`), or with until for it to reach that state: one process that polls
+// the server over its socket, instead of a `show` process per poll.
+BgClient Watch(NpuprofHarness& h, const std::string& run, const std::string& until = "") {
+  if (until.empty()) return Spawn(h, {"watch", run, "-q"});
+  return Spawn(h, {"watch", run, "--until", until, "-q"});
+}
+
+// Whether a background client has exited; *code is its exit code then.
+bool Exited(BgClient& c, int* code) {
+  int status = 0;
+  if (c.pid <= 0 || waitpid(c.pid, &status, WNOHANG) != c.pid) return false;
+  c.pid = -1;
+  *code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return true;
+}
 
 // One installation of a scenario: harness, model (service kinds), the submit argv.
 class Installation {
@@ -354,8 +394,15 @@ class Installation {
       }
     }
     if (kind_ != "probe") {
-      model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
-      if (model_.empty()) return Status::Internal("make_model.py failed");
+      // The model every installation of this process uses, made once and
+      // copied (`cp -a` keeps its sparse safetensors sparse) to the path
+      // MakeModel would give it.
+      const std::string& pristine = PristineModel();
+      if (pristine.empty()) return Status::Internal("make_model.py failed");
+      model_ = h_.Dir() + "/models/m0";
+      std::error_code ec;
+      std::filesystem::create_directories(h_.Dir() + "/models", ec);
+      if (RunLocal({"/bin/cp", "-a", pristine, model_}) != 0) return Status::Internal("cannot copy the model");
     }
     port_ = FreeLoopbackPort();
     return Status::Ok();
@@ -393,7 +440,15 @@ class Installation {
   // server must kill itself on the way and is restarted without the fault.
   Outcome Drive(const std::string& run, bool crash_expected) {
     Outcome o;
+    auto t = Clock::now();
+    const auto lap = [&](const char* name) {
+      const auto now = Clock::now();
+      o.phases += fmt::format("{}{} {:.2f}", o.phases.empty() ? "" : " ", name,
+                              std::chrono::duration<double>(now - t).count());
+      t = now;
+    };
     Phase1(run, crash_expected, o);
+    lap("run1");
     if (crash_expected) {
       if (!ServerGone(h_)) {
         o.problems.push_back("the server did not crash (the fault position was never reached)");
@@ -413,8 +468,11 @@ class Installation {
         return o;
       }
     }
+    lap("restart");
     Phase2(run, o);
+    lap("run2");
     Collect(run, o);
+    lap("collect");
     return o;
   }
 
@@ -427,11 +485,14 @@ class Installation {
   }
 
   // Until the server crashes (crash expected) or the run ends (clean run).
+  // A `watch` client waits for the run's end (a serve run: for ready first,
+  // then the stop is sent); should a watch end any other way than with the
+  // run (exit 2: e.g. a call cut by the crash), `show` is polled instead.
   void Phase1(const std::string& run, bool crash_expected, Outcome& o) {
     const auto deadline = Clock::now() + std::chrono::seconds(120);
     BgClient submit = Spawn(h_, SubmitArgs(run));
-    BgClient stop;
-    bool submit_done = false, stop_sent = false;
+    BgClient stop, watch;
+    bool submit_done = false, stop_sent = false, poll_show = false;
     while (Clock::now() < deadline) {
       if (ServerGone(h_)) break;
       if (!submit_done) {
@@ -447,13 +508,32 @@ class Installation {
           return;
         }
       }
+      if (!poll_show) {
+        if (watch.pid <= 0) watch = Watch(h_, run, serve_ && !stop_sent ? "ready" : "");
+        int code = 0;
+        if (!Exited(watch, &code)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          continue;
+        }
+        if (code == 0 && serve_ && !stop_sent) {  // ready: stop it, then watch for the end
+          SawReady(o);
+          stop = Spawn(h_, {"stop", run});
+          stop_sent = true;
+          continue;
+        }
+        if (code == 0 || code == 1) {  // the run ended (ok, or not ok)
+          if (crash_expected) AwaitServerGone(std::chrono::milliseconds(300));  // a last commit may crash it
+          break;
+        }
+        poll_show = true;
+      }
       BgClient show = Spawn(h_, {"show", run});
       bool aborted = false;
       CliResult r = Await(h_, show, 15, &aborted);
       const json j = r.json();
       if (!aborted && r.exit_code == 0 && j.is_object()) {
         if (j.value("status", "running") != "running") {
-          if (crash_expected) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a last commit may crash it
+          if (crash_expected) AwaitServerGone(std::chrono::milliseconds(300));  // a last commit may crash it
           break;
         }
         if (serve_ && j.value("state", "") == "ready" && !stop_sent) {
@@ -466,12 +546,25 @@ class Installation {
     }
     if (Clock::now() >= deadline) o.problems.push_back("phase 1 did not end within 120 s");
     if (submit.pid > 0) Await(h_, submit, 0);
+    if (watch.pid > 0) Await(h_, watch, 0);
     if (stop.pid > 0) Await(h_, stop, 15);
   }
 
+  // Until the server is gone or timeout (polled from 2 ms on).
+  void AwaitServerGone(std::chrono::milliseconds timeout) {
+    const auto until = Clock::now() + timeout;
+    auto wait = std::chrono::milliseconds(2);
+    while (!ServerGone(h_) && Clock::now() < until) {
+      std::this_thread::sleep_for(wait);
+      wait = std::min(wait * 2, std::chrono::milliseconds(50));
+    }
+  }
+
   // Until the run is terminal; a ready serve run is stopped.
+  // A run of any other kind is waited for by one `watch` first.
   void Phase2(const std::string& run, Outcome& o) {
     const auto deadline = Clock::now() + std::chrono::seconds(150);
+    if (!serve_) h_.Cli({"watch", run, "-q"}, 150);
     while (true) {
       CliResult r = h_.Cli({"show", run}, 30);
       const json j = r.json();
@@ -492,16 +585,19 @@ class Installation {
     }
   }
 
+  // The four clients run at once: they only read the ended run.
   void Collect(const std::string& run, Outcome& o) {
-    o.summary = h_.Cli({"show", run}).json();
-    o.manifest = h_.Cli({"manifest", run}).json();
-    const json ev = h_.Cli({"events", run, "--json"}).json();
+    BgClient show = Spawn(h_, {"show", run}), manifest = Spawn(h_, {"manifest", run}),
+             events = Spawn(h_, {"events", run, "--json"}), verify = Spawn(h_, {"verify", run});
+    o.summary = Await(h_, show, 180).json();
+    o.manifest = Await(h_, manifest, 180).json();
+    const json ev = Await(h_, events, 180).json();
     o.events = ev.is_object() ? ev.value("events", json::array()) : json::array();
     if (o.summary.is_object()) {
       o.status = o.summary.value("status", "");
       o.state = o.summary.value("state", "");
     }
-    CliResult v = h_.Cli({"verify", run});
+    CliResult v = Await(h_, verify, 180);
     o.verify_exit = v.exit_code;
     o.verify_text = v.out + v.err;
     o.left_on_target = h_.TargetProcessesAfter(5);
@@ -672,11 +768,12 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
     const auto tk = Clock::now();
     SCOPED_TRACE(fmt::format("{}: crash after global position {} (event {} of the clean run: {})", sc.kind, k,
                              i + 1, clean.events[i].value("type", "")));
-    Installation inst;
-    const Status st = inst.Start(sc, k);
+    auto inst = std::make_unique<Installation>();
+    const Status st = inst->Start(sc, k);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    const Outcome o = inst.Drive(run, true);
-    const std::string dir = inst.h().Dir();
+    const double start_s = std::chrono::duration<double>(Clock::now() - tk).count();
+    const Outcome o = inst->Drive(run, true);
+    const std::string dir = inst->h().Dir();
     const std::string trace = EventTrace(o.events);
     EXPECT_TRUE(o.problems.empty()) << fmt::format("{}", fmt::join(o.problems, "\n")) << "\n" << trace;
     EXPECT_TRUE(o.crashed);
@@ -702,10 +799,13 @@ TEST_P(CrashMatrix, EveryCommittedEventIsASafeCrashPoint) {
     }
     ExpectEffectsOnce(sc.kind, o, trace);
     ++covered;
-    std::cerr << fmt::format("[crash-matrix] {} K={} ({}): crashed at {}, recovered={}, {} -> {} in {:.1f} s\n",
-                             sc.kind, k, clean.events[i].value("type", ""), o.crash_pos,
-                             HasType(o.events, "RunRecovered"), o.state, o.status,
-                             std::chrono::duration<double>(Clock::now() - tk).count());
+    const auto td = Clock::now();
+    inst.reset();  // stops the server, the target's processes and the sshds; removes the dir
+    std::cerr << fmt::format(
+        "[crash-matrix] {} K={} ({}): crashed at {}, recovered={}, {} -> {} in {:.1f} s (start {:.2f} {} stop {:.2f})\n",
+        sc.kind, k, clean.events[i].value("type", ""), o.crash_pos, HasType(o.events, "RunRecovered"), o.state,
+        o.status, std::chrono::duration<double>(Clock::now() - tk).count(), start_s, o.phases,
+        std::chrono::duration<double>(Clock::now() - td).count());
     if (HasFailure() && std::getenv("CRASH_MATRIX_STOP_ON_FAILURE")) break;
   }
   RecordProperty("crash_points", covered);

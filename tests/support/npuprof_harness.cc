@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include <fmt/format.h>
 #include "tests/support/build_paths.h"
+#include "workers/poll_backoff.h"
 
 namespace fs = std::filesystem;
 
@@ -146,15 +148,98 @@ void SignalAndReap(pid_t pid, int sig) {
   kill(pid, sig);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  workers::PollBackoff backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(1));
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(backoff.Next());
   }
 }
+
+// Until none of pids runs any more (zombies count as gone) or timeout.
+void WaitUntilGone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  workers::PollBackoff backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(1));
+  while (std::any_of(pids.begin(), pids.end(), Running) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(backoff.Next());
+}
+
+// The identity of a file (inode and change time; {0, 0} when absent): a
+// server that binds its ipc socket makes a new one, also where a killed
+// server left its old socket file behind.
+std::pair<ino_t, int64_t> FileIdentity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {0, 0};
+  return {st.st_ino, static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+size_t CountFrom(const std::string& text, size_t from, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle, from); p != std::string::npos; p = text.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
+// A command started in the background with its output in files; killed and
+// reaped when dropped before Wait.
+class BackgroundCommand {
+ public:
+  BackgroundCommand(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path)
+      : out_path_(out_path), err_path_(err_path) {
+    pid_ = fork();
+    if (pid_ != 0) return;
+    const int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int e = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (o < 0 || e < 0 || in < 0) _exit(126);
+    dup2(o, 1);
+    dup2(e, 2);
+    dup2(in, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  ~BackgroundCommand() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+  }
+  BackgroundCommand(const BackgroundCommand&) = delete;
+  BackgroundCommand& operator=(const BackgroundCommand&) = delete;
+
+  // Its exit (out and err read from the files); killed after timeout_s.
+  CliResult Wait(int timeout_s) {
+    CliResult r;
+    if (pid_ < 0) return r;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    workers::PollBackoff backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(1));
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        r.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(backoff.Next());
+    }
+    pid_ = -1;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = ReadFile(out_path_);
+    r.err = ReadFile(err_path_);
+    return r;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string out_path_, err_path_;
+};
 
 }  // namespace
 
@@ -180,13 +265,16 @@ Status NpuprofHarness::Start(const std::vector<std::string>& sim_args, int local
     if (!from_env.ok()) return from_env.status();
     link_ = *from_env;
   }
-  if (Status s = sshd_.Start(); !s.ok()) return s;
-  if (Status s = StartRelay("sim1", sshd_); !s.ok()) return s;
+  // The simulated target is made while the sshd and the server start: the
+  // three depend on nothing of each other until `machine add`.
   std::vector<std::string> setup = {"/usr/bin/python3", SimDir() + "/setup_target.py", "--root", SimRoot()};
   setup.insert(setup.end(), sim_args.begin(), sim_args.end());
-  CliResult sr = RunCaptured(setup, 60);
-  if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
+  BackgroundCommand setup_cmd(setup, dir_ + "/setup_target.out", dir_ + "/setup_target.err");
+  if (Status s = sshd_.Start(); !s.ok()) return s;
+  if (Status s = StartRelay("sim1", sshd_); !s.ok()) return s;
   if (Status s = StartServer(); !s.ok()) return s;
+  CliResult sr = setup_cmd.Wait(60);
+  if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
   CliResult add = Cli({"machine", "add", "sim1", "--host", "127.0.0.1", "--port", std::to_string(SshPort()),
                        "--user", sshd_.user(), "--identity", sshd_.identity_file(), "--known-hosts",
                        sshd_.known_hosts_file(), "--env-script", SimRoot() + "/set_env.sh", "--runtime-base",
@@ -215,7 +303,6 @@ Status NpuprofHarness::AddNode(const std::string& name, const std::vector<std::s
   const std::string address = fmt::format("127.0.0.{}", 2 + nodes_.size());
   auto sshd = std::make_unique<SshdFixture>();
   sshd->set_listen_address(address);
-  if (Status s = sshd->Start(); !s.ok()) return s;
   const auto given = [&](const char* flag) {
     return std::find(sim_args.begin(), sim_args.end(), flag) != sim_args.end();
   };
@@ -223,10 +310,13 @@ Status NpuprofHarness::AddNode(const std::string& name, const std::vector<std::s
   if (!given("--address")) setup.insert(setup.end(), {"--address", address});
   if (!given("--hostname")) setup.insert(setup.end(), {"--hostname", name});
   setup.insert(setup.end(), sim_args.begin(), sim_args.end());
+  // The node's target is made while its sshd starts.
+  BackgroundCommand setup_cmd(setup, dir_ + "/setup_target-" + name + ".out", dir_ + "/setup_target-" + name + ".err");
+  if (Status s = sshd->Start(); !s.ok()) return s;
   SshdFixture& node_sshd = *sshd;
   nodes_.emplace_back(name, std::move(sshd));  // stopped by Stop() even when a step below fails
   if (Status s = StartRelay(name, node_sshd); !s.ok()) return s;
-  CliResult sr = RunCaptured(setup, 60);
+  CliResult sr = setup_cmd.Wait(60);
   if (sr.exit_code != 0) return Status::Internal("setup_target.py failed: " + sr.err);
   CliResult add = Cli({"machine", "add", name, "--host", address, "--port", std::to_string(SshPort(name)),
                        "--user", node_sshd.user(), "--identity", node_sshd.identity_file(), "--known-hosts",
@@ -288,23 +378,45 @@ Status NpuprofHarness::StartServer() {
   std::vector<std::string> argv = {NpuprofBinary(), "server", "--data-dir", DataDir(), "--local-workers",
                                    std::to_string(local_workers_)};
   for (const auto& ep : server_listen_) argv.insert(argv.end(), {"--listen", ep});
+  const auto socket_before = FileIdentity(DataDir() + "/npuprof.sock");
+  const size_t log_start = ReadFile(dir_ + "/server.log").size();
+  local_worker_pids_.clear();
   server_pid_ = SpawnWithLog(argv, dir_ + "/server.log", server_env_);
   if (server_pid_ < 0) return Status::Io("fork failed");
-  return WaitForServer(30);
+  return WaitForServer(30, socket_before, log_start);
 }
 
-Status NpuprofHarness::WaitForServer(int timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+// Ready = a client's answer names every local worker. Each client is a
+// process start (tens of ms of CPU), so none is started before the server
+// can answer: its ipc socket is a new file and, with local workers, its log
+// says as many "ready:" lines (both checks are file reads, polled from 2 ms
+// on; after 2 s the clients are started regardless of the log, in case its
+// wording changed). The clients themselves poll from 20 ms on.
+Status NpuprofHarness::WaitForServer(int timeout_s, std::pair<ino_t, int64_t> socket_before, size_t log_start) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::seconds(timeout_s);
+  workers::PollBackoff gate(std::chrono::milliseconds(50), std::chrono::milliseconds(2));
+  workers::PollBackoff clients(std::chrono::milliseconds(100), std::chrono::milliseconds(20));
+  const std::string log_path = dir_ + "/server.log";
   while (std::chrono::steady_clock::now() < deadline) {
-    if (!Alive(server_pid_)) return Status::Internal("npuprof server exited: " + ReadFile(dir_ + "/server.log"));
-    CliResult r = Cli({"ping"}, 5);
-    if (r.exit_code == 0) {
-      // Wait for the local workers to announce themselves too.
-      if (local_workers_ == 0 || static_cast<int>(WorkerPids().size()) >= local_workers_) return Status::Ok();
+    if (!Alive(server_pid_)) return Status::Internal("npuprof server exited: " + ReadFile(log_path));
+    const bool listening = FileIdentity(DataDir() + "/npuprof.sock") != socket_before;
+    const bool workers_said = local_workers_ == 0 ||
+                              static_cast<int>(CountFrom(ReadFile(log_path), log_start, " ready: ")) >= local_workers_;
+    const bool give_up_on_log = std::chrono::steady_clock::now() - start > std::chrono::seconds(2);
+    if (!(listening && workers_said) && !give_up_on_log) {
+      std::this_thread::sleep_for(gate.Next());
+      continue;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (local_workers_ == 0) {
+      if (Cli({"ping"}, 5).exit_code == 0) return Status::Ok();
+    } else if (static_cast<int>(WorkerPids().size()) >= local_workers_) {
+      local_worker_pids_ = DescendantPids(server_pid_);  // the local workers are the server's children
+      return Status::Ok();
+    }
+    std::this_thread::sleep_for(clients.Next());
   }
-  return Status::Timeout("npuprof server did not become ready: " + ReadFile(dir_ + "/server.log"));
+  return Status::Timeout("npuprof server did not become ready: " + ReadFile(log_path));
 }
 
 CliResult NpuprofHarness::CliRaw(const std::vector<std::string>& args, int timeout_s) {
@@ -343,8 +455,8 @@ void NpuprofHarness::KillServer(int sig) {
   if (server_pid_ <= 0) return;
   SignalAndReap(server_pid_, sig);
   server_pid_ = -1;
-  // Local workers die with the server (PDEATHSIG); give them a moment.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Local workers die with the server (PDEATHSIG): until they are gone.
+  WaitUntilGone(local_worker_pids_, std::chrono::seconds(2));
 }
 
 Status NpuprofHarness::RestartServer() {
@@ -356,13 +468,14 @@ bool NpuprofHarness::WaitForServerExit(int timeout_s) {
   if (server_pid_ <= 0) return true;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int status = 0;
+  workers::PollBackoff backoff(std::chrono::milliseconds(50), std::chrono::milliseconds(2));
   while (waitpid(server_pid_, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(backoff.Next());
   }
   server_pid_ = -1;
-  // Local workers die with the server (PDEATHSIG); give them a moment.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Local workers die with the server (PDEATHSIG): until they are gone.
+  WaitUntilGone(local_worker_pids_, std::chrono::seconds(2));
   return true;
 }
 
@@ -442,8 +555,9 @@ std::map<std::string, size_t> NpuprofHarness::InvocationLogs(const std::string& 
 std::vector<pid_t> NpuprofHarness::TargetProcessesAfter(int timeout_s) const {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   std::vector<pid_t> left = TargetProcesses();
+  workers::PollBackoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(10));
   while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(backoff.Next());
     left = TargetProcesses();
   }
   return left;
@@ -486,7 +600,7 @@ void NpuprofHarness::Stop() {
     auto pids = TargetProcesses();
     if (pids.empty()) break;
     for (pid_t p : pids) kill(p, SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    WaitUntilGone(pids, std::chrono::milliseconds(200));
   }
   for (auto& [name, relay] : relays_) relay->Stop();  // kept: their counts stay readable
   for (auto& [name, sshd] : nodes_) sshd->Stop();

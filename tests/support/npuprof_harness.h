@@ -153,7 +153,9 @@ class NpuprofHarness {
 
  private:
   Status StartServer();
-  Status WaitForServer(int timeout_s);
+  // socket_before: the ipc socket's identity before the spawn; log_start:
+  // where this start's lines begin in server.log.
+  Status WaitForServer(int timeout_s, std::pair<ino_t, int64_t> socket_before, size_t log_start);
   // With a link: a relay for `machine` in front of `sshd`, on its address.
   Status StartRelay(const std::string& machine, SshdFixture& sshd);
 
@@ -164,6 +166,7 @@ class NpuprofHarness {
   std::map<std::string, std::unique_ptr<LatencyRelay>> relays_;  // by machine ("sim1", node names)
   std::string dir_;
   pid_t server_pid_ = -1;
+  std::vector<pid_t> local_worker_pids_;  // the running server's children, for KillServer to wait on
   std::vector<std::pair<std::string, std::string>> server_env_;
   std::vector<std::string> server_listen_;
   std::vector<pid_t> extra_workers_;
