@@ -211,7 +211,7 @@ CaptureVerdict JudgeCapture(const run_specs::TorchProfileSpec& spec,
       r.has_disk_free_bytes() ? std::optional<int64_t>(r.disk_free_bytes()) : std::nullopt;
   const std::optional<int64_t> mem =
       r.has_mem_available_bytes() ? std::optional<int64_t>(r.mem_available_bytes()) : std::nullopt;
-  if (!needed.empty() && !r.fields_read) {
+  if (!needed.empty() && !r.fields_read()) {
     v.error_kind = "capture_unsupported";
     v.error = fmt::format(
         "the capture flags need vLLM's ProfilerConfig ({}) but the target's could not be read: {}; nothing was "
