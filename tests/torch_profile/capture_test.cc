@@ -12,6 +12,7 @@
 #include "statemachine/engine.h"
 #include "statemachine/kind_schemas.h"
 #include "statemachine/message_json.h"
+#include "statemachine/torch_profile_analyse_limit.h"
 #include "statemachine/torch_profile_capture.h"
 #include "statemachine/torch_profile_machine.h"
 #include "statemachine/torch_profile_spec.h"
@@ -260,7 +261,7 @@ TEST(CaptureVerdict, OutgrewNote) {
 }
 
 // A run driven through the engine up to and past the capture check.
-class Run {
+class CaptureRun {
  public:
   std::string Submit(json spec) {
     Input in;
@@ -320,14 +321,14 @@ json CheckResult(json fields, int64_t disk) {
 }
 
 TEST(CaptureFlow, NoFlagNoCheck) {
-  Run r;
+  CaptureRun r;
   ASSERT_EQ(r.Submit(Spec()), "");
   EXPECT_EQ(r.state().state, "launching");
   EXPECT_EQ(r.Count(kTpCaptureCheckTask), 0);
 }
 
 TEST(CaptureFlow, CheckedThenLaunchedWithTheFlags) {
-  Run r;
+  CaptureRun r;
   ASSERT_EQ(r.Submit(Spec({{"profile_max_iterations", 4}, {"analyse_export_type", "db"}})), "");
   ASSERT_EQ(r.state().state, "capture_check");
   const TaskInfo* check = r.Pending(kTpCaptureCheckTask);
@@ -352,7 +353,7 @@ TEST(CaptureFlow, CheckedThenLaunchedWithTheFlags) {
 }
 
 TEST(CaptureFlow, UnsupportedFlagFailsBeforeTheLaunch) {
-  Run r;
+  CaptureRun r;
   ASSERT_EQ(r.Submit(Spec({{"profile_delay_iterations", 2}})), "");
   ASSERT_EQ(r.Result(kTpCaptureCheckTask, CheckResult({"profiler", "torch_profiler_dir"}, int64_t{1} << 40)), "");
   EXPECT_TRUE(r.state().terminal);
@@ -363,7 +364,7 @@ TEST(CaptureFlow, UnsupportedFlagFailsBeforeTheLaunch) {
 }
 
 TEST(CaptureFlow, ShortDiskFailsBeforeTheLaunchNamingBothNumbers) {
-  Run r;
+  CaptureRun r;
   ASSERT_EQ(r.Submit(Spec({{"budget_check", true}})), "");
   EXPECT_EQ(r.Pending(kTpCaptureCheckTask)->payload["profiler_fields"], false);
   ASSERT_EQ(r.Result(kTpCaptureCheckTask, CheckResult(json::array(), 1 << 20)), "");
@@ -375,7 +376,7 @@ TEST(CaptureFlow, ShortDiskFailsBeforeTheLaunchNamingBothNumbers) {
 }
 
 TEST(CaptureFlow, AFailedCheckLaunchesNothing) {
-  Run r;
+  CaptureRun r;
   ASSERT_EQ(r.Submit(Spec({{"budget_check", true}})), "");
   for (int i = 0; i < 5 && r.Pending(kTpCaptureCheckTask); ++i)
     ASSERT_EQ(r.Result(kTpCaptureCheckTask, json::object(), false), "");
