@@ -1,9 +1,9 @@
 """What the simulated vLLM makes of --profiler-config (npuprof test
 simulator): the ProfilerConfig fields it declares (the target's config
-`vllm.profiler_fields`, null = the current vLLM's list below), the check a
-real vLLM does when it builds ProfilerConfig from the JSON (an unknown key
-is an error at start-up), and the window the profiler records
-(delay_iterations, max_iterations)."""
+`vllm.profiler_fields`, null = the current vLLM's list below) and the check
+a real vLLM does when it builds ProfilerConfig from the JSON (an unknown key
+is an error at start-up). The window fields (delay_iterations,
+max_iterations) are recorded in the truth record, not modelled."""
 from npusim import sim_root
 
 # The current vLLM's ProfilerConfig fields (vllm/config/profiler.py).
@@ -29,12 +29,3 @@ def unknown_keys(profiler_config, cfg):
     known = set(profiler_fields(cfg))
     return sorted(k for k in (profiler_config or {}) if k not in known)
 
-
-def in_window(step, profiler_config):
-    """Whether engine step `step` (0 = the first after /start_profile) is recorded."""
-    pc = profiler_config or {}
-    delay = int(pc.get("delay_iterations") or 0)
-    limit = pc.get("max_iterations")
-    if step < delay:
-        return False
-    return limit is None or int(limit) <= 0 or step - delay < int(limit)
