@@ -19,7 +19,11 @@ struct TorchProfileFlags {
   std::optional<int64_t> tp, dp, benchmark_output_tokens, speculative_tokens, max_model_len, max_num_seqs,
       max_num_batched_tokens, api_server_count, prompt_tokens, followup_output_tokens, benchmark_total_requests,
       benchmark_concurrency, request_timeout, profile_control_timeout, image_height, flush_seconds,
-      flush_timeout, health_timeout, analyse_timeout, analyse_parallel, port;
+      flush_timeout, health_timeout, analyse_timeout, analyse_parallel, port, profile_delay_iterations,
+      profile_max_iterations;
+  // Capture controls (docs/BEHAVIOUR.md#tp-capture): absent unless given.
+  std::optional<bool> record_shapes, profile_memory, data_simplification, budget_check;
+  std::string analyse_export_type;
   std::optional<double> gpu_memory_utilization, benchmark_success_threshold;
   bool enable_expert_parallel = false, torch_profiler_with_stack = false;
 };
@@ -80,6 +84,13 @@ json SpecFrom(const TorchProfileFlags& f) {
   Put(s, "analyse_parallel", f.analyse_parallel);
   Put(s, "port", f.port);
   if (!f.host.empty()) s["host"] = f.host;
+  Put(s, "profile_delay_iterations", f.profile_delay_iterations);
+  Put(s, "profile_max_iterations", f.profile_max_iterations);
+  Put(s, "torch_profiler_record_shapes", f.record_shapes);
+  Put(s, "torch_profiler_with_memory", f.profile_memory);
+  Put(s, "data_simplification", f.data_simplification);
+  Put(s, "budget_check", f.budget_check);
+  if (!f.analyse_export_type.empty()) s["analyse_export_type"] = f.analyse_export_type;
   return s;
 }
 
@@ -120,7 +131,24 @@ void AddTorchProfile(CLI::App* submit) {
                   "Seconds for /start_profile and /stop_profile (default 600)");
   cmd->add_option("--torch-profiler-dir", f->torch_profiler_dir,
                   "Profiler output dir, relative to the runtime dir (default vllm_profile)");
-  cmd->add_flag("--torch-profiler-with-stack", f->torch_profiler_with_stack, "torch_profiler_with_stack=true");
+  cmd->add_flag("--torch-profiler-with-stack,--with-stack", f->torch_profiler_with_stack,
+                "torch_profiler_with_stack=true");
+  // Capture controls: each names a field of the target vLLM's ProfilerConfig,
+  // checked there before the launch (refused when the field is missing).
+  cmd->add_option("--profile-delay-iterations", f->profile_delay_iterations,
+                  "Profiler window starts this many engine steps after /start_profile (ProfilerConfig "
+                  "delay_iterations; 0..1000000)");
+  cmd->add_option("--profile-max-iterations", f->profile_max_iterations,
+                  "Profiler window ends after this many engine steps (ProfilerConfig max_iterations; 1..10000000)");
+  cmd->add_option("--record-shapes", f->record_shapes, "true|false: ProfilerConfig torch_profiler_record_shapes");
+  cmd->add_option("--profile-memory", f->profile_memory, "true|false: ProfilerConfig torch_profiler_with_memory");
+  cmd->add_option("--data-simplification", f->data_simplification,
+                  "true|false: ProfilerConfig torch_profiler_data_simplification (refused when the target's vLLM "
+                  "has no such field)");
+  cmd->add_option("--analyse-export-type", f->analyse_export_type, "text | db: analyse(export_type=...) per rank");
+  cmd->add_option("--budget-check", f->budget_check,
+                  "true: check free disk and memory against the capture estimate before the launch even without a "
+                  "capture flag (a capture flag always checks)");
   cmd->add_option("--image-path", f->image_path, "PNG image for --request-kind vl (read on this machine)");
   cmd->add_option("--image-height", f->image_height, "Resize the image to this height (default 480)");
   cmd->add_option("--devices", f->devices, "NPU device indices, e.g. 0,1 (default: free ones)");

@@ -39,6 +39,8 @@ constexpr std::array kPolicies = {
     NamedTaskPolicy{"torch-profile", kServiceLaunchTask, Tries(3, 120), "start vLLM with the profiler configured"},
     NamedTaskPolicy{"torch-profile", kServiceWaitReadyTask, Tries(3, 60), "poll until the service is ready"},
     NamedTaskPolicy{"torch-profile", kTpPrepareImageTask, Tries(1, 60), "write one image file"},
+    NamedTaskPolicy{"torch-profile", kTpCaptureCheckTask, Tries(3, 60),
+                    "one command: free disk, MemAvailable, layers, ProfilerConfig fields"},
     NamedTaskPolicy{"torch-profile", kTpControlTask, Tries(2, 60), "POST /start_profile or /stop_profile"},
     NamedTaskPolicy{"torch-profile", kTpRequestsTask, Tries(2, 60), "the benchmark wave (or the one follow-up request)"},
     NamedTaskPolicy{"torch-profile", kTpWaitFlushTask, Tries(3, 60), "poll until every rank has finalised"},

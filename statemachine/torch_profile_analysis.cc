@@ -66,6 +66,9 @@ void ScheduleAnalyse(Decision& d, const tasks::Machine& where, const std::string
   p.set_dir(dir);
   p.set_analyse_timeout_s(analyse_timeout_s);
   *p.mutable_machine() = where;  // where the dir was listed
+  // torch-profile's --analyse-export-type (absent: analyse()'s own default).
+  const json export_type = d.state().spec.value("analyse_export_type", json(nullptr));
+  if (export_type.is_string()) p.set_export_type(export_type.get<std::string>());
   d.Schedule(p);
 }
 

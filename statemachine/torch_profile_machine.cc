@@ -19,6 +19,7 @@
 #include "statemachine/kind_registrations.h"
 #include "statemachine/task_payload.h"
 #include "statemachine/torch_profile_analysis.h"
+#include "statemachine/torch_profile_capture.h"
 #include "statemachine/torch_profile_gates.h"
 #include "statemachine/torch_profile_manifest.h"
 #include "statemachine/torch_profile_spec.h"
@@ -173,6 +174,17 @@ void BeginCleanup(Decision& d, const std::string& reason) {
 }
 
 void StartLaunch(Decision& d) {
+  // The capture check first, when the spec asks for it and it has not run.
+  if (CaptureCheckWanted(Spec(d.state())) && LastTask(d.state(), kTpCaptureCheckTask) == nullptr) {
+    d.Transition("capture_check");
+    const run_specs::TorchProfileSpec& spec = Spec(d.state());
+    tasks::TorchProfileCaptureCheck p;
+    p.set_runtime_dir(TorchProfileLaunchPayload(d.state().run_id, spec).runtime_dir());
+    p.set_model(spec.model());
+    p.set_profiler_fields(!RequiredProfilerFields(spec).empty());
+    d.Schedule(p);
+    return;
+  }
   d.Transition("launching");
   const run_specs::TorchProfileSpec spec = Spec(d.state());
   const std::string run_id = d.state().run_id;
@@ -406,6 +418,10 @@ const TransitionTable& TorchProfileMachine::transitions() const {
   static const TransitionTable table(
       {{"queued", "preparing_image"},        {"queued", "launching"},
        {"preparing_image", "launching"},     {"launching", "ready"},
+       // the capture check before the launch (capture flags or budget_check)
+       {"queued", "capture_check"},          {"preparing_image", "capture_check"},
+       {"capture_check", "launching"},       {"capture_check", "failed"},
+       {"capture_check", "cancelled"},
        {"ready", "profiling"},               {"profiling", "workload"},
        {"workload", "stopping_profile"},     {"stopping_profile", "flush"},
        {"flush", "stopping_service"},        {"stopping_service", "analysing"},
@@ -453,6 +469,16 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   const std::string role = RoleOf(task);
   if (task.kind == kTpPrepareImageTask) {
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
+    return StartLaunch(d);
+  }
+  if (task.kind == kTpCaptureCheckTask) {
+    if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
+    const CaptureVerdict v = JudgeCapture(Spec(s), result.As<results::TorchProfileCaptureCheckResult>());
+    d.Emit(kTpCaptureChecked, v.record);
+    if (!v.error_kind.empty()) {
+      StepFailed(d, "capture_check", v.error_kind, v.error);
+      return d.Finish(RunStatus::kFailed, RunError(d.state()));
+    }
     return StartLaunch(d);
   }
   if (task.kind == kServiceLaunchTask) {
@@ -546,9 +572,10 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
   if (IsClockTask(task)) return AfterClock(d);  // no offsets then; the run goes on
   const RunState& s = d.state();
   const std::string text = failure.Text();
-  if (task.kind == kTpPrepareImageTask) {
+  if (task.kind == kTpPrepareImageTask || task.kind == kTpCaptureCheckTask) {
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
-    StepFailed(d, "prepare_image", failure.error_kind(), failure.error());
+    StepFailed(d, task.kind == kTpPrepareImageTask ? "prepare_image" : "capture_check", failure.error_kind(),
+               failure.error() + (task.kind == kTpCaptureCheckTask ? " — nothing was launched" : ""));
     return d.Finish(RunStatus::kFailed, RunError(d.state()));
   }
   if (task.kind == kServiceStopTask && Multi(s)) {
@@ -651,6 +678,8 @@ void TorchProfileMachine::ApplyKindEvent(RunState& s, const std::string& type, c
     ApplyAnalyseLimit(s, p);
   } else if (type == kTpFlushWaited) {
     s.data["flush"] = p;
+  } else if (type == kTpCaptureChecked) {
+    s.data["capture_check"] = p;
   } else if (type == kTpCleanupStarted) {
     s.data["cleanup"] = true;
     s.data["cleanup_reason"] = p.value("reason", "");
@@ -670,11 +699,28 @@ json TorchProfileMachine::Summary(const RunState& s) const {
   j["flush"] = s.data.value("flush", json(nullptr));
   j["step_errors"] = s.data.value("errors", json::array());
   j["analyse_limits"] = s.data.value("analyse_limits", json::array());
+  if (s.data.contains("capture_check")) {
+    j["capture_check"] = s.data["capture_check"];
+    const std::string note = CaptureBudgetNote(s);
+    if (!note.empty()) j["capture_note"] = note;
+  }
   if (Multi(s)) {
     j["nodes"] = NodesSummary(s);
     j["clock"] = ClockProjection(s);
   }
   return j;
+}
+
+std::string CaptureBudgetNote(const RunState& s) {
+  const json check = s.data.value("capture_check", json(nullptr));
+  if (!check.is_object() || !check.value("ok", false) || !check.contains("raw_bytes")) return "";
+  const TaskInfo* listing = LastTask(s, kTpListDirsTask);
+  if (listing == nullptr || listing->status != TaskStatus::kSucceeded) return "";
+  const auto listed = RecordedOf<results::TorchProfileListProfileDirsResult>(*listing);
+  int64_t measured = 0;
+  for (int64_t b : listed.means().dir_bytes())
+    if (b > 0) measured += b;
+  return CaptureOutgrewEstimate(check.value("raw_bytes", int64_t{0}), measured);
 }
 
 json TorchProfileMachine::Manifest(const RunState& s) const { return TorchProfileManifest(s); }

@@ -3,7 +3,7 @@
 // until torch_npu has finalised every rank (torch_profile.wait_flush, after
 // an optional minimum timer of flush_seconds), stop the service, analyse every *_ascend_pt and apply the two gates.
 //
-//   queued -> [preparing_image ->] launching -> ready -> profiling -> workload
+//   queued -> [preparing_image ->] [capture_check ->] launching -> ready -> profiling -> workload
 //     -> stopping_profile -> flush -> stopping_service -> analysing
 //     -> completed | failed
 // Any failure after the launch goes to stopping_service (graceful stop, then
@@ -22,6 +22,13 @@ inline constexpr const char* kTpAnalysisGated = "AnalysisGated";         // {ana
 // {signal, flush_timed_out, waited_ms, min_wait_s, ...}: how the wait for the
 // profiler's flush after /stop_profile ended (data.flush).
 inline constexpr const char* kTpFlushWaited = "TorchProfileFlushWaited";
+// The capture check's verdict and estimate (data.capture_check;
+// statemachine/torch_profile_capture.h).
+inline constexpr const char* kTpCaptureChecked = "CaptureChecked";
+
+// After the listing: "" or the sentence saying the raw data measured by the
+// listing outgrew the capture check's estimate (summary and manifest).
+std::string CaptureBudgetNote(const RunState& s);
 
 class TorchProfileMachine : public RunKind {
  public:

@@ -4,6 +4,8 @@
 #include "statemachine/clock_offsets.h"
 #include "statemachine/deployment_service.h"
 #include "statemachine/torch_profile_analysis.h"
+#include "statemachine/torch_profile_capture.h"
+#include "statemachine/torch_profile_machine.h"
 #include "statemachine/torch_profile_spec.h"
 #include "statemachine/torch_profile_tasks.h"
 
@@ -129,6 +131,14 @@ json TorchProfileManifest(const RunState& s) {
   m["status"] = RunStatusName(s.status);
   m["error"] = s.error.empty() ? json(nullptr) : json(s.error);
   m["step_errors"] = s.data.value("errors", json::array());
+  // The capture controls and the budget check, only on a run that used them
+  // (a run without them keeps the manifest it always had).
+  if (typed != nullptr && (CaptureCheckWanted(*typed) || s.data.contains("capture_check"))) {
+    m["capture_flags"] = CaptureFlagsRecord(*typed);
+    m["capture_check"] = s.data.value("capture_check", json(nullptr));
+    const std::string note = CaptureBudgetNote(s);
+    m["capture_note"] = note.empty() ? json(nullptr) : json(note);
+  }
   return m;
 }
 

@@ -7,6 +7,7 @@
 #include "statemachine/deployment_service.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
+#include "statemachine/torch_profile_capture.h"
 
 namespace npuprof::sm {
 
@@ -114,6 +115,50 @@ Status CheckAnalyseParallel(json& spec) {
   return Status::Ok();
 }
 
+Status CheckCaptureFields(json& spec) {
+  // Absent or null = not given; a given value is checked and kept. Nothing is
+  // filled in, so a spec without them is what it was before they existed.
+  const auto optional_int = [&](const char* field, const char* flag, int64_t lo, int64_t hi) -> Status {
+    if (!Present(spec, field)) return Status::Ok();
+    const json& v = spec[field];
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+      return Status::Invalid(fmt::format("{} = {} is out of range: pass {} N with N from {} to {}", field, v.dump(),
+                                         flag, lo, hi));
+    return Status::Ok();
+  };
+  const auto optional_bool = [&](const char* field, const char* flag) -> Status {
+    if (!Present(spec, field) || spec[field].is_boolean()) return Status::Ok();
+    return Status::Invalid(fmt::format("{} must be true or false: pass {} true|false", field, flag));
+  };
+  if (Status s = optional_int("profile_delay_iterations", "--profile-delay-iterations", 0, kMaxDelayIterations);
+      !s.ok())
+    return s;
+  if (Status s = optional_int("profile_max_iterations", "--profile-max-iterations", 1, kMaxProfileIterations);
+      !s.ok())
+    return s;
+  if (Status s = optional_bool("torch_profiler_record_shapes", "--record-shapes"); !s.ok()) return s;
+  if (Status s = optional_bool("torch_profiler_with_memory", "--profile-memory"); !s.ok()) return s;
+  if (Status s = optional_bool("data_simplification", "--data-simplification"); !s.ok()) return s;
+  if (Status s = optional_bool("budget_check", "--budget-check"); !s.ok()) return s;
+  if (Present(spec, "analyse_export_type") &&
+      (!spec["analyse_export_type"].is_string() ||
+       (spec["analyse_export_type"] != "text" && spec["analyse_export_type"] != "db")))
+    return Status::Invalid(fmt::format("analyse_export_type {} is not known: pass --analyse-export-type text or db",
+                                       spec["analyse_export_type"].dump()));
+  for (const char* f : {"profile_delay_iterations", "profile_max_iterations", "torch_profiler_record_shapes",
+                        "torch_profiler_with_memory", "data_simplification", "analyse_export_type", "budget_check"})
+    if (spec.contains(f) && spec[f].is_null()) spec.erase(f);
+  const bool wanted = spec.contains("profile_delay_iterations") || spec.contains("profile_max_iterations") ||
+                      spec.contains("torch_profiler_record_shapes") || spec.contains("torch_profiler_with_memory") ||
+                      spec.contains("data_simplification") || spec.contains("analyse_export_type") ||
+                      (spec.contains("budget_check") && spec["budget_check"] == true);
+  if (wanted && spec.contains("nodes") && spec["nodes"].is_array() && spec["nodes"].size() > 1)
+    return Status::Invalid(
+        "the capture flags and --budget-check are for one-machine runs: the capture check runs on one machine "
+        "before its launch; leave them out of a --node deployment");
+  return Status::Ok();
+}
+
 Status ValidateTorchProfileSpec(json& spec) {
   if (Status s = RequireSafeName(spec, "machine", true); !s.ok()) return s;
   if (!Present(spec, "tag")) return Missing("tag");
@@ -174,6 +219,7 @@ Status ValidateTorchProfileSpec(json& spec) {
   if (Status s = CheckIntRange(spec, "flush_timeout", 300, 1, 86400); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "analyse_timeout_s", 1800, 1, 86400); !s.ok()) return s;
   if (Status s = CheckAnalyseParallel(spec); !s.ok()) return s;
+  if (Status s = CheckCaptureFields(spec); !s.ok()) return s;
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
   // Service fields shared with the other service kinds: devices, port, env,
   // extra_args, wrap_script, health_timeout_s, stop_grace_s.
@@ -196,9 +242,10 @@ std::vector<std::string> TorchProfileServeArgs(const run_specs::TorchProfileSpec
     a.push_back("--api-server-count");
     a.push_back(std::to_string(spec.api_server_count()));
   }
-  const json profiler = {{"profiler", "torch"},
-                         {"torch_profiler_dir", "./" + spec.torch_profiler_dir()},
-                         {"torch_profiler_with_stack", spec.torch_profiler_with_stack()}};
+  json profiler = {{"profiler", "torch"},
+                   {"torch_profiler_dir", "./" + spec.torch_profiler_dir()},
+                   {"torch_profiler_with_stack", spec.torch_profiler_with_stack()}};
+  AddCaptureConfig(spec, profiler);  // the capture flags given, nothing otherwise
   a.push_back("--profiler-config");
   a.push_back(profiler.dump());
   if (spec.speculative_tokens() > 0) {

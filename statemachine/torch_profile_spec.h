@@ -41,6 +41,17 @@ Status ValidateTorchProfileSpec(json& spec);
 inline constexpr int64_t kMaxAnalyseParallel = 1024;
 Status CheckAnalyseParallel(json& spec);
 
+// The capture fields (docs/BEHAVIOUR.md#tp-capture; statemachine/torch_profile_capture.h):
+// profile_delay_iterations 0..1000000, profile_max_iterations 1..10000000,
+// torch_profiler_record_shapes, torch_profiler_with_memory,
+// data_simplification and budget_check booleans, analyse_export_type
+// "text" | "db". Unlike the fields above they stay absent when not given
+// (a null is removed), so a spec without them is what it was before they
+// existed; with any of them the run must be on one machine.
+inline constexpr int64_t kMaxDelayIterations = 1000000;
+inline constexpr int64_t kMaxProfileIterations = 10000000;
+Status CheckCaptureFields(json& spec);
+
 // tp * max(dp, 1), from the validated spec as its message (typed_spec.h).
 int ExpectedRanks(const run_specs::TorchProfileSpec& spec);
 

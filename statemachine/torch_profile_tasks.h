@@ -9,6 +9,11 @@ namespace npuprof::sm {
 // {image_path, image_height} -> {image_meta}: reads a PNG on the worker's
 // machine, resizes it to image_height (aspect kept); blob "image.png".
 inline constexpr const char* kTpPrepareImageTask = "torch_profile.prepare_image";
+// {runtime_dir, model, profiler_fields} -> {probe_dir, disk_free_bytes,
+// mem_available_bytes, layers, fields_read, profiler_fields, fields_error}:
+// one remote command before the launch (statemachine/torch_profile_capture.h);
+// only when a capture flag or budget_check is given.
+inline constexpr const char* kTpCaptureCheckTask = "torch_profile.capture_check";
 // {port, action: start_profile|stop_profile, timeout_s} ->
 // {action, ok (2xx), status, latency_ms, body | error}. Success whenever an
 // HTTP answer arrived (the machine judges the status).

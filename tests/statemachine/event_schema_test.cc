@@ -127,7 +127,7 @@ TEST(EventSchema, EveryKindEventTypeHasAMessageThatRoundTrips) {
   std::vector<std::string> types = {kProbeRecorded, kProbeFailed, kMachineChecked, kServiceLaunched, kServiceReady,
                                     kServiceFailed, kServiceStopRequested, kServiceStopped, kServiceStopFailed,
                                     kSweepChildFinished, kTpStepFailed, kTpWorkloadGated, kTpCleanupStarted,
-                                    kTpAnalysisGated, kTpFlushWaited, kTpAnalyseLimitChosen, kMemRecorded, kMemStepFailed, kMemRunFailing, kMemNodeEvidence,
+                                    kTpAnalysisGated, kTpFlushWaited, kTpAnalyseLimitChosen, kTpCaptureChecked, kMemRecorded, kMemStepFailed, kMemRunFailing, kMemNodeEvidence,
                                     kMachineAdded, kMachineRemoved, kMachineHostKeyAccepted, kDevicesQuarantined,
                                     kDevicesCleared, kClockMeasured};
   for (const MemoryEvidenceEvent& e : MemoryEvidenceEvents()) types.emplace_back(e.type);

@@ -25,7 +25,7 @@ TEST(TaskPolicies, OneEntryPerSchedulerAndTaskKindEachWithAReason) {
   const std::set<std::string> task_kinds = {
       kProbeTask,         kMachineCheckTask,   kServiceLaunchTask, kServiceWaitReadyTask, kServiceStopTask,
       kTpPrepareImageTask, kTpControlTask,     kTpRequestsTask,    kTpListDirsTask,       kTpAnalyseRankTask,
-      kTpWaitFlushTask,   kMemPreflightTask,   kMemNpuSmiTask,     kMemLogsTask,          kMemInferTask,
+      kTpWaitFlushTask,   kTpCaptureCheckTask, kMemPreflightTask,   kMemNpuSmiTask,     kMemLogsTask,          kMemInferTask,
       kMemExportTask,     kMemCollectTask,     kMemWeightsTask,    kMemWaitFlushTask, kMachineClockTask};
   std::set<std::pair<std::string, std::string>> seen;
   for (const NamedTaskPolicy& p : TaskPolicies()) {

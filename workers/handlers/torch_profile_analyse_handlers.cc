@@ -16,6 +16,7 @@
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/profiling/rank_digest.h"
 #include "workers/profiling/remote_analyse.h"
+#include "workers/profiling/remote_analyse.h"
 #include "workers/remote.h"
 
 namespace npuprof::workers {
@@ -102,8 +103,11 @@ TaskOutcome TorchProfileAnalyseRank(const tasks::TorchProfileAnalyseRank& p, con
     Result<ssh::ExecResult> run = Status::Internal("not run");
     {
       LeaseKeeper lease(ctx.progress, fmt::format("analyse {}", dir));
+      // --analyse-export-type reaches analyse() through the launch script's environment.
+      std::vector<std::pair<std::string, std::string>> env;
+      if (!p.export_type().empty()) env.emplace_back(profiling::kAnalyseExportTypeEnv, p.export_type());
       run = RunRemote(*session, profiling::RankDigestArgv(dir, marker, budget, final, first),
-                      budget + kDigestReadTimeout);
+                      budget + kDigestReadTimeout, env);
     }
     if (!run.ok()) return OutcomeFromSsh(run.status(), *target);
     if (run->exit_status != 0)

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "statemachine/torch_profile_analyse_limit.h"
+#include "workers/handlers/target_means.h"
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/profile_root_listing.h"
 #include "workers/remote.h"
@@ -30,19 +31,20 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 // The means program: the root and the dir names travel as positional
 // parameters. A real host reads /proc/meminfo; NPUPROF_MEMINFO names another
 // file (the simulated target's own, tests/sim/README.md).
-constexpr const char* kMeansScript = R"sh(r=$1; shift
-printf 'cores %s\n' "$(nproc 2>/dev/null)"
-printf 'mem_available_kb %s\n' "$(awk '$1 == "MemAvailable:" { print $2; exit }' "${NPUPROF_MEMINFO:-/proc/meminfo}" 2>/dev/null)"
-printf 'disk_free_kb %s\n' "$(df -Pk -- "$r" 2>/dev/null | awk 'NR == 2 { print $4 }')"
-for d in "$@"; do printf 'dir_kb %s\n' "$(du -sk -- "$r/$d" 2>/dev/null | cut -f1)"; done
+const std::string& MeansScript() {
+  static const std::string script = std::string("r=$1; shift\nprintf 'cores %s\\n' \"$(nproc 2>/dev/null)\"\n") +
+                                    kMemAvailableLine + "\n" + DiskFreeLine("r") + "\n" +
+                                    R"sh(for d in "$@"; do printf 'dir_kb %s\n' "$(du -sk -- "$r/$d" 2>/dev/null | cut -f1)"; done
 )sh";
+  return script;
+}
 
 json MeansJson(const sm::AnalyseMeans& m);
 
 // The means of the machine for analysing `names` under root; on a failed
 // command only `error` is set.
 json ReadMeans(ssh::SshSession& session, const std::string& root, const std::vector<std::string>& names) {
-  std::vector<std::string> argv = {"sh", "-c", kMeansScript, "npuprof-means", root};
+  std::vector<std::string> argv = {"sh", "-c", MeansScript(), "npuprof-means", root};
   argv.insert(argv.end(), names.begin(), names.end());
   auto r = RunRemote(session, argv, std::chrono::seconds(120));
   if (!r.ok()) return json{{"error", r.status().message()}};

@@ -8,6 +8,7 @@ void RegisterTorchProfileHandlers(WorkerRuntime& runtime) {
   RegisterTyped(runtime, TorchProfilePrepareImage);
   RegisterTyped(runtime, TorchProfileControl);
   RegisterTyped(runtime, TorchProfileRequests);
+  RegisterTyped(runtime, TorchProfileCaptureCheck);
   RegisterTyped(runtime, TorchProfileListDirs);
   RegisterTyped(runtime, TorchProfileAnalyseRank);
   RegisterTyped(runtime, TorchProfileWaitFlush);

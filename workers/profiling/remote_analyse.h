@@ -15,6 +15,10 @@
 
 namespace npuprof::profiling {
 
+// The environment variable the launch script hands analyse() as its
+// export_type when set (torch-profile's --analyse-export-type).
+inline constexpr const char* kAnalyseExportTypeEnv = "NPUPROF_ANALYSE_EXPORT_TYPE";
+
 // argv that starts analyse() unless M.rc exists ("done") or M.pid names a live
 // process ("running"); prints "started" when it launched it. dir and marker
 // travel as positional parameters, never inside the script text.

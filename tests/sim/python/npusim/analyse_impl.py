@@ -179,9 +179,11 @@ def device_task_files(path):
     return sorted(files, key=order)
 
 
-def record_invocation(path):
-    line = json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "time": sim_clock.now(), "path": path},
-                      separators=(",", ":")) + "\n"
+def record_invocation(path, export_type=None):
+    rec = {"pid": os.getpid(), "ppid": os.getppid(), "time": sim_clock.now(), "path": path}
+    if export_type is not None:
+        rec["export_type"] = export_type  # as analyse() was given it; the outputs stay the text ones
+    line = json.dumps(rec, separators=(",", ":")) + "\n"
     fd = os.open(os.path.join(path, INVOCATION_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, line.encode())
@@ -210,11 +212,11 @@ def _oom_kill(path, t0, raw_mb, peak_mb, held_mb, limit_mb):
     os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer ends the whole process
 
 
-def analyse_one(path, cfg):
+def analyse_one(path, cfg, export_type=None):
     _log("INFO", "Start parsing profiling data in sync mode at: %s" % path)
     t0 = sim_clock.now()
     work_timeline.record_process_start("analyse_process_start", t0, path=path)
-    record_invocation(path)
+    record_invocation(path, export_type)
     raw_mb = round(raw_bytes(path) / float(1 << 20), 3)
     peak_mb = round(raw_mb * float((cfg.get("analyse") or {}).get("peak_mb_per_mb") or 0.0), 3)
     limit_mb = host_view.settings(cfg)["mem_available_mb"]
@@ -317,15 +319,14 @@ def _analyse_dir(path, cfg, t0, raw_mb):
     _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))
 
 
-def _analyse_logged(d, cfg):
+def _analyse_logged(d, cfg, export_type=None):
     try:
-        analyse_one(d, cfg)
+        analyse_one(d, cfg, export_type)
     except Exception as e:  # the real analyse() logs and never raises
         _log("ERROR", "Failed to parse profiling data %s: %s" % (d, e))
 
 
 def analyse(profiler_path, max_process_number=None, export_type=None):
-    del export_type
     try:
         cfg = sim_root.load_config()
     except (sim_root.SimError, OSError, ValueError):
@@ -340,7 +341,7 @@ def analyse(profiler_path, max_process_number=None, export_type=None):
         n = 1
     if n == 1 or len(dirs) == 1:
         for d in dirs:
-            _analyse_logged(d, cfg)
+            _analyse_logged(d, cfg, export_type)
         return
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(n, len(dirs))) as pool:
-        list(pool.map(lambda d: _analyse_logged(d, cfg), dirs))
+        list(pool.map(lambda d: _analyse_logged(d, cfg, export_type), dirs))

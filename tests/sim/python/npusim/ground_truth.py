@@ -17,6 +17,8 @@ def truth_doc(svc, devices, mode):
             "enforce_eager": bool(a.enforce_eager), "cudagraph_mode": mode, "log_style": svc.style,
             "gpu_memory_utilization": a.gpu_memory_utilization, "max_model_len": svc.max_model_len,
             "port": a.port, "argv": list(getattr(a, "raw_argv", None) or []),  # as vLLM got it
+            # --profiler-config as vLLM parsed it (null without one): what its profiler was configured with
+            "profiler_config": getattr(a, "profiler_config", None),
             "main_pid": svc.pid, "rank_pids": [], "devices": [d["index"] for d in devices],
             "msprof_output": svc.msprof["output"] if svc.msprof else None,
             "profiler_dir": svc.profiler_dir if svc.profiler_enabled else None,

@@ -598,6 +598,18 @@ def main_api_server(argv):
 
 
 def _run_checked(args, entry):
+    from . import serve_profiler
+    pc = getattr(args, "profiler_config", None)
+    if isinstance(pc, dict):
+        try:
+            cfg = sim_root.load_config()
+        except (sim_root.SimError, OSError, ValueError):
+            cfg = {}
+        bad = serve_profiler.unknown_keys(pc, cfg)
+        if bad:  # vLLM builds ProfilerConfig from the JSON at start-up: an unknown key ends it there
+            sys.stderr.write("pydantic_core._pydantic_core.ValidationError: 1 validation error for ProfilerConfig: "
+                             "unexpected keyword argument(s) %s\n" % ", ".join(bad))
+            return 1
     try:
         return run(args, entry)
     except sim_root.SimError as e:

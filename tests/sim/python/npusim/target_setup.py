@@ -131,6 +131,8 @@ def setup(root, layout="910B3", devices=None, npu_ids=None, hbm_total_mb=None, b
         "host": {k: None for k in host_view.KEYS},
         "scale": {"rows_per_rank": None, "rows_variation": 0.0, "raw_bytes_per_row": 64, "trace_view_mb": None},
         "analyse": {"peak_mb_per_mb": 0.0},
+        # the simulated vLLM's ProfilerConfig fields; null = the current vLLM's (npusim/serve_profiler.py)
+        "vllm": {"profiler_fields": None},
         "installed": [t for t in TOOLS if not ((t == "msprof" and msprof_missing) or
                                                (t == "npu-smi" and npu_smi_missing))],
     }
