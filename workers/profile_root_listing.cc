@@ -7,13 +7,15 @@
 
 #include "common/base64.h"
 #include "workers/ssh/file_over_exec_protocol.h"
+#include "workers/target_means.h"
 
 namespace npuprof::workers {
 
 namespace {
 
 // $1 the root (followed if a symlink, as the file operations do; its entries are not).
-constexpr const char* kListingScript = R"sh(r=$1
+const std::string& ListingScript() {
+  static const std::string script = std::string(R"sh(r=$1
 [ -e "$r" ] || { echo "root absent"; exit 0; }
 { [ -d "$r" ] && [ -r "$r" ] && [ -x "$r" ]; } || exit 72
 command -v find >/dev/null 2>&1 || exit 73
@@ -22,13 +24,13 @@ l=$(find -H "$r" -mindepth 1 -maxdepth 1 -printf '%y %s %f\0' | base64 -w 0) || 
 echo "root dir"
 echo "listing $l"
 echo "cores $(nproc 2>/dev/null)"
-echo "mem_available_kb $(awk '$1 == "MemAvailable:" { print $2; exit }' "${NPUPROF_MEMINFO:-/proc/meminfo}" 2>/dev/null)"
-echo "disk_free_kb $(df -Pk -- "$r" 2>/dev/null | awk 'NR == 2 { print $4 }')"
-find -H "$r" -mindepth 1 -maxdepth 1 -type d -name '*_ascend_pt' -exec sh -c 'for d do
+)sh") + kMemAvailableLine + "\n" + DiskFreeLine("r") + "\n" + R"sh(find -H "$r" -mindepth 1 -maxdepth 1 -type d -name '*_ascend_pt' -exec sh -c 'for d do
   echo "dir_kb $(printf %s "${d##*/}" | base64 -w 0) $(du -sk -- "$d" 2>/dev/null | cut -f1)"
 done' npuprof-du {} +
 echo "end"
 )sh";
+  return script;
+}
 
 bool Digits(std::string_view v) {
   return v.size() <= 19 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -46,7 +48,7 @@ Result<std::string> Value(std::string_view line, std::string_view key) {
 }  // namespace
 
 std::vector<std::string> ProfileRootListingArgv(const std::string& root) {
-  return {"sh", "-c", kListingScript, "npuprof-listing", root};
+  return {"sh", "-c", ListingScript(), "npuprof-listing", root};
 }
 
 std::string ProfileRootListing::MeansText(const std::vector<std::string>& names) const {

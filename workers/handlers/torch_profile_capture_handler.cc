@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "statemachine/torch_profile_capture.h"
-#include "workers/handlers/target_means.h"
+#include "workers/target_means.h"
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/remote.h"
 

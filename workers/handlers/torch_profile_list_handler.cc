@@ -15,7 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "statemachine/torch_profile_analyse_limit.h"
-#include "workers/handlers/target_means.h"
+#include "workers/target_means.h"
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/profile_root_listing.h"
 #include "workers/remote.h"

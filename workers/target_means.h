@@ -1,5 +1,5 @@
 // The shell lines that read a target's free memory and free disk, shared by
-// the commands that need them (torch_profile.list_profile_dirs' means,
+// the commands that need them (torch_profile.list_profile_dirs' listing and means,
 // torch_profile.capture_check). Each prints one "key value" line that
 // sm::ParseAnalyseMeans reads; an unread value prints the key alone. A real
 // host reads /proc/meminfo; NPUPROF_MEMINFO names another file (the
