@@ -9,6 +9,7 @@
 #include "tests/support/sshd_fixture.h"
 #include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_session.h"
+#include "workers/ssh/ssh_stats.h"
 
 namespace npuprof::ssh {
 namespace {
@@ -16,6 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr const char* kServer = R"PY(import sys, time, http.server
+DROPS = [0]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a):
@@ -40,6 +42,20 @@ class H(http.server.BaseHTTPRequestHandler):
             time.sleep(float(self.path.split("/")[2]))
         if self.path == "/missing":
             return self.reply(404, b"not here")
+        if self.path == "/drop":  # read, then the connection closed without an answer
+            DROPS[0] += 1
+            self.close_connection = True
+            return
+        if self.path == "/drops":
+            return self.reply(200, str(DROPS[0]).encode())
+        if self.path.startswith("/closing/"):  # an answer that ends its connection
+            body = self.path.encode()
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         self.reply(200, self.path.encode())
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -131,6 +147,56 @@ TEST_F(HttpOverSshTest, HttpManyRunsConcurrentlyOnOneSession) {
   EXPECT_LT(elapsed, 5000ms);  // 8 x 1 s sequentially would take 8 s
   EXPECT_EQ(session_->handshakes(), 1);
   EXPECT_EQ(sshd_.ChildPids().size(), 1u);
+}
+
+// A wave keeps one channel per slot (HTTP/1.1 keep-alive): 12 requests at 3
+// at once open 3 channels, and each request after a slot's first costs one
+// round trip, not two.
+TEST_F(HttpOverSshTest, HttpManyKeepsOneChannelPerSlotWhenTheServiceAllowsIt) {
+  std::vector<HttpRequest> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(Get("/k/" + std::to_string(i)));
+  SshStatsScope scope;
+  auto results = session_->HttpMany(reqs, 3);
+  const SshStats got = scope.totals();
+  ASSERT_EQ(results.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].status().ToString();
+    EXPECT_EQ(results[i]->body, reqs[i].path) << "each answer is its own request's";
+  }
+  EXPECT_EQ(got.forward_channels, 3);
+  EXPECT_EQ(got.round_trips, 3 * 2 + 9);
+}
+
+// An answer that says "Connection: close" ends its channel: the next request
+// opens one of its own.
+TEST_F(HttpOverSshTest, HttpManyOpensAChannelPerRequestWhenTheServiceClosesEach) {
+  std::vector<HttpRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(Get("/closing/" + std::to_string(i)));
+  SshStatsScope scope;
+  auto results = session_->HttpMany(reqs, 2);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].status().ToString();
+    EXPECT_EQ(results[i]->body, reqs[i].path);
+  }
+  EXPECT_EQ(scope.totals().forward_channels, 6);
+}
+
+// A kept connection the service closes without answering fails that request,
+// which is never sent again (the service may have acted on it); the requests
+// after it go on.
+TEST_F(HttpOverSshTest, AKeptConnectionClosedWithoutAnAnswerFailsThatRequestOnce) {
+  auto results = session_->HttpMany({Get("/first"), Get("/drop"), Get("/after")}, 1);
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status().ToString();
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_NE(results[1].status().message().find("closed the kept-alive connection before answering"),
+            std::string::npos)
+      << results[1].status().ToString();
+  ASSERT_TRUE(results[2].ok()) << results[2].status().ToString();
+  EXPECT_EQ(results[2]->body, "/after");
+  auto drops = session_->Http(Get("/drops"));
+  ASSERT_TRUE(drops.ok()) << drops.status().ToString();
+  EXPECT_EQ(drops->body, "1") << "the dropped request was sent once";
 }
 
 TEST_F(HttpOverSshTest, PerRequestTimeoutAndRefusedPort) {

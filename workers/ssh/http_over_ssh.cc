@@ -175,7 +175,7 @@ std::optional<std::string> HttpResponse::Header(std::string_view name) const {
   return std::nullopt;
 }
 
-Result<std::string> BuildHttpRequest(const HttpRequest& req) {
+Result<std::string> BuildHttpRequest(const HttpRequest& req, bool keep_alive) {
   if (req.method.empty() || HasCtl(req.method, false)) {
     return Status::Invalid(fmt::format("invalid HTTP method '{}'", req.method));
   }
@@ -185,8 +185,8 @@ Result<std::string> BuildHttpRequest(const HttpRequest& req) {
   if (req.remote_port <= 0 || req.remote_port > 65535) {
     return Status::Invalid(fmt::format("invalid remote_port {}", req.remote_port));
   }
-  std::string out = fmt::format("{} {} HTTP/1.1\r\nHost: {}:{}\r\nConnection: close\r\n",
-                                req.method, req.path, req.remote_host, req.remote_port);
+  std::string out = fmt::format("{} {} HTTP/1.1\r\nHost: {}:{}\r\nConnection: {}\r\n", req.method, req.path,
+                                req.remote_host, req.remote_port, keep_alive ? "keep-alive" : "close");
   bool has_ct = false;
   for (const auto& [k, v] : req.headers) {
     if (k.empty() || HasCtl(k, false) || k.find(':') != std::string::npos || HasCtl(v, true)) {
@@ -209,6 +209,13 @@ bool HttpResponseComplete(std::string_view raw, bool head_request) {
   HttpResponse r;
   std::string err;
   return ParseImpl(raw, head_request, false, &r, &err) == Parse::kComplete;
+}
+
+bool HttpConnectionReusable(std::string_view raw, const HttpResponse& parsed) {
+  if (raw.substr(0, 9) != "HTTP/1.1 ") return false;
+  for (const auto& [k, v] : parsed.headers)
+    if (IEquals(k, "Connection") && IEquals(Trim(v), "close")) return false;
+  return true;
 }
 
 Result<HttpResponse> ParseHttpResponse(std::string_view raw, bool head_request) {
@@ -263,10 +270,17 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
     ssh_channel ch;
     std::string raw;
     internal::Clock::time_point start, deadline;
+    bool keep_alive = false;  // the request asked to keep the connection for the next one
+    bool reused = false;      // sent on a channel a response before it came on
   };
   std::vector<Slot> active;
   size_t next = 0;
   const size_t limit = static_cast<size_t>(std::max(1, concurrency));
+  // The request after `next` goes to the same place: worth keeping a channel for.
+  const auto more_to = [&](size_t after, const HttpRequest& req) {
+    return after < reqs.size() && reqs[after].remote_host == req.remote_host &&
+           reqs[after].remote_port == req.remote_port;
+  };
   auto finish = [&](Slot& s, Result<HttpResponse> r, bool free_channel) {
     if (free_channel) {
       if (ssh_channel_is_closed(s.ch) == 0) ssh_channel_close(s.ch);
@@ -290,18 +304,42 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
     active.clear();
     DisconnectLocked();
   };
+  // Sends request i on the slot's channel (open, or kept from the response
+  // before); false when it could not be sent (the slot is then finished).
+  auto send = [&](Slot& slot, size_t i) -> bool {
+    const HttpRequest& req = reqs[i];
+    slot.idx = i;
+    slot.raw.clear();
+    slot.start = internal::Clock::now();
+    slot.deadline = slot.start + req.timeout;
+    slot.keep_alive = more_to(next, req);
+    auto wire = BuildHttpRequest(req, slot.keep_alive);
+    if (!wire.ok()) {
+      finish(slot, Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument, wire.status().message()), true);
+      return false;
+    }
+    const std::string& w = wire.value();
+    if (ssh_channel_write(slot.ch, w.data(), static_cast<uint32_t>(w.size())) == SSH_ERROR) {
+      if (!AliveLocked()) {
+        active.push_back(std::move(slot));
+        lose_all();
+        return false;
+      }
+      finish(slot, Fail(SshErrorKind::kChannelFailed, Code::kUnavailable,
+                        "cannot send HTTP request: " + LibError()), true);
+      return false;
+    }
+    Note(internal::Stat::kPayloadOut, static_cast<int64_t>(w.size()));
+    return true;
+  };
 
   char buf[32768];
   while (next < reqs.size() || !active.empty()) {
     while (active.size() < limit && next < reqs.size()) {
       const size_t i = next++;
       const HttpRequest& req = reqs[i];
-      Slot slot{i, nullptr, {}, internal::Clock::now(), {}};
-      slot.deadline = slot.start + req.timeout;
-      auto wire = BuildHttpRequest(req);
-      if (!wire.ok()) {
-        results[i] = Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
-                          wire.status().message());
+      if (auto wire = BuildHttpRequest(req); !wire.ok()) {
+        results[i] = Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument, wire.status().message());
         continue;
       }
       auto ch = OpenForwardLocked(req);
@@ -314,26 +352,15 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
         }
         continue;
       }
-      slot.ch = ch.value();
-      const std::string& w = wire.value();
-      if (ssh_channel_write(slot.ch, w.data(), static_cast<uint32_t>(w.size())) == SSH_ERROR) {
-        if (!AliveLocked()) {
-          active.push_back(std::move(slot));
-          lose_all();
-          continue;
-        }
-        finish(slot, Fail(SshErrorKind::kChannelFailed, Code::kUnavailable,
-                          "cannot send HTTP request: " + LibError()), true);
-        continue;
-      }
-      Note(internal::Stat::kPayloadOut, static_cast<int64_t>(w.size()));
-      active.push_back(std::move(slot));
+      Slot slot{i, ch.value(), {}, {}, {}};
+      if (send(slot, i)) active.push_back(std::move(slot));
     }
     if (active.empty()) continue;
 
     bool progressed = false;
     auto now = internal::Clock::now();
     auto earliest = active.front().deadline;
+    std::vector<Slot> kept;  // channels whose response allows the next request on them
     for (auto& s : active) {
       bool eof = false;
       while (true) {
@@ -350,27 +377,44 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
         break;
       }
       if (!AliveLocked()) break;
-      const bool head = reqs[s.idx].method == "HEAD";
-      if (s.raw.size() > reqs[s.idx].max_response_bytes) {
+      const HttpRequest& req = reqs[s.idx];
+      const bool head = req.method == "HEAD";
+      const bool complete = !eof && HttpResponseComplete(s.raw, head);
+      if (s.raw.size() > req.max_response_bytes) {
         finish(s, Fail(SshErrorKind::kRemoteError, Code::kIoError,
                        fmt::format("HTTP {} {} to port {}: the response is larger than {} bytes",
-                                   reqs[s.idx].method, reqs[s.idx].path, reqs[s.idx].remote_port,
-                                   reqs[s.idx].max_response_bytes)),
+                                   req.method, req.path, req.remote_port, req.max_response_bytes)),
                true);
         progressed = true;
-      } else if (eof || HttpResponseComplete(s.raw, head)) {
-        auto parsed = ParseHttpResponse(s.raw, head);
-        finish(s, parsed.ok() ? std::move(parsed)
-                              : Result<HttpResponse>(Fail(SshErrorKind::kRemoteError,
-                                                          Code::kCorruption,
-                                                          parsed.status().message())),
+      } else if (eof && s.reused && s.raw.empty()) {
+        // The service ended the kept connection without an answer: whether it
+        // read the request cannot be known, so it is not sent again.
+        finish(s, Fail(SshErrorKind::kRemoteError, Code::kUnavailable,
+                       fmt::format("HTTP {} {} to port {}: the service closed the kept-alive connection before "
+                                   "answering (the request was not sent again: it may have been processed)",
+                                   req.method, req.path, req.remote_port)),
                true);
+        progressed = true;
+      } else if (eof || complete) {
+        auto parsed = ParseHttpResponse(s.raw, head);
+        const bool keep = complete && parsed.ok() && s.keep_alive && HttpConnectionReusable(s.raw, *parsed) &&
+                          more_to(next, req);
+        if (keep) {
+          Slot again{s.idx, s.ch, {}, {}, {}, false, true};
+          finish(s, std::move(parsed), /*free_channel=*/false);
+          kept.push_back(again);
+        } else {
+          finish(s, parsed.ok() ? std::move(parsed)
+                                : Result<HttpResponse>(Fail(SshErrorKind::kRemoteError,
+                                                            Code::kCorruption,
+                                                            parsed.status().message())),
+                 true);
+        }
         progressed = true;
       } else if (now >= s.deadline) {
         finish(s, Fail(SshErrorKind::kTimeout, Code::kTimeout,
                        fmt::format("HTTP {} {} to port {} timed out after {} ms",
-                                   reqs[s.idx].method, reqs[s.idx].path, reqs[s.idx].remote_port,
-                                   reqs[s.idx].timeout.count())),
+                                   req.method, req.path, req.remote_port, req.timeout.count())),
                true);
         progressed = true;
       } else {
@@ -378,11 +422,22 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
       }
     }
     if (!AliveLocked()) {
+      for (Slot& k : kept) active.push_back(k);  // their channels are lost with the rest
       std::erase_if(active, [](const Slot& s) { return s.ch == nullptr; });
       lose_all();
       continue;
     }
     std::erase_if(active, [](const Slot& s) { return s.ch == nullptr; });
+    for (Slot& k : kept) {
+      if (next >= reqs.size()) {  // nothing left for it after all
+        ssh_channel_close(k.ch);
+        ssh_channel_free(k.ch);
+        continue;
+      }
+      const size_t i = next++;
+      Note(internal::Stat::kRoundTrips);  // the request's response, on a channel already open
+      if (send(k, i)) active.push_back(std::move(k));
+    }
     if (!progressed && !active.empty()) {
       internal::SessionPump(session_).Pump(earliest - internal::Clock::now());
     }

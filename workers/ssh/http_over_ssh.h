@@ -1,7 +1,11 @@
 // HTTP/1.1 over SSH direct-tcpip channels: request/response types and the pure
 // request writer / response parser. SshSession::Http and SshSession::HttpMany
 // (implemented in http_over_ssh.cc) carry them over the session; no port is
-// ever opened on the local machine.
+// ever opened on the local machine. HttpMany keeps a channel for the next
+// request to the same host and port when the response allows it (HTTP/1.1
+// keep-alive), so a wave pays one channel open per slot, not per request; a
+// request is never sent twice (a kept connection that the service closes
+// before answering fails that request, saying so).
 #pragma once
 
 #include <chrono>
@@ -44,9 +48,16 @@ struct HttpResponse {
   std::optional<std::string> Header(std::string_view name) const;
 };
 
-// Serialises `req` as an HTTP/1.1 request with Connection: close. Rejects
-// methods/paths/headers containing CR, LF, NUL or (method, path) spaces.
-Result<std::string> BuildHttpRequest(const HttpRequest& req);
+// Serialises `req` as an HTTP/1.1 request with Connection: close (or
+// keep-alive, when the sender means to send another request on the same
+// connection). Rejects methods/paths/headers containing CR, LF, NUL or
+// (method, path) spaces.
+Result<std::string> BuildHttpRequest(const HttpRequest& req, bool keep_alive = false);
+
+// Whether the connection a complete response `raw` came on may carry the
+// next request: an HTTP/1.1 response without "Connection: close" whose end
+// is known without the connection's end (Content-Length, chunked, no body).
+bool HttpConnectionReusable(std::string_view raw, const HttpResponse& parsed);
 
 // True once `raw` holds a whole response (by Content-Length, chunked trailer,
 // or a status that has no body). Responses delimited by EOF are never

@@ -15,6 +15,7 @@
 //     takes is its own time, not a round trip); with stdin data 1 more (the
 //     data goes once the exec was answered); a clock exchange 1 per sample;
 //   * an HTTP request over a direct-tcpip channel: 2 (open, request/response);
+//     1 on a channel kept from the answer before it (keep-alive);
 //   * the SFTP subsystem's start: kSftpStartRoundTrips (open, subsystem,
 //     version) once per connection;
 //   * SFTP: stat 1; read 2 (open, close) + 1 per read request (the last
@@ -40,7 +41,7 @@ struct SshStats {
   int64_t commands = 0;          // remote commands started (Exec calls that got going)
   int64_t exec_channels = 0;     // commands that had a channel of their own (stdin data, no command shell)
   int64_t shell_channels = 0;    // command shells started (command_shell_protocol.h)
-  int64_t forward_channels = 0;  // direct-tcpip channels opened = HTTP requests sent
+  int64_t forward_channels = 0;  // direct-tcpip channels opened (each for one HTTP request or several kept alive)
   int64_t sftp_sessions = 0;     // SFTP subsystems opened (one per connection)
   int64_t sftp_ops = 0;          // ReadFile / ListDir / Stat / WriteFile calls
   int64_t payload_out = 0;       // bytes sent as payload: stdin, SFTP writes, HTTP requests
