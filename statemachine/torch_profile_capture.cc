@@ -207,10 +207,10 @@ CaptureVerdict JudgeCapture(const run_specs::TorchProfileSpec& spec,
   for (const std::string& f : needed)
     if (std::find(r.profiler_fields().begin(), r.profiler_fields().end(), f) == r.profiler_fields().end())
       missing.push_back(f);
-  const std::optional<int64_t> disk =
-      r.has_disk_free_bytes() ? std::optional<int64_t>(r.disk_free_bytes()) : std::nullopt;
-  const std::optional<int64_t> mem =
-      r.has_mem_available_bytes() ? std::optional<int64_t>(r.mem_available_bytes()) : std::nullopt;
+  // The target's means as it reported them (a field it did not report is null
+  // in the record and judges nothing).
+  const bool has_disk = r.has_disk_free_bytes(), has_mem = r.has_mem_available_bytes();
+  const int64_t disk = r.disk_free_bytes(), mem = r.mem_available_bytes();
   if (!needed.empty() && !r.fields_read()) {
     v.error_kind = "capture_unsupported";
     v.error = fmt::format(
@@ -229,26 +229,26 @@ CaptureVerdict JudgeCapture(const run_specs::TorchProfileSpec& spec,
         "{} out, or upgrade vLLM (vllm-ascend) to one whose ProfilerConfig declares {}",
         fmt::join(flags, ", "), fmt::join(missing, ", "), flags.size() == 1 ? "that flag" : "those flags",
         missing.size() == 1 ? "it" : "them");
-  } else if (disk && e.disk_bytes > *disk) {
+  } else if (has_disk && e.disk_bytes > disk) {
     v.error_kind = "capture_budget";
     v.error = fmt::format(
         "capture estimate {} exceeds free disk {} under {} (rule: {}); nothing was launched — free disk there, "
         "or narrow the window (--profile-max-iterations, fewer requests or tokens)",
-        BytesText(e.disk_bytes), BytesText(*disk), r.probe_dir(), e.rule);
-  } else if (mem && e.memory_bytes > *mem) {
+        BytesText(e.disk_bytes), BytesText(disk), r.probe_dir(), e.rule);
+  } else if (has_mem && e.memory_bytes > mem) {
     v.error_kind = "capture_budget";
     v.error = fmt::format(
         "capture estimate needs {} of memory for analyse() but the target has {} available (rule: {}); nothing "
         "was launched — free memory there, or narrow the window (--profile-max-iterations, fewer requests or "
         "tokens)",
-        BytesText(e.memory_bytes), BytesText(*mem), e.rule);
+        BytesText(e.memory_bytes), BytesText(mem), e.rule);
   }
   v.record = json{{"ok", v.error_kind.empty()},
                   {"error_kind", v.error_kind},
                   {"error", v.error},
                   {"probe_dir", r.probe_dir()},
-                  {"disk_free_bytes", Opt(disk)},
-                  {"mem_available_bytes", Opt(mem)},
+                  {"disk_free_bytes", has_disk ? json(disk) : json(nullptr)},
+                  {"mem_available_bytes", has_mem ? json(mem) : json(nullptr)},
                   {"layers", Opt(layers)},
                   {"steps", e.steps},
                   {"estimate_layers", e.layers},

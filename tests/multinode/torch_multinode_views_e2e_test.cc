@@ -221,8 +221,11 @@ TEST_F(TorchMultiNodeViewsE2E, CrossRankViewOneClockInTheTraceAndOneProfileRootO
     ASSERT_TRUE(truth.count(row["original_name"].get<std::string>()));
     EXPECT_EQ(row["machine"], truth.at(row["original_name"].get<std::string>()).machine);
     // The offset the trace used for that node.
-    for (const auto& o : offs)
-      if (o["machine"] == row["machine"]) EXPECT_EQ(row["clock_offset_ms"], o["offset_ms"]) << row.dump();
+    for (const auto& o : offs) {
+      if (o["machine"] == row["machine"]) {
+        EXPECT_EQ(row["clock_offset_ms"], o["offset_ms"]) << row.dump();
+      }
+    }
     EXPECT_NE(ReadAll(dir + "/analyse.log").find("Start parsing profiling data"), std::string::npos);
   }
   EXPECT_EQ(names.size(), 4u);
