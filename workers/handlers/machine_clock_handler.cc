@@ -98,7 +98,11 @@ json MeasureOne(const tasks::Machine& machine, int samples, TaskContext& ctx) {
     out["error"] = target.status().message();
     return out;
   }
-  auto session = ctx.pool.Get(*target);
+  // A connection of its own for the exchange (the shared one when nobody
+  // holds it): the exchange holds its session for every sample, and a task
+  // beside it on the same node (the profile listing after the stop, a
+  // readiness poll) must not queue behind it.
+  auto session = ctx.pool.Acquire(*target);
   std::string method, last_error;
   std::vector<ssh::ClockSample> got;
   auto exchanged = session->ClockExchange(samples, std::chrono::seconds(10));
