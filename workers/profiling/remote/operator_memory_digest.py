@@ -178,6 +178,11 @@ def digest_rank(d, top_n, max_bytes):
         out["window"] = {"first_us": st["first"], "last_us": st["last"], "max_reserved_mb": st["max_res"],
                          "pta_rows": st["pta"]}
         out["device_id"] = st["dev"]
+    if out["device_id"] is None:  # the memory record did not say: the rank's one device_<id> dir
+        ids = sorted({n.rsplit("_", 1)[1] for n in glob.glob(os.path.join(glob.escape(d), "PROF_*", "device_*"))
+                      if n.rsplit("_", 1)[1].isdigit()})
+        if len(ids) == 1 and len(ids[0]) < 6:
+            out["device_id"] = int(ids[0])
     peak_t = out["peak"]["timestamp_us"] if out["peak"] else None
     heap = []  # (size, -row, op): the top_n largest live at the peak
 
