@@ -829,10 +829,13 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     json r = answer;
     r["blob"] = BlobOf(task, step + "_response.txt");
     Record(d, step, r);  // data.profile_start / profile_stop
-    if (!result.As<results::TorchProfileControlResult>().ok())
-      d.Emit(kMemStepFailed, json{{"step", "operator_memory_window"}, {"error_kind", "profile_http_failed"},
-                                  {"error", fmt::format("POST /{} answered {}: the operator memory may be missing",
-                                                        r.value("action", step), r.value("status", json()).dump())}});
+    const auto& ctl = result.As<results::TorchProfileControlResult>();
+    if (!ctl.ok())
+      d.Emit(kMemStepFailed,
+             json{{"step", "operator_memory_window"}, {"error_kind", "profile_http_failed"},
+                  {"error", fmt::format("POST /{} answered {}: the operator memory may be missing", ctl.action(),
+                                        ctl.status().has_number_value() ? fmt::format("{}", ctl.status().number_value())
+                                                                        : std::string("nothing"))}});
   } else if (task.kind == kMemOperatorMemoryTask) {
     json r = answer;
     r["blob"] = BlobOf(task, "operator_memory_digest.json");
