@@ -161,7 +161,9 @@ TEST(OperatorMemoryReport, AnUnreadableRecordLeavesEveryDeviceUnavailableAndTheR
 
 json StandaloneSpec() {
   return {{"machine", "m1"},
-          {"machine_record", {{"name", "m1"}, {"host", "127.0.0.1"}, {"user", "u"}}},
+          {"machine_record",
+           {{"name", "m1"}, {"host", "127.0.0.1"}, {"port", 22}, {"user", "u"}, {"runtime_base", "/tmp/rt"},
+            {"env_script", ""}}},
           {"model", "/models/x"},
           {"operator_memory", true}};
 }
