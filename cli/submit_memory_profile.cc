@@ -29,7 +29,8 @@ struct MemOpts {
   int tp = 1, dp = 1, port = 0, max_model_len = 2048, max_tokens = 128, mem_freq = 50;
   double gmu = 0.85;
   int64_t health_timeout = 300, export_timeout = 1800, flush_s = 0, flush_timeout = 300, stop_grace = 30;
-  bool expert_parallel = false, eager = false, install_wrapper = false;
+  bool expert_parallel = false, eager = false, install_wrapper = false, operator_memory = false;
+  int operator_memory_top = 10;
   std::vector<std::string> extra;
 };
 
@@ -126,6 +127,11 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
                   "on timeout the run goes on with what exists");
   cmd->add_option("--flush-seconds", o->flush_s,
                   "Minimum wait after the stop before polling for msprof's flush (default 0)");
+  cmd->add_flag("--operator-memory", o->operator_memory,
+                "torch_npu memory profiling of the inference window: the operators holding memory at the activation "
+                "peak and the fragmentation there (standalone, one node)");
+  cmd->add_option("--operator-memory-top", o->operator_memory_top, "Operators listed per device at the peak (default 10)")
+      ->check(CLI::Range(1, 100));
   cmd->add_option("--attach", o->attach, "Profile the service of this serve run (attach mode)");
   cmd->add_option("--baseline-from", o->baseline_from,
                   "Baseline npu-smi: a saved npu-smi file, a run directory, or a run id");
@@ -147,6 +153,11 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
     spec["flush_timeout_s"] = o->flush_timeout;
     if (!o->prompt.empty()) spec["prompt"] = o->prompt;
     if (!o->image_url.empty()) spec["image_url"] = o->image_url;
+    // Given to every mode: the validation refuses it, naming the field, where it cannot run.
+    if (o->operator_memory) {
+      spec["operator_memory"] = true;
+      spec["operator_memory_top"] = o->operator_memory_top;
+    }
     if (!dep->nodes.empty() && (o->install_wrapper || !o->attach.empty()))
       return Fail(2, "--node is for a standalone memory-profile (--model ...): --attach and --install-wrapper run on "
                      "one machine");

@@ -23,6 +23,8 @@
 #include "statemachine/memory_profile_spec.h"
 #include "statemachine/memory_profile_steps.h"
 #include "statemachine/memory_report.h"
+#include "statemachine/operator_memory_steps.h"
+#include "statemachine/torch_profile_tasks.h"
 #include "statemachine/run_state_queries.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/task_payload.h"
@@ -185,6 +187,7 @@ struct View {
       case MemSkip::kNotLive: return ServeEnded() || Failed("ready");
       case MemSkip::kServeEnded: return ServeEnded();
       case MemSkip::kNotWrapped: return !Wrapped();
+      case MemSkip::kNoOperatorMemory: return !Standalone(s) || !Spec(s).operator_memory();
     }
     return false;
   }
@@ -221,6 +224,8 @@ std::string StepOf(const TaskInfo& t) {
   if (t.kind == kMemWaitFlushTask) return PayloadOf<tasks::MemoryWaitFlush>(t).step();
   if (t.kind == kMemExportTask) return PayloadOf<tasks::MemoryExport>(t).step();
   if (t.kind == kMemCollectTask) return PayloadOf<tasks::MemoryCollectCsvs>(t).step();
+  if (t.kind == kMemOperatorMemoryTask) return PayloadOf<tasks::MemoryOperatorMemory>(t).step();
+  if (t.kind == kTpControlTask) return PayloadOf<tasks::TorchProfileControl>(t).role();  // profile_start | profile_stop
   return "";
 }
 
@@ -505,6 +510,12 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     p.set_msprof_dir(msprof_dir);
     p.set_stdout_log(v.LogOf(svc.stdout_log(), svc.runtime_dir(), "stdout.log"));
     p.set_timeout_s(Spec(s).export_timeout_s() + 60);
+    send(p);
+  } else if (step == "profile_start" || step == "profile_stop") {
+    auto p = OperatorMemoryControl(step, svc.has_port() ? std::optional<int64_t>(svc.port()) : std::nullopt);
+    send(p);
+  } else if (step == "operator_memory") {
+    auto p = OperatorMemoryTask(Spec(s), rt, step);
     send(p);
   } else if (step == "msprof") {
     tasks::MemoryCollectCsvs p;
@@ -814,6 +825,22 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     if (View(d.state()).Done("export"))  // every node's
       for (const auto& [id, t] : d.state().timers)
         if (t.armed && t.purpose == "export_timeout") d.CancelTimer(id);
+  } else if (task.kind == kTpControlTask) {
+    json r = answer;
+    r["blob"] = BlobOf(task, step + "_response.txt");
+    Record(d, step, r);  // data.profile_start / profile_stop
+    const auto& ctl = result.As<results::TorchProfileControlResult>();
+    if (!ctl.ok())
+      d.Emit(kMemStepFailed,
+             json{{"step", "operator_memory_window"}, {"error_kind", "profile_http_failed"},
+                  {"error", fmt::format("POST /{} answered {}: the operator memory may be missing", ctl.action(),
+                                        ctl.status().has_number_value() ? fmt::format("{}", ctl.status().number_value())
+                                                                        : std::string("nothing"))}});
+  } else if (task.kind == kMemOperatorMemoryTask) {
+    json r = answer;
+    r["blob"] = BlobOf(task, "operator_memory_digest.json");
+    r["file"] = "operator_memory_digest.json";
+    Record(d, "operator_memory", r);
   } else if (task.kind == kMemCollectTask) {
     json m = answer;
     const json& blobs = Field(task.result, "blobs");
@@ -992,7 +1019,8 @@ json EvidenceOf(const View& v) {
              {"tp", or_spec(v.svc.tp(), Spec(s).tp())},
              {"dp", or_spec(v.svc.dp(), Spec(s).dp())},
              {"devices", devices.is_array() ? devices : json::array()}};
-  for (const char* f : {"baseline", "after_ready", "after_infer", "vllm_log", "msprof", "weights", "theory"})
+  for (const char* f : {"baseline", "after_ready", "after_infer", "vllm_log", "msprof", "weights", "theory",
+                        "operator_memory"})
     if (s.data.contains(f) && s.data[f].is_object()) ev[f] = s.data[f];
   if (!ev.contains("msprof")) {
     std::string st = v.Wrapped() ? "not_collected" : "not_wrapped";

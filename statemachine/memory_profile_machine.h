@@ -44,6 +44,7 @@ inline constexpr const char* kMemExportTask = "memory.export";
 inline constexpr const char* kMemCollectTask = "memory.collect_csvs";
 inline constexpr const char* kMemWeightsTask = "memory.weights";
 inline constexpr const char* kMemWaitFlushTask = "memory.wait_flush";
+inline constexpr const char* kMemOperatorMemoryTask = "memory.operator_memory";
 
 // Kind events: the evidence records of memory_profile_events.h (payload ->
 // data[field]); the generic form {"field","value"} -> data[field] = value;

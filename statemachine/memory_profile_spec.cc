@@ -4,6 +4,7 @@
 
 #include "common/json_depth.h"
 #include "statemachine/deployment_spec.h"
+#include "statemachine/operator_memory_steps.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 
@@ -101,6 +102,28 @@ Status CheckLiveFields(json& spec) {
   return CheckIntRange(spec, "attach_ready_timeout_s", 60, 1, 3600);
 }
 
+// operator_memory (bool, default false) and operator_memory_top (1..100,
+// default 10): standalone on one node only, and the profiler config is the
+// run's own.
+Status CheckOperatorMemory(json& spec, const std::string& mode) {
+  if (Status s = CheckBool(spec, "operator_memory"); !s.ok()) return s;
+  if (Status s = CheckIntRange(spec, "operator_memory_top", 10, 1, 100); !s.ok()) return s;
+  if (!spec["operator_memory"].get<bool>()) return Status::Ok();
+  if (mode != "standalone")
+    return Status::Invalid(fmt::format("operator_memory: only a standalone memory-profile profiles operator memory "
+                                       "(this one is {}); drop --operator-memory or run it standalone",
+                                       mode));
+  if (IsSet(spec, "nodes"))
+    return Status::Invalid("operator_memory: a memory-profile over several nodes cannot profile operator memory "
+                           "yet; drop --operator-memory or run it on one node");
+  if (spec.contains("extra_args") && spec["extra_args"].is_array())
+    for (const auto& a : spec["extra_args"])
+      if (a.is_string() && a.get<std::string>().rfind("--profiler-config", 0) == 0)
+        return Status::Invalid("operator_memory: the run sets vLLM's --profiler-config itself; drop it from the "
+                               "extra arguments");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateMemorySpec(json& spec) {
@@ -111,6 +134,7 @@ Status ValidateMemorySpec(json& spec) {
     return Status::Invalid("mode must be standalone, attach or install_wrapper");
   if (Status s = CheckLiveFields(spec); !s.ok()) return s;
   if (Status s = CheckBaseline(spec); !s.ok()) return s;
+  if (Status s = CheckOperatorMemory(spec, mode); !s.ok()) return s;
 
   if (mode != "standalone" && IsSet(spec, "nodes"))
     return Status::Invalid(fmt::format("nodes: a {} memory-profile runs on one machine; only a standalone "
@@ -183,6 +207,7 @@ std::vector<std::string> MemoryServeArgs(const run_specs::MemoryProfileSpec& spe
   given(spec.has_compilation_config(), spec.compilation_config(), "--compilation-config");
   given(spec.has_additional_config(), spec.additional_config(), "--additional-config");
   given(spec.has_quantization(), spec.quantization(), "--quantization");
+  for (std::string& x : OperatorMemoryServeArgs(spec)) a.push_back(std::move(x));
   return a;
 }
 

@@ -17,20 +17,27 @@ using C = MemCleanup;
 // -> safetensors headers -> flush wait -> msprof export -> CSV collection.
 // The headers are read while the service stops (early): they need nothing
 // from the service, and the stop waits seconds for msprof's flush and export.
-constexpr std::array<MemStep, 13> kStandalone = {{
+// With operator_memory (kNoOperatorMemory passes them over otherwise), the
+// inference runs between /start_profile and /stop_profile, and
+// operator_memory (analyse() + the digest of each rank's operator CSVs)
+// comes last; none of the three is critical.
+constexpr std::array<MemStep, 16> kStandalone = {{
     {.name = "preflight", .critical = true},
     {.name = "baseline", .critical = true},
     {.name = "service", .service_up = true, .critical = true},
     {.name = "ready", .service_up = true, .critical = true},
     {.name = "after_ready", .service_up = true},
     {.name = "vllm_log", .service_up = true, .cleanup = C::kOnFailure},
+    {.name = "profile_start", .skip = S::kNoOperatorMemory, .service_up = true},
     {.name = "inference", .service_up = true},
+    {.name = "profile_stop", .skip = S::kNoOperatorMemory, .service_up = true},
     {.name = "after_infer", .service_up = true},
     {.name = "stopped", .cleanup = C::kOnFailureOrCancel, .critical = true},
     {.name = "weights", .early = true},
     {.name = "flushed"},
     {.name = "export"},
     {.name = "msprof"},
+    {.name = "operator_memory", .skip = S::kNoOperatorMemory},
 }};
 
 // Live phases while the serve run's service runs (never stopped by this run),

@@ -40,6 +40,7 @@ enum class MemSkip : uint8_t {
   kNotLive,     // attach: the serve run has ended, or it did not answer the readiness check
   kServeEnded,  // attach: the serve run has ended (nothing left to wait for)
   kNotWrapped,  // attach: the service ran without the msprof wrap script (there is no msprof data)
+  kNoOperatorMemory,  // standalone: the spec did not ask for operator memory (operator_memory false)
 };
 
 // Whether the failure / cancel path of a run that launched a service runs the step.

@@ -7,6 +7,7 @@
 //     "cross_validation": {...}}],
 //  "weights_breakdown": {...}|null, "evidence_chain": [...], "notes": [...]}
 #include "statemachine/memory_report.h"
+#include "statemachine/operator_memory_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -638,6 +639,7 @@ json NodeReport(const json& ev) {
     notes.push_back("msprof data missing: HCCL / RUNTIME / SLOG are not attributed and stay in the residual");
   if (!Field(ev, "baseline").is_object())
     notes.push_back("no baseline: fixed overhead unavailable (pass --baseline-from RUN|FILE)");
+  AddOperatorMemory(Field(ev, "operator_memory"), devs, notes);  // --operator-memory (operator_memory_report.h)
   const std::string mstatus = msprof.is_object() ? msprof.value("status", "unknown") : "not_collected";
   if (mstatus == "export_timeout")
     notes.push_back("msprof export timed out: the report uses whatever CSVs existed");

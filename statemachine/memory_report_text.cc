@@ -1,4 +1,5 @@
 #include "statemachine/memory_report_text.h"
+#include "statemachine/operator_memory_text.h"
 
 #include <map>
 
@@ -163,6 +164,7 @@ std::string RenderMemoryReportText(const json& r, const std::string& lang) {
       out += fmt::format("  {:<22} {:+.2f}%\n", zh ? "权重 vs 理论值:" : "weights vs theory:",
                          xv["weights_vs_theory_pct"].get<double>());
     out += fmt::format("  {:<22} {}\n\n", std::string(w.scope) + ":", d.value("msprof_scope", "none"));
+    if (d.contains("operator_memory")) out += RenderOperatorMemoryText(d["operator_memory"], zh);
   }
 
   if (r.contains("nodes") && r["nodes"].is_array()) out += DeploymentTotals(r, zh);

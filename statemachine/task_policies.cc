@@ -63,6 +63,9 @@ constexpr std::array kPolicies = {
     NamedTaskPolicy{"memory-profile", kMemWaitFlushTask, Tries(3, 60), "poll until msprof has exited and flushed"},
     NamedTaskPolicy{"memory-profile", kMemExportTask, Tries(3, 120), "msprof --export of the PROF directories"},
     NamedTaskPolicy{"memory-profile", kMemCollectTask, Tries(3, 300), "read and parse every device's CSVs"},
+    NamedTaskPolicy{"memory-profile", kTpControlTask, Tries(2, 60), "--operator-memory: POST /start_profile or /stop_profile"},
+    NamedTaskPolicy{"memory-profile", kMemOperatorMemoryTask, Tries(3, 60),
+                    "--operator-memory: analyse() of every rank (re-attached on retry), then its digest"},
 };
 
 const NamedTaskPolicy* Find(std::string_view scheduler, std::string_view task_kind) {

@@ -7,6 +7,7 @@
 
 #include "common/utf8.h"
 #include "views/charts.h"
+#include "views/html_operator_memory.h"
 
 namespace npuprof::views {
 
@@ -182,7 +183,8 @@ double Origin(const HbmSeriesSet& set) {
 }
 
 // The curve of device `dev` of `machine` ("" for a run on one machine).
-std::string DeviceCurve(int dev, const std::string& machine, const HbmSeriesSet& set, const Words& w) {
+std::string DeviceCurve(int dev, const std::string& machine, const HbmSeriesSet& set, const Words& w,
+                        const json& operator_memory = nullptr) {
   std::string out = Heading(3, w(kHbmOverTime));
   const double origin = Origin(set);
   TimeChartInput in;
@@ -202,6 +204,8 @@ std::string DeviceCurve(int dev, const std::string& machine, const HbmSeriesSet&
     if (p.end_us) ph.end_s = (*p.end_us - origin) / 1e6;
     in.phases.push_back(std::move(ph));
   }
+  // --operator-memory: the peak and its top operator (html_operator_memory.h).
+  if (auto marker = OperatorPeakMarker(operator_memory, origin, w.zh())) in.phases.push_back(std::move(*marker));
   for (const auto& pk : set.peaks) {
     if (pk.device_id != dev || pk.machine != machine) continue;
     in.peak = TimePeak{(pk.t_us - origin) / 1e6, pk.peak_mb, pk.base_mb,
@@ -331,7 +335,8 @@ std::string Render(const json& doc, const json& report, const HbmSeriesSet& set,
     body += ComponentTable(d, w, zh);
     body += CrossValidation(d, w, zh);
     const json& id = Field(d, "device_id");
-    if (id.is_number_integer()) body += DeviceCurve(id.get<int>(), machine, set, w);
+    if (id.is_number_integer()) body += DeviceCurve(id.get<int>(), machine, set, w, Field(d, "operator_memory"));
+    body += OperatorMemoryHtml(Field(d, "operator_memory"), zh);
     body += "</section>\n";
   }
   body += WeightsBreakdown(Field(report, "weights_breakdown"), w, zh);

@@ -37,7 +37,7 @@ TEST(MemoryProgress, EveryStepOfEveryModeNamesAnEvidenceField) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 13 + 9 + 1) << "standalone 13 task steps, attach 9, install_wrapper 1";
+  EXPECT_EQ(checked, 16 + 9 + 1) << "standalone 16 task steps (3 of them --operator-memory), attach 9, install_wrapper 1";
 }
 
 TEST(MemoryProgress, WhatTheFoldRecordedIsDone) {

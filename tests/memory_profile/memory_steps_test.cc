@@ -43,6 +43,10 @@ const Moves kWalk = {
     // attach: the wait for the serve run's end, then the msprof steps when wrapped
     {"weights", "awaiting_service_stop"}, {"weights", "flushed"}, {"weights", "completed"},
     {"awaiting_service_stop", "flushed"}, {"awaiting_service_stop", "completed"},
+    // standalone --operator-memory: the profile window around the inference, the digest last
+    {"vllm_log", "profile_start"}, {"profile_start", "inference"}, {"inference", "profile_stop"},
+    {"profile_stop", "after_infer"}, {"msprof", "operator_memory"}, {"operator_memory", "completed"},
+    {"profile_start", "stopped"}, {"profile_stop", "stopped"},
     // install_wrapper
     {"preflight", "completed"},
 };
@@ -50,7 +54,8 @@ const Moves kWalk = {
 const std::vector<std::string> kWorking = {"queued",   "preflight", "baseline",    "service",
                                            "ready",    "after_ready", "vllm_log",  "inference",
                                            "after_infer", "stopped", "weights",    "flushed",
-                                           "export",   "msprof",    "awaiting_service_stop"};
+                                           "export",   "msprof",    "awaiting_service_stop",
+                                           "profile_start", "profile_stop", "operator_memory"};
 
 const TransitionTable& Table() { return DefaultKinds().Find("memory-profile")->transitions(); }
 

@@ -26,7 +26,8 @@ TEST(TaskPolicies, OneEntryPerSchedulerAndTaskKindEachWithAReason) {
       kProbeTask,         kMachineCheckTask,   kServiceLaunchTask, kServiceWaitReadyTask, kServiceStopTask,
       kTpPrepareImageTask, kTpControlTask,     kTpRequestsTask,    kTpListDirsTask,       kTpAnalyseRankTask,
       kTpWaitFlushTask,   kTpCaptureCheckTask, kMemPreflightTask,   kMemNpuSmiTask,     kMemLogsTask,          kMemInferTask,
-      kMemExportTask,     kMemCollectTask,     kMemWeightsTask,    kMemWaitFlushTask, kMachineClockTask};
+      kMemExportTask,     kMemCollectTask,     kMemWeightsTask,    kMemWaitFlushTask, kMachineClockTask,
+      kMemOperatorMemoryTask};
   std::set<std::pair<std::string, std::string>> seen;
   for (const NamedTaskPolicy& p : TaskPolicies()) {
     const std::string who(p.scheduler), task(p.task_kind);

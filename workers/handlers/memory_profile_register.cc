@@ -14,6 +14,7 @@ void RegisterMemoryProfileHandlers(WorkerRuntime& runtime) {
   RegisterTyped(runtime, MemCollectCsvs);
   RegisterTyped(runtime, MemWeights);
   RegisterTyped(runtime, MemWaitFlush);
+  RegisterTyped(runtime, MemOperatorMemory);
 }
 
 }  // namespace npuprof::workers

@@ -58,6 +58,10 @@ TaskOutcome MemExport(const tasks::MemoryExport& p, const proto::Task& task, Tas
 TaskOutcome MemCollectCsvs(const tasks::MemoryCollectCsvs& p, const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemWeights(const tasks::MemoryWeights& p, const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemWaitFlush(const tasks::MemoryWaitFlush& p, const proto::Task& task, TaskContext& ctx);
+// memory.operator_memory (memory_operator_memory_handler.cc): analyse() then
+// the operator-memory digest of every rank under profile_root.
+// -> {profile_root, ranks: [OperatorMemoryRankJson], note}; blob operator_memory_digest.json.
+TaskOutcome MemOperatorMemory(const tasks::MemoryOperatorMemory& p, const proto::Task& task, TaskContext& ctx);
 
 // The msprof wrap script (receives the _serve.sh path and the runtime dir;
 // execs msprof around `bash _serve.sh` with output <runtime>/msprof_data).

@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 
-from . import bulk_rows, host_view, sim_clock, sim_root, work_timeline
+from . import bulk_rows, host_view, operator_memory_model, sim_clock, sim_root, work_timeline
 
 # One JSON line per analyse() of a directory, appended inside that directory
 # when the invocation starts (so an invocation killed mid-way still counts).
@@ -314,6 +314,7 @@ def _analyse_dir(path, cfg, t0, raw_mb):
                 f.write('%s,"",,%.3f,%.3f,0,0,0,0\n' % (op["name"], op["dur"], op["dur"]))
     else:
         _log("WARNING", "Failed to parse framework data: torch.op_range not found in %s" % path)
+    operator_memory_model.analyse(path, out)
     with open(os.path.join(out, "analyse.done"), "w") as f:
         f.write("%d\n" % rows)  # the kernel rows written (the timeline's kernel_rows)
     _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))

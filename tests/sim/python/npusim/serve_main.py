@@ -115,6 +115,7 @@ class Service(RequestsMixin):
         self.profiler_enabled = bool(pc.get("profiler")) or bool(env_dir)
         self.profiler_dir = os.path.abspath(pc.get("torch_profiler_dir") or env_dir or "./vllm_profile")
         self.profiler_with_stack = bool(pc.get("torch_profiler_with_stack", True))
+        self.profiler_with_memory = bool(pc.get("torch_profiler_with_memory", False))  # operator_memory_model.py
 
     # ---- helpers -------------------------------------------------------------
     def _msprof_options(self):

@@ -12,11 +12,13 @@ Two levels, as in vLLM:
     the wave (every DP engine steps while any request runs, so every
     node's HBM shows it), and each rank's *_ascend_pt at /stop_profile
     with the kernels of the requests its DP rank ran."""
+import json
 import os
 import signal
 import time
 
-from . import bulk_rows, kernel_model, sim_clock, sim_root, torch_finalise, torch_profile_writer, work_timeline
+from . import (bulk_rows, kernel_model, operator_memory_model, sim_clock, sim_root, torch_finalise,
+               torch_profile_writer, work_timeline)
 
 REQUESTS_LOG_MAX = 1000  # requests kept in truth.requests_log / engine_requests_log
 
@@ -243,6 +245,8 @@ class RequestsMixin:
                      "kernels_last_end_us": ((bulk_rows.last_end_us(tasks, bulk) if bulk else
                                               round(max(t["start_us"] + t["dur_us"] for t in tasks), 3))
                                              if tasks else None)}
+            if getattr(self, "profiler_with_memory", False):
+                entry["operator_memory"] = self._operator_memory_plan(trace, rk, t_stop)
             fin = torch_finalise.RankFinalise(
                 trace, torch_profile_writer.cpu_ops(mine, rk["pid"]), tasks, entry["finalise_delay_s"],
                 entry["hang"], t_stop, framework_ops=entry["framework_ops"], device_data=entry["device_data"],
@@ -257,6 +261,21 @@ class RequestsMixin:
                                      + [e["dir"] for _f, e in started]})
         for fin, _e in started:
             fin.start()
+
+    def _operator_memory_plan(self, trace, rk, t_stop):
+        """torch_profiler_with_memory: the rank's operators in the window (operator_memory_model.py),
+        kept in FRAMEWORK/ for analyse(); -> the truth (plus the fault the rank's CSVs get, if any)."""
+        base = 0.0
+        for pr in self.plan["ranks"]:
+            if pr["rank"] == rk["rank"]:
+                base = pr["components_mb"]["weights"] + pr["components_mb"]["kv_cache"]
+        p = operator_memory_model.plan(rk["rank"], rk["device"], self.window_start * 1e6, t_stop * 1e6,
+                                       self.plan["activation_mb"], base, self.cfg)
+        faults = sim_root.fault(self.cfg, "operator_memory_csv") or {}
+        p["fault"] = faults.get(str(rk["rank"])) if isinstance(faults, dict) else None
+        with open(os.path.join(trace["path"], "FRAMEWORK", operator_memory_model.PLAN_FILE), "w") as f:
+            json.dump(p, f)
+        return dict(p["truth"], fault=p["fault"])
 
     def _finalised(self, fin, entry):
         with self.truth_lock:

@@ -12,6 +12,8 @@ SIM_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file
 TOOLS = ("npu-smi", "msprof", "vllm")
 
 FAULTS = {
+    "operator_memory_csv": "{\"<rank>\": missing|empty|truncated|not_utf8|huge}: analyse() leaves that rank's "
+                           "operator_memory.csv so (torch_profiler_with_memory; operator_memory_model.py)",
     "never_ready": "service starts, prints start-up logs, never binds its port",
     "ready_line_early": "seconds: uvicorn's 'Application startup complete.' is printed this long before the port "
                         "answers",
