@@ -22,6 +22,7 @@ namespace {
 
 struct SweepOpts {
   std::string kind;
+  std::string advice;  // --advice JSON: the advice this sweep verifies (npuprof advise --verify)
   std::vector<std::string> grid;
 };
 
@@ -29,7 +30,7 @@ struct SweepOpts {
 // rest over raw): moved out of `raw` into c / o. Stops at "--".
 Status TakeSweepOptions(std::vector<std::string>& raw, SubmitCommon& c, SweepOpts& o) {
   const std::map<std::string, std::string*> valued = {
-      {"--grid", nullptr},           {"--kind", &o.kind},           {"--tag", &c.tag},
+      {"--grid", nullptr},           {"--kind", &o.kind},           {"--tag", &c.tag},  {"--advice", &o.advice},
       {"--run-id", &c.run_id},       {"--machine", &c.machine},     {"--data-dir", &c.addr.data_dir},
       {"--broker", &c.addr.broker},  {"--key-file", &c.addr.key_file}, {"--server-key", &c.addr.server_key}};
   std::vector<std::string> child;
@@ -138,6 +139,8 @@ void AddSubmitSweep(CLI::App* submit) {
   cmd->add_option("--kind", o->kind, "Child kind: memory-profile or torch-profile");
   cmd->add_option("--grid", o->grid, "KEY=V1,V2[,...]: a child flag and its values (repeat for more keys)")
       ->allow_extra_args(false);
+  cmd->add_option("--advice", o->advice,
+                  "JSON: the advice this sweep verifies (what `npuprof advise RUN` prints in a finding's command)");
   cmd->prefix_command();  // the child kind's flags pass through raw
   cmd->callback([c, o, cmd] {
     std::vector<std::string> raw = cmd->remaining();
@@ -223,6 +226,12 @@ void AddSubmitSweep(CLI::App* submit) {
     }
     if (c->machine.empty()) c->machine = head;
     json sweep = {{"child_kind", o->kind}, {"grid", grid}, {"points", specs}};
+    if (!o->advice.empty()) {
+      auto advice = ParseJson(o->advice);
+      if (!advice.ok() || !advice->is_object())
+        return Fail(2, "--advice must be the JSON object `npuprof advise` prints in a finding's command");
+      sweep["advice"] = *advice;
+    }
     if (!sweep_nodes.empty()) sweep["nodes"] = std::move(sweep_nodes);
     SubmitAndMaybeWait(*c, "sweep", sweep, false);
   });

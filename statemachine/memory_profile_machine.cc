@@ -16,6 +16,8 @@
 #include "statemachine/inference_window.h"
 #include "statemachine/json_message_table.h"
 #include "statemachine/kind_registrations.h"
+#include "statemachine/memory_advice.h"
+#include "statemachine/memory_evidence.h"
 #include "statemachine/memory_manifest.h"
 #include "statemachine/memory_profile_events.h"
 #include "statemachine/memory_profile_nodes.h"
@@ -78,6 +80,13 @@ bool EarlyTask(const RunState& s, const TaskInfo& t) {
   const std::string step = StepOf(t);
   for (const MemStep& st : MemoryStepsOf(Mode(s)))
     if (st.name == step) return st.early;
+  return false;
+}
+
+// A task of `step` was scheduled (whatever became of it).
+bool StepTaskSent(const RunState& s, std::string_view step) {
+  for (const auto& [id, t] : s.tasks)
+    if (StepOf(t) == step) return true;
   return false;
 }
 
@@ -627,6 +636,8 @@ void Advance(Decision& d) {
     for (const MemStep& step : MemoryStepsOf(Mode(s))) {
       const bool runs = step.cleanup == MemCleanup::kOnFailureOrCancel ||
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
+      // An early step's task already sent (answered or not) is not sent again.
+      if (step.early && StepTaskSent(s, step.name)) continue;
       if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
     }
     if (ClockPending(s) || EarlyPending(s)) return;  // a run ends after every task it scheduled
@@ -1045,7 +1056,10 @@ json MemoryProfileMachine::Summary(const RunState& s) const { return SummaryOf(*
 
 json MemoryProfileMachine::Manifest(const RunState& s) const {
   const View v(s);
-  json m = BuildMemoryManifest(s, SummaryOf(*this, v), BuildMemoryReport(EvidenceOf(v)), v.service);
+  const json evidence = EvidenceOf(v);
+  json m = BuildMemoryManifest(s, SummaryOf(*this, v), BuildMemoryReport(evidence), v.service);
+  // The advice over the run's evidence (memory_advice.h; `npuprof advise`).
+  if (Mode(s) != "install_wrapper") m["advice"] = BuildMemoryAdvice(MemoryAdviceInput(s, evidence, m["report"]));
   // Each node's clock offset from the worker's (the series of every node on one clock).
   if (Multi(s)) m["clock_offsets"] = ClockProjection(s);
   return m;
