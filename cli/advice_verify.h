@@ -17,6 +17,8 @@
 // sweep has not ended or never ran.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 

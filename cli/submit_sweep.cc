@@ -14,6 +14,7 @@
 
 #include "cli/submit_kinds.h"
 #include "cli/sweep_args.h"
+#include "common/json_depth.h"
 #include "statemachine/managed_flags.h"
 
 namespace npuprof::cli {
@@ -77,6 +78,7 @@ Result<json> ChildSpec(const std::string& kind, const std::vector<std::string>& 
   if (kind == "memory-profile") AddSubmitMemoryProfile(submit);
   else AddSubmitTorchProfile(submit);
   CapturedSubmit cap;
+  CapturedSubmit* const outer = SubmitCapture();  // `npuprof advise --verify` captures the sweep itself
   SubmitCapture() = &cap;
   std::vector<std::string> argv = {"submit", kind};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -85,10 +87,10 @@ Result<json> ChildSpec(const std::string& kind, const std::vector<std::string>& 
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    SubmitCapture() = nullptr;
+    SubmitCapture() = outer;
     return Status::Invalid(e.what());
   }
-  SubmitCapture() = nullptr;
+  SubmitCapture() = outer;
   if (!cap.captured) {
     ExitCode() = before;
     return Status::Invalid(fmt::format("`npuprof submit {}` refused these flags (see the message above)", kind));

@@ -216,10 +216,11 @@ Result<ModelConfigEvidence> DecodeModelConfig(const Doc& d) {
   if (!d.raw().is_object()) return Status::Corruption(fmt::format("{} must be an object", d.path()));
   NP_TRY(d.Str("blob", out.blob));
   NP_TRY(d.Object("content"));
-  Doc c = d.Sub("content");
-  if (!c.raw().is_object()) return out;
+  const Doc top = d.Sub("content");
+  if (!top.raw().is_object()) return out;
   // A multimodal config keeps the language model's sizes under text_config.
-  if (c.Has("text_config") && c.At("text_config").is_object() && !c.Has("num_hidden_layers")) c = c.Sub("text_config");
+  const bool text = top.Has("text_config") && top.At("text_config").is_object() && !top.Has("num_hidden_layers");
+  const Doc c = text ? top.Sub("text_config") : top;
   out.present = true;
   NP_TRY(c.Int("num_hidden_layers", out.num_hidden_layers));
   NP_TRY(c.Int("num_attention_heads", out.num_attention_heads));
