@@ -83,6 +83,12 @@ bool EarlyTask(const RunState& s, const TaskInfo& t) {
   return false;
 }
 
+// The vLLM log says the KV cache would be negative (or zero): vLLM refused to start.
+bool KvRefused(const RunState& s) {
+  const auto kv = NumField(Field(Field(s.data, "vllm_log"), "summary"), "kv_cache_available_gib");
+  return kv && *kv <= 0;
+}
+
 // A task of `step` was scheduled (whatever became of it).
 bool StepTaskSent(const RunState& s, std::string_view step) {
   for (const auto& [id, t] : s.tasks)
@@ -636,10 +642,14 @@ void Advance(Decision& d) {
     for (const MemStep& step : MemoryStepsOf(Mode(s))) {
       const bool runs = step.cleanup == MemCleanup::kOnFailureOrCancel ||
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
-      // An early step's task already sent (answered or not) is not sent again.
-      if (step.early && StepTaskSent(s, step.name)) continue;
       if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
     }
+    // A service that refused to start because its KV cache would be
+    // negative: its model's config and headers are read after the stop (the
+    // advice predicts the KV tokens of its remedy from them, docs/ADVISE.md).
+    if (launched && !Multi(s) && !s.cancel_requested && KvRefused(s) && !v.Done("weights") &&
+        !StepTaskSent(s, "weights"))
+      return Schedule(d, v, "weights");
     if (ClockPending(s) || EarlyPending(s)) return;  // a run ends after every task it scheduled
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();

@@ -16,8 +16,7 @@ using C = MemCleanup;
 // under msprof -> ready -> npu-smi + logs -> one inference -> npu-smi -> stop
 // -> safetensors headers -> flush wait -> msprof export -> CSV collection.
 // The headers are read while the service stops (early): they need nothing
-// from the service, and the stop waits seconds for msprof's flush and export;
-// on a failed run after its launch, they are read after the stop.
+// from the service, and the stop waits seconds for msprof's flush and export.
 constexpr std::array<MemStep, 13> kStandalone = {{
     {.name = "preflight", .critical = true},
     {.name = "baseline", .critical = true},
@@ -28,10 +27,7 @@ constexpr std::array<MemStep, 13> kStandalone = {{
     {.name = "inference", .service_up = true},
     {.name = "after_infer", .service_up = true},
     {.name = "stopped", .cleanup = C::kOnFailureOrCancel, .critical = true},
-    // Also read when the run fails after the launch: a service that refused
-    // to start (its KV cache would be negative) still gets its model's
-    // config and weights, from which the advice predicts (docs/ADVISE.md).
-    {.name = "weights", .cleanup = C::kOnFailure, .early = true},
+    {.name = "weights", .early = true},
     {.name = "flushed"},
     {.name = "export"},
     {.name = "msprof"},
