@@ -93,8 +93,9 @@ std::string RenderAdviceText(const json& advice) {
       std::string where = StrField(e, "file");
       if (auto l = IntField(e, "line")) where += fmt::format(":{}", *l);
       if (auto d = IntField(e, "device")) where += fmt::format(" device {}", *d);
-      out += fmt::format("   evidence: {} {}{}\n", where, StrField(e, "field"),
-                         Field(e, "value").is_number() ? fmt::format(" = {}", Field(e, "value").dump()) : "");
+      out += fmt::format("   evidence: {} {}{}{}\n", where, StrField(e, "field"),
+                         Field(e, "value").is_number() ? fmt::format(" = {}", Field(e, "value").dump()) : "",
+                         StrField(e, "text").empty() ? "" : fmt::format(" ({})", StrField(e, "text")));
     }
     const json& s = Field(f, "suggestion");
     if (!Field(s, "flags").empty()) out += fmt::format("   change: {}\n", Field(s, "flags").dump());

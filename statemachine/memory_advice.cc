@@ -194,7 +194,10 @@ std::vector<AdviceFinding> RuleKvCacheLow(const MemoryEvidence& e) {
       procs_mb = std::max(procs_mb, static_cast<double>(p.memory_mb));
     }
     if (!it->second.processes.empty()) {
-      f.evidence.push_back(e.baseline.Ref(d, "processes", it->second.used_mb));
+      EvidenceRef r = e.baseline.Ref(d, "used_mb", it->second.used_mb);
+      for (const auto& p : it->second.processes)
+        r.text += fmt::format("{}process pid {} {} {} MB", r.text.empty() ? "" : "; ", p.pid, p.name, p.memory_mb);
+      f.evidence.push_back(std::move(r));
     } else if (it->second.used_mb && *it->second.used_mb >= kBaselineUnlistedMb && !unlisted_dev) {
       unlisted_dev = d;
       unlisted_mb = *it->second.used_mb;
