@@ -216,6 +216,26 @@ void RunDemo(bool clean) {
         d.Expect(cmph, 0, "report SWEEP --format html");
         d.summary["memory_profile_compare_html"] = cmp_html;
       }
+      // Diagnostics with a remedy: on NPU 3, which another user's process
+      // holds, a profile at utilization 0.5 fails (vLLM counts that HBM and
+      // logs a negative KV cache); advise names the process and the largest
+      // utilization that fits (docs/ADVISE.md).
+      auto neg = d.Step("memory-profile on NPU 3 (another user's process holds 30000 MB) at "
+                        "--gpu-memory-utilization 0.5: vLLM's KV cache would be negative, it refuses to start",
+                        StoryView::kSubmitted,
+                        {"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "1", "--devices",
+                         "3", "--gpu-memory-utilization", "0.5", "--max-tokens", "8", "--wait", "-q"},
+                        300);
+      d.Expect(neg, 1, "memory-profile with a negative KV cache");
+      std::string neg_run = neg.out;
+      while (!neg_run.empty() && (neg_run.back() == '\n' || neg_run.back() == ' ')) neg_run.pop_back();
+      if (!neg_run.empty()) {
+        d.summary["advise_run"] = neg_run;
+        auto adv = d.Step("advise: the finding, its cause and evidence, the largest safe utilization and the KV "
+                          "tokens it buys, and the sweep that tests it",
+                          StoryView::kText, {"advise", neg_run, "--format", "text"});
+        d.Expect(adv, 0, "advise");
+      }
     }
     // One deployment over two machines (tp 2, dp 2): two more simulated
     // hosts, each behind its own sshd on its own loopback address.

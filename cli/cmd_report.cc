@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/advice_verify.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/run_hbm_series.h"
@@ -84,12 +85,18 @@ void AddReportCommand(CLI::App& app) {
       if (!m->contains("report") || !(*m)["report"].is_object())
         return Fail(2, fmt::format("run {} ({}) has no report", *run, m->value("kind", "unknown kind")));
       const json& report = (*m)["report"];
+      // The advice's findings (docs/ADVISE.md) close the report.
+      json advice = m->value("advice", json());
+      if (advice.is_object()) advice["run_id"] = *run;
+      const bool advised = advice.is_object() && advice.value("findings", json::array()).size() > 0;
       if (*format == "text") {
         text = sm::RenderMemoryReportText(report, *lang);
+        if (advised) text += "\n" + RenderAdviceText(advice);
       } else {
         json doc = report;
         doc["run_id"] = *run;
         doc["status"] = m->value("status", "");
+        if (advice.is_object()) doc["advice"] = advice;
         text = doc.dump(2) + "\n";
       }
     }

@@ -48,6 +48,7 @@ void AddCompareCommand(CLI::App& app);    // compare RUN_A RUN_B [...] [--format
 void AddTraceCommand(CLI::App& app);      // trace RUN [-o FILE]
 void AddExportCommand(CLI::App& app);     // export RUN DIR (per-kind exporters: cli/export_registry.h)
 void AddDemoCommand(CLI::App& app);
+void AddAdviseCommand(CLI::App& app);     // advise RUN [--format json|text] [--verify [--wait]] (cmd_advise.cc)
 void AddKeysCommand(CLI::App& app);       // keys [show] | new | allow | list | remove (cmd_keys.cc)
 void AddCompletionCommand(CLI::App& app);  // hidden: `completion bash`, from the verbs registered on app
 

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   npuprof::cli::AddInspectCommand(app);
   npuprof::cli::AddReportCommand(app);
   npuprof::cli::AddCompareCommand(app);
+  npuprof::cli::AddAdviseCommand(app);
   npuprof::cli::AddTraceCommand(app);
   npuprof::cli::AddExportCommand(app);
   npuprof::cli::AddDemoCommand(app);

@@ -14,6 +14,7 @@
 
 #include "cli/submit_kinds.h"
 #include "cli/sweep_args.h"
+#include "common/json_depth.h"
 #include "statemachine/managed_flags.h"
 
 namespace npuprof::cli {
@@ -22,6 +23,7 @@ namespace {
 
 struct SweepOpts {
   std::string kind;
+  std::string advice;  // --advice JSON: the advice this sweep verifies (npuprof advise --verify)
   std::vector<std::string> grid;
 };
 
@@ -29,7 +31,7 @@ struct SweepOpts {
 // rest over raw): moved out of `raw` into c / o. Stops at "--".
 Status TakeSweepOptions(std::vector<std::string>& raw, SubmitCommon& c, SweepOpts& o) {
   const std::map<std::string, std::string*> valued = {
-      {"--grid", nullptr},           {"--kind", &o.kind},           {"--tag", &c.tag},
+      {"--grid", nullptr},           {"--kind", &o.kind},           {"--tag", &c.tag},  {"--advice", &o.advice},
       {"--run-id", &c.run_id},       {"--machine", &c.machine},     {"--data-dir", &c.addr.data_dir},
       {"--broker", &c.addr.broker},  {"--key-file", &c.addr.key_file}, {"--server-key", &c.addr.server_key}};
   std::vector<std::string> child;
@@ -76,6 +78,7 @@ Result<json> ChildSpec(const std::string& kind, const std::vector<std::string>& 
   if (kind == "memory-profile") AddSubmitMemoryProfile(submit);
   else AddSubmitTorchProfile(submit);
   CapturedSubmit cap;
+  CapturedSubmit* const outer = SubmitCapture();  // `npuprof advise --verify` captures the sweep itself
   SubmitCapture() = &cap;
   std::vector<std::string> argv = {"submit", kind};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -84,10 +87,10 @@ Result<json> ChildSpec(const std::string& kind, const std::vector<std::string>& 
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    SubmitCapture() = nullptr;
+    SubmitCapture() = outer;
     return Status::Invalid(e.what());
   }
-  SubmitCapture() = nullptr;
+  SubmitCapture() = outer;
   if (!cap.captured) {
     ExitCode() = before;
     return Status::Invalid(fmt::format("`npuprof submit {}` refused these flags (see the message above)", kind));
@@ -138,6 +141,8 @@ void AddSubmitSweep(CLI::App* submit) {
   cmd->add_option("--kind", o->kind, "Child kind: memory-profile or torch-profile");
   cmd->add_option("--grid", o->grid, "KEY=V1,V2[,...]: a child flag and its values (repeat for more keys)")
       ->allow_extra_args(false);
+  cmd->add_option("--advice", o->advice,
+                  "JSON: the advice this sweep verifies (what `npuprof advise RUN` prints in a finding's command)");
   cmd->prefix_command();  // the child kind's flags pass through raw
   cmd->callback([c, o, cmd] {
     std::vector<std::string> raw = cmd->remaining();
@@ -223,6 +228,12 @@ void AddSubmitSweep(CLI::App* submit) {
     }
     if (c->machine.empty()) c->machine = head;
     json sweep = {{"child_kind", o->kind}, {"grid", grid}, {"points", specs}};
+    if (!o->advice.empty()) {
+      auto advice = ParseJson(o->advice);
+      if (!advice.ok() || !advice->is_object())
+        return Fail(2, "--advice must be the JSON object `npuprof advise` prints in a finding's command");
+      sweep["advice"] = *advice;
+    }
     if (!sweep_nodes.empty()) sweep["nodes"] = std::move(sweep_nodes);
     SubmitAndMaybeWait(*c, "sweep", sweep, false);
   });

@@ -5,7 +5,7 @@
 #   BUILD_DIR=build-bench scripts/bench.sh
 #   MIN_TIME=0.5 scripts/bench.sh    # seconds per store benchmark (default 0.2; broker
 #                                    # and ssh benchmarks run fixed iteration counts)
-#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh task_schema overhead scale compare multinode far)
+#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh task_schema advise overhead scale compare multinode far)
 #   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every Google Benchmark binary
 #   OVERHEAD_RUNS=3 scripts/bench.sh       # runs per kind (torch-profile, memory-profile) of the overhead bench
 #   BENCHES=overhead OVERHEAD_DELAYS=reference scripts/bench.sh
@@ -20,7 +20,7 @@
 #                                          # torch-profile at real scale: wall, bytes over the link and peak RSS
 #                                          # against the target's own work (docs/PERFORMANCE.md run 31)
 #
-# store, broker, ssh and task_schema are Google Benchmark binaries; overhead, scale, compare, multinode, far and
+# store, broker, ssh, task_schema and advise are Google Benchmark binaries; overhead, scale, compare, multinode, far and
 # real_scale are
 # whole installations (npuprof server + loopback sshd + simulated targets,
 # built only with the test harness) and print their own tables too.
@@ -34,7 +34,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 MIN_TIME="${MIN_TIME:-0.2}"
-read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema overhead scale compare multinode far real_scale}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema advise overhead scale compare multinode far real_scale}"
 FILTER="${FILTER:-}"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
 OVERHEAD_DELAYS="${OVERHEAD_DELAYS:-zero}"

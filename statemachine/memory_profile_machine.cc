@@ -16,6 +16,8 @@
 #include "statemachine/inference_window.h"
 #include "statemachine/json_message_table.h"
 #include "statemachine/kind_registrations.h"
+#include "statemachine/memory_advice.h"
+#include "statemachine/memory_evidence.h"
 #include "statemachine/memory_manifest.h"
 #include "statemachine/memory_profile_events.h"
 #include "statemachine/memory_profile_nodes.h"
@@ -80,6 +82,19 @@ bool EarlyTask(const RunState& s, const TaskInfo& t) {
   const std::string step = StepOf(t);
   for (const MemStep& st : MemoryStepsOf(Mode(s)))
     if (st.name == step) return st.early;
+  return false;
+}
+
+// The vLLM log says the KV cache would be negative (or zero): vLLM refused to start.
+bool KvRefused(const RunState& s) {
+  const auto kv = NumField(Field(Field(s.data, "vllm_log"), "summary"), "kv_cache_available_gib");
+  return kv && *kv <= 0;
+}
+
+// A task of `step` was scheduled (whatever became of it).
+bool StepTaskSent(const RunState& s, std::string_view step) {
+  for (const auto& [id, t] : s.tasks)
+    if (StepOf(t) == step) return true;
   return false;
 }
 
@@ -640,6 +655,12 @@ void Advance(Decision& d) {
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
       if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
     }
+    // A service that refused to start because its KV cache would be
+    // negative: its model's config and headers are read after the stop (the
+    // advice predicts the KV tokens of its remedy from them, docs/ADVISE.md).
+    if (launched && !Multi(s) && !s.cancel_requested && KvRefused(s) && !v.Done("weights") &&
+        !StepTaskSent(s, "weights"))
+      return Schedule(d, v, "weights");
     if (ClockPending(s) || EarlyPending(s)) return;  // a run ends after every task it scheduled
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();
@@ -1073,7 +1094,10 @@ json MemoryProfileMachine::Summary(const RunState& s) const { return SummaryOf(*
 
 json MemoryProfileMachine::Manifest(const RunState& s) const {
   const View v(s);
-  json m = BuildMemoryManifest(s, SummaryOf(*this, v), BuildMemoryReport(EvidenceOf(v)), v.service);
+  const json evidence = EvidenceOf(v);
+  json m = BuildMemoryManifest(s, SummaryOf(*this, v), BuildMemoryReport(evidence), v.service);
+  // The advice over the run's evidence (memory_advice.h; `npuprof advise`).
+  if (Mode(s) != "install_wrapper") m["advice"] = BuildMemoryAdvice(MemoryAdviceInput(s, evidence, m["report"]));
   // Each node's clock offset from the worker's (the series of every node on one clock).
   if (Multi(s)) m["clock_offsets"] = ClockProjection(s);
   return m;

@@ -378,6 +378,7 @@ json SweepMachine::Summary(const RunState& s) const {
   json j = RunKind::Summary(s);
   j["child_kind"] = s.spec.value("child_kind", "");
   j["grid"] = s.spec.value("grid", json::array());
+  if (s.spec.contains("advice") && s.spec["advice"].is_object()) j["advice"] = s.spec["advice"];
   json children = json::array();
   size_t ok = 0;
   const json& points = ArrField(s.spec, "points");

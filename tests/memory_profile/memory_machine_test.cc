@@ -384,6 +384,29 @@ TEST(MemoryMachine, AFailedRunsCleanupStopReadsNoHeaders) {
   EXPECT_EQ(d.s().status, RunStatus::kFailed);
 }
 
+// vLLM refused to start because its KV cache would be negative: the headers
+// and config are read after the stop (the advice predicts from them), and
+// the manifest's advice has the finding.
+TEST(MemoryMachine, ANegativeKvCacheRunReadsItsHeadersAfterTheStop) {
+  Driver d("mp16");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp16/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Fail("service_exited", "the service exited before it was ready");
+  d.Succeed({{"summary", {{"kv_cache_available_gib", -0.88}}}});
+  ASSERT_EQ(d.PendingKind(), kServiceStopTask);
+  EXPECT_EQ(d.Pending(kMemWeightsTask), nullptr);
+  d.Succeed({{"stopped", true}});
+  ASSERT_EQ(d.PendingKind(), kMemWeightsTask);
+  EXPECT_FALSE(d.s().terminal);
+  d.Succeed({{"weights", nullptr}, {"theory", nullptr}, {"config", {{"num_hidden_layers", 4}}}});
+  EXPECT_EQ(d.s().status, RunStatus::kFailed);
+  const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
+  ASSERT_EQ(m["advice"]["findings"].size(), 1u) << m["advice"].dump();
+  EXPECT_EQ(m["advice"]["findings"][0]["rule"], "kv_cache_low");
+}
+
 TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
   Driver d("mp4");
   RunToFlushing(d, StandaloneSpec());

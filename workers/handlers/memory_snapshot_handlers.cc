@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/json_depth.h"
+#include "common/utf8.h"
 #include "parsers/npu_smi_parser.h"
 #include "parsers/vllm_log_parser.h"
 #include "workers/handlers/service_common.h"
@@ -13,6 +14,27 @@
 #include "workers/memory/memory_tasks.h"
 
 namespace npuprof::workers {
+
+namespace {
+
+// HbmSnapshotJson with, per device, the processes npu-smi lists on it
+// ("processes": [{"pid","name","memory_mb"}], at most 64; names made valid
+// UTF-8 and cut to 64 bytes): whose HBM a device already holds (the advice
+// names another user's process by its pid, docs/ADVISE.md).
+json HbmWithProcesses(const parsers::NpuSmiSnapshot& snap) {
+  json hbm = parsers::HbmSnapshotJson(snap);
+  for (size_t i = 0; i < snap.devices.size(); ++i) {
+    json procs = json::array();
+    for (const auto& p : snap.processes) {
+      if (p.npu != snap.devices[i].npu || p.chip != snap.devices[i].chip || procs.size() >= 64) continue;
+      procs.push_back({{"pid", p.pid}, {"name", TruncateUtf8(ToValidUtf8(p.name), 64)}, {"memory_mb", p.memory_mb}});
+    }
+    if (snap.process_table_present) hbm[std::to_string(i)]["processes"] = std::move(procs);
+  }
+  return hbm;
+}
+
+}  // namespace
 
 TaskOutcome MemNpuSmi(const tasks::MemoryNpuSmi& p, const proto::Task&, TaskContext& tc) {
   TaskOutcome fail;
@@ -41,7 +63,7 @@ TaskOutcome MemNpuSmi(const tasks::MemoryNpuSmi& p, const proto::Task&, TaskCont
     return out;
   }
   out.ok = true;
-  out.result = {{"phase", phase}, {"hbm", parsers::HbmSnapshotJson(*snap)}, {"device_count", snap->devices.size()}};
+  out.result = {{"phase", phase}, {"hbm", HbmWithProcesses(*snap)}, {"device_count", snap->devices.size()}};
   return out;
 }
 

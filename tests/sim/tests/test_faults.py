@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import re
 import time
 import unittest
 
@@ -50,6 +51,18 @@ class ServiceFaults(SimTestCase):
         p = self.start(["vllm", "serve", small_model()], devices="0")
         self.assertEqual(p.wait(15), 1)
         self.assertIn("No available memory for the cache blocks", self.logs(p)[1])
+
+    def test_negative_kv_logged_with_another_process_counted(self):
+        # Another user's process holds 30000 MB on device 0: vLLM counts it in
+        # its budget, logs the negative KV memory, then refuses to start.
+        self.make_target(busy=["0:proc=30000"])
+        p = self.start(["vllm", "serve", small_model(), "--gpu-memory-utilization", "0.5"], devices="0")
+        self.assertEqual(p.wait(15), 1)
+        out, err = self.logs(p)
+        m = re.search(r"Available KV cache memory: (-[0-9.]+) GiB", out + err)
+        self.assertIsNotNone(m, out + err)
+        self.assertLess(float(m.group(1)), 0)
+        self.assertIn("ValueError: No available memory for the cache blocks", err)
 
     def test_chat_fail_ratio(self):
         p, port = self.serve(["chat_fail_ratio=0.5"])

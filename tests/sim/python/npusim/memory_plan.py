@@ -67,6 +67,16 @@ def kv_bytes_per_token(mc, tp):
     return 2 * layers * max(1, kvh // tp) * hd * 2
 
 
+class NoKvRoom(ValueError):
+    """vLLM's refusal when the KV budget is not positive; kv_gib is what it
+    logged first ("Available KV cache memory: <kv_gib> GiB", may be < 0)."""
+
+    def __init__(self, kv_gib):
+        ValueError.__init__(self, "No available memory for the cache blocks. Try increasing "
+                            "`gpu_memory_utilization` when initializing the engine.")
+        self.kv_gib = kv_gib
+
+
 def centi_floor(x):
     return int(math.floor(x * 100 + 1e-9))
 
@@ -115,8 +125,7 @@ def plan(cfg, model_dir, devices, tp, dp, expert_parallel, util, max_model_len,
         else:
             kv_centi = centi_floor(available / 1024.0)
         if kv_centi <= 0:
-            raise ValueError("No available memory for the cache blocks. Try increasing "
-                             "`gpu_memory_utilization` when initializing the engine.")
+            raise NoKvRoom(kv_centi / 100.0)
         kv_mb = kv_centi * 1024 / 100.0
         known = base + weights_mb + kv_mb + graph_mb + hccl_mb + runtime_mb + slog_mb + other_all_mb
         after_ready = int(round(known + m["residual_mb"]))

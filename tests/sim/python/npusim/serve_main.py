@@ -268,6 +268,11 @@ class Service(RequestsMixin):
             self.plan = memory_plan.plan(self.cfg, self.model, devices, self.tp, self.dp, a.enable_expert_parallel,
                                          a.gpu_memory_utilization, self.max_model_len, a.enforce_eager, mode,
                                          rank_offset=topo.rank_offset)
+        except memory_plan.NoKvRoom as e:
+            # vllm-ascend logs the (negative) KV budget, then refuses to start.
+            api.info("worker.py:357" if style != "new" else "gpu_worker.py:255",
+                     "Available KV cache memory: %.2f GiB" % e.kv_gib)
+            self._crash("ValueError: %s" % e)
         except (ValueError, MemoryError, FileNotFoundError) as e:
             self._crash("%s: %s" % (type(e).__name__, e))
         mc = self.plan["model_config"]
