@@ -1,8 +1,8 @@
 #include "statemachine/hbm_drift.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <numbers>
 
 #include <fmt/format.h>
 
@@ -17,18 +17,49 @@ void HbmDriftSums::Add(double t_h, double y_mb) {
   syy += y_mb * y_mb;
 }
 
+namespace {
+
+// P(|T| < t) for Student's t with v (integer) degrees of freedom: the closed
+// form of the distribution for integer v (a finite series in cos(theta),
+// theta = atan(t / sqrt(v))).
+double TwoSidedCdf(double t, int64_t v) {
+  const double th = std::atan(t / std::sqrt(static_cast<double>(v)));
+  const double c = std::cos(th), s = std::sin(th), c2 = c * c;
+  if (v % 2 == 1) {
+    if (v == 1) return 2 / std::numbers::pi * th;
+    double term = c, acc = c;
+    for (int64_t k = 3; k <= v - 2; k += 2) {
+      term *= c2 * static_cast<double>(k - 1) / static_cast<double>(k);
+      acc += term;
+    }
+    return 2 / std::numbers::pi * (th + s * acc);
+  }
+  double term = 1, acc = 1;
+  for (int64_t k = 2; k <= v - 2; k += 2) {
+    term *= c2 * static_cast<double>(k - 1) / static_cast<double>(k);
+    acc += term;
+  }
+  return s * acc;
+}
+
+}  // namespace
+
 double HbmDriftTQuantile(int64_t dof) {
-  // t_{0.999} for 1..30 degrees of freedom.
-  static constexpr std::array<double, 30> kTable = {
-      318.309, 22.327, 10.215, 7.173, 5.893, 5.208, 4.785, 4.501, 4.297, 4.144, 4.025, 3.930, 3.852, 3.787, 3.733,
-      3.686,   3.646,  3.610,  3.579, 3.552, 3.527, 3.505, 3.485, 3.467, 3.450, 3.435, 3.421, 3.408, 3.396, 3.385};
-  if (dof < 1) return kTable[0];
-  if (dof <= 30) return kTable[static_cast<size_t>(dof - 1)];
-  // Cornish-Fisher expansion of t around the normal quantile z_{0.999}.
-  const double z = 3.090232306, v = static_cast<double>(dof);
-  const double z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z;
-  return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v) +
-         (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * v * v * v);
+  if (dof < 1) dof = 1;
+  if (dof > 1000) {
+    // Cornish-Fisher expansion around the normal quantile (exact to 1e-4 here).
+    const double z = 4.264890794, v = static_cast<double>(dof);
+    const double z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z;
+    return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v) +
+           (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * v * v * v);
+  }
+  const double target = 2 * kHbmDriftConfidence - 1;
+  double lo = 0, hi = 1e6;  // t_{0.99999} is 31831 at one degree of freedom
+  for (int i = 0; i < 80; ++i) {
+    const double mid = (lo + hi) / 2;
+    (TwoSidedCdf(mid, dof) < target ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 HbmDriftEstimate EstimateHbmDrift(const HbmDriftSums& s) {
