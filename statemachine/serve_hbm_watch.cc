@@ -11,8 +11,8 @@
 #include "task_results.pb.h"
 #include "statemachine/hbm_drift.h"
 #include "statemachine/message_json.h"
-#include "statemachine/run_state_queries.h"
 #include "statemachine/task_payload.h"
+#include "statemachine/task_result.h"
 #include "statemachine/typed_spec.h"
 
 namespace npuprof::sm {
@@ -79,13 +79,12 @@ void StartHbmWatch(Decision& d) {
   ScheduleSample(d);
 }
 
-bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const json& recorded) {
+bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {
   if (task.kind != kServiceHbmSampleTask) return false;
   if (!Watching(d.state())) return true;  // answered after the stop: not recorded
-  results::ServiceHbmSampleResult r;
+  const auto& r = result.As<results::ServiceHbmSampleResult>();
   const auto payload = PayloadOf<tasks::ServiceHbmSample>(task);
-  if (Read(recorded.is_null() ? json::object() : recorded, r) &&
-      payload.sample_no() == SamplesTaken(d.state()) + 1) {
+  if (payload.sample_no() == SamplesTaken(d.state()) + 1) {
     kind_events::HbmSampled ev;
     ev.set_sample_no(payload.sample_no());
     ev.set_t_ms(r.t_ms());

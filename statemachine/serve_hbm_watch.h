@@ -23,6 +23,7 @@
 
 #include "statemachine/decision.h"
 #include "statemachine/run_state.h"
+#include "statemachine/task_result.h"
 
 namespace npuprof::sm {
 
@@ -34,7 +35,7 @@ inline constexpr int64_t kHbmRecentKept = 120;
 // Takes the first sample when the run is ready and the spec asks for it.
 void StartHbmWatch(Decision& d);
 // The sample task answered (true: the task was a sample and is handled).
-bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const json& result);
+bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result);
 bool OnHbmSampleFailed(Decision& d, const TaskInfo& task);
 // kHbmSampleTimer fired (true: it was that timer).
 bool OnHbmSampleTimer(Decision& d, const TimerInfo& timer);

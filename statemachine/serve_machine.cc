@@ -273,7 +273,7 @@ void AfterClock(Decision& d) {
 
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   if (OnClockTaskSucceeded(d, task, result)) return AfterClock(d);
-  if (OnHbmSampleSucceeded(d, task, result.recorded())) return;
+  if (OnHbmSampleSucceeded(d, task, result)) return;
   if (task.kind == kServiceLaunchTask) {
     json rec = ServiceRecordFromLaunch(task.payload, result.recorded());
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];

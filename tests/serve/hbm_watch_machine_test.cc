@@ -57,7 +57,7 @@ struct Run {
     auto all = PendingAll(kind);
     return all.empty() ? nullptr : all.front();
   }
-  Input Result(const TaskInfo& t, bool ok, json result, const std::string& error_kind = "") {
+  Input MakeResult(const TaskInfo& t, bool ok, json result, const std::string& error_kind = "") {
     Input in;
     in.type = Input::Type::kTaskResult;
     in.task_id = t.task_id;
@@ -71,7 +71,7 @@ struct Run {
   void Answer(const std::string& kind, bool ok, json result, const std::string& error_kind = "") {
     const TaskInfo* t = Pending(kind);
     ASSERT_NE(t, nullptr) << "no pending " << kind << " in state " << s.state;
-    auto r = Do(Result(*t, ok, std::move(result), error_kind));
+    auto r = Do(MakeResult(*t, ok, std::move(result), error_kind));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   int ArmedSampleTimers() const {
@@ -208,7 +208,7 @@ TEST(ServeHbmWatch, StopWhileASampleIsOutEndsTheSampling) {
   EXPECT_EQ(r.Pending(kServiceHbmSampleTask), nullptr) << "the sample out is abandoned";
   EXPECT_EQ(r.ArmedSampleTimers(), 0);
   // Its late answer records nothing and schedules nothing.
-  ASSERT_TRUE(r.Do(r.Result(out, true, Sample(1, 1, 30000, 28000))).ok());
+  ASSERT_TRUE(r.Do(r.MakeResult(out, true, Sample(1, 1, 30000, 28000))).ok());
   EXPECT_EQ(r.Summary()["hbm_watch"]["samples"], 0);
   EXPECT_EQ(r.ArmedSampleTimers(), 0);
   r.Answer(kServiceStopTask, true, {{"stopped", true}});
@@ -241,7 +241,7 @@ TEST(ServeHbmWatch, ARedeliveredAnswerFoldsOnce) {
   const TaskInfo first = *r.Pending(kServiceHbmSampleTask);
   r.Answer(kServiceHbmSampleTask, true, Sample(1, 1, 30000, 28000));
   // The same attempt's answer again (a worker that re-sent it after a reconnect).
-  (void)r.Do(r.Result(first, true, Sample(1, 1, 30000, 28000)));
+  (void)r.Do(r.MakeResult(first, true, Sample(1, 1, 30000, 28000)));
   EXPECT_EQ(r.Summary()["hbm_watch"]["samples"], 1);
   EXPECT_EQ(r.ArmedSampleTimers(), 1);
   // The fold itself: the same HbmSampled twice counts once.
