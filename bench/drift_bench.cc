@@ -153,7 +153,7 @@ int Main(int argc, char** argv) {
     if (type == "HbmSampled") {
       // The cause names the task whose answer recorded it: "task:<id>#<attempt>".
       const std::string cause = e.value("cause", "");
-      const std::string id = cause.substr(5, cause.find('#') - 5);
+      const std::string id = cause.rfind("task:", 0) == 0 ? cause.substr(5, cause.find('#') - 5) : "";
       if (scheduled_ms.count(id)) sample_ms.push_back(double(e.value("time_ms", int64_t{0}) - scheduled_ms[id]));
       const int64_t seq = e.value("seq", int64_t{0});
       if (first_sample_seq < 0) first_sample_seq = seq;

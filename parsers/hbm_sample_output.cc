@@ -1,5 +1,6 @@
 #include "parsers/hbm_sample_output.h"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>

@@ -26,6 +26,11 @@ int64_t IntervalS(const RunState& s) {
   return spec ? spec->watch_hbm_s() : 0;
 }
 
+bool WithWorkload(const RunState& s) {
+  const auto* spec = dynamic_cast<const run_specs::ServeSpec*>(s.typed_spec.get());
+  return spec && spec->watch_workload();
+}
+
 // Reads a JSON document into m (keys m does not declare passed over); false
 // when it does not decode.
 bool Read(const json& j, pb::Message& m) {
@@ -44,8 +49,40 @@ int64_t SamplesTaken(const RunState& s) {
 
 bool SampleOut(const RunState& s) {
   for (const auto& [id, t] : s.tasks)
-    if (t.kind == kServiceHbmSampleTask && (t.in_flight() || t.status == TaskStatus::kRetryWait)) return true;
+    if ((t.kind == kServiceHbmSampleTask || t.kind == kHbmWaveTask) &&
+        (t.in_flight() || t.status == TaskStatus::kRetryWait))
+      return true;
   return false;
+}
+
+// Requests the waves got answered before the latest sample scheduled (the
+// largest count a sample's payload carries, whether or not it succeeded).
+int64_t RequestsSoFar(const RunState& s) {
+  int64_t most = 0;
+  for (const auto& [id, t] : s.tasks)
+    if (t.kind == kServiceHbmSampleTask) most = std::max(most, PayloadOf<tasks::ServiceHbmSample>(t).requests());
+  return most;
+}
+
+// --watch-workload: the wave of chat requests before a sample.
+void ScheduleWave(Decision& d) {
+  const RunState& s = d.state();
+  const json& svc = s.data.contains("service") ? s.data["service"] : json(nullptr);
+  tasks::TorchProfileRequests w;
+  w.set_role("wave");
+  w.set_port(svc.is_object() && svc.contains("port") && svc["port"].is_number_integer() ? svc["port"].get<int32_t>()
+                                                                                        : 0);
+  w.set_served_model_name(svc.is_object() && svc.contains("served_model_name") && svc["served_model_name"].is_string()
+                              ? svc["served_model_name"].get<std::string>()
+                              : "");
+  w.set_total(kHbmWaveRequests);
+  w.set_concurrency(kHbmWaveConcurrency);
+  w.set_first_index(RequestsSoFar(s));
+  w.set_prompt_tokens(32);
+  w.set_max_tokens(8);
+  w.set_timeout_s(60);
+  w.set_request_kind("text");
+  d.Schedule(w);
 }
 
 bool TimerArmed(const RunState& s) {
@@ -54,9 +91,10 @@ bool TimerArmed(const RunState& s) {
   return false;
 }
 
-void ScheduleSample(Decision& d) {
+void ScheduleSample(Decision& d, int64_t requests) {
   const RunState& s = d.state();
   tasks::ServiceHbmSample p;
+  p.set_requests(requests);
   const json& svc = s.data.contains("service") ? s.data["service"] : json(nullptr);
   if (svc.is_object() && svc.contains("devices") && svc["devices"].is_array())
     for (const json& dev : svc["devices"])
@@ -67,6 +105,12 @@ void ScheduleSample(Decision& d) {
 
 bool Watching(const RunState& s) { return s.state == "ready" && !s.terminal && IntervalS(s) > 0; }
 
+// The next step of the cycle: the wave first with --watch-workload, else the sample.
+void ScheduleNext(Decision& d) {
+  if (WithWorkload(d.state())) return ScheduleWave(d);
+  ScheduleSample(d, RequestsSoFar(d.state()));
+}
+
 void ArmNext(Decision& d) {
   if (!Watching(d.state()) || TimerArmed(d.state())) return;
   d.ScheduleTimer(kHbmSampleTimer, IntervalS(d.state()) * 1000);
@@ -76,10 +120,19 @@ void ArmNext(Decision& d) {
 
 void StartHbmWatch(Decision& d) {
   if (!Watching(d.state()) || SampleOut(d.state()) || TimerArmed(d.state())) return;
-  ScheduleSample(d);
+  ScheduleNext(d);
+}
+
+bool OnHbmWaveAnswered(Decision& d, const TaskInfo& task, int64_t ok_count) {
+  if (task.kind != kHbmWaveTask) return false;
+  if (!Watching(d.state())) return true;
+  ScheduleSample(d, RequestsSoFar(d.state()) + std::max<int64_t>(ok_count, 0));
+  return true;
 }
 
 bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {
+  if (task.kind == kHbmWaveTask)
+    return OnHbmWaveAnswered(d, task, result.As<results::TorchProfileRequestsResult>().ok_count());
   if (task.kind != kServiceHbmSampleTask) return false;
   if (!Watching(d.state())) return true;  // answered after the stop: not recorded
   const auto& r = result.As<results::ServiceHbmSampleResult>();
@@ -87,6 +140,7 @@ bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const TaskResult& r
   if (payload.sample_no() == SamplesTaken(d.state()) + 1) {
     kind_events::HbmSampled ev;
     ev.set_sample_no(payload.sample_no());
+    ev.set_requests(payload.requests());
     ev.set_t_ms(r.t_ms());
     ev.set_clock(r.clock());
     for (const auto& dev : r.devices()) {
@@ -102,6 +156,7 @@ bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const TaskResult& r
 }
 
 bool OnHbmSampleFailed(Decision& d, const TaskInfo& task) {
+  if (task.kind == kHbmWaveTask) return OnHbmWaveAnswered(d, task, 0);  // sampled all the same
   if (task.kind != kServiceHbmSampleTask) return false;
   ArmNext(d);  // the failure is the TaskFailed event; the next sample comes at the next interval
   return true;
@@ -109,7 +164,7 @@ bool OnHbmSampleFailed(Decision& d, const TaskInfo& task) {
 
 bool OnHbmSampleTimer(Decision& d, const TimerInfo& timer) {
   if (timer.purpose != kHbmSampleTimer) return false;
-  if (Watching(d.state()) && !SampleOut(d.state())) ScheduleSample(d);
+  if (Watching(d.state()) && !SampleOut(d.state())) ScheduleNext(d);
   return true;
 }
 
@@ -119,10 +174,15 @@ void ApplyHbmSampled(RunState& s, const json& payload) {
   kind_data::HbmWatchData w;
   if (s.data.contains("hbm_watch")) Read(s.data["hbm_watch"], w);
   if (ev.sample_no() != w.samples() + 1) return;  // a sample folded already
-  if (w.samples() == 0) w.set_first_t_ms(ev.t_ms());
+  if (w.samples() == 0) {
+    w.set_first_t_ms(ev.t_ms());
+    w.set_first_requests(ev.requests());
+  }
   w.set_samples(ev.sample_no());
   w.set_last_t_ms(ev.t_ms());
+  w.set_last_requests(ev.requests());
   const double t_h = static_cast<double>(ev.t_ms() - w.first_t_ms()) / 3.6e6;
+  const double r = static_cast<double>(ev.requests() - w.first_requests());
   for (const auto& dev : ev.devices()) {
     kind_data::HbmWatchData::Device* rec = nullptr;
     for (auto& r : *w.mutable_devices())
@@ -135,7 +195,11 @@ void ApplyHbmSampled(RunState& s, const json& payload) {
     rec->set_last_used_mb(dev.used_mb());
     rec->set_total_mb(dev.total_mb());
     HbmDriftSums sums{rec->n(), rec->st(), rec->stt(), rec->sy(), rec->sty(), rec->syy()};
-    sums.Add(t_h, static_cast<double>(dev.used_mb() - rec->first_used_mb()));
+    const double y = static_cast<double>(dev.used_mb() - rec->first_used_mb());
+    sums.Add(t_h, y);
+    rec->set_sr(rec->sr() + r);
+    rec->set_srr(rec->srr() + r * r);
+    rec->set_sry(rec->sry() + r * y);
     rec->set_n(sums.n);
     rec->set_st(sums.st);
     rec->set_stt(sums.stt);
@@ -160,7 +224,14 @@ json HbmWatchSummary(const RunState& s, int64_t interval_s) {
   for (const auto& r : w.devices()) {
     const HbmDriftEstimate e = EstimateHbmDrift({r.n(), r.st(), r.stt(), r.sy(), r.sty(), r.syy()});
     if (e.verdict == "growing") verdict = "growing";
+    // Against requests answered (--watch-workload): the same fit, MB per request.
+    json per_request = nullptr;
+    if (w.last_requests() > w.first_requests()) {
+      const HbmDriftEstimate q = EstimateHbmDrift({r.n(), r.sr(), r.srr(), r.sy(), r.sry(), r.syy()});
+      per_request = {{"mb_per_request", q.slope_mb_per_h}, {"lower", q.lower_mb_per_h}, {"upper", q.upper_mb_per_h}};
+    }
     devices.push_back({{"device_id", r.device_id()},
+                       {"per_request", per_request},
                        {"samples", e.samples},
                        {"slope_mb_per_h", e.slope_mb_per_h},
                        {"stderr_mb_per_h", e.stderr_mb_per_h},
@@ -178,6 +249,7 @@ json HbmWatchSummary(const RunState& s, int64_t interval_s) {
   for (const auto& ev : w.recent()) samples.push_back(MessageToJson(ev));
   return {{"interval_s", interval_s},
           {"samples", w.samples()},
+          {"requests", w.last_requests() - w.first_requests()},
           {"first_t_ms", w.samples() > 0 ? json(w.first_t_ms()) : json(nullptr)},
           {"last_t_ms", w.samples() > 0 ? json(w.last_t_ms()) : json(nullptr)},
           {"confidence", kHbmDriftConfidence},

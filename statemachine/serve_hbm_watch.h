@@ -31,12 +31,23 @@ inline constexpr const char* kServiceHbmSampleTask = "service.hbm_sample";
 inline constexpr const char* kHbmSampled = "HbmSampled";
 inline constexpr const char* kHbmSampleTimer = "hbm_sample";
 inline constexpr int64_t kHbmRecentKept = 120;
+// --watch-workload (spec watch_workload): before each sample, the workload
+// wave of torch-profile (this task kind, its handler): kHbmWaveRequests chat
+// requests, kHbmWaveConcurrency at a time, to the service's port; the
+// sample then carries the requests answered so far, and `show` gives the
+// slope against them too (MB per request).
+inline constexpr const char* kHbmWaveTask = "torch_profile.requests";
+inline constexpr int64_t kHbmWaveRequests = 8;
+inline constexpr int64_t kHbmWaveConcurrency = 4;
 
 // Takes the first sample when the run is ready and the spec asks for it.
 void StartHbmWatch(Decision& d);
-// The sample task answered (true: the task was a sample and is handled).
+// The sample task (or the wave before it) answered (true: it was one of them
+// and is handled).
 bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result);
 bool OnHbmSampleFailed(Decision& d, const TaskInfo& task);
+// The wave answered (ok_count requests answered; 0 when it failed): the sample follows.
+bool OnHbmWaveAnswered(Decision& d, const TaskInfo& task, int64_t ok_count);
 // kHbmSampleTimer fired (true: it was that timer).
 bool OnHbmSampleTimer(Decision& d, const TimerInfo& timer);
 

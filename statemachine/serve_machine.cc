@@ -205,6 +205,13 @@ Status ServeMachine::ValidateSpec(json& spec) const {
         !spec["nodes"].empty())
       return Status::Invalid("watch_hbm_s: --watch-hbm watches a one-node service; drop it or --nodes");
   }
+  if (spec.contains("watch_workload")) {
+    if (!spec["watch_workload"].is_boolean())
+      return Status::Invalid("watch_workload must be true or false (CLI: --watch-workload)");
+    if (spec["watch_workload"].get<bool>() && spec.value("watch_hbm_s", int64_t{0}) <= 0)
+      return Status::Invalid("watch_workload: --watch-workload sends its wave before each HBM sample: give "
+                             "--watch-hbm SECONDS too");
+  }
   return ValidateServiceSpec(spec, name());
 }
 

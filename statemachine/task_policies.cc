@@ -38,6 +38,8 @@ constexpr std::array kPolicies = {
     NamedTaskPolicy{"serve", kServiceStopTask, Tries(3, 60), "SIGINT, SIGTERM graces"},
     NamedTaskPolicy{"serve", kServiceHbmSampleTask, Tries(2, 60, 500),
                     "one npu-smi query between two clock readings (serve --watch-hbm)"},
+    NamedTaskPolicy{"serve", kHbmWaveTask, Tries(1, 120),
+                    "the workload wave before a sample (serve --watch-workload); not re-sent"},
 
     NamedTaskPolicy{"torch-profile", kServiceLaunchTask, Tries(3, 120), "start vLLM with the profiler configured"},
     NamedTaskPolicy{"torch-profile", kServiceWaitReadyTask, Tries(3, 60), "poll until the service is ready"},

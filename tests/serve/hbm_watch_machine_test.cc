@@ -266,5 +266,39 @@ TEST(ServeHbmWatch, ReplayOfTheEventsGivesTheSameSummary) {
   EXPECT_EQ(fresh.data["hbm_watch"], r.s.data["hbm_watch"]);
 }
 
+TEST(ServeHbmWatch, WithTheWorkloadAWavePrecedesEachSampleAndGrowthPerRequestShows) {
+  Run r;
+  json spec = Spec();
+  spec["watch_workload"] = true;
+  r.Submit(spec);
+  r.Answer(kServiceLaunchTask, true,
+           {{"runtime_dir", "/rt/r1/service-1"}, {"pid", 4242}, {"port", 18000}, {"devices", {2, 3}}});
+  r.Answer(kServiceWaitReadyTask, true, {{"ready_after_ms", 900}});
+  for (int i = 1; i <= 6; ++i) {
+    const TaskInfo* wave = r.Pending(kHbmWaveTask);
+    ASSERT_NE(wave, nullptr) << "cycle " << i;
+    EXPECT_EQ(r.Pending(kServiceHbmSampleTask), nullptr) << "the sample waits for the wave";
+    EXPECT_EQ(wave->payload["port"], 18000);
+    EXPECT_EQ(wave->payload["total"], kHbmWaveRequests);
+    EXPECT_EQ(wave->payload["first_index"], (i - 1) * 8);
+    // Every wave answers 8 requests; a leak of 5 MB per request on device 2.
+    r.Answer(kHbmWaveTask, true, {{"role", "wave"}, {"total", 8}, {"ok_count", 8}, {"wall_ms", 40}});
+    const TaskInfo* sample = r.Pending(kServiceHbmSampleTask);
+    ASSERT_NE(sample, nullptr);
+    EXPECT_EQ(sample->payload["requests"], i * 8);
+    r.Answer(kServiceHbmSampleTask, true, Sample(i, 1.0 * i, 30000 + 40 * i, 28000));
+    r.FireSampleTimer();
+  }
+  const json w = r.Summary()["hbm_watch"];
+  EXPECT_EQ(w["requests"], 40) << "requests answered between the first and the last sample";
+  EXPECT_NEAR(w["devices"][0]["per_request"]["mb_per_request"].get<double>(), 5, 1e-6);
+  EXPECT_NEAR(w["devices"][1]["per_request"]["mb_per_request"].get<double>(), 0, 1e-6);
+  // A failed wave: the sample is taken all the same, with no requests added.
+  r.Answer(kHbmWaveTask, false, json::object(), "unreachable");
+  const TaskInfo* sample = r.Pending(kServiceHbmSampleTask);
+  ASSERT_NE(sample, nullptr);
+  EXPECT_EQ(sample->payload["requests"], 48);
+}
+
 }  // namespace
 }  // namespace npuprof::sm
