@@ -131,5 +131,34 @@ TEST_F(HbmWatchE2E, LeakingServiceIsFlaggedAndSteadyOneIsNot) {
   EXPECT_EQ(sw["recent"].size(), std::min<size_t>(sw["samples"].get<size_t>(), 120u)) << "the last samples kept";
 }
 
+// --watch-workload: a wave of chat requests before every sample; a service
+// leaking a known MB per request shows that slope against the requests
+// answered.
+TEST_F(HbmWatchE2E, GrowthPerRequestUnderTheWorkload) {
+  ASSERT_TRUE(h_.Start({"--set", R"(leak={"mb_per_request": 5})"}).ok());
+  model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
+  ASSERT_FALSE(model_.empty());
+  CliResult r = h_.Cli({"submit", "serve", "--machine", "sim1", "--model", model_, "--devices", "0",
+                        "--watch-hbm", "1", "--watch-workload", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string run = r.json().value("run_id", "");
+  runs_.push_back(run);
+  const json s = WaitForSamples(run, 8, 180);
+  ASSERT_TRUE(s.contains("hbm_watch")) << s.dump(2);
+  const json w = s["hbm_watch"];
+  ASSERT_GE(w["samples"].get<int64_t>(), 8) << w.dump(2);
+  EXPECT_GE(w["requests"].get<int64_t>(), 7 * 8) << "8 requests per wave between the samples";
+  const json truth = TruthOf(s);
+  ASSERT_TRUE(truth.is_object() && truth["leak"].is_object());
+  const double per_request = truth["leak"]["mb_per_request"].get<double>();
+  EXPECT_EQ(per_request, 5);
+  const json& dev = w["devices"][0];
+  ASSERT_TRUE(dev["per_request"].is_object()) << w.dump(2);
+  EXPECT_NEAR(dev["per_request"]["mb_per_request"].get<double>(), per_request, 0.1 * per_request) << w.dump(2);
+  EXPECT_EQ(dev["verdict"], "growing") << "40 MB per one-second interval";
+  // The simulator answered at least the requests npuprof counted.
+  EXPECT_GE(truth["requests"].get<int64_t>(), w["requests"].get<int64_t>());
+}
+
 }  // namespace
 }  // namespace npuprof::testing
