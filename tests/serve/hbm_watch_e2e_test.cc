@@ -156,8 +156,6 @@ TEST_F(HbmWatchE2E, GrowthPerRequestUnderTheWorkload) {
   ASSERT_TRUE(dev["per_request"].is_object()) << w.dump(2);
   EXPECT_NEAR(dev["per_request"]["mb_per_request"].get<double>(), per_request, 0.1 * per_request) << w.dump(2);
   EXPECT_EQ(dev["verdict"], "growing") << "40 MB per one-second interval";
-  // The simulator answered at least the requests npuprof counted.
-  EXPECT_GE(truth["requests"].get<int64_t>(), w["requests"].get<int64_t>());
 }
 
 }  // namespace
