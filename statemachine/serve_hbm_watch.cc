@@ -55,17 +55,18 @@ bool SampleOut(const RunState& s) {
   return false;
 }
 
-// Requests the waves got answered before the latest sample scheduled (the
-// largest count a sample's payload carries, whether or not it succeeded).
-int64_t RequestsSoFar(const RunState& s) {
-  int64_t most = 0;
-  for (const auto& [id, t] : s.tasks)
-    if (t.kind == kServiceHbmSampleTask) most = std::max(most, PayloadOf<tasks::ServiceHbmSample>(t).requests());
-  return most;
+// Requests answered before the last sample folded (0 without samples): where
+// a watch that starts again (ready after a stop that left the service
+// running) counts on from.
+int64_t FoldedRequests(const RunState& s) {
+  const json& w = s.data.contains("hbm_watch") ? s.data["hbm_watch"] : json(nullptr);
+  kind_data::HbmWatchData data;
+  return Read(w, data) ? data.last_requests() : 0;
 }
 
-// --watch-workload: the wave of chat requests before a sample.
-void ScheduleWave(Decision& d) {
+// --watch-workload: the wave of chat requests before a sample; its
+// first_index is the count so far (requests numbered on across waves).
+void ScheduleWave(Decision& d, int64_t requests) {
   const RunState& s = d.state();
   const json& svc = s.data.contains("service") ? s.data["service"] : json(nullptr);
   tasks::TorchProfileRequests w;
@@ -77,7 +78,7 @@ void ScheduleWave(Decision& d) {
                               : "");
   w.set_total(kHbmWaveRequests);
   w.set_concurrency(kHbmWaveConcurrency);
-  w.set_first_index(RequestsSoFar(s));
+  w.set_first_index(requests);
   w.set_prompt_tokens(32);
   w.set_max_tokens(8);
   w.set_timeout_s(60);
@@ -105,28 +106,31 @@ void ScheduleSample(Decision& d, int64_t requests) {
 
 bool Watching(const RunState& s) { return s.state == "ready" && !s.terminal && IntervalS(s) > 0; }
 
-// The next step of the cycle: the wave first with --watch-workload, else the sample.
-void ScheduleNext(Decision& d) {
-  if (WithWorkload(d.state())) return ScheduleWave(d);
-  ScheduleSample(d, RequestsSoFar(d.state()));
+// The next step of the cycle (requests: answered so far): the wave first
+// with --watch-workload, else the sample.
+void ScheduleNext(Decision& d, int64_t requests) {
+  if (WithWorkload(d.state())) return ScheduleWave(d, requests);
+  ScheduleSample(d, requests);
 }
 
-void ArmNext(Decision& d) {
+// The timer of the next cycle carries the count on.
+void ArmNext(Decision& d, int64_t requests) {
   if (!Watching(d.state()) || TimerArmed(d.state())) return;
-  d.ScheduleTimer(kHbmSampleTimer, IntervalS(d.state()) * 1000);
+  d.ScheduleTimer(kHbmSampleTimer, IntervalS(d.state()) * 1000, json{{"requests", requests}});
 }
 
 }  // namespace
 
 void StartHbmWatch(Decision& d) {
   if (!Watching(d.state()) || SampleOut(d.state()) || TimerArmed(d.state())) return;
-  ScheduleNext(d);
+  ScheduleNext(d, FoldedRequests(d.state()));
 }
 
 bool OnHbmWaveAnswered(Decision& d, const TaskInfo& task, int64_t ok_count) {
   if (task.kind != kHbmWaveTask) return false;
   if (!Watching(d.state())) return true;
-  ScheduleSample(d, RequestsSoFar(d.state()) + std::max<int64_t>(ok_count, 0));
+  const int64_t before = PayloadOf<tasks::TorchProfileRequests>(task).first_index();
+  ScheduleSample(d, before + std::max<int64_t>(ok_count, 0));
   return true;
 }
 
@@ -151,20 +155,23 @@ bool OnHbmSampleSucceeded(Decision& d, const TaskInfo& task, const TaskResult& r
     }
     d.Emit(kHbmSampled, MessageToJson(ev));
   }
-  ArmNext(d);
+  ArmNext(d, payload.requests());
   return true;
 }
 
 bool OnHbmSampleFailed(Decision& d, const TaskInfo& task) {
   if (task.kind == kHbmWaveTask) return OnHbmWaveAnswered(d, task, 0);  // sampled all the same
   if (task.kind != kServiceHbmSampleTask) return false;
-  ArmNext(d);  // the failure is the TaskFailed event; the next sample comes at the next interval
+  // The failure is the TaskFailed event; the next sample comes at the next interval.
+  ArmNext(d, PayloadOf<tasks::ServiceHbmSample>(task).requests());
   return true;
 }
 
 bool OnHbmSampleTimer(Decision& d, const TimerInfo& timer) {
   if (timer.purpose != kHbmSampleTimer) return false;
-  if (Watching(d.state()) && !SampleOut(d.state())) ScheduleNext(d);
+  const json& n = timer.payload.contains("requests") ? timer.payload["requests"] : json(nullptr);
+  if (Watching(d.state()) && !SampleOut(d.state()))
+    ScheduleNext(d, n.is_number_integer() ? n.get<int64_t>() : FoldedRequests(d.state()));
   return true;
 }
 
