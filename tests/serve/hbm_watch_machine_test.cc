@@ -24,11 +24,11 @@ json Spec(int64_t watch_hbm_s = 1) {
 }
 
 // Drives one run through Decide/Apply like the broker does.
-struct Run {
+struct WatchRun {
   KindRegistry reg;
   RunState s;
   int64_t now = 1'000'000;
-  Run() {
+  WatchRun() {
     reg.Register(std::make_unique<ServeMachine>());
     s.run_id = "r1";
   }
@@ -110,7 +110,7 @@ json Sample(int64_t no, double t_s, int64_t used2, int64_t used3) {
 }
 
 TEST(ServeHbmWatch, OffByDefault) {
-  Run r;
+  WatchRun r;
   r.Submit(Spec(0));
   r.Answer(kServiceLaunchTask, true, {{"runtime_dir", "/rt/r1/service-1"}, {"pid", 4242}, {"devices", {2, 3}}});
   r.Answer(kServiceWaitReadyTask, true, {{"ready_after_ms", 900}});
@@ -132,7 +132,7 @@ TEST(ServeHbmWatch, SpecIsChecked) {
 }
 
 TEST(ServeHbmWatch, SamplesOneAtATimeWithATimerBetween) {
-  Run r;
+  WatchRun r;
   r.Ready();
   const TaskInfo* t = r.Pending(kServiceHbmSampleTask);
   ASSERT_NE(t, nullptr) << "the first sample is taken when ready";
@@ -166,7 +166,7 @@ TEST(ServeHbmWatch, SamplesOneAtATimeWithATimerBetween) {
 }
 
 TEST(ServeHbmWatch, TheSeriesKeptIsBoundedAndTheSumsStayExact) {
-  Run r;
+  WatchRun r;
   r.Ready();
   const int n = static_cast<int>(kHbmRecentKept) + 30;
   for (int i = 1; i <= n; ++i) {
@@ -182,7 +182,7 @@ TEST(ServeHbmWatch, TheSeriesKeptIsBoundedAndTheSumsStayExact) {
 }
 
 TEST(ServeHbmWatch, AFailedSampleIsTakenAgainAtTheNextInterval) {
-  Run r;
+  WatchRun r;
   r.Ready();
   r.Answer(kServiceHbmSampleTask, false, {{"sample_no", 1}, {"error_detail", "dcmi error"}}, "npu_smi_failed");
   EXPECT_EQ(r.s.state, "ready");
@@ -194,7 +194,7 @@ TEST(ServeHbmWatch, AFailedSampleIsTakenAgainAtTheNextInterval) {
 }
 
 TEST(ServeHbmWatch, StopWhileASampleIsOutEndsTheSampling) {
-  Run r;
+  WatchRun r;
   r.Ready();
   const TaskInfo* t = r.Pending(kServiceHbmSampleTask);
   ASSERT_NE(t, nullptr);
@@ -216,7 +216,7 @@ TEST(ServeHbmWatch, StopWhileASampleIsOutEndsTheSampling) {
 }
 
 TEST(ServeHbmWatch, ATimerAfterTheStopSchedulesNothing) {
-  Run r;
+  WatchRun r;
   r.Ready();
   r.Answer(kServiceHbmSampleTask, true, Sample(1, 1, 30000, 28000));
   ASSERT_EQ(r.ArmedSampleTimers(), 1);
@@ -236,7 +236,7 @@ TEST(ServeHbmWatch, ATimerAfterTheStopSchedulesNothing) {
 }
 
 TEST(ServeHbmWatch, ARedeliveredAnswerFoldsOnce) {
-  Run r;
+  WatchRun r;
   r.Ready();
   const TaskInfo first = *r.Pending(kServiceHbmSampleTask);
   r.Answer(kServiceHbmSampleTask, true, Sample(1, 1, 30000, 28000));
@@ -252,7 +252,7 @@ TEST(ServeHbmWatch, ARedeliveredAnswerFoldsOnce) {
 }
 
 TEST(ServeHbmWatch, ReplayOfTheEventsGivesTheSameSummary) {
-  Run r;
+  WatchRun r;
   r.Ready();
   std::vector<NewEvent> events;
   for (int i = 1; i <= 6; ++i) {
@@ -262,12 +262,13 @@ TEST(ServeHbmWatch, ReplayOfTheEventsGivesTheSameSummary) {
   // Fold the HbmSampled payloads again from scratch.
   RunState fresh;
   fresh.kind = "serve";
-  for (const json& ev : r.Summary()["hbm_watch"]["recent"]) ApplyHbmSampled(fresh, ev);
+  const json summary = r.Summary();
+  for (const json& ev : summary["hbm_watch"]["recent"]) ApplyHbmSampled(fresh, ev);
   EXPECT_EQ(fresh.data["hbm_watch"], r.s.data["hbm_watch"]);
 }
 
 TEST(ServeHbmWatch, WithTheWorkloadAWavePrecedesEachSampleAndGrowthPerRequestShows) {
-  Run r;
+  WatchRun r;
   json spec = Spec();
   spec["watch_workload"] = true;
   r.Submit(spec);
