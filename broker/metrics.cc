@@ -6,6 +6,7 @@
 #include "broker/metrics_payload_peek.h"
 #include "broker/worker_registry.h"
 #include "statemachine/event_types.h"
+#include "statemachine/serve_hbm_watch.h"
 
 namespace npuprof::broker {
 
@@ -45,6 +46,19 @@ std::string_view Field(const proto::Event& e, std::string_view key, std::string_
 }
 
 double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// An HbmSampled payload (a few devices: parsed whole) sets each device's gauge.
+void SetServiceHbm(metrics::MetricFamily& family, const proto::Event& e, const sm::RunState& run) {
+  const nlohmann::json p = nlohmann::json::parse(e.payload_json(), nullptr, false);
+  if (!p.is_object() || !p.contains("devices") || !p["devices"].is_array()) return;
+  for (const auto& d : p["devices"]) {
+    if (!d.is_object() || !d.contains("device_id") || !d["device_id"].is_number_integer() ||
+        !d.contains("used_mb") || !d["used_mb"].is_number())
+      continue;
+    const std::string device = std::to_string(d["device_id"].get<int64_t>());
+    family.With({run.run_id, run.machine, device}).Set(d["used_mb"].get<double>() * 1024 * 1024);
+  }
+}
 
 }  // namespace
 
@@ -103,6 +117,10 @@ BrokerMetrics::BrokerMetrics()
       client_requests_(reg_.Add("npuprof_client_requests_total", "Client requests answered, by verb and result.",
                                 MetricType::kCounter, {"verb", "result"})),
       loop_turns_(reg_.Add("npuprof_broker_loop_turns_total", "Turns of the broker loop.", MetricType::kCounter)),
+      service_hbm_used_(reg_.Add("npuprof_service_hbm_used_bytes",
+                                 "Device memory (HBM) a watched service's NPU used at its last sample "
+                                 "(serve --watch-hbm).",
+                                 MetricType::kGauge, {"run_id", "machine", "device"})),
       process_start_(reg_.Add("process_start_time_seconds", "Start time of the process since the Unix epoch.",
                               MetricType::kGauge)),
       process_cpu_(reg_.Add("process_cpu_seconds_total", "User and system CPU time of the process.",
@@ -153,6 +171,9 @@ void BrokerMetrics::EventCommitted(const proto::Event& e, const sm::RunState& ru
   } else if (t == ev::kRunFinished) {
     runs_finished_.With({run_kind, Field(e, "status", "unknown")}).Inc();
     runs_active_.With({run_kind}).Add(-1);
+    service_hbm_used_.RemoveWhere(0, run.run_id);
+  } else if (t == sm::kHbmSampled) {
+    SetServiceHbm(service_hbm_used_, e, run);
   }
 }
 

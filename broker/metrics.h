@@ -9,7 +9,8 @@
 //                   run. The committed event stream is the source of truth
 //                   of every run and task counter; events that were decided
 //                   but not committed never count, imported runs never pass
-//                   here.
+//                   here. A watched service's HbmSampled sets its devices'
+//                   npuprof_service_hbm_used_bytes; its RunFinished drops them.
 //   CommitTimed     commit.cc, Commit: the synced group commit (AppendGroup).
 //   TaskAnswered    dispatch_loop.cc, HandleWorker: the result of the
 //                   attempt in flight (dispatch -> result).
@@ -93,6 +94,7 @@ class BrokerMetrics {
   metrics::MetricFamily& store_size_;
   metrics::MetricFamily& client_requests_;
   metrics::MetricFamily& loop_turns_;
+  metrics::MetricFamily& service_hbm_used_;  // serve --watch-hbm: the last sample per device
   metrics::MetricFamily& process_start_;
   metrics::MetricFamily& process_cpu_;
   metrics::MetricFamily& process_resident_;

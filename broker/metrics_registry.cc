@@ -131,6 +131,20 @@ Series& MetricFamily::With(std::initializer_list<std::string_view> label_values)
   return series_.emplace(key_scratch_, std::move(s)).first->second;
 }
 
+size_t MetricFamily::RemoveWhere(size_t label_index, std::string_view value) {
+  size_t n = 0;
+  for (auto it = series_.begin(); it != series_.end();) {
+    const auto& v = it->second.label_values_;
+    if (label_index < v.size() && v[label_index] == value) {
+      it = series_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
 void MetricFamily::Render(std::string& out) const {
   out.append("# HELP ").append(name_).push_back(' ');
   out.append(EscapeHelp(help_)).push_back('\n');

@@ -76,6 +76,9 @@ class MetricFamily {
   Series& With(std::initializer_list<std::string_view> label_values);
   // The only series of a family without labels.
   Series& Only() { return With({}); }
+  // Drops every series whose label number label_index has this value (a
+  // finished run's series); how many were dropped.
+  size_t RemoveWhere(size_t label_index, std::string_view value);
 
   const std::string& name() const { return name_; }
   MetricType type() const { return type_; }

@@ -17,6 +17,7 @@
 #include "cli/output_file.h"
 #include "cli/run_hbm_series.h"
 #include "cli/sweep_report.h"
+#include "views/hbm_watch_text.h"
 #include "statemachine/memory_report_text.h"
 #include "views/html_memory_report.h"
 #include "views/html_run_compare.h"
@@ -77,6 +78,10 @@ void AddReportCommand(CLI::App& app) {
       auto html = RenderHtml(client, *run, *m, *lang);
       if (!html.ok()) return Fail(2, html.status().message());
       text = std::move(*html);
+    } else if (m->value("kind", "") == "serve") {  // serve --watch-hbm: views/hbm_watch_text.h
+      auto rep = views::BuildHbmWatchReport(*m);
+      if (!rep.ok()) return Fail(2, rep.status().message());
+      text = *format == "text" ? views::RenderHbmWatchText(*rep, *lang) : rep->dump(2) + "\n";
     } else if (const std::string kind = m->value("kind", ""); kind == "torch-profile" || kind == "analyse-root") {
       auto rep = views::BuildTorchReport(*m);
       if (!rep.ok()) return Fail(2, rep.status().message());

@@ -22,8 +22,9 @@ namespace {
 struct ServeOpts {
   std::string model, served_name, devices, wrap_script, host;
   int tp = 1, dp = 1, port = 0;
-  int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096, watch_poll = 10;
+  int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096, watch_poll = 10, watch_hbm = 0;
   std::vector<std::string> env, extra;
+  bool watch_workload = false;
 };
 
 // Follows the run until its service is ready or the run has ended.
@@ -84,6 +85,13 @@ void AddSubmitServe(CLI::App* submit) {
   cmd->add_option("--watch-poll", o->watch_poll,
                   "While ready, check every N seconds that the service is alive; a death fails the run and "
                   "releases its NPUs (default 10, 0 = never)");
+  cmd->add_option("--watch-hbm", o->watch_hbm,
+                  "While ready, sample the service's HBM (npu-smi) every N seconds; `show` gives the slope per "
+                  "device and a verdict, steady or growing (default 0 = off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400}));
+  cmd->add_flag("--watch-workload", o->watch_workload,
+                "With --watch-hbm: send a wave of 8 chat requests before every sample, so growth per request "
+                "shows up");
   cmd->add_option("--busy-threshold-mb", o->busy_threshold,
                   "A device with at least this much HBM used and no process listed counts as busy");
   cmd->add_option("extra", o->extra,
@@ -113,6 +121,8 @@ void AddSubmitServe(CLI::App* submit) {
                  {"watch_poll_s", o->watch_poll},
                  {"stop_grace_s", o->stop_grace},
                  {"busy_threshold_mb", o->busy_threshold}};
+    if (o->watch_hbm > 0) spec["watch_hbm_s"] = o->watch_hbm;
+    if (o->watch_workload) spec["watch_workload"] = true;
     if (!o->served_name.empty()) spec["served_model_name"] = o->served_name;
     if (!devices.is_null()) spec["devices"] = devices;
     if (!o->host.empty()) spec["host"] = o->host;

@@ -5,7 +5,8 @@
 #   BUILD_DIR=build-bench scripts/bench.sh
 #   MIN_TIME=0.5 scripts/bench.sh    # seconds per store benchmark (default 0.2; broker
 #                                    # and ssh benchmarks run fixed iteration counts)
-#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh task_schema advise overhead scale compare multinode far)
+#   BENCHES="store ssh" scripts/bench.sh   # a subset (store broker ssh task_schema advise overhead scale compare multinode far drift)
+#   BENCHES=drift DRIFT_SAMPLES=30 scripts/bench.sh   # serve --watch-hbm: the cost of one HBM sample
 #   FILTER=Throughput scripts/bench.sh     # --benchmark_filter for every Google Benchmark binary
 #   OVERHEAD_RUNS=3 scripts/bench.sh       # runs per kind (torch-profile, memory-profile) of the overhead bench
 #   BENCHES=overhead OVERHEAD_DELAYS=reference scripts/bench.sh
@@ -34,7 +35,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
 MIN_TIME="${MIN_TIME:-0.2}"
-read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema advise overhead scale compare multinode far real_scale}"
+read -r -a BENCH_LIST <<<"${BENCHES:-store broker ssh task_schema advise overhead scale compare multinode far real_scale drift}"
 FILTER="${FILTER:-}"
 OVERHEAD_RUNS="${OVERHEAD_RUNS:-3}"
 OVERHEAD_DELAYS="${OVERHEAD_DELAYS:-zero}"
@@ -68,6 +69,7 @@ for b in "${BENCH_LIST[@]}"; do
     compare) args=(--points "${COMPARE_POINTS:-16}" --json "$OUT_DIR/$b.result.json") ;;
     multinode) args=(--runs "${MULTINODE_RUNS:-3}" --spans --json "$OUT_DIR/$b.result.json") ;;
     far) args=(--runs "${FAR_RUNS:-2}" --rtt-ms "${FAR_RTT_MS:-0,50,200}" --json "$OUT_DIR/$b.result.json") ;;
+    drift) args=(--samples "${DRIFT_SAMPLES:-30}" --json "$OUT_DIR/$b.result.json") ;;
     real_scale)
       args=(--ranks "${REAL_SCALE_RANKS:-1,8,16}" --rows "${REAL_SCALE_ROWS:-400000}" --spans
             --json "$OUT_DIR/$b.result.json") ;;
@@ -140,6 +142,13 @@ for b in benches:
                          kv(r, ["status", "own_s", "analyse_batch_s", "goal_s", "goal_met", "relay_bytes_to_npuprof",
                                 "largest_analyse_rank_bytes_in", "server_hwm_kb", "worker_hwm_kb"])))
         continue
+    if b == "drift" and os.path.exists(res):
+        o = json.load(open(res))
+        rows.append(("drift/hbm_sample", "serve --watch-hbm 1", f"{o['sample_ms_median']:.3g} ms", str(o["samples"]),
+                     kv(o, ["link_ms_median", "commands_median", "round_trips_median", "bytes_in_median",
+                            "events_per_sample", "payload_bytes_per_sample", "decide_us_after_120",
+                            "decide_us_after_1000"])))
+        continue
     if b == "scale" and os.path.exists(res):
         for r in json.load(open(res)):
             if "error" in r:
@@ -169,7 +178,7 @@ if os.path.exists(ssh_log):
     for l in open(ssh_log):
         if l.startswith("ssh_"): print(l.rstrip())
 # The whole-installation benches' own tables (stdout of each binary).
-for b in ("overhead", "scale", "compare", "multinode", "far", "real_scale"):
+for b in ("overhead", "scale", "compare", "multinode", "far", "real_scale", "drift"):
     log = os.path.join(out_dir, f"{b}.log")
     if b in benches and os.path.exists(log):
         print()

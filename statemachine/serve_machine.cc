@@ -11,6 +11,7 @@
 #include "statemachine/deployment_service.h"
 #include "statemachine/kind_registrations.h"
 #include "statemachine/run_state_queries.h"
+#include "statemachine/serve_hbm_watch.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/spec_checks.h"
 #include "statemachine/task_payload.h"
@@ -196,6 +197,21 @@ Status ServeMachine::ValidateSpec(json& spec) const {
   if (Status s = RequireMachineRecord(spec); !s.ok()) return s;
   // watch_poll_s: how often a ready service's process is checked (0 = never).
   if (Status s = CheckIntRange(spec, "watch_poll_s", 10, 0, 3600); !s.ok()) return s;
+  // watch_hbm_s: how often a ready service's HBM is sampled (0 = never; serve_hbm_watch.h).
+  // Only when given: a spec without it stays as it was (0 = off).
+  if (spec.contains("watch_hbm_s")) {
+    if (Status s = CheckIntRange(spec, "watch_hbm_s", 0, 0, 86400); !s.ok()) return s;
+    if (spec["watch_hbm_s"].get<int64_t>() > 0 && spec.contains("nodes") && spec["nodes"].is_array() &&
+        !spec["nodes"].empty())
+      return Status::Invalid("watch_hbm_s: --watch-hbm watches a one-node service; drop it or --nodes");
+  }
+  if (spec.contains("watch_workload")) {
+    if (!spec["watch_workload"].is_boolean())
+      return Status::Invalid("watch_workload must be true or false (CLI: --watch-workload)");
+    if (spec["watch_workload"].get<bool>() && spec.value("watch_hbm_s", int64_t{0}) <= 0)
+      return Status::Invalid("watch_workload: --watch-workload sends its wave before each HBM sample: give "
+                             "--watch-hbm SECONDS too");
+  }
   return ValidateServiceSpec(spec, name());
 }
 
@@ -264,6 +280,7 @@ void AfterClock(Decision& d) {
 
 void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) const {
   if (OnClockTaskSucceeded(d, task, result)) return AfterClock(d);
+  if (OnHbmSampleSucceeded(d, task, result)) return;
   if (task.kind == kServiceLaunchTask) {
     json rec = ServiceRecordFromLaunch(task.payload, result.recorded());
     if (task.result.contains("blobs")) rec["evidence"] = task.result["blobs"];
@@ -296,6 +313,7 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
     d.Emit(kServiceReady, result.recorded());
     d.Transition("ready");
     StartWatch(d);
+    StartHbmWatch(d);
     return;
   }
   if (task.kind == kServiceWatchTask) {
@@ -328,6 +346,7 @@ void ServeMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, const Task
 }
 
 void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFailure& failure) const {
+  if (OnHbmSampleFailed(d, task)) return;
   if (NodeCount(d.state()) > 1) return OnNodeTaskFailed(d, task, failure);
   if (task.kind == kServiceLaunchTask) {
     d.Emit(kServiceFailed, FailureRecord("launch", failure));
@@ -362,6 +381,7 @@ void ServeMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const TaskFai
     if (data.stop().force() && !asked.force()) return ScheduleStop(d);
     if (data.stop().reason() == "user" && !d.state().cancel_requested) {
       d.Transition("ready", "stop did not end the service: " + failure.error());
+      StartHbmWatch(d);
       return;
     }
     const std::string which = data.service().has_pid()
@@ -418,6 +438,7 @@ void ServeMachine::OnNodeTaskFailed(Decision& d, const TaskInfo& task, const Tas
 }
 
 void ServeMachine::OnTimer(Decision& d, const TimerInfo& timer) const {
+  if (OnHbmSampleTimer(d, timer)) return;
   if (timer.purpose == kWatchAgain) {
     if (d.state().state == "ready") {
       StartWatch(d);
@@ -495,6 +516,7 @@ void ApplyNodeEvent(RunState& s, const std::string& type, const json& p, int64_t
 
 void ServeMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
   if (ApplyClockEvent(s, type, p)) return;
+  if (type == kHbmSampled) return ApplyHbmSampled(s, p);
   const json& node_field = p.is_object() && p.contains("node") ? p["node"] : json(nullptr);
   if (node_field.is_number_integer() && node_field.get<int64_t>() > 0)
     return ApplyNodeEvent(s, type, p, node_field.get<int64_t>());
@@ -545,6 +567,7 @@ json ServeMachine::Summary(const RunState& s) const {
   if (s.data.contains("clock")) j["clock"] = ClockProjection(s);
   if (s.data.contains("failure")) j["failure"] = s.data["failure"];
   if (s.data.contains("stop")) j["stop_request"] = s.data["stop"];
+  if (json w = HbmWatchSummary(s, Spec(s).watch_hbm_s()); !w.is_null()) j["hbm_watch"] = std::move(w);
   return j;
 }
 

@@ -6,6 +6,7 @@
 #include "statemachine/machine_check_machine.h"
 #include "statemachine/memory_profile_machine.h"
 #include "statemachine/probe_machine.h"
+#include "statemachine/serve_hbm_watch.h"
 #include "statemachine/service_spec.h"
 #include "statemachine/torch_profile_tasks.h"
 
@@ -35,6 +36,10 @@ constexpr std::array kPolicies = {
     NamedTaskPolicy{"serve", kServiceLaunchTask, Tries(3, 90), "write the runtime dir, start vLLM detached"},
     NamedTaskPolicy{"serve", kServiceWaitReadyTask, Tries(3, 30), "poll until the service is ready"},
     NamedTaskPolicy{"serve", kServiceStopTask, Tries(3, 60), "SIGINT, SIGTERM graces"},
+    NamedTaskPolicy{"serve", kServiceHbmSampleTask, Tries(2, 60, 500),
+                    "one npu-smi query between two clock readings (serve --watch-hbm)"},
+    NamedTaskPolicy{"serve", kHbmWaveTask, Tries(1, 120),
+                    "the workload wave before a sample (serve --watch-workload); not re-sent"},
 
     NamedTaskPolicy{"torch-profile", kServiceLaunchTask, Tries(3, 120), "start vLLM with the profiler configured"},
     NamedTaskPolicy{"torch-profile", kServiceWaitReadyTask, Tries(3, 60), "poll until the service is ready"},

@@ -13,6 +13,7 @@
 #include "events.pb.h"
 #include "kind_events.pb.h"
 #include "message_fill.h"
+#include "statemachine/serve_hbm_watch.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/clock_offsets.h"
 #include "statemachine/event_schema.h"
@@ -129,7 +130,7 @@ TEST(EventSchema, EveryKindEventTypeHasAMessageThatRoundTrips) {
                                     kSweepChildFinished, kTpStepFailed, kTpWorkloadGated, kTpCleanupStarted,
                                     kTpAnalysisGated, kTpFlushWaited, kTpAnalyseLimitChosen, kTpCaptureChecked, kMemRecorded, kMemStepFailed, kMemRunFailing, kMemNodeEvidence,
                                     kMachineAdded, kMachineRemoved, kMachineHostKeyAccepted, kDevicesQuarantined,
-                                    kDevicesCleared, kClockMeasured};
+                                    kDevicesCleared, kClockMeasured, kHbmSampled};
   for (const MemoryEvidenceEvent& e : MemoryEvidenceEvents()) types.emplace_back(e.type);
   for (const std::string& type : types) EXPECT_TRUE(HasKindEventSchema(type)) << type;
   const pb::FileDescriptor* file = kind_events::ProbeRecorded::descriptor()->file();

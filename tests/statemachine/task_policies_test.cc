@@ -7,6 +7,7 @@
 
 #include "recorded_runs.h"
 #include "sm_test_util.h"
+#include "statemachine/serve_hbm_watch.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/engine.h"
 #include "statemachine/machine_check_machine.h"
@@ -27,7 +28,7 @@ TEST(TaskPolicies, OneEntryPerSchedulerAndTaskKindEachWithAReason) {
       kTpPrepareImageTask, kTpControlTask,     kTpRequestsTask,    kTpListDirsTask,       kTpAnalyseRankTask,
       kTpWaitFlushTask,   kTpCaptureCheckTask, kMemPreflightTask,   kMemNpuSmiTask,     kMemLogsTask,          kMemInferTask,
       kMemExportTask,     kMemCollectTask,     kMemWeightsTask,    kMemWaitFlushTask, kMachineClockTask,
-      kMemOperatorMemoryTask};
+      kMemOperatorMemoryTask, kServiceHbmSampleTask};
   std::set<std::pair<std::string, std::string>> seen;
   for (const NamedTaskPolicy& p : TaskPolicies()) {
     const std::string who(p.scheduler), task(p.task_kind);

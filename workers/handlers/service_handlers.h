@@ -22,4 +22,8 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task& task, TaskConte
 // service.watch: answers only when the service died (or when cancelled).
 TaskOutcome Watch(const tasks::ServiceWatch& p, const proto::Task& task, TaskContext& ctx);
 
+// service.hbm_sample: one HBM sample of the service's devices (serve
+// --watch-hbm): npu-smi info between two readings of the target's clock.
+TaskOutcome HbmSample(const tasks::ServiceHbmSample& p, const proto::Task& task, TaskContext& ctx);
+
 }  // namespace npuprof::workers::service

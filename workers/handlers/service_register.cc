@@ -11,6 +11,7 @@ void RegisterServiceHandlers(WorkerRuntime& runtime) {
   RegisterTyped(runtime, service::WaitReady);
   RegisterTyped(runtime, service::Stop);
   RegisterTyped(runtime, service::Watch);
+  RegisterTyped(runtime, service::HbmSample);
 }
 
 }  // namespace npuprof::workers

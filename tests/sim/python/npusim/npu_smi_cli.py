@@ -5,7 +5,7 @@ per probe and preflight, so it imports little (no glob: see _instance_files)."""
 import os
 import sys
 
-from . import sim_root, work_timeline
+from . import hbm_leak, sim_root, work_timeline
 from .layouts import LAYOUTS
 from .npu_smi_render import render
 
@@ -60,12 +60,13 @@ def device_usage(root, cfg):
         if not inst or not sim_root.pid_alive(inst.get("main_pid"), inst.get("main_start")):
             continue
         key = inst.get("level")  # the HBM level (hbm_levels.LEVELS) the service's devices hold now
+        leaked = hbm_leak.leaked_mb(inst.get("leak"))  # 0 unless config `leak` and ready
         for rk in inst.get("ranks", []):
             if not sim_root.pid_alive(rk["pid"], rk.get("start")):
                 continue
             delta = 0
             if key:
-                delta = inst["used_delta_mb"].get(str(rk["device"]), {}).get(key, 0)
+                delta = inst["used_delta_mb"].get(str(rk["device"]), {}).get(key, 0) + leaked
             used[rk["device"]] += delta
             d = devs[rk["device"]]
             procs.append({"device": rk["device"], "npu_id": d["npu_id"], "chip": d["chip"], "pid": rk["pid"],

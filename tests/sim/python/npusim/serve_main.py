@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from . import (dp_head, dp_node, dp_topology, ground_truth, hbm_levels, log_lines, memory_plan, msprof_raw,
+from . import (hbm_leak, dp_head, dp_node, dp_topology, ground_truth, hbm_levels, log_lines, memory_plan, msprof_raw,
                msprof_series, sim_clock, sim_root, work_timeline)
 from .http_api import make_server, serve_in_thread
 from .log_lines import Logger
@@ -103,6 +103,8 @@ class Service(RequestsMixin):
         self.ready = False
         self.stop_requested_at = None
         self.init_requests()
+        self.leak = hbm_leak.settings(self.cfg)  # config `leak`: HBM that grows once ready
+        self.leak_ready_at = None
         self.instance = "vllm-%d-%s" % (self.pid, sim_clock.strftime("%Y%m%dT%H%M%S"))
         self.truth_path = os.path.join(sim_root.truth_dir(self.root), self.instance + ".json")
         self.inst_path = os.path.join(sim_root.instances_dir(self.root), self.instance + ".json")
@@ -138,6 +140,8 @@ class Service(RequestsMixin):
         self.phases.mark(phase, level, t)
         if state:
             self.phase = state
+        if state == "ready" and self.leak_ready_at is None:
+            self.leak_ready_at = sim_clock.now() if t is None else t
         self._write_instance()
 
     def _write_instance(self):
@@ -151,7 +155,8 @@ class Service(RequestsMixin):
             "port": self.args.port,
             "ranks": [{"rank": r["rank"], "pid": r["pid"], "start": r["start"], "device": r["device"]}
                       for r in self.ranks],
-            "used_delta_mb": deltas})
+            "used_delta_mb": deltas,
+            "leak": hbm_leak.instance_record(self.leak, self.leak_ready_at, self.requests_total)})
 
     def _write_truth(self, status=None, extra=None):
         """Rewrite the truth file (status None = unchanged), with the phases, requests and
@@ -163,7 +168,8 @@ class Service(RequestsMixin):
                       "requests": self.requests_total, "requests_log": list(self.requests_log),
                       "engine_requests": self.engine_requests,
                       "engine_requests_log": list(self.engine_requests_log),
-                      "profile_sessions": self.profile_sessions, "deployment": self.deployment_truth()})
+                      "profile_sessions": self.profile_sessions, "deployment": self.deployment_truth(),
+                      "leak": hbm_leak.truth(self.leak, self.leak_ready_at)})
             if extra:
                 t.update(extra)
             self.truth = t

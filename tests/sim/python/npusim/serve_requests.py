@@ -88,6 +88,8 @@ class RequestsMixin:
             self.wave_in_flight -= 1
             wave_end = self.wave_in_flight == 0
             self._wave_ended(end)
+            if self.leak and self.leak["mb_per_request"]:
+                self._write_instance()  # npu-smi counts the requests answered
             if len(self.requests_log) < REQUESTS_LOG_MAX:
                 self.requests_log.append({"i": index, "kind": kind, "ok": ok, "start": round(rec["t_start"], 6),
                                           "end": round(end, 6), "prompt_tokens": prompt_tokens,

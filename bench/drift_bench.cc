@@ -1,0 +1,207 @@
+// The cost of one HBM sample of `serve --watch-hbm` (statemachine/
+// serve_hbm_watch.h) on a whole local installation (NpuprofHarness: loopback
+// sshd, the simulated target, `npuprof server` with 2 local workers): a
+// service is started with --watch-hbm 1 and a simulated leak, --samples
+// samples are taken, and per sample, from the run's own events:
+//
+//   remote    the sample task's link figures as its worker recorded them
+//             (TaskSucceeded.link: link_ms = wall inside SSH calls, commands,
+//             round trips, bytes each way): the remote command;
+//   sample    TaskScheduled -> HbmSampled of the same sample (broker clock, ms):
+//             dispatch, the remote command, the answer, the decision and the
+//             commit of its events;
+//   events    events committed per sample and their payload bytes;
+//
+// and, in process, the decision + fold of one sample's answer and its timer
+// (Decide + Apply, no store) after 10, 120 and 1000 samples folded (decide).
+// Usage: npuprof_bench_drift [--samples 30] [--json FILE]
+// Figures: docs/PERFORMANCE.md "HBM drift sampler".
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/sim_bench_util.h"
+#include "statemachine/engine.h"
+#include "statemachine/serve_hbm_watch.h"
+#include "statemachine/serve_machine.h"
+#include "statemachine/service_spec.h"
+#include "tests/support/lease_inputs.h"
+
+namespace npuprof::bench {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+double Max(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+// In process: a serve run driven to `ready`, then samples answered and their
+// timers fired; the microseconds of the last `measured` answer+timer pairs
+// after `before` samples.
+double DecideMicros(int before, int measured) {
+  sm::KindRegistry reg;
+  reg.Register(std::make_unique<sm::ServeMachine>());
+  sm::RunState s;
+  s.run_id = "r1";
+  int64_t now = 1'000'000;
+  const auto apply = [&](sm::Input in) {
+    in.now_ms = (now += 1000);
+    auto r = sm::Decide(reg, s, in);
+    if (!r.ok()) {
+      std::fprintf(stderr, "decide: %s\n", r.status().ToString().c_str());
+      std::exit(1);
+    }
+    for (const auto& e : *r) sm::Apply(reg, s, e.type, e.payload, s.last_seq + 1, now);
+  };
+  sm::Input sub;
+  sub.type = sm::Input::Type::kSubmit;
+  sub.kind = "serve";
+  sub.spec = {{"machine", "m1"}, {"machine_record", {{"name", "m1"}, {"host", "h"}, {"user", "u"}}},
+              {"model", "/m"}, {"tp", 2}, {"watch_hbm_s", 1}};
+  apply(sub);
+  while (auto lease = sm::testing::NextLeaseInput(s)) apply(*lease);
+  const auto answer = [&](const std::string& kind, json result) {
+    for (const auto& [id, t] : s.tasks)
+      if (t.kind == kind && t.in_flight()) {
+        sm::Input in;
+        in.type = sm::Input::Type::kTaskResult;
+        in.task_id = id;
+        in.attempt = t.attempt;
+        in.ok = true;
+        in.result = std::move(result);
+        apply(in);
+        return;
+      }
+  };
+  answer(sm::kServiceLaunchTask, {{"runtime_dir", "/rt"}, {"pid", 42}, {"devices", {0, 1}}});
+  answer(sm::kServiceWaitReadyTask, {{"ready_after_ms", 1}});
+  const auto one = [&](int i) {
+    answer(sm::kServiceHbmSampleTask,
+           {{"sample_no", i}, {"t_ms", 1'700'000'000'000 + i * 1000}, {"clock", "target"},
+            {"devices", {{{"device_id", 0}, {"used_mb", 30000 + i}, {"total_mb", 65536}},
+                         {{"device_id", 1}, {"used_mb", 30000}, {"total_mb", 65536}}}}});
+    for (const auto& [id, t] : s.timers)
+      if (t.armed && t.purpose == sm::kHbmSampleTimer) {
+        sm::Input in;
+        in.type = sm::Input::Type::kTimerFired;
+        in.timer_id = id;
+        apply(in);
+        break;
+      }
+  };
+  for (int i = 1; i <= before; ++i) one(i);
+  const auto t0 = SteadyClock::now();
+  for (int i = before + 1; i <= before + measured; ++i) one(i);
+  return SecondsSince(t0) * 1e6 / measured;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app("npuprof_bench_drift");
+  int samples = 30;
+  std::string json_out;
+  app.add_option("--samples", samples, "Samples of the watched service")->check(CLI::Range(5, 1000));
+  app.add_option("--json", json_out, "Write the figures here");
+  ParseOrExit(app, argc, argv);
+
+  const std::string load_start = LoadAvg();
+  testing::NpuprofHarness h;
+  Status st = h.Start({"--startup-delay", "0", "--set", R"(leak={"mb_per_h": 36, "time_scale": 100})"});
+  if (!st.ok()) {
+    std::fprintf(stderr, "harness: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  const std::string model = h.MakeModel({"--kind", "dense", "--layers", "2"});
+  testing::CliResult sv = h.Cli({"submit", "serve", "--machine", "sim1", "--model", model, "--devices", "0",
+                                 "--watch-hbm", "1", "--wait"});
+  const std::string run = sv.json().is_object() ? sv.json().value("run_id", "") : "";
+  if (sv.exit_code != 0 || run.empty()) {
+    std::fprintf(stderr, "serve: %s %s\n", sv.out.c_str(), sv.err.c_str());
+    return 1;
+  }
+  json show;
+  for (int i = 0; i < samples * 20; ++i) {
+    show = h.Cli({"show", run}).json();
+    if (show.contains("hbm_watch") && show["hbm_watch"].value("samples", 0) >= samples) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  h.Cli({"stop", run, "--wait"});
+  const json evs = h.Cli({"events", run, "--json"}).json();
+  h.Stop();
+
+  std::map<std::string, int64_t> scheduled_ms;  // task id -> TaskScheduled time
+  std::map<int64_t, std::string> task_of_sample;
+  std::vector<double> link_ms, commands, round_trips, bytes_out, bytes_in, sample_ms;
+  std::map<std::string, int64_t> sample_event_ms;  // task id -> HbmSampled time
+  int64_t first_sample_seq = -1, last_sample_seq = -1, n_sampled = 0, bytes_between = 0, events_between = 0;
+  for (const json& e : evs.value("events", json::array())) {
+    const std::string type = e.value("type", "");
+    const json& p = e["payload"];
+    if (type == "TaskScheduled" && p.value("kind", "") == sm::kServiceHbmSampleTask)
+      scheduled_ms[p.value("task_id", "")] = e.value("time_ms", int64_t{0});
+    if (type == "TaskSucceeded" && scheduled_ms.count(p.value("task_id", "")) && p.contains("link")) {
+      const json& l = p["link"];
+      link_ms.push_back(l.value("link_ms", 0.0));
+      commands.push_back(l.value("commands", 0.0));
+      round_trips.push_back(l.value("round_trips", 0.0));
+      bytes_out.push_back(l.value("bytes_out", 0.0));
+      bytes_in.push_back(l.value("bytes_in", 0.0));
+    }
+    if (type == "HbmSampled") {
+      // The cause names the task whose answer recorded it: "task:<id>#<attempt>".
+      const std::string cause = e.value("cause", "");
+      const std::string id = cause.rfind("task:", 0) == 0 ? cause.substr(5, cause.find('#') - 5) : "";
+      if (scheduled_ms.count(id)) sample_ms.push_back(double(e.value("time_ms", int64_t{0}) - scheduled_ms[id]));
+      const int64_t seq = e.value("seq", int64_t{0});
+      if (first_sample_seq < 0) first_sample_seq = seq;
+      last_sample_seq = seq;
+      ++n_sampled;
+    }
+  }
+  for (const json& e : evs.value("events", json::array())) {
+    const int64_t seq = e.value("seq", int64_t{0});
+    if (seq > first_sample_seq && seq <= last_sample_seq) {
+      ++events_between;
+      bytes_between += static_cast<int64_t>(e["payload"].dump().size());
+    }
+  }
+  const double per = n_sampled > 1 ? double(n_sampled - 1) : 1;
+  const double d10 = DecideMicros(10, 50), d120 = DecideMicros(120, 50), d1000 = DecideMicros(1000, 50);
+
+  std::printf("HBM drift sampler, %lld samples at --watch-hbm 1 (load %s at start, %s at end)\n",
+              static_cast<long long>(n_sampled), load_start.c_str(), LoadAvg().c_str());
+  std::printf("  remote: link_ms median %.1f max %.1f; commands %.0f, round trips %.0f, bytes out %.0f in %.0f (medians)\n",
+              Median(link_ms), Max(link_ms), Median(commands), Median(round_trips), Median(bytes_out),
+              Median(bytes_in));
+  std::printf("  sample (TaskScheduled -> HbmSampled): median %.0f ms, max %.0f ms\n", Median(sample_ms),
+              Max(sample_ms));
+  std::printf("  events per sample: %.1f, payload bytes per sample: %.0f\n", events_between / per,
+              bytes_between / per);
+  std::printf("  decide + fold of one sample (answer + timer), in process: %.0f us after 10, %.0f us after 120, "
+              "%.0f us after 1000 samples\n",
+              d10, d120, d1000);
+  const json out = {{"samples", n_sampled},
+                    {"link_ms_median", Median(link_ms)},
+                    {"link_ms_max", Max(link_ms)},
+                    {"commands_median", Median(commands)},
+                    {"round_trips_median", Median(round_trips)},
+                    {"bytes_out_median", Median(bytes_out)},
+                    {"bytes_in_median", Median(bytes_in)},
+                    {"sample_ms_median", Median(sample_ms)},
+                    {"sample_ms_max", Max(sample_ms)},
+                    {"events_per_sample", events_between / per},
+                    {"payload_bytes_per_sample", bytes_between / per},
+                    {"decide_us_after_10", d10},
+                    {"decide_us_after_120", d120},
+                    {"decide_us_after_1000", d1000}};
+  if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
+  return n_sampled >= samples ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace npuprof::bench
+
+int main(int argc, char** argv) { return npuprof::bench::Main(argc, argv); }
