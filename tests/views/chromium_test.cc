@@ -87,6 +87,37 @@ TEST_F(ChromiumViews, MemoryReportWithHbmCurves) {
   EXPECT_FALSE(ec) << ec.message();
 }
 
+// --operator-memory: the section listing the operators that hold the
+// activation peak, and the curve's marker at the peak, rendered (the saved
+// run's device 0 given an operator digest as the report projects it).
+TEST_F(ChromiumViews, MemoryReportWithOperatorMemoryAtThePeak) {
+  json m = TestJson("views/memory_profile.manifest.json");
+  const json events = TestJson("views/memory_profile.events.json");
+  const auto set = SeriesSetFromRun(events, ReadTestData("views/npu_mem.csv"), "npu_mem.csv", "");
+  ASSERT_FALSE(set.series.empty());
+  ASSERT_FALSE(set.series.front().samples.empty());
+  const double peak_us = set.series.front().samples.back().t_us;
+  m["report"]["devices"][0]["operator_memory"] = {
+      {"status", "ok"},
+      {"problems", json::array()},
+      {"peak_operators",
+       {{{"name", "aten::empty<attn>"}, {"size_mb", 612.25}, {"allocated_at_us", peak_us},
+         {"released_at_us", nullptr}, {"evidence", {{"file", "operator_memory.csv"}, {"row", 4242}}}}}},
+      {"peak_allocated_mb", 30000.25},
+      {"peak_reserved_mb", 30040.75},
+      {"fragmentation_mb", 40.5},
+      {"peak_at_us", peak_us},
+      {"peak_evidence", {{"file", "memory_record.csv"}, {"row", 77}}}};
+  auto html = views::RenderMemoryReportHtml(m, set, "en");
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  BrowserRender r = Check(Write("memory-opmem.html", *html), "memory-opmem", 2600);
+  EXPECT_NE(r.dom.find("Operator memory at the activation peak"), std::string::npos);
+  EXPECT_NE(r.dom.find("aten::empty&lt;attn&gt;"), std::string::npos) << "listed, escaped";
+  EXPECT_NE(r.dom.find("operator_memory.csv row 4242"), std::string::npos);
+  EXPECT_NE(r.dom.find(views::FormatMbValue(40.5)), std::string::npos) << "the fragmentation";
+  EXPECT_NE(r.dom.find("operator peak: aten::empty&lt;attn&gt;"), std::string::npos) << "the curve's marker";
+}
+
 TEST_F(ChromiumViews, MemoryReportInChinese) {
   const json m = TestJson("views/memory_profile.manifest.json");
   auto html = views::RenderMemoryReportHtml(m, {}, "zh");
