@@ -2,16 +2,13 @@
 // gauges of a loop turn, client verbs kept to a fixed set, and the result
 // passing `promtool check metrics` (its linter: names, units, suffixes).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "broker/device_scheduler.h"
 #include "broker/metrics.h"
+#include "tests/metrics/promtool_check.h"
 #include "broker/worker_registry.h"
 
 namespace npuprof::broker {
@@ -19,13 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-proto::Event Ev(const std::string& type, const json& payload) {
-  proto::Event e;
-  e.set_run_id("r1");
-  e.set_type(type);
-  e.set_payload_json(payload.dump());
-  return e;
-}
+proto::Event Ev(const std::string& type, const json& payload) { return testing::MetricsEvent("r1", type, payload); }
 
 sm::RunState ProbeRun() {
   sm::RunState s;
@@ -167,19 +158,10 @@ TEST(BrokerMetrics, PromtoolAcceptsTheExposition) {
   m.TaskAnswered("probe.npu_smi", std::chrono::milliseconds(12));
   m.ClientAnswered("runs", true);
   const std::string text = m.Render({metrics::ReadProcessReadings(), 4096.0});
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("npuprof_promtool_" + std::to_string(::getpid()) + ".txt")).string();
-  std::ofstream(path) << text;
-  const std::string cmd = "promtool check metrics < " + path + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  std::filesystem::remove(path);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << "\n---\n" << text;
-  EXPECT_EQ(out, "");
+  const auto verdict = testing::PromtoolCheck(text);
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_TRUE(verdict->passed) << verdict->output << "\n---\n" << text;
+  EXPECT_EQ(verdict->output, "");
 }
 
 }  // namespace

@@ -2,28 +2,19 @@
 // npuprof_service_hbm_used_bytes{run_id,machine,device}; the run's end drops
 // them (the series stay bounded by the runs alive); promtool accepts it.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "broker/metrics.h"
+#include "tests/metrics/promtool_check.h"
 
 namespace npuprof::broker {
 namespace {
 
 using json = nlohmann::json;
 
-proto::Event Ev(const std::string& type, const json& payload) {
-  proto::Event e;
-  e.set_run_id("r7");
-  e.set_type(type);
-  e.set_payload_json(payload.dump());
-  return e;
-}
+proto::Event Ev(const std::string& type, const json& payload) { return testing::MetricsEvent("r7", type, payload); }
 
 sm::RunState ServeRun() {
   sm::RunState s;
@@ -76,20 +67,10 @@ TEST(HbmWatchMetrics, PromtoolAcceptsTheExposition) {
   m.EventCommitted(Ev("RunSubmitted", {{"kind", "serve"}}), run);
   m.EventCommitted(Ev("HbmSampled", Sampled(1, 30000, 100)), run);
   const std::string text = m.Render({metrics::ReadProcessReadings(), 4096.0});
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("npuprof_promtool_hbm_" + std::to_string(::getpid()) + ".txt"))
-          .string();
-  std::ofstream(path) << text;
-  const std::string cmd = "promtool check metrics < " + path + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  std::filesystem::remove(path);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << "\n---\n" << text;
-  EXPECT_EQ(out, "");
+  const auto verdict = testing::PromtoolCheck(text);
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_TRUE(verdict->passed) << verdict->output << "\n---\n" << text;
+  EXPECT_EQ(verdict->output, "");
 }
 
 }  // namespace
