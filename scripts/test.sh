@@ -42,7 +42,12 @@ if ((quick)); then
   exit 0
 fi
 step "ctest"
-ctest --output-on-failure -j"$(nproc)" --timeout 600 ${ctest_args[@]+"${ctest_args[@]}"}
+if ! ctest --output-on-failure -j"$(nproc)" --timeout 600 ${ctest_args[@]+"${ctest_args[@]}"}; then
+  # The failures' own output again, last, where a reader of the log's tail sees it.
+  python3 ../scripts/failed_tests.py . 150 || true
+  step "ctest failed"
+  exit 8
+fi
 step "fuzz"
 ../scripts/fuzz.sh --seconds 6   # every parser's fuzz target, briefly (docs/RELIABILITY.md "Fuzzing")
 step "done"

@@ -188,6 +188,29 @@ Result<std::vector<OperatorMemoryRank>> DecodeOperatorMemoryRanks(const json& ra
   return out;
 }
 
+namespace {
+
+Result<OperatorAnalyseLimit> ReadAnalyseLimit(const json& j) {
+  if (!j.is_object()) return Status::Corruption("analyse_limit: is not an object");
+  OperatorAnalyseLimit l;
+  if (!j.contains("limit") || !j["limit"].is_number_integer() || j["limit"].get<int64_t>() < 1 ||
+      j["limit"].get<int64_t>() > static_cast<int64_t>(kMaxOperatorRanks))
+    return Status::Corruption(fmt::format("analyse_limit.limit: is not a whole number from 1 to {}", kMaxOperatorRanks));
+  l.limit = j["limit"].get<int64_t>();
+  for (const char* key : {"source", "reason"}) {
+    if (!j.contains(key) || !j[key].is_string() || j[key].get_ref<const std::string&>().size() > 1024 ||
+        !IsValidUtf8(j[key].get_ref<const std::string&>()))
+      return Status::Corruption(fmt::format("analyse_limit.{}: is not a text of at most 1024 bytes", key));
+  }
+  l.source = j["source"].get<std::string>();
+  if (l.source != "means" && l.source != "default" && l.source != "given")
+    return Status::Corruption("analyse_limit.source: is not one of means, default, given");
+  l.reason = j["reason"].get<std::string>();
+  return l;
+}
+
+}  // namespace
+
 Result<OperatorMemoryOutput> ParseOperatorMemoryOutput(std::string_view text) {
   if (text.size() > kMaxOperatorDigestBytes)
     return Status::Corruption(fmt::format("the digest is {} bytes, more than {}", text.size(), kMaxOperatorDigestBytes));
@@ -198,6 +221,11 @@ Result<OperatorMemoryOutput> ParseOperatorMemoryOutput(std::string_view text) {
   if (!j.is_object()) return Status::Corruption("the digest is not a JSON object");
   if (!j.contains("v") || j["v"] != 1) return Status::Corruption("v: the digest is not version 1");
   OperatorMemoryOutput out;
+  if (j.contains("analyse_limit")) {
+    auto l = ReadAnalyseLimit(j["analyse_limit"]);
+    if (!l.ok()) return l.status();
+    out.analyse_limit = std::move(l).value();
+  }
   if (j.contains("pending")) {
     const json& p = j["pending"];
     if (!p.is_array() || p.size() > kMaxOperatorRanks) return Status::Corruption("pending: is not a list of dirs");

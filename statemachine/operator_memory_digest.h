@@ -75,15 +75,27 @@ struct OperatorMemoryRank {
   std::vector<PeakOperator> operators;  // largest first
 };
 
+// How many analyse() the program ran at once, and why (torch-profile's
+// rule applied on the target: statemachine/torch_profile_analyse_limit.h).
+struct OperatorAnalyseLimit {
+  int64_t limit = 1;   // 1..kMaxOperatorRanks
+  std::string source;  // "means" | "default" | "given"
+  std::string reason;
+};
+
 // What the program printed: either still waiting for analyse() (pending
-// names the directories), or every rank's digest.
+// names the directories running or waiting for their turn), or every
+// rank's digest; with the analyse limit it applied (absent from older
+// programs' output).
 struct OperatorMemoryOutput {
   std::vector<std::string> pending;
   std::vector<OperatorMemoryRank> ranks;
+  std::optional<OperatorAnalyseLimit> analyse_limit;
 };
 
 // The program's stdout: one JSON object {"v":1, "pending":[...]} or
-// {"v":1, "ranks":[...]}, at most kMaxOperatorDigestBytes.
+// {"v":1, "ranks":[...]}, each with an optional "analyse_limit":
+// {"limit", "source", "reason"}, at most kMaxOperatorDigestBytes.
 Result<OperatorMemoryOutput> ParseOperatorMemoryOutput(std::string_view out);
 
 // A recorded list of ranks (as OperatorMemoryRankJson wrote them).

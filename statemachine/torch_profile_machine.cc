@@ -380,11 +380,29 @@ void FinishAnalysis(Decision& d) {
   d.Finish(RunStatus::kFailed, error);
 }
 
-// A clock measure answered (measured or not): an analysis that finished
-// while it was out is judged now.
+// The deployment is ready: the profile window opens, once a multi-node
+// run's start clock measure has answered. Nothing of the run is decided
+// while the workload runs then: a decision there is a place the server can
+// crash, and a recovered wave is sent again into the open window (more
+// requests in the capture than the workload asked for; the crash matrix's
+// two-node shards caught it when the measure answered mid-wave under load).
+void OpenProfileWindow(Decision& d) {
+  if (Multi(d.state()) && ClockPending(d.state())) return;  // AfterClock opens it
+  d.Transition("profiling");
+  ScheduleControl(d, "start_profile");
+}
+
+// A clock measure answered (measured or not): a deployment ready while it
+// was out opens its profile window now; an analysis that finished while it
+// was out is judged now.
 void AfterClock(Decision& d) {
   const RunState& s = d.state();
-  if (!s.terminal && s.state == "analysing" && AnalysisDone(s)) FinishAnalysis(d);
+  if (s.terminal) return;
+  if (s.state == "ready") {
+    if (!s.cancel_requested && !DataOf<kind_data::TorchProfileData>(s).cleanup()) OpenProfileWindow(d);
+    return;
+  }
+  if (s.state == "analysing" && AnalysisDone(s)) FinishAnalysis(d);
 }
 
 // A multi-node deployment's launch answered on some node: readiness once
@@ -491,8 +509,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
   if (task.kind == kServiceWatchTask) return;  // a headless node's watch ended without a death (abandoned)
   if (task.kind == kServiceWaitReadyTask) {
     d.Transition("ready");
-    d.Transition("profiling");
-    return ScheduleControl(d, "start_profile");
+    return OpenProfileWindow(d);
   }
   if (task.kind == kTpControlTask && role == "start_profile") {
     const auto& control = result.As<results::TorchProfileControlResult>();

@@ -74,6 +74,12 @@ class KindDriver {
     in.result = std::move(result);
     Do(in);
   }
+  // The user cancels the run.
+  void Cancel() {
+    Input in;
+    in.type = Input::Type::kCancel;
+    Do(in);
+  }
   std::vector<std::string> Types() const {
     std::vector<std::string> out;
     for (const auto& e : all) out.push_back(e.type);

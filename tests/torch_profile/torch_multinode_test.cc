@@ -62,13 +62,25 @@ struct MultiTorch : KindDriver {
       }
     ADD_FAILURE() << "no pending " << kind << " " << role;
   }
-  void ToWorkload() {
+  void ToReady() {
     Submit(Spec());
     Answer(kServiceLaunchTask, "a", true,
            {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 10}, {"port", 18000},
             {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 29500}}}});
     Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 20}});
     Answer(kServiceWaitReadyTask, "a", true, {{"ready_after_ms", 10}});
+  }
+  static json StartOffsets() {
+    return {{"when", "start"},
+            {"measured_at_ms", 5},
+            {"offsets", {{{"machine", "a"}, {"offset_ms", 0.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}},
+                         {{"machine", "b"}, {"offset_ms", 3200.0}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}}}}};
+  }
+  // Ready, the start clock measure answered (measured, or failed), the profile window open.
+  void ToWorkload(bool clock_ok = true) {
+    ToReady();
+    if (clock_ok) Answer(kMachineClockTask, "a", true, StartOffsets());
+    else Answer(kMachineClockTask, "a", false, json::object(), "timeout");
     Role(kTpControlTask, "start_profile", {{"ok", true}, {"status", 200}});
   }
   // From the workload to the listings: a one-request wave, the profile
@@ -87,16 +99,17 @@ struct MultiTorch : KindDriver {
 
 TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCountsTheDeployment) {
   MultiTorch r;
-  r.ToWorkload();
-  ASSERT_EQ(r.s.state, "workload");
+  r.ToReady();
+  ASSERT_EQ(r.s.state, "ready");
   ASSERT_NE(r.Pending(kMachineClockTask, "a"), nullptr) << "the clocks are measured at the start";
   EXPECT_EQ(r.Pending(kMachineClockTask, "a")->payload["machines"].size(), 2u);
-  r.Answer(kMachineClockTask, "a", true,
-           {{"when", "start"},
-            {"measured_at_ms", 5},
-            {"offsets", {{{"machine", "a"}, {"offset_ms", 0.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}},
-                         {{"machine", "b"}, {"offset_ms", 3200.0}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}}}}});
+  EXPECT_TRUE(r.PendingAll(kTpControlTask).empty())
+      << "the profile window waits for the start measure: no decision while the workload runs";
+  r.Answer(kMachineClockTask, "a", true, MultiTorch::StartOffsets());
   EXPECT_DOUBLE_EQ(ClockOffsetMs(r.s, "b"), 3200.0);
+  ASSERT_EQ(r.s.state, "profiling");
+  r.Role(kTpControlTask, "start_profile", {{"ok", true}, {"status", 200}});
+  ASSERT_EQ(r.s.state, "workload");
   EXPECT_NE(r.Pending(kServiceWatchTask, "b"), nullptr) << "the headless node is watched";
   r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}, {{"ok", true}}})}});
   r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
@@ -145,6 +158,32 @@ TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCoun
   EXPECT_EQ(m["clock_offsets"]["start"]["offsets"][1]["offset_ms"], 3200.0);
 }
 
+TEST(TorchMultiNode, AStartMeasureDoneBeforeReadinessOpensTheWindowAtOnceAndACancelWhileWaitingStopsEveryNode) {
+  MultiTorch early;
+  early.Submit(Spec());
+  early.Answer(kServiceLaunchTask, "a", true,
+               {{"runtime_dir", "/rt/r1/service-1-node0"}, {"pid", 10}, {"port", 18000},
+                {"deployment", {{"node", 0}, {"nodes", 2}, {"dp_rpc_port", 29500}}}});
+  early.Answer(kServiceLaunchTask, "b", true, {{"runtime_dir", "/rt/r1/service-1-node1"}, {"pid", 20}});
+  early.Answer(kMachineClockTask, "a", true, MultiTorch::StartOffsets());
+  EXPECT_EQ(early.s.state, "launching");
+  early.Answer(kServiceWaitReadyTask, "a", true, {{"ready_after_ms", 10}});
+  EXPECT_EQ(early.s.state, "profiling");
+  EXPECT_EQ(early.PendingAll(kTpControlTask).size(), 1u);
+
+  MultiTorch cancelled;
+  cancelled.ToReady();
+  ASSERT_EQ(cancelled.s.state, "ready");
+  cancelled.Cancel();
+  EXPECT_EQ(cancelled.s.state, "stopping_service");
+  EXPECT_EQ(cancelled.Pending(kMachineClockTask, "a"), nullptr) << "the measure is abandoned";
+  EXPECT_TRUE(cancelled.PendingAll(kTpControlTask).empty()) << "no profile window opens";
+  cancelled.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  cancelled.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_TRUE(cancelled.s.terminal);
+  EXPECT_EQ(cancelled.s.status, RunStatus::kCancelled);
+}
+
 TEST(TorchMultiNode, TheAnalyseLimitsAreInNodeOrderWhicheverListingAnswersFirst) {
   MultiTorch r;
   r.ToWorkload();
@@ -160,14 +199,12 @@ TEST(TorchMultiNode, TheAnalyseLimitsAreInNodeOrderWhicheverListingAnswersFirst)
 
 TEST(TorchMultiNode, ANodeThatWroteFewerRankDirsIsNamed) {
   MultiTorch r;
-  r.ToWorkload();
+  // Both clock measures (start and end) fail: no offsets, and the run goes on to its verdict.
+  r.ToWorkload(false);
   r.ToListing("no_profile_dirs");
   r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
   r.Answer(kTpListDirsTask, "b", true, {{"dirs", json::array()}});
   r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
-  // Both clock measures (start and end) fail: no offsets, and the run goes on to its verdict.
-  EXPECT_FALSE(r.s.terminal);
-  r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
   EXPECT_FALSE(r.s.terminal);
   r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
   ASSERT_TRUE(r.s.terminal);

@@ -12,8 +12,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "statemachine/operator_memory_digest.h"
+#include "statemachine/torch_profile_analyse_limit.h"
 #include "tests/support/temp_dir.h"
 #include "workers/profiling/operator_memory_program.h"
 #include "workers/profiling/remote_analyse.h"
@@ -85,11 +87,12 @@ class OperatorMemoryProgram : public ::testing::Test {
     root_ = tmp_.path + "/profile root";
   }
   std::string Out(const std::string& rank) { return root_ + "/" + rank + "_ascend_pt/ASCEND_PROFILER_OUTPUT/"; }
-  Result<sm::OperatorMemoryOutput> Run(int64_t max_bytes, int top_n = 2) {
+  Result<sm::OperatorMemoryOutput> Run(int64_t max_bytes, int top_n = 2, int64_t limit = 0,
+                                       std::chrono::milliseconds budget = std::chrono::seconds(60)) {
     const std::string cmd =
         "PYTHONPATH=" + ssh::ShellQuote(tmp_.path + "/py") + " " +
-        ssh::BuildCommand(OperatorMemoryDigestArgv(root_, AnalyseMarkerName("t1"), std::chrono::seconds(60), false,
-                                                   top_n, true, max_bytes));
+        ssh::BuildCommand(OperatorMemoryDigestArgv(root_, AnalyseMarkerName("t1"), budget, false, top_n, true, limit,
+                                                   max_bytes));
     FILE* f = popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];
@@ -187,13 +190,115 @@ TEST_F(OperatorMemoryProgram, AnEmptyRootGivesNoRanks) {
   EXPECT_TRUE(o->ranks.empty());
 }
 
+// A stand-in analyse() that notes whether another one was running when it
+// started (a lock file per run in a shared dir), then holds its lock until
+// the test's gate file exists or 2 s passed.
+constexpr const char* kOverlapAnalyse = R"PY(import glob, os, time
+def analyse(path):
+    shared = os.path.join(os.path.dirname(path), "locks")
+    os.makedirs(shared, exist_ok=True)
+    others = glob.glob(os.path.join(shared, "*"))
+    mine = os.path.join(shared, os.path.basename(path))
+    open(mine, "w").close()
+    with open(os.path.join(path, "runs"), "a") as f:
+        f.write("x" if not others else "o")
+    t = time.monotonic()
+    while time.monotonic() - t < 0.3:
+        time.sleep(0.02)
+    os.remove(mine)
+)PY";
+
+TEST_F(OperatorMemoryProgram, AtMostTheLimitRunAtOnceAndTheRestWaitForTheirTurn) {
+  WriteTree(tmp_.path + "/py/torch_npu/profiler/profiler.py", kOverlapAnalyse);
+  for (const char* r : {"a", "b", "c"}) WriteTree(Out(r) + "memory_record.csv", SmallRecord(0));
+  // A first call that waits no time: one started, all three pending.
+  auto first = Run(1 << 20, 2, 1, std::chrono::milliseconds(0));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_GE(first->pending.size(), 2u) << "one started, the others waiting for their turn";
+  ASSERT_TRUE(first->analyse_limit.has_value());
+  EXPECT_EQ(first->analyse_limit->limit, 1);
+  EXPECT_EQ(first->analyse_limit->source, "given");
+  // The next call starts the others one at a time and digests every rank.
+  auto o = Run(1 << 20, 2, 1);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  ASSERT_EQ(o->ranks.size(), 3u);
+  for (const char* r : {"a", "b", "c"}) {
+    std::ifstream in(root_ + "/" + r + "_ascend_pt/runs");
+    std::string s;
+    in >> s;
+    EXPECT_EQ(s, "x") << r << ": analyse() ran once, with no other running";
+    const sm::OperatorMemoryRank* rank = RankOf(*o, r);
+    ASSERT_NE(rank, nullptr);
+    EXPECT_EQ(rank->analyse_exit, 0);
+  }
+}
+
+TEST_F(OperatorMemoryProgram, TheLimitIsChosenFromTheTargetsMeansWhenNoneIsGiven) {
+  for (const char* r : {"a", "b"}) WriteTree(Out(r) + "memory_record.csv", SmallRecord(0));
+  auto o = Run(1 << 20, 2, 0);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  ASSERT_TRUE(o->analyse_limit.has_value());
+  EXPECT_EQ(o->analyse_limit->source, "means") << o->analyse_limit->reason;
+  EXPECT_GE(o->analyse_limit->limit, 1);
+  EXPECT_LE(o->analyse_limit->limit, 2) << "never more than the ranks";
+  EXPECT_NE(o->analyse_limit->reason.find("core"), std::string::npos) << o->analyse_limit->reason;
+}
+
+// The program's rule is torch-profile's (statemachine/torch_profile_analyse_limit.h):
+// the same means give the same limit.
+TEST(OperatorMemoryProgramLimit, IsTorchProfilesRule) {
+  const TempDir tmp;
+  const std::string py = tmp.path + "/d.py";
+  WriteTree(py, std::string(OperatorMemoryDigestSource()));
+  struct Case {
+    std::optional<int64_t> cores, mem;
+    std::vector<std::optional<int64_t>> sizes;
+  };
+  const int64_t gib = int64_t{1} << 30;
+  const std::vector<Case> cases = {
+      {4, 100 * gib, {1 * gib, 2 * gib, 1 * gib}},   // by memory: 100 / 40 = 2
+      {2, 1000 * gib, {1 * gib, 1 * gib, 1 * gib}},  // by cores
+      {16, 1000 * gib, {gib, gib}},                  // by ranks
+      {8, gib, {10 * gib}},                          // short even for one
+      {8, 100 * gib, {0, 0, 0}},                     // empty ranks bound nothing by memory
+      {std::nullopt, 100 * gib, {gib}},              // cores unread
+      {4, std::nullopt, {gib}},                      // memory unread
+      {4, 100 * gib, {gib, std::nullopt}},           // a size unread
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const auto arg = [](std::optional<int64_t> v) { return v ? std::to_string(*v) : std::string("-"); };
+    std::vector<std::string> argv = {"python3", py, "limit", arg(c.cores), arg(c.mem)};
+    for (const auto& s : c.sizes) argv.push_back(arg(s));
+    FILE* f = popen(ssh::BuildCommand(argv).c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string out;
+    char buf[1024];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    pclose(f);
+    const auto j = nlohmann::json::parse(out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << out;
+    sm::AnalyseMeans means;
+    means.cores = c.cores;
+    means.mem_available_bytes = c.mem;
+    means.rank_bytes = c.sizes;
+    const sm::AnalyseLimit want = sm::ChooseAnalyseLimit(means, c.sizes.size(), std::nullopt);
+    EXPECT_EQ(j.value("limit", -1), want.limit) << "case " << i << ": " << out << " / " << want.reason;
+    EXPECT_EQ(j.value("source", ""), want.source) << "case " << i;
+  }
+}
+
 TEST(OperatorMemoryProgramArgv, CarriesTheProgramTheMarkerAndTheLaunchScript) {
   const auto argv = OperatorMemoryDigestArgv("/r", ".m", std::chrono::milliseconds(2500), false, 500, true);
-  ASSERT_EQ(argv.size(), 11u);
+  ASSERT_EQ(argv.size(), 12u);
   EXPECT_EQ(argv[2], std::string(OperatorMemoryDigestSource()));
   EXPECT_EQ(argv[6], "2500");
   EXPECT_EQ(argv[8], "100") << "top N capped";
-  EXPECT_EQ(argv[10], DetachedAnalyseScript());
+  EXPECT_EQ(argv[10], "0") << "the limit chosen on the target";
+  EXPECT_EQ(argv[11], DetachedAnalyseScript());
+  EXPECT_EQ(OperatorMemoryDigestArgv("/r", ".m", std::chrono::milliseconds(1), true, 1, false, 3)[10], "3");
+  EXPECT_EQ(OperatorMemoryDigestArgv("/r", ".m", std::chrono::milliseconds(1), true, 1, false, 3)[11], "");
   EXPECT_EQ(AnalyseMarkerName("a/b"), ".npuprof_analyse.a_b");
 }
 

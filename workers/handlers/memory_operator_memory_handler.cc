@@ -2,8 +2,10 @@
 // profile root, then the operator-memory digest of each rank, both on the
 // target by one remote program per call (workers/profiling/
 // operator_memory_program.h). Each call waits there up to a slice for
-// analyse() (the first one starts or attaches to it); a call after the
-// timeout reads whatever the ranks hold. Only the digest crosses the link;
+// analyse(), starting it (or attaching to it) in as many ranks at once as
+// the target's cores and free memory allow (the first call chooses that
+// limit; torch-profile's rule); a call after the timeout reads whatever the
+// ranks hold. Only the digest crosses the link;
 // a rank whose CSVs are missing or bad is said so in its digest, never an
 // error of the task.
 #include <algorithm>
@@ -39,14 +41,19 @@ TaskOutcome MemOperatorMemory(const tasks::MemoryOperatorMemory& p, const proto:
   auto session = ctx.pool.Acquire(*target);
   const auto start = std::chrono::steady_clock::now();
   bool timed_out = false;
-  for (bool first = true;; first = false) {
+  // How many analyse() at once: chosen on the target by the first call (its
+  // means), passed to every later one.
+  int64_t limit = 0;
+  for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(timeout - (std::chrono::steady_clock::now() - start));
     const bool final = left.count() <= 0;
     const auto budget = final ? std::chrono::milliseconds(0) : std::min(left, profiling::kOperatorMemoryWaitSlice);
     // The call runs on a thread of its own; the lease is extended every 5 s meanwhile.
     auto fut = std::async(std::launch::async, [&] {
-      return RunRemote(*session, profiling::OperatorMemoryDigestArgv(root, marker, budget, final, top_n, first),
+      // Every call but the last may start analyse() (the launch attaches to a
+      // running one); the last reads the ranks as they are.
+      return RunRemote(*session, profiling::OperatorMemoryDigestArgv(root, marker, budget, final, top_n, !final, limit),
                        budget + kReadTimeout);
     });
     while (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
@@ -71,15 +78,18 @@ TaskOutcome MemOperatorMemory(const tasks::MemoryOperatorMemory& p, const proto:
                                   fmt::format("the operator-memory digest under {} from {}: {}", root,
                                               target->Endpoint(), out.status().message()),
                                   false);
+    if (out->analyse_limit && limit == 0) limit = out->analyse_limit->limit;
     if (!out->pending.empty() && !final) {
       if (ctx.cancelled.load())
         return TaskOutcome::Failure("cancelled", "analyse wait cancelled (analyse() keeps running)", false);
-      ctx.progress(fmt::format("analyse: {} rank(s) still running under {}", out->pending.size(), root));
+      ctx.progress(fmt::format("analyse: {} rank(s) running or waiting for their turn under {} ({} at a time)",
+                               out->pending.size(), root, limit > 0 ? std::to_string(limit) : "?"));
       continue;
     }
     timed_out = final;
     json ranks = json::array();
     for (const auto& r : out->ranks) ranks.push_back(sm::OperatorMemoryRankJson(r));
+    // (the limit the program applied is in the digest kept as a blob)
     json result = {{"profile_root", root}, {"ranks", ranks}};
     if (out->ranks.empty())
       result["note"] = "no *_ascend_pt directory under the profile root (the profiler wrote nothing)";

@@ -16,7 +16,7 @@ std::string AnalyseMarkerName(const std::string& task_id) {
 
 std::vector<std::string> OperatorMemoryDigestArgv(const std::string& root, const std::string& marker_name,
                                                   std::chrono::milliseconds budget, bool final, int top_n,
-                                                  bool launch, int64_t max_bytes) {
+                                                  bool launch, int64_t limit, int64_t max_bytes) {
   return {"python3",
           "-c",
           std::string(kOperatorMemoryDigestSource),
@@ -27,6 +27,7 @@ std::vector<std::string> OperatorMemoryDigestArgv(const std::string& root, const
           final ? "1" : "0",
           std::to_string(std::clamp(top_n, 1, 100)),
           std::to_string(std::max<int64_t>(max_bytes, 0)),
+          std::to_string(std::clamp<int64_t>(limit, 0, 256)),
           launch ? DetachedAnalyseScript() : std::string()};
 }
 

@@ -21,12 +21,16 @@ inline constexpr int64_t kOperatorCsvMaxBytes = int64_t{1} << 30;
 // How long one call waits on the target for analyse() before answering "pending".
 inline constexpr std::chrono::milliseconds kOperatorMemoryWaitSlice{10000};
 
-// `python3 -c SOURCE digest ROOT MARKER_NAME BUDGET_MS FINAL TOP_N MAX_BYTES LAUNCH`:
-// LAUNCH is DetachedAnalyseScript() when `launch`, else "". MARKER_NAME is
-// the marker's file name inside each rank directory (AnalyseMarkerName).
+// `python3 -c SOURCE digest ROOT MARKER_NAME BUDGET_MS FINAL TOP_N MAX_BYTES LIMIT LAUNCH`:
+// LAUNCH is DetachedAnalyseScript() when `launch`, else "" (no analyse()
+// started). LIMIT is how many analyse() may run at once, 0 for the program
+// to choose it from the target's means (the first call; later calls pass
+// what it chose). MARKER_NAME is the marker's file name inside each rank
+// directory (AnalyseMarkerName).
 std::vector<std::string> OperatorMemoryDigestArgv(const std::string& root, const std::string& marker_name,
                                                   std::chrono::milliseconds budget, bool final, int top_n,
-                                                  bool launch, int64_t max_bytes = kOperatorCsvMaxBytes);
+                                                  bool launch, int64_t limit = 0,
+                                                  int64_t max_bytes = kOperatorCsvMaxBytes);
 
 // The marker's name for a task id: the last part of AnalyseMarker(dir, id).
 std::string AnalyseMarkerName(const std::string& task_id);

@@ -2,18 +2,26 @@
 # data (Python 3.8+, standard library only). Only what it prints crosses the
 # link; the CSVs stay on the target.
 #
-#   python3 -c SRC digest ROOT MARKER_NAME BUDGET_MS FINAL TOP_N MAX_BYTES LAUNCH_SCRIPT
+#   python3 -c SRC digest ROOT MARKER_NAME BUDGET_MS FINAL TOP_N MAX_BYTES LIMIT LAUNCH_SCRIPT
 #       For every *_ascend_pt directory directly under ROOT (at most 256, in
 #       name order): start or attach analyse() (LAUNCH_SCRIPT run as
 #       `sh -c LAUNCH_SCRIPT npuprof-analyse DIR DIR/MARKER_NAME`, the marker
-#       protocol of workers/profiling/remote_analyse.h; skipped when empty),
+#       protocol of workers/profiling/remote_analyse.h; none started when
+#       empty), at most LIMIT at once (0: the limit is chosen here from the
+#       target's means, see choose_limit), starting the next as one ends;
 #       wait up to BUDGET_MS for every DIR/MARKER_NAME.rc (polls 10 ms
-#       doubling to 500 ms). While one still runs and FINAL is 0, print
-#       {"v":1,"pending":[dirs]}. Otherwise digest every directory's
+#       doubling to 500 ms). While one still runs or waits for its turn and
+#       FINAL is 0, print {"v":1,"pending":[dirs],"analyse_limit":LIMIT_REC}.
+#       Otherwise digest every directory's
 #       ASCEND_PROFILER_OUTPUT/{memory_record.csv, operator_memory.csv} and
-#       print {"v":1,"ranks":[...]} (ASCII JSON, one line).
+#       print {"v":1,"ranks":[...],"analyse_limit":LIMIT_REC} (ASCII JSON,
+#       one line). LIMIT_REC = {"limit", "source": means|default|given,
+#       "reason"}.
 #   python3 operator_memory_digest.py rank DIR TOP_N MAX_BYTES
 #       The digest of one directory's CSVs alone (the tests).
+#   python3 operator_memory_digest.py limit CORES MEM_BYTES RANK_BYTES...
+#       choose_limit's record for the given means ("-" for an unread value;
+#       the tests hold it against torch-profile's rule).
 #
 # Per rank (docs/FORMATS.md#operator-memory-digest):
 #   {"dir", "device_id" (int or null), "analyse_exit" (int or null),
@@ -44,6 +52,12 @@ import sys
 import time
 
 MAX_DIRS = 256
+# Free memory per byte of a rank's raw data that analyse() may need (Ascend's
+# profiler guide): the factor of torch-profile's rule
+# (statemachine/torch_profile_analyse_limit.h), which choose_limit repeats.
+RAW_FACTOR = 20
+# analyse()'s own outputs inside a rank directory: not raw data.
+OUTPUT_NAMES = ("ASCEND_PROFILER_OUTPUT", "mindstudio_profiler_output")
 MAX_NAME = 256
 MAX_PROBLEM = 512
 RECORD = "memory_record.csv"
@@ -227,56 +241,150 @@ def alive(marker):
         return False
 
 
-def digest(root, marker_name, budget_ms, final, top_n, max_bytes, launch):
+def raw_bytes(d):
+    """The bytes a rank directory holds outside analyse()'s outputs (du's
+    blocks; symlinks not followed) -> int, or None when unreadable."""
+    total = 0
+    try:
+        for top, dirs, files in os.walk(d, onerror=None):
+            dirs[:] = [n for n in dirs if n not in OUTPUT_NAMES]
+            for n in files + dirs:
+                try:
+                    total += os.lstat(os.path.join(top, n)).st_blocks * 512
+                except OSError:
+                    pass
+    except OSError:
+        return None
+    return total
+
+
+def target_means(dirs):
+    """-> (cores, MemAvailable bytes, [raw bytes per dir]); None for what could not be read."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count()
+    mem = None
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    parts = line.split()
+                    if len(parts) >= 2 and parts[1].isdigit() and len(parts[1]) < 16:
+                        mem = int(parts[1]) * 1024
+                    break
+    except OSError:
+        pass
+    return cores, mem, [raw_bytes(d) for d in dirs]
+
+
+def _mib(b):
+    return "%.1f MiB" % (b / 1048576.0)
+
+
+def choose_limit(cores, mem, sizes):
+    """How many analyse() at once: torch-profile's rule,
+    max(1, min(cores, MemAvailable / (20 x the largest rank's raw bytes), ranks));
+    1 when a means could not be read."""
+    missing = []
+    if not cores or cores < 1:
+        missing.append("the core count")
+    if mem is None:
+        missing.append("MemAvailable (/proc/meminfo)")
+    if not sizes or any(s is None for s in sizes):
+        missing.append("the rank dirs' sizes")
+    if missing:
+        return {"limit": 1, "source": "default",
+                "reason": "%s could not be read: 1 at a time (the safe default)" % ", ".join(missing)}
+    largest = max(sizes)
+    each = RAW_FACTOR * largest
+    by_memory = mem // each if each > 0 else cores
+    limit = max(1, min(cores, by_memory, len(sizes)))
+    return {"limit": limit, "source": "means",
+            "reason": "%d core(s), %s available, largest rank %s raw x%d: %d at a time"
+                      % (cores, _mib(mem), _mib(largest), RAW_FACTOR, limit)}
+
+
+def digest(root, marker_name, budget_ms, final, top_n, max_bytes, limit, launch):
     dirs = sorted(p for p in glob.glob(os.path.join(glob.escape(root), "*_ascend_pt")) if os.path.isdir(p))
     dirs = dirs[:MAX_DIRS]
+    if limit > 0:
+        limit_rec = {"limit": limit, "source": "given", "reason": "chosen by the task's first call"}
+    else:
+        limit_rec = choose_limit(*target_means(dirs))
     exits = {}
-    for d in dirs:
-        m = os.path.join(d, marker_name)
-        if launch:
-            p = subprocess.run(["sh", "-c", launch, "npuprof-analyse", d, m], stdin=subprocess.DEVNULL,
+
+    def marker(d):
+        return os.path.join(d, marker_name)
+
+    def started(d):
+        return os.path.exists(marker(d) + ".pid") or os.path.exists(marker(d) + ".rc")
+
+    def start_more():
+        running = sum(1 for d in dirs if d not in exits and read_rc(marker(d)) is None and alive(marker(d)))
+        for d in dirs:
+            if running >= limit_rec["limit"]:
+                return
+            if d in exits or started(d):
+                continue
+            p = subprocess.run(["sh", "-c", launch, "npuprof-analyse", d, marker(d)], stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             if p.returncode != 0:
                 exits[d] = {"launch_exit": p.returncode,
                             "problem": p.stderr[-400:].decode("utf-8", "replace")}
+            else:
+                running += 1
+
     deadline = time.monotonic() + budget_ms / 1000.0
     pause = 0.01
     while True:
-        waiting = [d for d in dirs if d not in exits and read_rc(os.path.join(d, marker_name)) is None
-                   and alive(os.path.join(d, marker_name))]
+        if launch:
+            start_more()
+        waiting = [d for d in dirs if d not in exits and read_rc(marker(d)) is None
+                   and (alive(marker(d)) or (launch and not started(d)))]
         if not waiting or time.monotonic() >= deadline:
             break
         time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
         pause = min(pause * 2, 0.5)
     if waiting and not final:
-        return {"v": 1, "pending": [w[-4096:] for w in waiting]}
+        return {"v": 1, "pending": [w[-4096:] for w in waiting], "analyse_limit": limit_rec}
     ranks = []
     for d in dirs:
         r = digest_rank(d, top_n, max_bytes)
-        r["analyse_exit"] = read_rc(os.path.join(d, marker_name))
+        r["analyse_exit"] = read_rc(marker(d))
         if d in exits:
             r["analyse_problem"] = ("could not start analyse(): exit %d: %s"
                                     % (exits[d]["launch_exit"], exits[d]["problem"]))[:MAX_PROBLEM]
         elif d in waiting:
-            r["analyse_problem"] = "analyse() had not finished when the wait ended"
+            r["analyse_problem"] = ("analyse() had not finished when the wait ended" if started(d) else
+                                    "analyse() had not started when the wait ended (%d at a time)"
+                                    % limit_rec["limit"])
         ranks.append(r)
-    return {"v": 1, "ranks": ranks}
+    return {"v": 1, "ranks": ranks, "analyse_limit": limit_rec}
 
 
 def _print(out):
     sys.stdout.write(json.dumps(out, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n")
 
 
+def _means_arg(a):
+    return None if a == "-" else int(a)
+
+
 def main(argv):
-    if len(argv) == 8 and argv[0] == "digest":
+    if len(argv) == 9 and argv[0] == "digest":
         _print(digest(argv[1], argv[2], int(argv[3]), argv[4] == "1", max(1, min(100, int(argv[5]))),
-                      int(argv[6]), argv[7]))
+                      int(argv[6]), max(0, min(MAX_DIRS, int(argv[7]))), argv[8]))
         return 0
     if len(argv) == 4 and argv[0] == "rank":
         _print(digest_rank(argv[1], max(1, min(100, int(argv[2]))), int(argv[3])))
         return 0
+    if len(argv) >= 3 and argv[0] == "limit":
+        _print(choose_limit(_means_arg(argv[1]), _means_arg(argv[2]), [_means_arg(a) for a in argv[3:]]))
+        return 0
     sys.stderr.write("usage: operator_memory_digest.py digest ROOT MARKER_NAME BUDGET_MS FINAL TOP_N MAX_BYTES "
-                     "LAUNCH\n       operator_memory_digest.py rank DIR TOP_N MAX_BYTES\n")
+                     "LIMIT LAUNCH\n       operator_memory_digest.py rank DIR TOP_N MAX_BYTES\n"
+                     "       operator_memory_digest.py limit CORES MEM_BYTES RANK_BYTES...\n")
     return 2
 
 
