@@ -64,6 +64,18 @@ class TensorParallelSweep(unittest.TestCase):
         self.assertEqual(two["ranks"][0]["components_mb"], {**two["ranks"][1]["components_mb"]})
 
 
+class KvCacheDtype(unittest.TestCase):
+    def test_a_float32_model_takes_four_bytes_a_value_as_vllms_auto_cache_dtype_does(self):
+        mc = {"num_hidden_layers": 4, "num_attention_heads": 28, "num_key_value_heads": 4, "head_dim": 128}
+        bf16 = memory_plan.kv_bytes_per_token({**mc, "torch_dtype": "bfloat16"}, 1)
+        f32 = memory_plan.kv_bytes_per_token({**mc, "torch_dtype": "float32"}, 1)
+        self.assertEqual(bf16, 2 * 4 * 4 * 128 * 2)  # K and V, layers, KV heads, head dim, 2 bytes
+        self.assertEqual(f32, 2 * bf16)
+        mla = {"num_hidden_layers": 2, "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+        self.assertEqual(memory_plan.kv_bytes_per_token({**mla, "torch_dtype": "float32"}, 1),
+                         2 * memory_plan.kv_bytes_per_token(mla, 1))
+
+
 class OtherProcessesOnTheDevice(SimTestCase):
     def test_busy_hbm_counts_as_fixed_and_shrinks_kv(self):
         busy = {"busy": [{"device": 0, "kind": "hbm", "mb": 5000}]}

@@ -55,16 +55,18 @@ def load_model_config(model_dir):
 
 
 def kv_bytes_per_token(mc, tp):
-    """Per-rank KV bytes per token (bf16 cache)."""
+    """Per-rank KV bytes per token: vLLM's cache dtype "auto" is the model's
+    (4 bytes a value for a float32 model, else 2)."""
+    size = 4 if mc.get("torch_dtype") == "float32" else 2
     layers = mc.get("num_hidden_layers", 1)
     if mc.get("layer_types"):
         layers = sum(1 for t in mc["layer_types"] if t == "full_attention") or 1
     if mc.get("kv_lora_rank"):
-        return (mc["kv_lora_rank"] + mc.get("qk_rope_head_dim", 64)) * layers * 2
+        return (mc["kv_lora_rank"] + mc.get("qk_rope_head_dim", 64)) * layers * size
     heads = mc.get("num_attention_heads", 8)
     kvh = mc.get("num_key_value_heads", heads)
     hd = mc.get("head_dim") or mc.get("hidden_size", 1024) // heads
-    return 2 * layers * max(1, kvh // tp) * hd * 2
+    return 2 * layers * max(1, kvh // tp) * hd * size
 
 
 class NoKvRoom(ValueError):
