@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/advice_lookup.h"
 #include "cli/advice_verify.h"
 #include "cli/commands.h"
 #include "cli/submit_kinds.h"
@@ -67,19 +68,6 @@ bool WaitEnded(Client& client, const std::string& run_id) {
       /*quiet=*/true);
 }
 
-// The verification of one finding, read from the stored runs.
-json Verification(Client& client, const std::string& run_id, const json& finding) {
-  const std::string id = StrField(Field(finding, "suggestion"), "verify_run_id");
-  auto sweep = client.CallJson("manifest", json{{"run_id", id}});
-  if (!sweep.ok()) return VerifyFinding(finding, run_id, nullptr, {});
-  std::vector<json> children;
-  for (const auto& c : ArrField(*sweep, "children")) {
-    auto m = client.CallJson("manifest", json{{"run_id", StrField(c, "run_id")}});
-    if (m.ok()) children.push_back(std::move(*m));
-  }
-  return VerifyFinding(finding, run_id, *sweep, children);
-}
-
 }  // namespace
 
 void AddAdviseCommand(CLI::App& app) {
@@ -121,7 +109,7 @@ void AddAdviseCommand(CLI::App& app) {
           return Fail(2, fmt::format("{}: {}", StrField(f, "rule"), st.message()));
         if (*wait && !WaitEnded(client, StrField(sug, "verify_run_id"))) return;
       }
-      f["verification"] = Verification(client, *run, f);
+      f["verification"] = AdviceVerification(client, *run, f);
     }
     PrintText(*format == "text" ? RenderAdviceText(advice) : advice.dump(2) + "\n");
     // 1 when a verification measured other than predicted.

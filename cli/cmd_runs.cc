@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/advice_lookup.h"
 #include "cli/commands.h"
 #include "common/json_depth.h"
 #include "common/socket_security.h"
@@ -112,7 +113,11 @@ void AddRunCommands(CLI::App& app) {
                                      summary->value("status", "?"), views::TaskLinkTableText(table)));
       }
       json out = *summary;
-      if (out.is_object()) out.update(views::TaskLinkTableJson(table));
+      if (out.is_object()) {
+        out.update(views::TaskLinkTableJson(table));
+        // A sweep testing an advice finding: whether it measured what was predicted.
+        if (json verdict = SweepAdviceVerdict(client, out); !verdict.is_null()) out["advice_verdict"] = verdict;
+      }
       PrintJson(out);
     });
   }

@@ -106,6 +106,10 @@ TEST_F(AdviseE2E, NegativeKvCacheFromAnotherProcessThenVerifiedSweep) {
   EXPECT_EQ(again["findings"][0]["verification"]["matched"], true);
   const json shown = h_.Cli({"show", sweep}).json();
   EXPECT_EQ(shown["advice"]["run_id"], "neg") << shown.dump(2);
+  EXPECT_EQ(shown["advice_verdict"]["rule"], f["rule"]) << shown.dump(2);
+  EXPECT_EQ(shown["advice_verdict"]["verification"]["matched"], true) << shown.dump(2);
+  EXPECT_EQ(shown["advice_verdict"]["verification"]["points"][0]["measured_kv_tokens"], truth["kv_cache_tokens"]);
+  EXPECT_FALSE(h_.Cli({"show", "neg"}).json().contains("advice_verdict")) << "only a sweep testing advice has one";
   CliResult text = h_.Cli({"advise", "neg", "--format", "text"});
   EXPECT_NE(text.out.find("other_process_hbm"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("within 1 %"), std::string::npos) << text.out;
