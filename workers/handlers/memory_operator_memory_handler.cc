@@ -24,8 +24,9 @@ namespace npuprof::workers {
 namespace {
 
 // Beyond its wait, a call reads the ranks' CSVs on the target (capped at
-// kOperatorCsvMaxBytes each).
-constexpr std::chrono::seconds kReadTimeout{600};
+// kOperatorCsvMaxBytes each: two 16 GiB files at some 50 MB/s of Python
+// parsing are about 11 minutes; the lease is renewed meanwhile).
+constexpr std::chrono::seconds kReadTimeout{1800};
 
 }  // namespace
 
