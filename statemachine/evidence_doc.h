@@ -38,6 +38,9 @@ class EvidenceDoc {
     return Status::Corruption(fmt::format("{} must be {}, not {}", PathOf(key), want,
                                           JsonTypeWords(j_.is_object() && j_.contains(key) ? j_[key] : Null())));
   }
+  Status WrongItem(const std::string& key, size_t i, const nlohmann::json& item, const char* want) const {
+    return Status::Corruption(fmt::format("{}[{}] must be {}, not {}", PathOf(key), i, want, JsonTypeWords(item)));
+  }
   // The document itself must be an object (absent is fine: check present()).
   Status IsObject() const {
     if (present() && !j_.is_object())
@@ -87,7 +90,7 @@ class EvidenceDoc {
     if (Status st = Array(key); !st.ok() || !Has(key)) return st;
     std::vector<int64_t> v;
     for (const auto& x : At(key)) {
-      if (!x.is_number_integer()) return Wrong(key, "an array of whole numbers");
+      if (!x.is_number_integer()) return WrongItem(key, v.size(), x, "a whole number");
       v.push_back(x.get<int64_t>());
     }
     out = std::move(v);
@@ -98,7 +101,7 @@ class EvidenceDoc {
     if (Status st = Array(key); !st.ok() || !Has(key)) return st;
     std::vector<std::string> v;
     for (const auto& x : At(key)) {
-      if (!x.is_string()) return Wrong(key, "an array of strings");
+      if (!x.is_string()) return WrongItem(key, v.size(), x, "a string");
       v.push_back(x.get<std::string>());
     }
     out = std::move(v);

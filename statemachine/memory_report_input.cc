@@ -267,6 +267,13 @@ std::optional<double> LogFigures::Get(const std::string& field) const {
   return std::nullopt;
 }
 
+SnapshotInput DecodeSnapshotDoc(const json& parent, const char* key, const std::string& prefix,
+                                std::vector<ReportEvidenceError>& errors) {
+  SnapshotInput out;
+  DecodeDoc(Doc(parent.is_object() ? parent : Doc::Null(), ""), key, prefix, out, DecodeSnapshot, errors);
+  return out;
+}
+
 MemoryReportInput DecodeMemoryReportInput(const json& evidence, const std::string& prefix) {
   MemoryReportInput out;
   const Doc in(evidence.is_object() ? evidence : Doc::Null(), "");

@@ -136,4 +136,10 @@ struct MemoryReportInput {
 
 MemoryReportInput DecodeMemoryReportInput(const json& evidence, const std::string& path_prefix = "");
 
+// One npu-smi snapshot document, parent[key], decoded the same way (the
+// manifest's baseline_hbm, after_ready_hbm, ...); a failure is appended to
+// `errors` and leaves the snapshot `failed`.
+SnapshotInput DecodeSnapshotDoc(const json& parent, const char* key, const std::string& path_prefix,
+                                std::vector<ReportEvidenceError>& errors);
+
 }  // namespace npuprof::sm

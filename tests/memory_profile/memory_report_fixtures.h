@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "statemachine/run_state.h"
+
 namespace npuprof::sm::fixtures {
 
 using json = nlohmann::json;
@@ -182,6 +184,66 @@ inline std::map<std::string, json> ReportInputs() {
     out["two_nodes"] = ev;
   }
   return out;
+}
+
+// A finished two-node run and its service, for the manifest (memory_manifest.h).
+struct ManifestRun {
+  RunState state;
+  json service;
+};
+
+inline ManifestRun TwoNodeRun() {
+  ManifestRun r;
+  RunState& s = r.state;
+  s.run_id = "mem-0042";
+  s.kind = "memory_profile";
+  s.state = "done";
+  s.status = RunStatus::kOk;
+  s.machine = "head";
+  s.tag = "typed";
+  s.created_ms = 1700000000000;
+  s.finished_ms = 1700000300000;
+  s.terminal = true;
+  s.spec = {{"mode", "standalone"},
+            {"model", "/models/q"},
+            {"tp", 2},
+            {"dp", 2},
+            {"devices", {0, 1}},
+            {"port", nullptr},
+            {"gpu_memory_utilization", 0.85},
+            {"max_model_len", 2048},
+            {"max_tokens", 128},
+            {"enforce_eager", false},
+            {"nodes", {{{"machine", "head"}}, {{"machine", "tail"}}}},
+            {"baseline_npu_smi_text", "+---+"}};
+  json d = Standalone(true);
+  d["msprof"]["blobs"] = {{"msprof_csvs/npu_module_mem_d0.csv", "m0"}, {"msprof_csvs/npu_mem_d0.csv", "n0"}};
+  d["msprof"]["__prof_device_map__"] = {{"npu_module_mem_d0.csv", {0}}};
+  d["msprof"]["prof_dirs"] = {{"PROF_000", {{"device_ids", {0}}}}};
+  d["flushed"] = {{"signal", "done_file"}, {"waited_ms", 1200}, {"flush_timed_out", false}};
+  d["export"] = {{"exit_code", 0}, {"seconds", 3.5}};
+  d["model_config"] = {{"blob", "cfg"}, {"content", {{"num_hidden_layers", 28}, {"torch_dtype", "bfloat16"}}}};
+  d["inference"] = {{"blob", "inf"}, {"tokens", 128}, {"ok", true}};
+  d["step_failures"] = {{"logs", 1}};
+  d["stop_escalated"] = nullptr;
+  json other = Standalone(true);
+  other["msprof"]["blobs"] = {{"msprof_csvs/npu_mem_d1.csv", "t1"}};
+  other["service"] = {{"status", "stopped"}, {"pid", 77}};
+  other["flushed"] = {{"signal", "timeout"}, {"waited_ms", 5000}, {"flush_timed_out", true}};
+  d["node_evidence"] = {{"1", other}};
+  s.data = d;
+  r.service = {{"model", "/models/q"},
+               {"served_model_name", "npuprof-mem-mem-0042"},
+               {"tp", 2},
+               {"dp", 2},
+               {"devices", {0, 1}},
+               {"port", 8123},
+               {"extra_args", {"--max-num-seqs", "8"}},
+               {"serve_argv", {"vllm", "serve", "/models/q"}},
+               {"runtime_dir", "/rt/mem-0042"},
+               {"wrap_script", "/rt/mem-0042/msprof_wrap.sh"},
+               {"status", "stopped"}};
+  return r;
 }
 
 }  // namespace npuprof::sm::fixtures

@@ -11,6 +11,7 @@
 #include <functional>
 #include <sstream>
 
+#include "statemachine/memory_manifest.h"
 #include "statemachine/memory_report.h"
 #include "statemachine/memory_report_input.h"
 #include "statemachine/memory_report_text.h"
@@ -31,7 +32,7 @@ json Golden() {
 TEST(MemoryReportTyped, ValidRunsAreByteIdenticalToTheGolden) {
   const json golden = Golden();
   const auto inputs = fixtures::ReportInputs();
-  ASSERT_EQ(golden.size(), inputs.size());
+  ASSERT_EQ(golden.size(), inputs.size() + 1);  // + the manifest
   for (const auto& [name, ev] : inputs) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(golden.contains(name));
@@ -40,6 +41,68 @@ TEST(MemoryReportTyped, ValidRunsAreByteIdenticalToTheGolden) {
     EXPECT_EQ(r.dump(), golden[name]["report"].dump());
     EXPECT_EQ(RenderMemoryReportText(r, "zh"), golden[name]["text_zh"].get<std::string>());
     EXPECT_EQ(RenderMemoryReportText(r, "en"), golden[name]["text_en"].get<std::string>());
+  }
+}
+
+json Manifest(const fixtures::ManifestRun& run) {
+  return BuildMemoryManifest(run.state, {{"status", "ok"}}, BuildMemoryReport(run.state.data), run.service);
+}
+
+TEST(MemoryReportTyped, ValidManifestIsByteIdenticalToTheGolden) {
+  const json m = Manifest(fixtures::TwoNodeRun());
+  EXPECT_FALSE(m.contains("evidence_errors"));
+  EXPECT_EQ(m.dump(), Golden()["manifest_two_nodes"]["manifest"].dump());
+}
+
+TEST(MemoryReportTyped, MalformedManifestInputIsNamedAndLeftOut) {
+  struct Case {
+    const char* name;
+    std::function<void(fixtures::ManifestRun&)> mutate;
+    const char* path;
+    std::function<void(const json&)> check;
+  };
+  const std::vector<Case> cases = {
+      {"baseline used is text", [](auto& r) { r.state.data["baseline"]["hbm"]["1"]["used_mb"] = "3001"; },
+       "baseline.hbm.1.used_mb", [](const json& m) { EXPECT_TRUE(m["baseline_hbm"].is_null()); }},
+      {"other node's snapshot is an array",
+       [](auto& r) { r.state.data["node_evidence"]["1"]["after_infer"]["hbm"] = json::array(); },
+       "node_evidence.1.after_infer.hbm",
+       [](const json& m) {
+         EXPECT_TRUE(m["nodes"][0]["after_infer_hbm"].is_null());
+         EXPECT_FALSE(m["nodes"][0]["after_ready_hbm"].is_null());
+       }},
+      {"an msprof blob is a number", [](auto& r) { r.state.data["msprof"]["blobs"]["msprof_csvs/x.csv"] = 7; },
+       "msprof.blobs.msprof_csvs/x.csv",
+       [](const json& m) {
+         EXPECT_FALSE(m["files"].contains("msprof_csvs/x.csv"));
+         EXPECT_TRUE(m["files"].contains("msprof_csvs/npu_mem_d0.csv"));
+       }},
+      {"a log blob is an object", [](auto& r) { r.state.data["vllm_log"]["blob"] = json::object(); }, "vllm_log.blob",
+       [](const json& m) { EXPECT_FALSE(m["files"].contains("vllm_serve.log")); }},
+      {"service tp is text", [](auto& r) { r.service["tp"] = "2"; }, "service.tp",
+       [](const json& m) { EXPECT_TRUE(m["tp"].is_null()); }},
+      {"spec model is a number",
+       [](auto& r) {
+         r.service.erase("model");
+         r.state.spec["model"] = 3;
+       },
+       "spec.model", [](const json& m) { EXPECT_EQ(m["model"], ""); }},
+      {"serve argv holds a number", [](auto& r) { r.service["serve_argv"][1] = 5; }, "service.serve_argv[1]",
+       [](const json& m) { EXPECT_EQ(m["serve_argv"], json::array()); }},
+      {"the flush record is text", [](auto& r) { r.state.data["flushed"] = "done"; }, "flushed",
+       [](const json& m) { EXPECT_TRUE(m["msprof_flush"].is_null()); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto run = fixtures::TwoNodeRun();
+    c.mutate(run);
+    json m;
+    ASSERT_NO_THROW(m = Manifest(run));
+    ASSERT_TRUE(m.contains("evidence_errors"));
+    bool named = false;
+    for (const auto& e : m["evidence_errors"]) named = named || e["path"] == c.path;
+    EXPECT_TRUE(named) << m["evidence_errors"].dump();
+    c.check(m);
   }
 }
 
