@@ -18,6 +18,7 @@
 #include "statemachine/memory_report_view.h"
 #include "tests/memory_profile/memory_report_fixtures.h"
 #include "tests/support/build_paths.h"
+#include "views/html_memory_report.h"
 
 namespace npuprof::sm {
 namespace {
@@ -251,6 +252,18 @@ TEST(MemoryReportTyped, ErrorSaysTheShapeAndTheOtherDocumentsStillCount) {
   EXPECT_EQ((*Comp(r, 0, "hccl"))["value_mb"], 600.5);
   EXPECT_EQ((*Comp(r, 0, "fixed_overhead"))["value_mb"], 3000.0);
   EXPECT_TRUE(r["devices"][0]["cross_validation"]["unattributed_mb"].is_null());
+}
+
+TEST(MemoryReportTyped, HtmlListsTheEvidenceErrors) {
+  json ev = fixtures::ReportInputs().at("standalone_msprof");
+  ev["msprof"]["module_mem"][2]["max_mb"] = "4";
+  auto html = views::RenderMemoryReportHtml(BuildMemoryReport(ev), {}, "en");
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  EXPECT_NE(html->find("id=\"evidence-errors\""), std::string::npos);
+  EXPECT_NE(html->find("msprof.module_mem[2].max_mb must be a number, not a string"), std::string::npos);
+  auto valid = views::RenderMemoryReportHtml(BuildMemoryReport(fixtures::ReportInputs().at("standalone_msprof")));
+  ASSERT_TRUE(valid.ok());
+  EXPECT_EQ(valid->find("evidence-errors"), std::string::npos);
 }
 
 TEST(MemoryReportTyped, ViewOfAMalformedReportIsAnErrorNotAZero) {
