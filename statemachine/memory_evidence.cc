@@ -5,74 +5,15 @@
 
 #include "common/json_field.h"
 #include "common/json_shape.h"
+#include "statemachine/evidence_doc.h"
 
 namespace npuprof::sm {
 
 namespace {
 
-// A cursor over one document: reads fields by name, an error names the path.
-class Doc {
- public:
-  Doc(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
+using Doc = EvidenceDoc;
 
-  bool Has(const char* key) const { return j_.is_object() && j_.contains(key) && !j_[key].is_null(); }
-  const json& At(const char* key) const { return j_[key]; }
-  std::string PathOf(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  Doc Sub(const char* key) const { return Doc(Has(key) ? j_[key] : Null(), PathOf(key)); }
-  const json& raw() const { return j_; }
-  const std::string& path() const { return path_; }
-
-  Status Wrong(const std::string& key, const char* want) const {
-    return Status::Corruption(fmt::format("{} must be {}, not {}", PathOf(key), want,
-                                          JsonTypeWords(j_.is_object() && j_.contains(key) ? j_[key] : Null())));
-  }
-  Status Num(const char* key, std::optional<double>& out) const {
-    if (!Has(key)) return Status::Ok();
-    if (!At(key).is_number()) return Wrong(key, "a number");
-    out = At(key).get<double>();
-    return Status::Ok();
-  }
-  Status Int(const char* key, std::optional<int64_t>& out) const {
-    if (!Has(key)) return Status::Ok();
-    if (!At(key).is_number_integer()) return Wrong(key, "a whole number");
-    out = At(key).get<int64_t>();
-    return Status::Ok();
-  }
-  Status Str(const char* key, std::string& out) const {
-    if (!Has(key)) return Status::Ok();
-    if (!At(key).is_string()) return Wrong(key, "a string");
-    out = At(key).get<std::string>();
-    return Status::Ok();
-  }
-  Status Bool(const char* key, bool& out) const {
-    if (!Has(key)) return Status::Ok();
-    if (!At(key).is_boolean()) return Wrong(key, "true or false");
-    out = At(key).get<bool>();
-    return Status::Ok();
-  }
-  // An object (or absent); arrays and scalars are an error.
-  Status Object(const char* key) const {
-    if (Has(key) && !At(key).is_object()) return Wrong(key, "an object");
-    return Status::Ok();
-  }
-  Status Array(const char* key) const {
-    if (Has(key) && !At(key).is_array()) return Wrong(key, "an array");
-    return Status::Ok();
-  }
-
- private:
-  static const json& Null() {
-    static const json n;
-    return n;
-  }
-  const json& j_;
-  std::string path_;
-};
-
-#define NP_TRY(expr)                  \
-  do {                                \
-    if (Status st_ = (expr); !st_.ok()) return st_; \
-  } while (0)
+#define NP_TRY(expr) NP_EVIDENCE_TRY(expr)
 
 Result<NpuSmiEvidence> DecodeSnapshot(const Doc& d) {
   NpuSmiEvidence out;

@@ -1,4 +1,5 @@
 #include "statemachine/memory_report_text.h"
+#include "statemachine/memory_report_view.h"
 #include "statemachine/operator_memory_text.h"
 
 #include <map>
@@ -60,7 +61,7 @@ std::string SourceLabel(const std::string& key, bool zh) {
   return zh ? it->second.first : it->second.second;
 }
 
-std::string Num1(const json& v) { return v.is_number() ? fmt::format("{:.1f}", v.get<double>()) : "-"; }
+std::string Num1(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : "-"; }
 
 std::string Thousands(double v) {
   std::string s = fmt::format("{:.1f}", v);
@@ -70,135 +71,122 @@ std::string Thousands(double v) {
   return s;
 }
 
-std::string Mb(const json& v) { return v.is_number() ? Thousands(v.get<double>()) + " MB" : "-"; }
+std::string Mb(const std::optional<double>& v) { return v ? Thousands(*v) + " MB" : "-"; }
 
 // The totals per node and for the deployment (memory_deployment_report.h), MB.
-std::string DeploymentTotals(const json& r, bool zh) {
+std::string DeploymentTotals(const MemoryReportView& r, bool zh) {
   static constexpr std::pair<const char*, const char*> kCols[] = {
       {"weights", "Weights"}, {"kv_cache", "KV cache"}, {"activation_peak", "Activation"}, {"residual", "Residual"}};
   std::string out = zh ? "[部署合计] (MB)\n" : "[Deployment totals] (MB)\n";
   out += fmt::format("  {:<18} | {:>7} | {:>12}", zh ? "节点" : "Node", zh ? "卡数" : "Devices", zh ? "已用" : "Used");
   for (const auto& [key, en] : kCols) out += fmt::format(" | {:>12}", en);
   out += "\n";
-  const auto line = [&](const std::string& name, const json& t) {
-    std::string l = fmt::format("  {:<18} | {:>7} | {:>12}", name, t.value("devices", 0),
-                                Num1(t.value("hbm_used_mb", json())));
-    const json& c = t.value("components_mb", json::object());
-    for (const auto& [key, en] : kCols) l += fmt::format(" | {:>12}", Num1(c.value(key, json())));
+  const auto line = [&](const std::string& name, const ReportTotalsView& t) {
+    std::string l = fmt::format("  {:<18} | {:>7} | {:>12}", name, t.devices, Num1(t.hbm_used_mb));
+    for (const auto& [key, en] : kCols) {
+      auto it = t.components_mb.find(key);
+      l += fmt::format(" | {:>12}", Num1(it == t.components_mb.end() ? std::nullopt : it->second));
+    }
     return l + "\n";
   };
-  for (const auto& n : r["nodes"])
-    out += line(fmt::format("{} {}", n.value("node", 0), n.value("machine", "")), n.value("totals", json::object()));
-  out += line(zh ? "部署" : "deployment", r.value("totals", json::object()));
+  for (const auto& n : *r.nodes) out += line(fmt::format("{} {}", n.node, n.machine), n.totals);
+  out += line(zh ? "部署" : "deployment", r.totals);
+  return out + "\n";
+}
+
+std::string Gib2(const std::optional<double>& mb) { return mb ? fmt::format("{:.2f} GiB", *mb / 1024.0) : "-"; }
+
+std::string RenderDevice(const ReportDeviceView& d, bool deployment, bool zh, const Words& w) {
+  std::string out;
+  // A deployment over several machines names each device's machine.
+  const std::string where = deployment && d.machine ? " @ " + *d.machine : "";
+  out += fmt::format("[{} {}{}] {}: {} | {}: {} ({})\n\n", w.device, d.device_id, where, w.total,
+                     Gib2(d.hbm_total_mb), w.used, Gib2(d.hbm_used_mb), d.hbm_used_phase);
+  out += fmt::format("{:<34} | {:>12} | {:>10} | {:>7} | {}\n", w.component, w.mb, w.gib, w.share, w.source);
+  out += std::string(110, '-') + "\n";
+  for (const auto& c : d.components) {
+    std::string label = (zh ? c.label_zh : c.label_en).value_or(c.key);
+    if (c.key == "residual") label = "  └ " + label;
+    std::string src = SourceLabel(c.source, zh);
+    if (c.status == "unavailable" || c.status == "not_reported")
+      src += " (" + (zh ? std::string("无数据") : c.status) + ")";
+    if (c.status == "evidence_error") src += zh ? " (证据解码失败)" : " (evidence failed to decode)";
+    out += fmt::format("{:<34} | {:>12} | {:>10} | {:>7} | {}\n", label, Num1(c.value_mb),
+                       c.value_mb ? fmt::format("{:.3f}", *c.value_mb / 1024.0) : "-",
+                       c.percent ? fmt::format("{:.1f}%", *c.percent) : "-", src);
+    if (c.note) out += fmt::format("{:<34}   {}\n", "", *c.note);
+    for (const auto& e : c.evidence) {
+      std::string at = e.file;
+      if (e.line) at += fmt::format(":{}", *e.line);
+      if (e.row) at += fmt::format(" row {}", *e.row);
+      out += fmt::format("{:<34}   <- {} [{}]", "", at, e.blob.substr(0, 12));
+      if (e.text) out += " \"" + *e.text + "\"";
+      out += "\n";
+    }
+    for (const auto& cor : c.corroboration)
+      out += fmt::format("{:<34}   ~ {} {} MB ({:+.2f}%)\n", "", SourceLabel(cor.source, zh), Num1(cor.value_mb),
+                         cor.diff_pct);
+  }
+  const ReportCrossCheckView& xv = d.cross_validation;
+  out += "\n" + std::string(w.xv) + "\n";
+  out += fmt::format("  {:<22} {}\n", std::string(w.npu_used) + ":", Mb(xv.npu_smi_used_mb));
+  out += fmt::format("  {:<22} {}\n", std::string(w.comp_sum) + ":", Mb(xv.component_sum_mb));
+  out += fmt::format("  {:<22} {}{}\n", std::string(w.unattributed) + ":", Mb(xv.unattributed_mb),
+                     xv.unattributed_pct ? fmt::format(" ({:.1f}%)", *xv.unattributed_pct) : "");
+  if (xv.has_msprof_app) out += fmt::format("  {:<22} {}\n", "msprof APP:", Mb(xv.msprof_app_mb));
+  if (xv.weights_plus_kv_mb) {
+    out += fmt::format("  {:<22} {}\n", zh ? "权重 + KV:" : "weights + KV:", Mb(xv.weights_plus_kv_mb));
+    out += fmt::format("  {:<22} {}\n", "APP - (weights+KV):", Mb(xv.app_minus_weights_kv_mb));
+  }
+  if (xv.weights_vs_safetensors_pct)
+    out += fmt::format("  {:<22} {:+.2f}%\n", zh ? "权重 vs safetensors:" : "weights vs safetensors:",
+                       *xv.weights_vs_safetensors_pct);
+  if (xv.weights_vs_theory_pct)
+    out += fmt::format("  {:<22} {:+.2f}%\n", zh ? "权重 vs 理论值:" : "weights vs theory:", *xv.weights_vs_theory_pct);
+  out += fmt::format("  {:<22} {}\n\n", std::string(w.scope) + ":", d.msprof_scope);
+  if (!d.operator_memory.is_null()) out += RenderOperatorMemoryText(d.operator_memory, zh);
+  return out;
+}
+
+std::string RenderWeights(const ReportWeightsView& wb, bool zh, const Words& w) {
+  std::string out = std::string(w.weights_table) + "\n";
+  out += fmt::format("  {:<28} | {:>10} | {:>10} | {:>7} | {}\n", w.category, "GiB", w.per_device, w.share, w.dtypes);
+  for (const auto& c : wb.categories)
+    out += fmt::format("  {:<28} | {:>10.3f} | {:>10.3f} | {:>6.1f}% | {}\n", c.name, c.total_gib, c.per_device_gib,
+                       c.share_pct, fmt::join(c.dtypes, ","));
+  out += fmt::format("  {:<28} | {:>10.3f} | {:>10.3f}\n", zh ? "合计" : "total", wb.total_gib, wb.per_device_gib);
+  if (wb.vllm_per_device_gib) {
+    out += fmt::format("  vLLM {}: {:.3f} GiB, {} {:+.3f} GiB ({})\n", zh ? "实测每卡" : "per device",
+                       *wb.vllm_per_device_gib, zh ? "差异" : "difference", wb.difference_gib,
+                       wb.difference_pct ? fmt::format("{:+.2f}%", *wb.difference_pct) : "-");
+    for (const auto& reason : wb.usual_reasons) out += "    - " + reason + "\n";
+  }
   return out + "\n";
 }
 
 }  // namespace
 
-std::string RenderMemoryReportText(const json& r, const std::string& lang) {
+std::string RenderMemoryReportText(const json& report, const std::string& lang) {
   const bool zh = lang != "en";
   const Words& w = zh ? kZh : kEn;
+  auto view = DecodeMemoryReportView(report);
+  if (!view.ok()) return fmt::format("{}: {}\n", zh ? "报告无法解码" : "the report failed to decode", view.status().message());
+  const MemoryReportView& r = *view;
   std::string out;
-  out += fmt::format("{} mode={} tp={} dp={} msprof={}\n\n", zh ? "HBM 显存拆分报告" : "HBM memory report",
-                     r.value("mode", ""), r.value("tp", 1), r.value("dp", 1),
-                     r.contains("msprof") ? r["msprof"].value("status", "") : "");
-  for (const auto& d : r.value("devices", json::array())) {
-    const json used = d.value("hbm_used_mb", json());
-    const json total = d.value("hbm_total_mb", json());
-    // A deployment over several machines names each device's machine.
-    const std::string where = r.contains("nodes") && d.contains("machine") && d["machine"].is_string()
-                                  ? " @ " + d["machine"].get<std::string>()
-                                  : "";
-    out += fmt::format("[{} {}{}] {}: {} | {}: {} ({})\n\n", w.device, d.value("device_id", -1), where, w.total,
-                       total.is_number() ? fmt::format("{:.2f} GiB", total.get<double>() / 1024.0) : "-", w.used,
-                       used.is_number() ? fmt::format("{:.2f} GiB", used.get<double>() / 1024.0) : "-",
-                       d.value("hbm_used_phase", ""));
-    out += fmt::format("{:<34} | {:>12} | {:>10} | {:>7} | {}\n", w.component, w.mb, w.gib, w.share, w.source);
-    out += std::string(110, '-') + "\n";
-    for (const auto& c : d.value("components", json::array())) {
-      const std::string key = c.value("key", "");
-      std::string label = c.value(zh ? "label_zh" : "label_en", key);
-      if (key == "residual") label = "  └ " + label;
-      const json v = c.value("value_mb", json());
-      std::string src = SourceLabel(c.value("source", ""), zh);
-      const std::string status = c.value("status", "");
-      if (status == "unavailable" || status == "not_reported") src += " (" + (zh ? std::string("无数据") : status) + ")";
-      out += fmt::format("{:<34} | {:>12} | {:>10} | {:>7} | {}\n", label, Num1(v),
-                         v.is_number() ? fmt::format("{:.3f}", v.get<double>() / 1024.0) : "-",
-                         c.value("percent", json()).is_number()
-                             ? fmt::format("{:.1f}%", c["percent"].get<double>())
-                             : "-",
-                         src);
-      if (c.contains("note")) out += fmt::format("{:<34}   {}\n", "", c["note"].get<std::string>());
-      for (const auto& e : c.value("evidence", json::array())) {
-        std::string where = e.value("file", "");
-        if (e.contains("line")) where += fmt::format(":{}", e["line"].dump());
-        if (e.contains("row")) where += fmt::format(" row {}", e["row"].dump());
-        const std::string blob = e.value("blob", "");
-        out += fmt::format("{:<34}   <- {} [{}]", "", where, blob.substr(0, 12));
-        if (e.contains("text")) out += " \"" + e["text"].get<std::string>() + "\"";
-        out += "\n";
-      }
-      for (const auto& cor : c.value("corroboration", json::array()))
-        out += fmt::format("{:<34}   ~ {} {} MB ({:+.2f}%)\n", "", SourceLabel(cor.value("source", ""), zh),
-                           Num1(cor.value("value_mb", json())), cor.value("diff_pct", 0.0));
-    }
-    const json& xv = d.value("cross_validation", json::object());
-    out += "\n" + std::string(w.xv) + "\n";
-    out += fmt::format("  {:<22} {}\n", std::string(w.npu_used) + ":", Mb(xv.value("npu_smi_used_mb", json())));
-    out += fmt::format("  {:<22} {}\n", std::string(w.comp_sum) + ":", Mb(xv.value("component_sum_mb", json())));
-    out += fmt::format("  {:<22} {}{}\n", std::string(w.unattributed) + ":", Mb(xv.value("unattributed_mb", json())),
-                       xv.value("unattributed_pct", json()).is_number()
-                           ? fmt::format(" ({:.1f}%)", xv["unattributed_pct"].get<double>())
-                           : "");
-    if (xv.contains("msprof_app_mb"))
-      out += fmt::format("  {:<22} {}\n", "msprof APP:", Mb(xv["msprof_app_mb"]));
-    if (xv.contains("weights_plus_kv_mb")) {
-      out += fmt::format("  {:<22} {}\n", zh ? "权重 + KV:" : "weights + KV:", Mb(xv["weights_plus_kv_mb"]));
-      out += fmt::format("  {:<22} {}\n", "APP - (weights+KV):", Mb(xv["app_minus_weights_kv_mb"]));
-    }
-    if (xv.contains("weights_vs_safetensors_pct"))
-      out += fmt::format("  {:<22} {:+.2f}%\n", zh ? "权重 vs safetensors:" : "weights vs safetensors:",
-                         xv["weights_vs_safetensors_pct"].get<double>());
-    if (xv.contains("weights_vs_theory_pct"))
-      out += fmt::format("  {:<22} {:+.2f}%\n", zh ? "权重 vs 理论值:" : "weights vs theory:",
-                         xv["weights_vs_theory_pct"].get<double>());
-    out += fmt::format("  {:<22} {}\n\n", std::string(w.scope) + ":", d.value("msprof_scope", "none"));
-    if (d.contains("operator_memory")) out += RenderOperatorMemoryText(d["operator_memory"], zh);
-  }
-
-  if (r.contains("nodes") && r["nodes"].is_array()) out += DeploymentTotals(r, zh);
-
-  const json& wb = r.value("weights_breakdown", json());
-  if (wb.is_object()) {
-    out += std::string(w.weights_table) + "\n";
-    out += fmt::format("  {:<28} | {:>10} | {:>10} | {:>7} | {}\n", w.category, "GiB", w.per_device, w.share, w.dtypes);
-    for (const auto& c : wb.value("categories", json::array())) {
-      std::vector<std::string> dt;
-      for (const auto& x : c.value("dtypes", json::array())) dt.push_back(x.get<std::string>());
-      out += fmt::format("  {:<28} | {:>10.3f} | {:>10.3f} | {:>6.1f}% | {}\n", c.value("name", ""),
-                         c.value("total_gib", 0.0), c.value("per_device_gib", 0.0), c.value("share_pct", 0.0),
-                         fmt::join(dt, ","));
-    }
-    out += fmt::format("  {:<28} | {:>10.3f} | {:>10.3f}\n", zh ? "合计" : "total", wb.value("total_gib", 0.0),
-                       wb.value("per_device_gib", 0.0));
-    if (wb.contains("vllm_per_device_gib")) {
-      out += fmt::format("  vLLM {}: {:.3f} GiB, {} {:+.3f} GiB ({})\n", zh ? "实测每卡" : "per device",
-                         wb["vllm_per_device_gib"].get<double>(), zh ? "差异" : "difference",
-                         wb.value("difference_gib", 0.0),
-                         wb["difference_pct"].is_number() ? fmt::format("{:+.2f}%", wb["difference_pct"].get<double>())
-                                                          : "-");
-      for (const auto& reason : wb.value("usual_reasons", json::array()))
-        out += "    - " + reason.get<std::string>() + "\n";
-    }
+  out += fmt::format("{} mode={} tp={} dp={} msprof={}\n\n", zh ? "HBM 显存拆分报告" : "HBM memory report", r.mode,
+                     r.tp, r.dp, r.msprof_status);
+  if (!r.evidence_errors.empty()) {
+    out += zh ? "[证据解码错误] (相关数值不显示)\n" : "[Evidence errors] (the figures that depend on them are not shown)\n";
+    for (const auto& e : r.evidence_errors) out += "  ! " + e.message + "\n";
     out += "\n";
   }
-
+  for (const auto& d : r.devices) out += RenderDevice(d, r.nodes.has_value(), zh, w);
+  if (r.nodes) out += DeploymentTotals(r, zh);
+  if (r.weights_breakdown) out += RenderWeights(*r.weights_breakdown, zh, w);
   out += std::string(w.evidence) + "\n";
-  for (const auto& e : r.value("evidence_chain", json::array()))
-    out += fmt::format("  {} -> {} sha256:{}\n", e.value("what", ""), e.value("file", ""), e.value("blob", ""));
+  for (const auto& e : r.evidence_chain) out += fmt::format("  {} -> {} sha256:{}\n", e.what, e.file, e.blob);
   out += "\n" + std::string(w.notes) + "\n";
-  for (const auto& n : r.value("notes", json::array())) out += "  - " + n.get<std::string>() + "\n";
+  for (const auto& n : r.notes) out += "  - " + n + "\n";
   return out;
 }
 

@@ -40,6 +40,8 @@ constexpr Label kPerDevice{"每卡 GiB", "GiB/device"};
 constexpr Label kDtypes{"数据类型", "dtypes"};
 constexpr Label kChain{"证据链", "Evidence chain"};
 constexpr Label kNotes{"说明", "Notes"};
+constexpr Label kEvidenceErrors{"证据解码错误 (相关数值不显示)",
+                                "Evidence errors (the figures that depend on them are not shown)"};
 constexpr Label kFree{"空闲", "free"};
 constexpr Label kHbmOverTime{"HBM 随时间变化 (msprof npu_mem)", "HBM over time (msprof npu_mem)"};
 constexpr Label kNoSeries{"本设备没有 msprof npu_mem 时间序列。",
@@ -303,6 +305,13 @@ std::string Notes(const json& report, const Words& w) {
   return items.empty() ? "" : Heading(2, w(kNotes), "notes") + "<ul>" + items + "</ul>\n";
 }
 
+// The documents that failed to decode (docs/BEHAVIOUR.md#mem-evidence-errors).
+std::string EvidenceErrors(const json& report, const Words& w) {
+  std::string items;
+  for (const auto& e : ArrField(report, "evidence_errors")) items += "<li>" + E(StrField(e, "message")) + "</li>";
+  return items.empty() ? "" : Heading(2, w(kEvidenceErrors), "evidence-errors") + "<ul>" + items + "</ul>\n";
+}
+
 std::string Render(const json& doc, const json& report, const HbmSeriesSet& set, bool zh) {
   const Words w(zh);
   const std::string run_id = StrField(doc, "run_id");
@@ -318,6 +327,7 @@ std::string Render(const json& doc, const json& report, const HbmSeriesSet& set,
   head.emplace_back("msprof", E(StrField(msprof, "status", "-")));
   if (Field(doc, "error").is_string()) head.emplace_back("error", E(StrField(doc, "error")));
   body += "<section class=\"card\">" + KeyValues(head) + "</section>\n";
+  body += EvidenceErrors(report, w);
 
   const json& devices = ArrField(report, "devices");
   body += Overview(devices, w, zh);
