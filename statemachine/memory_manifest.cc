@@ -83,6 +83,7 @@ json BuildMemoryManifest(const RunState& s, const json& summary, const json& rep
   AddFile(files, "weight_manifest.json", in.weights_blob);
   AddFile(files, "model_config.json", in.model_config_blob);
   AddFile(files, "inference_response.json", in.inference_blob);
+  AddFile(files, "operator_memory_digest.json", in.operator_memory_blob);
 
   json csvs = nullptr;
   if (head.msprof.present) {

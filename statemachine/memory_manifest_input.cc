@@ -133,6 +133,7 @@ MemoryManifestInput DecodeMemoryManifestInput(const RunState& s, const json& ser
   out.weights_blob = BlobOf(data, "weights", "", e);
   out.model_config_blob = BlobOf(data, "model_config", "", e);
   out.inference_blob = BlobOf(data, "inference", "", e);
+  out.operator_memory_blob = BlobOf(data, "operator_memory", "", e);
   out.has_weights = data.raw().is_object() && data.raw().contains("weights");
   out.has_model_config = data.raw().is_object() && data.raw().contains("model_config");
   if (data.Sub("model_config").raw().is_object()) {

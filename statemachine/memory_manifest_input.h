@@ -54,6 +54,7 @@ struct MemoryManifestInput {
   ManifestService service;
   ManifestNodeInput head;
   std::optional<std::string> weights_blob, model_config_blob, inference_blob;
+  std::optional<std::string> operator_memory_blob;  // --operator-memory's digest (operator_memory_digest.json)
   bool has_model_config = false, has_weights = false;
   json model_config_content, inference, step_failures = json::object(), stop_escalated;
   std::optional<std::string> baseline_npu_smi_text;

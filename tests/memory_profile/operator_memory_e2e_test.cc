@@ -7,6 +7,9 @@
 // broken is said so in its device's entry while everything else stands.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include <chrono>
 #include <thread>
 
@@ -97,6 +100,20 @@ TEST_F(OperatorMemoryE2E, TopOperatorAndFragmentationAtThePeakEqualTheTruth) {
     CliResult rt = h_.Cli({"report", run_, "--format", "text", "--lang", lang});
     EXPECT_NE(rt.out.find(top), std::string::npos) << lang << ": " << rt.out;
   }
+  // The digest is evidence like the rest: in the manifest's files and in
+  // the export, byte for byte, with the limit analyse() ran under.
+  const json manifest = h_.Cli({"manifest", run_}).json();
+  ASSERT_TRUE(manifest["files"].contains("operator_memory_digest.json")) << manifest["files"].dump();
+  const std::string out_dir = h_.Dir() + "/export-om";
+  CliResult ex = h_.Cli({"export", run_, out_dir});
+  ASSERT_EQ(ex.exit_code, 0) << ex.out << ex.err;
+  std::ifstream in(out_dir + "/operator_memory_digest.json", std::ios::binary);
+  std::stringstream digest;
+  digest << in.rdbuf();
+  const json d = json::parse(digest.str(), nullptr, false);
+  ASSERT_TRUE(d.is_object()) << digest.str();
+  EXPECT_EQ(d["ranks"].size(), 2u);
+  EXPECT_GE(d["analyse_limit"]["limit"].get<int>(), 1) << d["analyse_limit"].dump();
   EXPECT_TRUE(h_.LiveServicePids().empty());
 }
 
