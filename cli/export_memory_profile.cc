@@ -2,7 +2,8 @@
 //   manifest.json, baseline_npu_smi.txt, after_ready_npu_smi.txt,
 //   after_infer_npu_smi.txt, vllm_serve.log, msprof_csvs/<csv>,
 //   model_config.json, weight_manifest.json, report.txt, report.json
-// (plus inference_response.json). Every file but the reports is the stored
+// (plus inference_response.json, and operator_memory_digest.json with
+// --operator-memory). Every file but the reports is the stored
 // evidence blob, byte for byte; the manifest's "files" maps names to sha256.
 #include <filesystem>
 #include <fstream>
