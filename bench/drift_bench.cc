@@ -16,7 +16,7 @@
 // (the broker's DecideWithState on the run's state, no store) after 10,
 // 1,000 and 10,000 samples folded (decide), with the run's task and timer
 // count and the size of its data at each.
-// Usage: npuprof_bench_drift [--samples 30] [--json FILE] [--decide-only]
+// Usage: npuprof_bench_drift [--samples 30] [--interval 1] [--json FILE] [--decide-only]
 // Figures: docs/PERFORMANCE.md "HBM drift sampler".
 #include <algorithm>
 #include <cstdio>
@@ -116,6 +116,8 @@ int Main(int argc, char** argv) {
   std::string json_out;
   app.add_option("--samples", samples, "Samples of the watched service")->check(CLI::Range(5, 1000));
   app.add_option("--json", json_out, "Write the figures here");
+  std::string interval = "1";
+  app.add_option("--interval", interval, "--watch-hbm of the watched service (seconds, 0.1..86400)");
   bool decide_only = false;
   app.add_flag("--decide-only", decide_only, "Only the in-process decision cost (no harness, no service)");
   ParseOrExit(app, argc, argv);
@@ -144,7 +146,7 @@ int Main(int argc, char** argv) {
   }
   const std::string model = h.MakeModel({"--kind", "dense", "--layers", "2"});
   testing::CliResult sv = h.Cli({"submit", "serve", "--machine", "sim1", "--model", model, "--devices", "0",
-                                 "--watch-hbm", "1", "--wait"});
+                                 "--watch-hbm", interval, "--wait"});
   const std::string run = sv.json().is_object() ? sv.json().value("run_id", "") : "";
   if (sv.exit_code != 0 || run.empty()) {
     std::fprintf(stderr, "serve: %s %s\n", sv.out.c_str(), sv.err.c_str());
@@ -165,6 +167,7 @@ int Main(int argc, char** argv) {
   std::vector<double> link_ms, commands, round_trips, bytes_out, bytes_in, sample_ms;
   std::map<std::string, int64_t> sample_event_ms;  // task id -> HbmSampled time
   int64_t first_sample_seq = -1, last_sample_seq = -1, n_sampled = 0, bytes_between = 0, events_between = 0;
+  int64_t first_sample_ms = 0, last_sample_ms = 0;
   for (const json& e : evs.value("events", json::array())) {
     const std::string type = e.value("type", "");
     const json& p = e["payload"];
@@ -184,8 +187,9 @@ int Main(int argc, char** argv) {
       const std::string id = cause.rfind("task:", 0) == 0 ? cause.substr(5, cause.find('#') - 5) : "";
       if (scheduled_ms.count(id)) sample_ms.push_back(double(e.value("time_ms", int64_t{0}) - scheduled_ms[id]));
       const int64_t seq = e.value("seq", int64_t{0});
-      if (first_sample_seq < 0) first_sample_seq = seq;
+      if (first_sample_seq < 0) first_sample_seq = seq, first_sample_ms = e.value("time_ms", int64_t{0});
       last_sample_seq = seq;
+      last_sample_ms = e.value("time_ms", int64_t{0});
       ++n_sampled;
     }
   }
@@ -197,9 +201,10 @@ int Main(int argc, char** argv) {
     }
   }
   const double per = n_sampled > 1 ? double(n_sampled - 1) : 1;
+  const double cycle_s = double(last_sample_ms - first_sample_ms) / 1000;
 
-  std::printf("HBM drift sampler, %lld samples at --watch-hbm 1 (load %s at start, %s at end)\n",
-              static_cast<long long>(n_sampled), load_start.c_str(), LoadAvg().c_str());
+  std::printf("HBM drift sampler, %lld samples at --watch-hbm %s in %.1f s (load %s at start, %s at end)\n",
+              static_cast<long long>(n_sampled), interval.c_str(), cycle_s, load_start.c_str(), LoadAvg().c_str());
   std::printf("  remote: link_ms median %.1f max %.1f; commands %.0f, round trips %.0f, bytes out %.0f in %.0f (medians)\n",
               Median(link_ms), Max(link_ms), Median(commands), Median(round_trips), Median(bytes_out),
               Median(bytes_in));
@@ -218,6 +223,8 @@ int Main(int argc, char** argv) {
                     {"sample_ms_max", Max(sample_ms)},
                     {"events_per_sample", events_between / per},
                     {"payload_bytes_per_sample", bytes_between / per},
+                    {"interval", interval},
+                    {"first_to_last_sample_s", cycle_s},
                     {"decide", decide}};
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
   return n_sampled >= samples ? 0 : 1;
