@@ -13,8 +13,10 @@
 //   events    events committed per sample and their payload bytes;
 //
 // and, in process, the decision + fold of one sample's answer and its timer
-// (Decide + Apply, no store) after 10, 120 and 1000 samples folded (decide).
-// Usage: npuprof_bench_drift [--samples 30] [--json FILE]
+// (the broker's DecideWithState on the run's state, no store) after 10,
+// 1,000 and 10,000 samples folded (decide), with the run's task and timer
+// count and the size of its data at each.
+// Usage: npuprof_bench_drift [--samples 30] [--interval 1] [--json FILE] [--decide-only]
 // Figures: docs/PERFORMANCE.md "HBM drift sampler".
 #include <algorithm>
 #include <cstdio>
@@ -39,23 +41,32 @@ double Median(std::vector<double> v) {
 }
 double Max(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
 
+struct DecideCost {
+  double us = 0;        // per sample (answer + timer)
+  size_t tasks = 0;     // the run state's tasks and timers after the samples
+  size_t timers = 0;
+  size_t data_bytes = 0;  // its data (JSON text)
+};
+
 // In process: a serve run driven to `ready`, then samples answered and their
 // timers fired; the microseconds of the last `measured` answer+timer pairs
 // after `before` samples.
-double DecideMicros(int before, int measured) {
+DecideCost DecideMicros(int before, int measured) {
   sm::KindRegistry reg;
   reg.Register(std::make_unique<sm::ServeMachine>());
   sm::RunState s;
   s.run_id = "r1";
   int64_t now = 1'000'000;
+  // As the broker decides (broker/commit.cc): on the run's state itself,
+  // moved in, the events applied to it by the decision.
   const auto apply = [&](sm::Input in) {
     in.now_ms = (now += 1000);
-    auto r = sm::Decide(reg, s, in);
+    auto r = sm::DecideWithState(reg, std::move(s), in);
     if (!r.ok()) {
       std::fprintf(stderr, "decide: %s\n", r.status().ToString().c_str());
       std::exit(1);
     }
-    for (const auto& e : *r) sm::Apply(reg, s, e.type, e.payload, s.last_seq + 1, now);
+    s = std::move(r->state);
   };
   sm::Input sub;
   sub.type = sm::Input::Type::kSubmit;
@@ -96,7 +107,7 @@ double DecideMicros(int before, int measured) {
   for (int i = 1; i <= before; ++i) one(i);
   const auto t0 = SteadyClock::now();
   for (int i = before + 1; i <= before + measured; ++i) one(i);
-  return SecondsSince(t0) * 1e6 / measured;
+  return {SecondsSince(t0) * 1e6 / measured, s.tasks.size(), s.timers.size(), s.data.dump().size()};
 }
 
 int Main(int argc, char** argv) {
@@ -105,7 +116,26 @@ int Main(int argc, char** argv) {
   std::string json_out;
   app.add_option("--samples", samples, "Samples of the watched service")->check(CLI::Range(5, 1000));
   app.add_option("--json", json_out, "Write the figures here");
+  std::string interval = "1";
+  app.add_option("--interval", interval, "--watch-hbm of the watched service (seconds, 0.1..86400)");
+  bool decide_only = false;
+  app.add_flag("--decide-only", decide_only, "Only the in-process decision cost (no harness, no service)");
   ParseOrExit(app, argc, argv);
+  // In process first: 10, 1,000 and 10,000 samples before the 200 measured.
+  const DecideCost d10 = DecideMicros(10, 200), d1k = DecideMicros(1000, 200), d10k = DecideMicros(10000, 200);
+  std::printf("decide + fold of one sample (answer + timer), in process: %.0f us after 10, %.0f us after 1,000, "
+              "%.0f us after 10,000 samples (run state: %zu/%zu/%zu tasks, %zu/%zu/%zu timers, data %zu/%zu/%zu B)\n",
+              d10.us, d1k.us, d10k.us, d10.tasks, d1k.tasks, d10k.tasks, d10.timers, d1k.timers, d10k.timers,
+              d10.data_bytes, d1k.data_bytes, d10k.data_bytes);
+  const json decide = {{"decide_us_after_10", d10.us},       {"decide_us_after_1000", d1k.us},
+                       {"decide_us_after_10000", d10k.us},   {"tasks_after_10", d10.tasks},
+                       {"tasks_after_10000", d10k.tasks},    {"timers_after_10", d10.timers},
+                       {"timers_after_10000", d10k.timers},  {"data_bytes_after_10", d10.data_bytes},
+                       {"data_bytes_after_10000", d10k.data_bytes}};
+  if (decide_only) {
+    if (!json_out.empty()) std::ofstream(json_out) << decide.dump(2) << "\n";
+    return 0;
+  }
 
   const std::string load_start = LoadAvg();
   testing::NpuprofHarness h;
@@ -116,7 +146,7 @@ int Main(int argc, char** argv) {
   }
   const std::string model = h.MakeModel({"--kind", "dense", "--layers", "2"});
   testing::CliResult sv = h.Cli({"submit", "serve", "--machine", "sim1", "--model", model, "--devices", "0",
-                                 "--watch-hbm", "1", "--wait"});
+                                 "--watch-hbm", interval, "--wait"});
   const std::string run = sv.json().is_object() ? sv.json().value("run_id", "") : "";
   if (sv.exit_code != 0 || run.empty()) {
     std::fprintf(stderr, "serve: %s %s\n", sv.out.c_str(), sv.err.c_str());
@@ -137,6 +167,7 @@ int Main(int argc, char** argv) {
   std::vector<double> link_ms, commands, round_trips, bytes_out, bytes_in, sample_ms;
   std::map<std::string, int64_t> sample_event_ms;  // task id -> HbmSampled time
   int64_t first_sample_seq = -1, last_sample_seq = -1, n_sampled = 0, bytes_between = 0, events_between = 0;
+  int64_t first_sample_ms = 0, last_sample_ms = 0;
   for (const json& e : evs.value("events", json::array())) {
     const std::string type = e.value("type", "");
     const json& p = e["payload"];
@@ -156,8 +187,9 @@ int Main(int argc, char** argv) {
       const std::string id = cause.rfind("task:", 0) == 0 ? cause.substr(5, cause.find('#') - 5) : "";
       if (scheduled_ms.count(id)) sample_ms.push_back(double(e.value("time_ms", int64_t{0}) - scheduled_ms[id]));
       const int64_t seq = e.value("seq", int64_t{0});
-      if (first_sample_seq < 0) first_sample_seq = seq;
+      if (first_sample_seq < 0) first_sample_seq = seq, first_sample_ms = e.value("time_ms", int64_t{0});
       last_sample_seq = seq;
+      last_sample_ms = e.value("time_ms", int64_t{0});
       ++n_sampled;
     }
   }
@@ -169,10 +201,10 @@ int Main(int argc, char** argv) {
     }
   }
   const double per = n_sampled > 1 ? double(n_sampled - 1) : 1;
-  const double d10 = DecideMicros(10, 50), d120 = DecideMicros(120, 50), d1000 = DecideMicros(1000, 50);
+  const double cycle_s = double(last_sample_ms - first_sample_ms) / 1000;
 
-  std::printf("HBM drift sampler, %lld samples at --watch-hbm 1 (load %s at start, %s at end)\n",
-              static_cast<long long>(n_sampled), load_start.c_str(), LoadAvg().c_str());
+  std::printf("HBM drift sampler, %lld samples at --watch-hbm %s in %.1f s (load %s at start, %s at end)\n",
+              static_cast<long long>(n_sampled), interval.c_str(), cycle_s, load_start.c_str(), LoadAvg().c_str());
   std::printf("  remote: link_ms median %.1f max %.1f; commands %.0f, round trips %.0f, bytes out %.0f in %.0f (medians)\n",
               Median(link_ms), Max(link_ms), Median(commands), Median(round_trips), Median(bytes_out),
               Median(bytes_in));
@@ -180,9 +212,6 @@ int Main(int argc, char** argv) {
               Max(sample_ms));
   std::printf("  events per sample: %.1f, payload bytes per sample: %.0f\n", events_between / per,
               bytes_between / per);
-  std::printf("  decide + fold of one sample (answer + timer), in process: %.0f us after 10, %.0f us after 120, "
-              "%.0f us after 1000 samples\n",
-              d10, d120, d1000);
   const json out = {{"samples", n_sampled},
                     {"link_ms_median", Median(link_ms)},
                     {"link_ms_max", Max(link_ms)},
@@ -194,9 +223,9 @@ int Main(int argc, char** argv) {
                     {"sample_ms_max", Max(sample_ms)},
                     {"events_per_sample", events_between / per},
                     {"payload_bytes_per_sample", bytes_between / per},
-                    {"decide_us_after_10", d10},
-                    {"decide_us_after_120", d120},
-                    {"decide_us_after_1000", d1000}};
+                    {"interval", interval},
+                    {"first_to_last_sample_s", cycle_s},
+                    {"decide", decide}};
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
   return n_sampled >= samples ? 0 : 1;
 }

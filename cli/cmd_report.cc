@@ -5,7 +5,8 @@
 // cli/sweep_report.h), a pure projection of its events (the server folds
 // them; nothing is recomputed here except the rendering). html: one
 // self-contained page (views/html_memory_report.h for memory-profile runs,
-// views/html_torch_report.h for torch-profile and analyse-root runs) from
+// views/html_torch_report.h for torch-profile and analyse-root runs,
+// views/html_hbm_watch.h for serve runs with --watch-hbm) from
 // the manifest the server serves, plus the run's HBM series when it has
 // them (cli/run_hbm_series.h).
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "cli/run_hbm_series.h"
 #include "cli/sweep_report.h"
 #include "views/hbm_watch_text.h"
+#include "views/html_hbm_watch.h"
 #include "statemachine/memory_report_text.h"
 #include "views/html_memory_report.h"
 #include "views/html_run_compare.h"
@@ -33,13 +35,18 @@ namespace {
 Result<std::string> RenderHtml(Client& client, const std::string& run, const json& manifest, const std::string& lang) {
   const std::string kind = manifest.value("kind", "");
   if (kind == "torch-profile" || kind == "analyse-root") return views::RenderTorchProfileHtml(manifest, lang);
+  if (kind == "serve") {  // serve --watch-hbm: views/html_hbm_watch.h
+    auto rep = views::BuildHbmWatchReport(manifest);
+    if (!rep.ok()) return rep.status();
+    return views::RenderHbmWatchHtml(*rep, lang);
+  }
   if (manifest.contains("report") && manifest["report"].is_object()) {
     auto evs = client.CallJson("events", json{{"run_id", run}}, std::chrono::seconds(60));
     if (!evs.ok()) return evs.status();
     return views::RenderMemoryReportHtml(manifest, RunHbmSeries(client, *evs), lang);
   }
-  return Status::Invalid(fmt::format("run {} ({}) has no HTML report; memory-profile, torch-profile and "
-                                     "analyse-root runs have one",
+  return Status::Invalid(fmt::format("run {} ({}) has no HTML report; memory-profile, torch-profile, "
+                                     "analyse-root and serve --watch-hbm runs have one",
                                      run, kind.empty() ? "unknown kind" : kind));
 }
 

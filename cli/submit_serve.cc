@@ -3,6 +3,7 @@
 // With --wait: returns once the service is ready (run summary with its
 // "service" state on stdout, exit 0) or the run ended first (exit 1, reason
 // on stderr).
+#include <cmath>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -22,7 +23,8 @@ namespace {
 struct ServeOpts {
   std::string model, served_name, devices, wrap_script, host;
   int tp = 1, dp = 1, port = 0;
-  int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096, watch_poll = 10, watch_hbm = 0;
+  int64_t health_timeout = 300, stop_grace = 10, busy_threshold = 4096, watch_poll = 10;
+  double watch_hbm = 0;  // seconds, decimal (0.1..86400; the server checks it)
   std::vector<std::string> env, extra;
   bool watch_workload = false;
 };
@@ -86,9 +88,8 @@ void AddSubmitServe(CLI::App* submit) {
                   "While ready, check every N seconds that the service is alive; a death fails the run and "
                   "releases its NPUs (default 10, 0 = never)");
   cmd->add_option("--watch-hbm", o->watch_hbm,
-                  "While ready, sample the service's HBM (npu-smi) every N seconds; `show` gives the slope per "
-                  "device and a verdict, steady or growing (default 0 = off)")
-      ->check(CLI::Range(int64_t{0}, int64_t{86400}));
+                  "While ready, sample the service's HBM (npu-smi) every N seconds (a decimal number, 0.1 to "
+                  "86400); `show` gives the slope per device and a verdict, steady or growing (default 0 = off)");
   cmd->add_flag("--watch-workload", o->watch_workload,
                 "With --watch-hbm: send a wave of 8 chat requests before every sample, so growth per request "
                 "shows up");
@@ -99,6 +100,8 @@ void AddSubmitServe(CLI::App* submit) {
   cmd->callback([c, o, dep] {
     // Refused here, before anything is sent: nothing is submitted.
     if (Status st = sm::CheckExtraArgs("serve", o->extra); !st.ok()) return Fail(2, st.message());
+    if (!std::isfinite(o->watch_hbm))
+      return Fail(2, "--watch-hbm takes a number of seconds: 0 (off) or 0.1..86400 (e.g. --watch-hbm 60)");
     json devices = nullptr;
     if (!o->devices.empty()) {
       auto ids = sm::ParseDeviceIdText(o->devices);
@@ -121,7 +124,12 @@ void AddSubmitServe(CLI::App* submit) {
                  {"watch_poll_s", o->watch_poll},
                  {"stop_grace_s", o->stop_grace},
                  {"busy_threshold_mb", o->busy_threshold}};
-    if (o->watch_hbm > 0) spec["watch_hbm_s"] = o->watch_hbm;
+    // Whole seconds stay an integer in the spec; 0.5 is sent as it is, and
+    // anything out of range is refused by the server, naming watch_hbm_s.
+    if (o->watch_hbm != 0)
+      spec["watch_hbm_s"] = o->watch_hbm == std::floor(o->watch_hbm) && std::fabs(o->watch_hbm) < 1e15
+                                ? json(static_cast<int64_t>(o->watch_hbm))
+                                : json(o->watch_hbm);
     if (o->watch_workload) spec["watch_workload"] = true;
     if (!o->served_name.empty()) spec["served_model_name"] = o->served_name;
     if (!devices.is_null()) spec["devices"] = devices;

@@ -9,6 +9,7 @@
 #include "common/json_depth.h"
 #include "statemachine/device_lease.h"
 #include "statemachine/event_types.h"
+#include "statemachine/forget_ended.h"
 #include "statemachine/kind_schemas.h"
 #include "statemachine/task_schema.h"
 #include "statemachine/typed_spec.h"
@@ -91,6 +92,7 @@ bool ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     t.attempt = p.value("attempt", 1u);
     t.payload = p.value("payload", json::object());
     t.policy = TaskPolicyFromJson(p.value("policy", json::object()));
+    ForgetEndedTasks(kind, s, t.kind);  // a kind that repeats it without bound (forget_ended.h)
     if (IsLeaseProbe(t)) s.lease.phase = LeasePhase::kProbing;
     s.tasks[t.task_id] = std::move(t);
     s.next_task_no++;
@@ -135,6 +137,7 @@ bool ApplyWith(const RunKind* kind, RunState& s, const std::string& type, const 
     t.purpose = p.value("purpose", "");
     t.deadline_ms = p.value("deadline_ms", int64_t{0});
     t.payload = p.value("payload", json::object());
+    ForgetFiredTimers(kind, s, t.purpose);  // a kind that repeats it without bound (forget_ended.h)
     s.timers[t.timer_id] = std::move(t);
     s.next_timer_no++;
   } else if (type == ev::kTimerFired || type == ev::kTimerCancelled) {

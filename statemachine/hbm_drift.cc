@@ -1,6 +1,7 @@
 #include "statemachine/hbm_drift.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 
@@ -53,25 +54,33 @@ double HbmDriftTQuantile(int64_t dof) {
     return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v) +
            (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * v * v * v);
   }
+  // The bisection costs O(dof) per step; each thread keeps what it found
+  // (1000 doubles at most), so a watch's fold of every sample stays O(1).
+  thread_local std::array<double, 1001> known{};
+  double& q = known[static_cast<size_t>(dof)];
+  if (q > 0) return q;
   const double target = 2 * kHbmDriftConfidence - 1;
   double lo = 0, hi = 1e6;  // t_{0.99999} is 31831 at one degree of freedom
   for (int i = 0; i < 80; ++i) {
     const double mid = (lo + hi) / 2;
     (TwoSidedCdf(mid, dof) < target ? lo : hi) = mid;
   }
-  return (lo + hi) / 2;
+  return q = (lo + hi) / 2;
 }
 
 HbmDriftEstimate EstimateHbmDrift(const HbmDriftSums& s) {
   HbmDriftEstimate e;
   e.samples = s.n;
-  if (s.n < 2) return e;
+  if (s.n < 1) return e;
   const double n = static_cast<double>(s.n);
+  e.intercept_mb = s.sy / n;
+  if (s.n < 2) return e;
   const double sxx = s.stt - s.st * s.st / n;
   if (!(sxx > 0)) return e;  // every sample at the same instant: no slope
   const double sxy = s.sty - s.st * s.sy / n;
   const double syy = s.syy - s.sy * s.sy / n;
   e.slope_mb_per_h = sxy / sxx;
+  e.intercept_mb = (s.sy - e.slope_mb_per_h * s.st) / n;
   e.lower_mb_per_h = e.upper_mb_per_h = e.slope_mb_per_h;
   if (s.n >= 3) {
     const double sse = std::max(0.0, syy - e.slope_mb_per_h * sxy);

@@ -43,6 +43,7 @@ struct HbmDriftSums {
 struct HbmDriftEstimate {
   int64_t samples = 0;
   double slope_mb_per_h = 0;    // 0 with fewer than 2 samples or no time span
+  double intercept_mb = 0;      // the fitted line at t = 0 (y: MB above the first sample; the mean with no slope)
   double stderr_mb_per_h = 0;   // 0 with fewer than 3 samples
   double lower_mb_per_h = 0;    // slope - t * stderr (the one-sided bound)
   double upper_mb_per_h = 0;    // slope + t * stderr

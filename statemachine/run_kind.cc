@@ -17,6 +17,10 @@ void RunKind::OnSignal(Decision&, const std::string&, const json&) const {}
 
 void RunKind::ApplyKindEvent(RunState&, const std::string&, const json&) const {}
 
+bool RunKind::ForgetsEndedTasks(std::string_view) const { return false; }
+
+bool RunKind::ForgetsFiredTimers(std::string_view) const { return false; }
+
 std::optional<DeviceNeed> RunKind::DevicesNeeded(const RunState&) const { return std::nullopt; }
 
 std::optional<tasks::ServiceLaunch> RunKind::SpecService(const RunState&) const { return std::nullopt; }

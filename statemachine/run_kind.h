@@ -71,6 +71,14 @@ class RunKind {
   // Folds a kind-specific event (one the common Apply does not know) into state.
   virtual void ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const;
 
+  // Tasks of `task_kind` / timers of `purpose` that the kind repeats without
+  // bound (serve --watch-hbm: one sample every few seconds for days): the
+  // fold forgets the ended ones when the next is scheduled, so the state
+  // stays the same size however long the run lasts
+  // (statemachine/forget_ended.h). Default: nothing is forgotten.
+  virtual bool ForgetsEndedTasks(std::string_view task_kind) const;
+  virtual bool ForgetsFiredTimers(std::string_view purpose) const;
+
   // Projections (pure folds). Summary is what `npuprof show` prints.
   virtual json Summary(const RunState& s) const;
   virtual json Manifest(const RunState& s) const;

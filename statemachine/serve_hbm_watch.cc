@@ -1,6 +1,9 @@
 #include "statemachine/serve_hbm_watch.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -21,10 +24,13 @@ namespace {
 
 namespace pb = google::protobuf;
 
-int64_t IntervalS(const RunState& s) {
+double IntervalS(const RunState& s) {
   const auto* spec = dynamic_cast<const run_specs::ServeSpec*>(s.typed_spec.get());
   return spec ? spec->watch_hbm_s() : 0;
 }
+
+// The interval in whole milliseconds (the timer's unit).
+int64_t IntervalMs(const RunState& s) { return std::llround(IntervalS(s) * 1000); }
 
 bool WithWorkload(const RunState& s) {
   const auto* spec = dynamic_cast<const run_specs::ServeSpec*>(s.typed_spec.get());
@@ -41,10 +47,22 @@ bool Read(const json& j, pb::Message& m) {
   return pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &m, o).ok();
 }
 
+// The watch's data without its kept samples (`recent`, the bulk of it, left
+// out of the decode: a sample's decision and fold read only the counts and
+// the sums, so their cost does not depend on how many samples are kept);
+// false when there is none or it does not decode.
+bool ReadCounts(const RunState& s, kind_data::HbmWatchData& out) {
+  const auto it = s.data.find("hbm_watch");
+  if (it == s.data.end() || !it->is_object()) return false;
+  json counts = json::object();
+  for (const auto& [k, v] : it->items())
+    if (k != "recent") counts[k] = v;
+  return Read(counts, out);
+}
+
 int64_t SamplesTaken(const RunState& s) {
-  const json& w = s.data.contains("hbm_watch") ? s.data["hbm_watch"] : json(nullptr);
   kind_data::HbmWatchData data;
-  return Read(w, data) ? data.samples() : 0;
+  return ReadCounts(s, data) ? data.samples() : 0;
 }
 
 bool SampleOut(const RunState& s) {
@@ -59,9 +77,8 @@ bool SampleOut(const RunState& s) {
 // a watch that starts again (ready after a stop that left the service
 // running) counts on from.
 int64_t FoldedRequests(const RunState& s) {
-  const json& w = s.data.contains("hbm_watch") ? s.data["hbm_watch"] : json(nullptr);
   kind_data::HbmWatchData data;
-  return Read(w, data) ? data.last_requests() : 0;
+  return ReadCounts(s, data) ? data.last_requests() : 0;
 }
 
 // --watch-workload: the wave of chat requests before a sample; its
@@ -116,7 +133,7 @@ void ScheduleNext(Decision& d, int64_t requests) {
 // The timer of the next cycle carries the count on.
 void ArmNext(Decision& d, int64_t requests) {
   if (!Watching(d.state()) || TimerArmed(d.state())) return;
-  d.ScheduleTimer(kHbmSampleTimer, IntervalS(d.state()) * 1000, json{{"requests", requests}});
+  d.ScheduleTimer(kHbmSampleTimer, IntervalMs(d.state()), json{{"requests", requests}});
 }
 
 }  // namespace
@@ -175,11 +192,32 @@ bool OnHbmSampleTimer(Decision& d, const TimerInfo& timer) {
   return true;
 }
 
+Status CheckHbmWatchInterval(json& spec) {
+  if (!spec.contains("watch_hbm_s") || spec["watch_hbm_s"].is_null()) {
+    spec["watch_hbm_s"] = 0;
+    return Status::Ok();
+  }
+  const json& v = spec["watch_hbm_s"];
+  const auto range = fmt::format("0 (off) or {}..{} seconds", kHbmWatchMinIntervalS, kHbmWatchMaxIntervalS);
+  if (!v.is_number())
+    return Status::Invalid(fmt::format("watch_hbm_s must be a number of seconds (CLI: --watch-hbm 60, or 0.5): {}",
+                                       range));
+  const double s = v.get<double>();
+  if (s == 0) return Status::Ok();
+  if (!(s >= kHbmWatchMinIntervalS && s <= kHbmWatchMaxIntervalS))
+    return Status::Invalid(fmt::format("watch_hbm_s = {} is out of range: use {}", v.dump(), range));
+  return Status::Ok();
+}
+
+bool HbmWatchForgetsTask(std::string_view task_kind) {
+  return task_kind == kServiceHbmSampleTask || task_kind == kHbmWaveTask;
+}
+
 void ApplyHbmSampled(RunState& s, const json& payload) {
   kind_events::HbmSampled ev;
   if (!Read(payload, ev)) return;  // the event's schema is judged on commit and by verify
   kind_data::HbmWatchData w;
-  if (s.data.contains("hbm_watch")) Read(s.data["hbm_watch"], w);
+  ReadCounts(s, w);
   if (ev.sample_no() != w.samples() + 1) return;  // a sample folded already
   if (w.samples() == 0) {
     w.set_first_t_ms(ev.t_ms());
@@ -216,13 +254,20 @@ void ApplyHbmSampled(RunState& s, const json& payload) {
     if (rec->first_growing_sample() == 0 && EstimateHbmDrift(sums).verdict == "growing")
       rec->set_first_growing_sample(ev.sample_no());
   }
-  *w.add_recent() = ev;
-  if (w.recent_size() > kHbmRecentKept)
-    w.mutable_recent()->DeleteSubrange(0, w.recent_size() - static_cast<int>(kHbmRecentKept));
-  s.data["hbm_watch"] = MessageToJson(w);
+  // The kept samples stay JSON (each written once, as its message): the
+  // newest appended, the oldest beyond kHbmRecentKept dropped.
+  json& slot = s.data["hbm_watch"];
+  json recent = slot.is_object() && slot.contains("recent") && slot["recent"].is_array() ? std::move(slot["recent"])
+                                                                                          : json::array();
+  recent.push_back(MessageToJson(ev));
+  if (const auto n = static_cast<int64_t>(recent.size()); n > kHbmRecentKept)
+    recent.erase(recent.begin(), recent.begin() + (n - kHbmRecentKept));
+  json out = MessageToJson(w);
+  out["recent"] = std::move(recent);
+  slot = std::move(out);
 }
 
-json HbmWatchSummary(const RunState& s, int64_t interval_s) {
+json HbmWatchSummary(const RunState& s, double interval_s) {
   if (interval_s <= 0 && !s.data.contains("hbm_watch")) return nullptr;
   kind_data::HbmWatchData w;
   if (s.data.contains("hbm_watch")) Read(s.data["hbm_watch"], w);
@@ -249,12 +294,18 @@ json HbmWatchSummary(const RunState& s, int64_t interval_s) {
                        {"first_growing_sample", r.first_growing_sample() > 0 ? json(r.first_growing_sample())
                                                                              : json(nullptr)},
                        {"first_used_mb", r.first_used_mb()},
+                       // The fitted line at the first sample's time (MB used): with the
+                       // slope, the line the HTML view draws through the samples.
+                       {"fit_first_used_mb", static_cast<double>(r.first_used_mb()) + e.intercept_mb},
                        {"last_used_mb", r.last_used_mb()},
                        {"total_mb", r.total_mb()}});
   }
   json samples = json::array();
   for (const auto& ev : w.recent()) samples.push_back(MessageToJson(ev));
-  return {{"interval_s", interval_s},
+  const json interval = interval_s == std::floor(interval_s) && interval_s < 1e15
+                            ? json(static_cast<int64_t>(interval_s))
+                            : json(interval_s);
+  return {{"interval_s", interval},
           {"samples", w.samples()},
           {"requests", w.last_requests() - w.first_requests()},
           {"first_t_ms", w.samples() > 0 ? json(w.first_t_ms()) : json(nullptr)},

@@ -1,5 +1,6 @@
 // HBM drift on a long-running service: `serve --watch-hbm SECONDS`
-// (spec.watch_hbm_s, 0 = off; one-node services). While the run is ready,
+// (spec.watch_hbm_s, 0 = off, else 0.1..86400 seconds, a decimal number,
+// kept to whole milliseconds; one-node services). While the run is ready,
 // one service.hbm_sample task at a time reads the service's devices
 // (`npu-smi info` in one remote command) and answers one sample; the machine
 // records it as HbmSampled and arms the timer kHbmSampleTimer for the next,
@@ -20,7 +21,9 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
+#include "common/status.h"
 #include "statemachine/decision.h"
 #include "statemachine/run_state.h"
 #include "statemachine/task_result.h"
@@ -40,6 +43,14 @@ inline constexpr const char* kHbmWaveTask = "torch_profile.requests";
 inline constexpr int64_t kHbmWaveRequests = 8;
 inline constexpr int64_t kHbmWaveConcurrency = 4;
 
+inline constexpr double kHbmWatchMinIntervalS = 0.1;
+inline constexpr double kHbmWatchMaxIntervalS = 86400;
+
+// spec.watch_hbm_s: absent or null = 0 (off); else a number, 0 or within
+// kHbmWatchMinIntervalS..kHbmWatchMaxIntervalS (an error naming the field
+// and the range otherwise).
+Status CheckHbmWatchInterval(json& spec);
+
 // Takes the first sample when the run is ready and the spec asks for it.
 void StartHbmWatch(Decision& d);
 // The sample task (or the wave before it) answered (true: it was one of them
@@ -51,10 +62,16 @@ bool OnHbmWaveAnswered(Decision& d, const TaskInfo& task, int64_t ok_count);
 // kHbmSampleTimer fired (true: it was that timer).
 bool OnHbmSampleTimer(Decision& d, const TimerInfo& timer);
 
+// The watch's tasks (the sample, the wave): ended ones are forgotten by the
+// fold when the next is scheduled (statemachine/forget_ended.h), with the
+// fired kHbmSampleTimer timers, so a sample costs the same on the tenth day.
+bool HbmWatchForgetsTask(std::string_view task_kind);
+
 // Folds an HbmSampled payload into s.data["hbm_watch"].
 void ApplyHbmSampled(RunState& s, const json& payload);
 
-// Summary's "hbm_watch" (null when the run takes no samples).
-json HbmWatchSummary(const RunState& s, int64_t interval_s);
+// Summary's "hbm_watch" (null when the run takes no samples); interval_s is
+// written as an integer when it is a whole number of seconds.
+json HbmWatchSummary(const RunState& s, double interval_s);
 
 }  // namespace npuprof::sm

@@ -200,15 +200,16 @@ Status ServeMachine::ValidateSpec(json& spec) const {
   // watch_hbm_s: how often a ready service's HBM is sampled (0 = never; serve_hbm_watch.h).
   // Only when given: a spec without it stays as it was (0 = off).
   if (spec.contains("watch_hbm_s")) {
-    if (Status s = CheckIntRange(spec, "watch_hbm_s", 0, 0, 86400); !s.ok()) return s;
-    if (spec["watch_hbm_s"].get<int64_t>() > 0 && spec.contains("nodes") && spec["nodes"].is_array() &&
+    if (Status s = CheckHbmWatchInterval(spec); !s.ok()) return s;
+    if (spec["watch_hbm_s"].get<double>() > 0 && spec.contains("nodes") && spec["nodes"].is_array() &&
         !spec["nodes"].empty())
       return Status::Invalid("watch_hbm_s: --watch-hbm watches a one-node service; drop it or --nodes");
   }
   if (spec.contains("watch_workload")) {
     if (!spec["watch_workload"].is_boolean())
       return Status::Invalid("watch_workload must be true or false (CLI: --watch-workload)");
-    if (spec["watch_workload"].get<bool>() && spec.value("watch_hbm_s", int64_t{0}) <= 0)
+    if (spec["watch_workload"].get<bool>() && !(spec.contains("watch_hbm_s") && spec["watch_hbm_s"].is_number() &&
+                                                spec["watch_hbm_s"].get<double>() > 0))
       return Status::Invalid("watch_workload: --watch-workload sends its wave before each HBM sample: give "
                              "--watch-hbm SECONDS too");
   }
@@ -513,6 +514,10 @@ void ApplyNodeEvent(RunState& s, const std::string& type, const json& p, int64_t
 }
 
 }  // namespace
+
+bool ServeMachine::ForgetsEndedTasks(std::string_view task_kind) const { return HbmWatchForgetsTask(task_kind); }
+
+bool ServeMachine::ForgetsFiredTimers(std::string_view purpose) const { return purpose == kHbmSampleTimer; }
 
 void ServeMachine::ApplyKindEvent(RunState& s, const std::string& type, const json& p) const {
   if (ApplyClockEvent(s, type, p)) return;

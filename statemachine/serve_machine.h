@@ -49,6 +49,8 @@ class ServeMachine : public RunKind {
   void OnSignal(Decision& d, const std::string& name, const json& payload) const override;
   void OnCancel(Decision& d) const override;
   void ApplyKindEvent(RunState& s, const std::string& type, const json& payload) const override;
+  bool ForgetsEndedTasks(std::string_view task_kind) const override;  // the HBM watch's (serve_hbm_watch.h)
+  bool ForgetsFiredTimers(std::string_view purpose) const override;
   json Summary(const RunState& s) const override;
 };
 

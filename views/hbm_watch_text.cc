@@ -32,8 +32,8 @@ std::string RenderHbmWatchText(const json& report, const std::string& lang) {
   const json& w = report.contains("hbm_watch") ? report["hbm_watch"] : json::object();
   std::string out = fmt::format("{} {} ({}{})\n", en ? "HBM watch of run" : "HBM 监测, 运行", Str(report, "run_id"),
                                 Str(report, "state"), Str(report, "status").empty() ? "" : ", " + Str(report, "status"));
-  out += fmt::format("{}: {} s, {}: {}, {}: {:.3f} % {}, {}: +{:.1f} MB/h, {}: {}\n",
-                     en ? "interval" : "采样间隔", Int(w, "interval_s"), en ? "samples" : "样本数", Int(w, "samples"),
+  out += fmt::format("{}: {:g} s, {}: {}, {}: {:.3f} % {}, {}: +{:.1f} MB/h, {}: {}\n",
+                     en ? "interval" : "采样间隔", Num(w, "interval_s"), en ? "samples" : "样本数", Int(w, "samples"),
                      en ? "confidence" : "置信度", 100 * Num(w, "confidence"), en ? "(one-sided)" : "(单侧)",
                      en ? "threshold" : "阈值", Num(w, "threshold_mb_per_h"), en ? "verdict" : "结论",
                      Str(w, "verdict"));

@@ -1,12 +1,19 @@
-// serve --watch-hbm end to end: `npuprof submit serve --watch-hbm 1` against
-// the simulated target over a real sshd. Two services on one target: a steady
-// one, then (after the target's config gains a leak: tests/sim/README.md
-// "HBM leak") a leaking one. The leaking service is flagged growing within 10
-// samples with a slope within 10 % of the simulator's truth; the steady one
-// is flagged at no sample of 100.
+// serve --watch-hbm end to end: `npuprof submit serve --watch-hbm 0.1`
+// against the simulated target over a real sshd. Two services on one target:
+// a steady one, then (after the target's config gains a leak:
+// tests/sim/README.md "HBM leak") a leaking one. The leaking service is
+// flagged growing within 10 samples with a slope within 10 % of the
+// simulator's truth; the steady one is flagged at no sample of 100. A tenth
+// of a second between samples (the shortest interval) keeps the test short;
+// the leak's time scale makes its slope in MB per hour of the host's clock
+// large enough to be told from npu-smi's whole MB over a few seconds. Both
+// runs' logs replay (`npuprof verify`) after their stop, and the leaking
+// run's HTML report carries its verdict.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -32,7 +39,7 @@ class HbmWatchE2E : public ::testing::Test {
   }
   std::string Serve(const std::string& device) {
     CliResult r = h_.Cli({"submit", "serve", "--machine", "sim1", "--model", model_, "--devices", device,
-                          "--watch-hbm", "1", "--wait"});
+                          "--watch-hbm", "0.1", "--wait"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     const json j = r.json();
     const std::string run = j.is_object() ? j.value("run_id", "") : "";
@@ -49,7 +56,7 @@ class HbmWatchE2E : public ::testing::Test {
       s = Show(run);
       if (s.contains("hbm_watch") && s["hbm_watch"].value("samples", int64_t{0}) >= n) return s;
       if (s.value("terminal", false)) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     return s;
   }
@@ -105,15 +112,25 @@ TEST_F(HbmWatchE2E, LeakingServiceIsFlaggedAndSteadyOneIsNot) {
             lw["recent"][0]["devices"][0]["used_mb"].get<int64_t>());
   EXPECT_EQ(lw["recent"][0]["clock"], "target");
 
-  // `report` gives the same verdict (json and text).
+  EXPECT_EQ(lw["interval_s"], 0.1);
+  // `report` gives the same verdict (json, text and html).
   const CliResult rep = h_.Cli({"report", leaking, "--format", "text", "--lang", "en"});
   EXPECT_EQ(rep.exit_code, 0) << rep.out << rep.err;
   EXPECT_NE(rep.out.find("growing: +"), std::string::npos) << rep.out;
+  const std::string html_file = h_.Dir() + "/watch.html";
+  const CliResult html = h_.Cli({"report", leaking, "--format", "html", "--lang", "en", "-o", html_file});
+  EXPECT_EQ(html.exit_code, 0) << html.out << html.err;
+  std::ifstream in(html_file);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("growing: +"), std::string::npos) << page.substr(0, 2000);
+  EXPECT_NE(page.find("<polyline"), std::string::npos) << "the samples and the fitted line";
   ASSERT_EQ(h_.Cli({"stop", leaking, "--wait"}).exit_code, 0);
   const json stopped = Show(leaking);
   EXPECT_EQ(stopped.value("state", ""), "completed");
   const int64_t samples_at_stop = stopped["hbm_watch"]["samples"];
   EXPECT_EQ(Show(leaking)["hbm_watch"]["samples"], samples_at_stop) << "sampling ends with the service";
+  const CliResult vl = h_.Cli({"verify", leaking});
+  EXPECT_EQ(vl.exit_code, 0) << vl.out << vl.err;
 
   // The steady service: 100 samples, never flagged.
   const json ss = WaitForSamples(steady, 100, 400);
@@ -129,6 +146,26 @@ TEST_F(HbmWatchE2E, LeakingServiceIsFlaggedAndSteadyOneIsNot) {
   EXPECT_TRUE(sw["devices"][0]["first_growing_sample"].is_null()) << "flagged at some sample: " << sw.dump(2);
   EXPECT_EQ(sw["verdict"], "steady");
   EXPECT_EQ(sw["recent"].size(), std::min<size_t>(sw["samples"].get<size_t>(), 120u)) << "the last samples kept";
+  // A hundred samples and more replay to what the server served.
+  ASSERT_EQ(h_.Cli({"stop", steady, "--wait"}).exit_code, 0);
+  const CliResult vs = h_.Cli({"verify", steady});
+  EXPECT_EQ(vs.exit_code, 0) << vs.out << vs.err;
+}
+
+// --watch-hbm's interval is checked where it is given: a number of seconds,
+// 0 or 0.1..86400.
+TEST_F(HbmWatchE2E, AnIntervalOutOfRangeIsRefusedNamingTheField) {
+  ASSERT_TRUE(h_.Start().ok());
+  model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
+  for (const char* bad : {"0.05", "-1", "86401"}) {
+    CliResult r = h_.Cli({"submit", "serve", "--machine", "sim1", "--model", model_, "--devices", "0",
+                          "--watch-hbm", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("watch_hbm_s"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("0.1..86400"), std::string::npos) << bad << ": " << r.err;
+  }
+  CliResult runs = h_.Cli({"runs", "--json", "--kind", "serve"});
+  EXPECT_TRUE(runs.json()["runs"].empty()) << "nothing was submitted: " << runs.out;
 }
 
 // --watch-workload: a wave of chat requests before every sample; a service
@@ -139,7 +176,7 @@ TEST_F(HbmWatchE2E, GrowthPerRequestUnderTheWorkload) {
   model_ = h_.MakeModel({"--kind", "dense", "--layers", "2"});
   ASSERT_FALSE(model_.empty());
   CliResult r = h_.Cli({"submit", "serve", "--machine", "sim1", "--model", model_, "--devices", "0",
-                        "--watch-hbm", "1", "--watch-workload", "--wait"});
+                        "--watch-hbm", "0.2", "--watch-workload", "--wait"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string run = r.json().value("run_id", "");
   runs_.push_back(run);
@@ -155,7 +192,7 @@ TEST_F(HbmWatchE2E, GrowthPerRequestUnderTheWorkload) {
   const json& dev = w["devices"][0];
   ASSERT_TRUE(dev["per_request"].is_object()) << w.dump(2);
   EXPECT_NEAR(dev["per_request"]["mb_per_request"].get<double>(), per_request, 0.1 * per_request) << w.dump(2);
-  EXPECT_EQ(dev["verdict"], "growing") << "40 MB per one-second interval";
+  EXPECT_EQ(dev["verdict"], "growing") << "40 MB per interval of 0.2 s and a wave";
 }
 
 }  // namespace

@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include "tests/views/chromium_rig.h"
+#include "tests/views/hbm_watch_fixture.h"
 #include "tests/views/view_fixtures.h"
 #include "views/charts.h"
+#include "views/html_hbm_watch.h"
 #include "views/html_memory_report.h"
 #include "views/html_run_compare.h"
 #include "views/html_torch_report.h"
@@ -116,6 +118,21 @@ TEST_F(ChromiumViews, MemoryReportWithOperatorMemoryAtThePeak) {
   EXPECT_NE(r.dom.find("operator_memory.csv row 4242"), std::string::npos);
   EXPECT_NE(r.dom.find(views::FormatMbValue(40.5)), std::string::npos) << "the fragmentation";
   EXPECT_NE(r.dom.find("operator peak: aten::empty&lt;attn&gt;"), std::string::npos) << "the curve's marker";
+}
+
+// serve --watch-hbm: the watch's page (views/html_hbm_watch.h) from the
+// product's fold of known samples: device 0 leaks 1 MB per 60 s sample
+// (exactly +60 MB/h), device 1 holds still.
+TEST_F(ChromiumViews, HbmWatchReport) {
+  auto html = views::RenderHbmWatchHtml(HbmWatchReportDoc(40, 1, 60), "en");
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  BrowserRender r = Check(Write("hbm-watch.html", *html), "hbm-watch");
+  EXPECT_NE(r.dom.find("growing: +60.0 MB/h"), std::string::npos) << "device 0's verdict";
+  EXPECT_NE(r.dom.find(">steady<"), std::string::npos) << "device 1's verdict";
+  EXPECT_NE(r.dom.find("99.999 %"), std::string::npos) << "the confidence";
+  size_t lines = 0;
+  for (size_t p = r.dom.find("<polyline"); p != std::string::npos; p = r.dom.find("<polyline", p + 1)) ++lines;
+  EXPECT_EQ(lines, 4u) << "per device the samples and the fitted line, rendered";
 }
 
 TEST_F(ChromiumViews, MemoryReportInChinese) {
