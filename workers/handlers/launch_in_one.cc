@@ -52,16 +52,19 @@ std::vector<std::string> LaunchInOneArgv(const std::string& runtime_dir, uint32_
 }
 
 Result<LaunchInOneOutput> ParseLaunchInOne(std::string_view out) {
+  // What the machine's env script printed before the command does not count:
+  // the first line that is own-record or other-record starts the output.
   LaunchInOneOutput o;
-  constexpr std::string_view kOwn = "own-record\n", kOther = "other-record\n";
-  if (out.substr(0, kOwn.size()) == kOwn) {
-    o.own_record = true;
-    o.start_line = std::string(out.substr(kOwn.size()));
-    return o;
-  }
-  if (out.substr(0, kOther.size()) == kOther) {
-    o.record = std::string(out.substr(kOther.size()));
-    return o;
+  for (size_t at = 0; at < out.size();) {
+    const size_t eol = out.find('\n', at);
+    if (eol == std::string_view::npos) break;
+    const std::string_view line = out.substr(at, eol - at);
+    if (line == "own-record" || line == "other-record") {
+      o.own_record = line == "own-record";
+      (o.own_record ? o.start_line : o.record) = std::string(out.substr(eol + 1));
+      return o;
+    }
+    at = eol + 1;
   }
   return Status::Corruption(fmt::format("the one-command launch printed {:?}, not own-record or other-record",
                                         std::string(out.substr(0, 80))));

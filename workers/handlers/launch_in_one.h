@@ -42,7 +42,9 @@ struct LaunchInOneOutput {
   std::string start_line;   // own-record: the start-or-adopt script's output
 };
 
-// Reads the command's stdout (pure); Corruption when it is neither form.
+// Reads the command's stdout (pure): what comes before the first line
+// "own-record" or "other-record" (an env script's banner) is skipped;
+// Corruption when there is no such line.
 Result<LaunchInOneOutput> ParseLaunchInOne(std::string_view out);
 
 }  // namespace npuprof::workers::service
