@@ -131,7 +131,8 @@ TEST(RemoteWait, TheReadinessCheckSeesTheStartUpLineOfAMarkedService) {
   const std::string rt = t.path + "/r1/service-1";
   fs::create_directories(rt);
   std::ofstream(rt + "/_start.sh") << "NPUPROF_SERVICE='r1/service-1'; export NPUPROF_SERVICE\n";
-  const pid_t svc = Spawn("sleep 0.2; echo 'INFO:     Application startup complete.' >> '" + rt +
+  // The line comes well after the first poll, even on a loaded machine.
+  const pid_t svc = Spawn("sleep 1.5; echo 'INFO:     Application startup complete.' >> '" + rt +
                               "/stderr.log'; exec sleep 60",
                           {"NPUPROF_SERVICE=r1/service-1"});
   auto r = RunLocally(service::ReadySignalCheck(svc, "r1/service-1", rt), milliseconds(20000));

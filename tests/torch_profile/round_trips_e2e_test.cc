@@ -68,6 +68,14 @@ TEST(TorchRoundTripsE2E, ShowAndTraceListEachTasksRoundTripsNearTheRelaysTurns) 
     EXPECT_TRUE(t["link"].is_object());
     sum += t["round_trips"].get<int64_t>();
     kinds.insert(t["kind"].get<std::string>());
+    if (t["kind"] == "service.wait_ready" && t["outcome"] == "succeeded") {
+      // The readiness wait runs on the target (ready_probe.h): no HTTP over
+      // SSH, and one remote wait per slice (the service is ready within the
+      // first), plus a connection's set-up when the wait opened one (its
+      // handshake 5, the command shell's start 2).
+      EXPECT_EQ(t["link"].value("http_requests", 0), 0);
+      EXPECT_LE(t["round_trips"].get<int64_t>() - 5 * t["link"].value("handshakes", 0), 3);
+    }
   }
   EXPECT_GE(kinds.size(), 4u);  // launch, wait, profile, analyse, stop...
   EXPECT_EQ(sum, s["link_total"]["round_trips"].get<int64_t>());

@@ -30,6 +30,7 @@
 #include <spdlog/spdlog.h>
 
 #include "workers/handlers/handlers.h"
+#include "workers/handlers/launch_in_one.h"
 #include "workers/handlers/launch_record.h"
 #include "workers/handlers/service_common.h"
 #include "workers/handlers/service_handlers.h"
@@ -141,6 +142,67 @@ Result<json> PublishRecord(Call& c, const std::string& rt, const json& rec, uint
   return ReadRecord(c, rt);
 }
 
+// The scripts of a record (a pure function of it and the runtime dir).
+struct Scripts {
+  std::string serve, start;
+};
+Result<Scripts> ScriptsOf(const json& rec, const std::string& rt) {
+  json script_rec = rec;
+  script_rec["runtime_dir"] = rt;
+  auto serve_sh = ServeScript(script_rec);
+  if (!serve_sh.ok()) return serve_sh.status();
+  auto start_sh = StartScript(script_rec);
+  if (!start_sh.ok()) return start_sh.status();
+  return Scripts{std::move(*serve_sh), std::move(*start_sh)};
+}
+
+// A first launch in one command (launch_in_one.h): the record published,
+// the scripts written and the service started from one stdin. nullopt when
+// it did not run to its end (the caller then takes the steps one by one);
+// else the record in force and, when it was this attempt's, the start's
+// output.
+struct InOne {
+  json record;                          // as DecodeLaunchRecord returns it
+  std::optional<ssh::ExecResult> start; // own record: the start-or-adopt output
+};
+std::optional<Result<InOne>> LaunchInOne(Call& c, const std::string& rt, const json& rec, const std::string& marker,
+                                         uint32_t attempt, bool& ran) {
+  const std::string text = rec.dump(2) + "\n";
+  auto own = DecodeLaunchRecord(rt, text);  // what a read-back would give
+  if (!own.ok()) return std::nullopt;
+  auto scripts = ScriptsOf(*own, rt);
+  if (!scripts.ok() || text.size() > kMaxInlineFileBytes || scripts->serve.size() > kMaxInlineFileBytes ||
+      scripts->start.size() > kMaxInlineFileBytes)
+    return std::nullopt;
+  auto command = ssh::BuildRemoteScriptChecked(
+      c.target.env_script, {},
+      LaunchInOneArgv(rt, attempt, text.size(), scripts->serve.size(), scripts->start.size(),
+                      kMaxLaunchRecordBytes + 1, marker));
+  if (!command.ok()) return std::nullopt;
+  ran = true;  // from here on the service may have been started, whatever comes back
+  auto r = c.session->Exec(*command, std::chrono::seconds(60), text + scripts->serve + scripts->start,
+                           kMaxLaunchRecordBytes + 4096);
+  if (!r.ok() || r->stdout_omitted != 0) {
+    spdlog::debug("launching in {} in one command: {}; taking the steps one by one", rt,
+                  r.ok() ? "its output was cut" : r.status().ToString());
+    return std::nullopt;
+  }
+  auto out = ParseLaunchInOne(r->stdout_data);
+  if (!out.ok()) {
+    spdlog::debug("launching in {} in one command: {} ({}); taking the steps one by one", rt, out.status().message(),
+                  ExitText(*r));
+    return std::nullopt;
+  }
+  if (!out->own_record) {
+    auto other = DecodeLaunchRecord(rt, out->record);
+    if (!other.ok()) return Result<InOne>(other.status());
+    return Result<InOne>(InOne{std::move(*other), std::nullopt});
+  }
+  ssh::ExecResult start = *r;
+  start.stdout_data = out->start_line;
+  return Result<InOne>(InOne{std::move(*own), std::move(start)});
+}
+
 // Removes the launch record, scripts and temp record of a launch that
 // started nothing, and the runtime dir when that leaves it empty; a failure
 // to do so is only logged (the launch has already failed).
@@ -174,8 +236,9 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
   if (c.failure) return *c.failure;
   // Until the runtime dir is seen, only a first attempt knows nothing was started.
   bool nothing_started = task.attempt() <= 1;
+  bool in_one_ran = false;  // the one-command launch ran (and may have started it)
   auto before_start = [&](TaskOutcome o) {
-    if (nothing_started) o.result["started"] = false;
+    if (nothing_started && !in_one_ran) o.result["started"] = false;
     return o;
   };
   auto ssh_failure = [&](const Status& s) {
@@ -203,6 +266,7 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
 
   TaskOutcome out;
   json rec;
+  std::optional<ssh::ExecResult> started_in_one;  // the one-command launch started (or adopted) it
   if (dir->Entry("launch.json").type == "file") {
     auto existing = ReadRecord(c, rt);
     if (!existing.ok()) {
@@ -230,14 +294,24 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
         if (auto fail = PickRpcPort(c, rec)) return before_start(*fail);
     }
     rec["argv"] = ServeArgv(rec);
-    auto published = PublishRecord(c, rt, rec, task.attempt());
-    if (!published.ok()) {
-      if (nothing_started && published.status().code() == Code::kNoSpace) RemoveUnstartedLaunch(c, rt, task.attempt());
-      if (published.status().code() == Code::kCorruption)
-        return before_start(TaskOutcome::Failure("corrupt_runtime", published.status().message(), false));
-      return ssh_failure(published.status());
+    std::optional<Result<InOne>> in_one;
+    if (nothing_started) in_one = LaunchInOne(c, rt, rec, *marker, task.attempt(), in_one_ran);
+    if (in_one && !in_one->ok())  // another attempt's record that cannot be read
+      return before_start(TaskOutcome::Failure("corrupt_runtime", in_one->status().message(), false));
+    if (in_one) {
+      rec = (*in_one)->record;
+      started_in_one = std::move((*in_one)->start);
+    } else {
+      auto published = PublishRecord(c, rt, rec, task.attempt());
+      if (!published.ok()) {
+        if (nothing_started && published.status().code() == Code::kNoSpace)
+          RemoveUnstartedLaunch(c, rt, task.attempt());
+        if (published.status().code() == Code::kCorruption)
+          return before_start(TaskOutcome::Failure("corrupt_runtime", published.status().message(), false));
+        return ssh_failure(published.status());
+      }
+      rec = *published;
     }
-    rec = *published;
     // Another attempt may have published first: the record in force is its.
     if (Status st = CheckRecordDevices(rec, p, rt); !st.ok())
       return before_start(TaskOutcome::Failure("corrupt_runtime", st.message(), false));
@@ -248,14 +322,10 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
   // it could not write them) with file operations.
   std::string serve_text, start_text;
   if (nothing_started) {
-    json script_rec = rec;
-    script_rec["runtime_dir"] = rt;
-    auto serve_sh = ServeScript(script_rec);
-    auto start_sh = StartScript(script_rec);
-    if (!serve_sh.ok()) return before_start(NotStarted("invalid_input", serve_sh.status().message(), false));
-    if (!start_sh.ok()) return before_start(NotStarted("invalid_input", start_sh.status().message(), false));
-    serve_text = std::move(*serve_sh);
-    start_text = std::move(*start_sh);
+    auto scripts = ScriptsOf(rec, rt);
+    if (!scripts.ok()) return before_start(NotStarted("invalid_input", scripts.status().message(), false));
+    serve_text = std::move(scripts->serve);
+    start_text = std::move(scripts->start);
     out.blobs.emplace_back("_serve.sh", serve_text);
   }
   auto write_scripts = [&]() -> std::optional<TaskOutcome> {
@@ -269,7 +339,7 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     }
     return std::nullopt;
   };
-  if (nothing_started) {
+  if (nothing_started && !started_in_one) {
     // One command writes both from its stdin; file operations where it could not.
     bool written = false;
     if (serve_text.size() <= kMaxInlineFileBytes && start_text.size() <= kMaxInlineFileBytes) {
@@ -285,7 +355,8 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
   }
 
   ctx.progress("starting the service (or adopting a running one)");
-  auto run = RunRemote(*c.session, StartOrAdoptArgv(rt, *marker), std::chrono::seconds(60));
+  auto run = started_in_one ? Result<ssh::ExecResult>(*started_in_one)
+                            : RunRemote(*c.session, StartOrAdoptArgv(rt, *marker), std::chrono::seconds(60));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
   std::istringstream words(run->stdout_data);
   std::string how, pid_text, state;

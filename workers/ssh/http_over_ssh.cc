@@ -293,7 +293,9 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
     }
     results[s.idx] = std::move(r);
   };
+  std::vector<ssh_channel> opened(reqs.size(), nullptr);  // channels opened at once, not used yet
   auto lose_all = [&]() {
+    std::fill(opened.begin(), opened.end(), nullptr);  // the connection's end frees them
     std::string err = LibError();
     for (auto& s : active) {
       finish(s, Fail(SshErrorKind::kConnectionLost, Code::kUnavailable,
@@ -333,6 +335,52 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
     return true;
   };
 
+  // The first slots' channels are opened at once (libssh answers SSH_AGAIN
+  // on a non-blocking session, and the confirmations come together): one
+  // round trip for all of them, where opening them one after another cost
+  // one each. A channel that did not open here is opened the usual way
+  // below, which names the cause (and reconnects once).
+  if (std::min(limit, reqs.size()) > 1 && ConnectLocked().ok()) {
+    struct Pending {
+      size_t i;
+      ssh_channel ch;
+    };
+    std::vector<Pending> pending;
+    auto deadline = internal::Clock::time_point::max();
+    const auto open = [&](const Pending& p) {
+      const HttpRequest& req = reqs[p.i];
+      return ssh_channel_open_forward(p.ch, req.remote_host.c_str(), req.remote_port, "127.0.0.1", 0);
+    };
+    ssh_set_blocking(session_, 0);
+    for (size_t i = 0; i < std::min(limit, reqs.size()); ++i) {
+      if (!BuildHttpRequest(reqs[i]).ok()) continue;
+      Pending p{i, ssh_channel_new(session_)};
+      if (p.ch == nullptr) break;
+      deadline = std::min(deadline, internal::Clock::now() + reqs[i].timeout);
+      const int rc = open(p);
+      if (rc == SSH_OK) opened[i] = p.ch;
+      else if (rc == SSH_AGAIN) pending.push_back(p);
+      else ssh_channel_free(p.ch);
+    }
+    while (!pending.empty() && internal::Clock::now() < deadline && AliveLocked()) {
+      internal::SessionPump(session_).Pump(deadline - internal::Clock::now());
+      std::erase_if(pending, [&](const Pending& p) {
+        const int rc = open(p);
+        if (rc == SSH_AGAIN) return false;
+        if (rc == SSH_OK) opened[p.i] = p.ch;
+        else ssh_channel_free(p.ch);
+        return true;
+      });
+    }
+    for (const Pending& p : pending) ssh_channel_free(p.ch);  // not confirmed in time: opened below instead
+    ssh_set_blocking(session_, 1);
+    const auto n = std::count_if(opened.begin(), opened.end(), [](ssh_channel c) { return c != nullptr; });
+    if (n > 0) {
+      Note(internal::Stat::kForwardChannels, n);
+      Note(internal::Stat::kRoundTrips);  // the opens' confirmations, together
+    }
+  }
+
   char buf[32768];
   while (next < reqs.size() || !active.empty()) {
     while (active.size() < limit && next < reqs.size()) {
@@ -341,6 +389,21 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
       if (auto wire = BuildHttpRequest(req); !wire.ok()) {
         results[i] = Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument, wire.status().message());
         continue;
+      }
+      if (opened[i] != nullptr) {
+        Note(internal::Stat::kRoundTrips);  // the request's response, on a channel opened above
+        Slot slot{i, opened[i], {}, {}, {}};
+        opened[i] = nullptr;
+        if (send(slot, i)) active.push_back(std::move(slot));
+        continue;
+      }
+      // OpenForwardLocked may reconnect, which would free channels opened
+      // above: give any left back first.
+      for (ssh_channel& left : opened) {
+        if (left == nullptr) continue;
+        ssh_channel_close(left);
+        ssh_channel_free(left);
+        left = nullptr;
       }
       auto ch = OpenForwardLocked(req);
       if (!ch.ok()) {
@@ -441,6 +504,11 @@ std::vector<Result<HttpResponse>> SshSession::HttpMany(const std::vector<HttpReq
     if (!progressed && !active.empty()) {
       internal::SessionPump(session_).Pump(earliest - internal::Clock::now());
     }
+  }
+  for (ssh_channel ch : opened) {  // opened for a request that failed before it was sent
+    if (ch == nullptr) continue;
+    ssh_channel_close(ch);
+    ssh_channel_free(ch);
   }
   return results;
 }

@@ -3,7 +3,9 @@
 // (implemented in http_over_ssh.cc) carry them over the session; no port is
 // ever opened on the local machine. HttpMany keeps a channel for the next
 // request to the same host and port when the response allows it (HTTP/1.1
-// keep-alive), so a wave pays one channel open per slot, not per request; a
+// keep-alive), so a wave pays one channel open per slot, not per request, and
+// opens the first slots' channels at once (one round trip for all their
+// confirmations, not one each); a
 // request is never sent twice (a kept connection that the service closes
 // before answering fails that request, saying so).
 #pragma once
