@@ -59,7 +59,9 @@ void Reap(pid_t pid) {
 TEST(RemoteWait, AFileThatAppearsDuringTheSliceEndsItWithTheSignal) {
   TempDir t;
   const std::string path = t.path + "/done.rc";
-  const pid_t writer = Spawn("sleep 0.2; echo 0 > '" + path + "'", {});
+  // Late enough that the first poll comes before it on a loaded machine
+  // (the check's own shell can take a few hundred ms to start there).
+  const pid_t writer = Spawn("sleep 1.5; echo 0 > '" + path + "'", {});
   auto r = RunLocally(FileExistsCheck(path), milliseconds(20000));
   waitpid(writer, nullptr, 0);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
