@@ -6,6 +6,7 @@
 // the directory with the store, exports and reports is kept (--clean removes it).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,8 +60,10 @@ struct Demo {
     // The story reads the step's JSON back: its strings are text from the target again.
     for (const auto& line : StoryLines(view, r.out)) std::cerr << "  " << TerminalLine(line) << '\n';
     if (r.exit_code != 0) {
-      std::cerr << fmt::format("  exit {}; the end of its stderr:\n", r.exit_code);
-      for (const auto& line : StoryLines(StoryView::kText, r.err, 12)) std::cerr << "  | " << TerminalLine(line) << '\n';
+      const auto err = StoryLines(StoryView::kText, r.err, 12);
+      if (err.empty()) std::cerr << fmt::format("  exit {}, with nothing on stderr\n", r.exit_code);
+      else std::cerr << fmt::format("  exit {}; the end of its stderr:\n", r.exit_code);
+      for (const auto& line : err) std::cerr << "  | " << TerminalLine(line) << '\n';
     }
     std::cerr << "  (all of it: " << file << ")" << std::endl;
     return r;
@@ -230,6 +233,23 @@ void RunDemo(bool clean) {
       std::string neg_run = neg.out;
       while (!neg_run.empty() && (neg_run.back() == '\n' || neg_run.back() == ' ')) neg_run.pop_back();
       if (!neg_run.empty()) {
+        // Why it failed, as the run recorded it (submit -q printed only its id).
+        const sm::json shown = d.h.Cli({"show", neg_run}).json();
+        if (shown.is_object() && shown.contains("error") && shown["error"].is_string()) {
+          // Its first line, then the last line of vLLM's stderr (the exception it raised).
+          const std::string e = shown["error"].get<std::string>();
+          std::string last;
+          for (size_t at = 0; at < e.size();) {
+            size_t eol = e.find('\n', at);
+            if (eol == std::string::npos) eol = e.size();
+            const std::string line = e.substr(at, eol - at);
+            if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+            at = eol + 1;
+          }
+          std::cerr << "  the run failed: " << TerminalLine(e.substr(0, std::min(e.find("; stderr tail"), e.find('\n'))))
+                    << '\n';
+          if (!last.empty() && e.find('\n') != std::string::npos) std::cerr << "  | " << TerminalLine(last) << '\n';
+        }
         d.summary["advise_run"] = neg_run;
         auto adv = d.Step("advise: the finding, its cause and evidence, the largest safe utilization and the KV "
                           "tokens it buys, and the sweep that tests it",
