@@ -158,7 +158,11 @@ TEST_F(ServeE2E, ReadinessIsSeenFromTheStartUpLineOrByProbing) {
   CliResult r = Serve({"--served-model-name", "m", "--health-timeout", "60", "--wait"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json w = WaitReadyResult(h_, last_run_);
-  EXPECT_EQ(w.value("seen_by", ""), "log") << w.dump();
+  // The wait on the target watches the start-up line and the port's
+  // listener at once: the simulated service opens its port as it writes the
+  // line, so either hint may come first (a fresh-clone CI saw "probe" once).
+  const std::string seen = w.value("seen_by", "");
+  EXPECT_TRUE(seen == "log" || seen == "probe") << w.dump();
   StopAndExpectGone(last_run_, r.json()["service"].value("pid", 0));
 
   r = Serve({"--served-model-name", "m", "--health-timeout", "60", "--wait"}, {"--uvicorn-log-level", "warning"});
