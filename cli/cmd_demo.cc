@@ -272,7 +272,7 @@ void RunDemo(bool clean) {
     if (nodes_up) {
       auto mn = d.Step("memory-profile across two machines: every node's npu-smi, msprof and vLLM log on that node, "
                        "every node's service started at once",
-                       StoryView::kSubmitted,
+                       StoryView::kDeploymentRun,
                        {"submit", "memory-profile", "--node", "node-a", "--node", "node-b", "--model", model, "--tp", "2",
                         "--dp", "2", "--wait"},
                        600);
@@ -280,7 +280,8 @@ void RunDemo(bool clean) {
       const std::string mn_run = mn.json().value("run_id", "");
       if (!mn_run.empty()) {
         d.summary["memory_profile_multinode_run"] = mn_run;
-        auto table = d.Step("Its report per (machine, device), with the totals per node and for the deployment",
+        auto table = d.Step("Its report per (machine, device), with the totals per node and for the deployment (the JSON's "
+                            "devices and totals, as a table)",
                             StoryView::kDeploymentMemory, {"report", mn_run, "--format", "json"});
         d.Expect(table, 0, "report (memory-profile over two nodes)");
       }

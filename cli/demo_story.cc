@@ -159,6 +159,43 @@ std::vector<std::string> Memory(const json& j) {
   return out;
 }
 
+// A memory-profile over several nodes: the head's fields at the top level,
+// every other node in `nodes`; each node's service and HBM after the
+// inference, then the clock offsets measured at the start.
+std::vector<std::string> DeploymentRun(const json& j) {
+  std::vector<std::string> out = {RunLine(j)};
+  const json& others = Field(j, "nodes");
+  out.push_back(fmt::format("tp {}, dp {} over {} nodes, msprof {}", S(j, "tp"), S(j, "dp"),
+                            1 + (others.is_array() ? others.size() : 0), S(j, "msprof_status")));
+  auto node_line = [](const json& n, const std::string& machine, int64_t index) {
+    const json& svc = Field(n, "service");
+    std::string hbm;
+    const json& after = Field(n, "after_infer_hbm");
+    if (after.is_object())
+      for (const auto& [dev, v] : after.items())
+        hbm += fmt::format("{}{} {}", hbm.empty() ? "" : ", ", dev,
+                           Field(v, "used_mb").is_number() ? Mb(Field(v, "used_mb").get<double>()) : std::string("-"));
+    return fmt::format("  node {} {}{}: devices {}, pid {}; HBM after inference: {}", index, machine,
+                       index == 0 ? " (head)" : "", Field(svc, "devices").dump(), S(svc, "pid", "-"),
+                       hbm.empty() ? std::string("-") : hbm);
+  };
+  out.push_back(node_line(j, S(j, "machine"), 0));
+  if (others.is_array())
+    for (const auto& n : others) out.push_back(node_line(n, S(n, "machine"), I(n, "node")));
+  const json& start = Field(Field(j, "clock_offsets"), "start");
+  std::string clocks;
+  for (const auto& o : Field(start, "offsets")) {
+    const json& off = Field(o, "offset_ms");
+    const json& unc = Field(o, "uncertainty_ms");
+    clocks += fmt::format("{}{} {}", clocks.empty() ? "" : ", ", S(o, "machine"),
+                          off.is_number() && unc.is_number()
+                              ? fmt::format("{:+.3f} ms (±{:.3f})", off.get<double>(), unc.get<double>())
+                              : std::string("not measured"));
+  }
+  if (!clocks.empty()) out.push_back("clock offsets from npuprof's host at the start: " + clocks);
+  return out;
+}
+
 // A memory report over several machines: one line per (machine, device)
 // with the main components, then the totals per node and in all (MB).
 std::vector<std::string> DeploymentMemory(const json& r) {
@@ -292,6 +329,7 @@ std::vector<std::string> StoryLines(StoryView view, const std::string& out, size
         case StoryView::kVerify: lines = Verify(j); break;
         case StoryView::kSweep: lines = Sweep(j); break;
         case StoryView::kDeploymentMemory: lines = DeploymentMemory(j); break;
+        case StoryView::kDeploymentRun: lines = DeploymentRun(j); break;
         default: lines = Lines(text); break;
       }
     }

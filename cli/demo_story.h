@@ -29,6 +29,7 @@ enum class StoryView {
   kVerify,      // verify: the verdict
   kSweep,       // submit sweep --wait: each point's run and status
   kDeploymentMemory,  // report --format json of a multi-node memory-profile: one line per (machine, device), the totals
+  kDeploymentRun,     // memory-profile --wait over several nodes: each node, its service, HBM after inference, clock offsets
 };
 
 // At most `max_lines` lines (the last says how many were left out).

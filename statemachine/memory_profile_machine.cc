@@ -107,6 +107,14 @@ bool EarlyPending(const RunState& s) {
   return false;
 }
 
+// The start's clock measure has not answered: the collection cuts each
+// node's series by it (the end's, beside the stops, holds only the run's end).
+bool StartClockPending(const RunState& s) {
+  for (const auto& [id, t] : s.tasks)
+    if (IsClockTask(t) && Unanswered(t) && PayloadOf<tasks::MachineClock>(t).when() != "end") return true;
+  return false;
+}
+
 // A step is in flight (task pending or retrying) or the flush minimum timer is armed.
 bool Busy(const RunState& s) {
   // A headless node's watch answers only when its service dies: it never
@@ -568,6 +576,10 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
   MoveTo(d, step);  // the run's state is the step in progress
   if (Multi(s) && step == "stopped") {
     ScheduleNodeStops(d);
+    // The clocks again as the services stop (their last moment up), for a
+    // deployment whose start was measured; the run ends once it answered.
+    const TaskInfo* clock = LastTask(s, kMachineClockTask);
+    if (clock != nullptr && PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
     return ScheduleEarlyStep(d, v, step);  // the headers beside the stop
   }
   // A deployment's clocks are measured with the head's launch (once).
@@ -680,7 +692,7 @@ void Advance(Decision& d) {
     if (step.name == "stopped" && (NodeCheckArmed(s) || NodeCheckOut(s))) return;
     // The collection cuts each node's series on its own clock: it waits for
     // the clock measure's answer (measured or not).
-    if (step.name == "msprof" && ClockPending(s)) return MoveTo(d, std::string(step.name));
+    if (step.name == "msprof" && StartClockPending(s)) return MoveTo(d, std::string(step.name));
     return Schedule(d, v, std::string(step.name));
   }
   if (ClockPending(s)) return;

@@ -45,8 +45,8 @@ json Spec() {
 }
 
 // b's clock 3.2 s ahead of the worker's, a's 0.1 ms; each within 0.5 ms.
-json Clocks() {
-  return {{"when", "start"},
+json Clocks(const std::string& when = "start") {
+  return {{"when", when},
           {"measured_at_ms", 5},
           {"offsets", {{{"machine", "a"}, {"offset_ms", 0.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}},
                        {{"machine", "b"}, {"offset_ms", 3200.1}, {"uncertainty_ms", 0.5}, {"rtt_ms", 1.0}, {"samples", 5}}}}};
@@ -112,8 +112,9 @@ struct MultiMem : KindDriver {
     Answer(kMemInferTask, "a", true, {{"ok", true}});
     Both(kMemNpuSmiTask, Hbm(40500), Hbm(41500));
   }
-  // From after_ready to the collection (every step answered on both nodes).
-  void ToCollection() {
+  // From after_ready to the collection (every step answered on both nodes;
+  // the end's clock measure as `end_clock_ok` says).
+  void ToCollection(bool end_clock_ok = true) {
     Both(kMemNpuSmiTask, Hbm(40000), Hbm(41000));
     Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
     Answer(kMemInferTask, "a", true, Inference());
@@ -121,9 +122,27 @@ struct MultiMem : KindDriver {
     AnswerCheck("b", true);
     Answer(kServiceStopTask, "b", true, {{"stopped", true}});
     Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+    AnswerEndClock(end_clock_ok);
     Answer(kMemWeightsTask, "a", true, {{"weights", {{"per_device_bytes", 1048576.0 * 1000}}}});
     Both(kMemWaitFlushTask, {{"signal", "end_info"}}, {{"signal", "end_info"}});
     Both(kMemExportTask, {{"status", "ok"}}, {{"status", "ok"}});
+  }
+  // Answers the clock measure scheduled beside the stops (when: end).
+  void AnswerEndClock(bool ok = true) {
+    for (const TaskInfo* t : PendingAll(kMachineClockTask))
+      if (t->payload.value("when", "") == "end") {
+        Input in;
+        in.type = Input::Type::kTaskResult;
+        in.task_id = t->task_id;
+        in.attempt = t->attempt;
+        in.ok = ok;
+        in.error_kind = ok ? "" : "timeout";
+        in.error = ok ? "" : "no answer";
+        in.result = ok ? Clocks("end") : json::object();
+        Do(in);
+        return;
+      }
+    ADD_FAILURE() << "no end clock measure pending in state " << s.state;
   }
   // The pending liveness check (a service.watch with `once`) on `machine`.
   const TaskInfo* Check(const std::string& machine) const {
@@ -185,6 +204,8 @@ TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesBy
   EXPECT_EQ(r.Pending(kServiceWatchTask, "b"), nullptr) << "the watch ends before the stop";
   EXPECT_NE(r.Pending(kServiceStopTask, "a"), nullptr) << "every node is stopped at once";
   EXPECT_NE(r.Pending(kServiceStopTask, "b"), nullptr) << "every node is stopped at once";
+  ASSERT_EQ(r.PendingAll(kMachineClockTask).size(), 1u) << "the clocks measured again beside the stops";
+  EXPECT_EQ(r.PendingAll(kMachineClockTask)[0]->payload["when"], "end");
   r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
   ASSERT_EQ(r.s.state, "weights");
@@ -202,8 +223,11 @@ TEST(MemoryMultiNode, EveryNodeRunsItsStepsOnItsMachineAndTheReportKeysDevicesBy
   ASSERT_EQ(r.s.state, "msprof");
   r.Both(kMemCollectTask, {{"module_mem", json::array()}, {"npu_mem", json::array()}},
          {{"module_mem", json::array()}, {"npu_mem", json::array()}});
+  ASSERT_FALSE(r.s.terminal) << "the run ends once the end's clock measure answered";
+  r.AnswerEndClock();
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
+  EXPECT_TRUE(r.s.data["clock"]["end"].is_object()) << "measured at the start and at the end";
 
   const json report = BuildMemoryReport(MemoryEvidenceFromState(r.s));
   ASSERT_EQ(report["devices"].size(), 2u);
@@ -261,7 +285,7 @@ TEST(MemoryMultiNode, TheCollectionWaitsForTheClockMeasure) {
 TEST(MemoryMultiNode, ANodeWhoseOffsetIsUnknownIsCutAtTheHeadsWindowAndSaysSo) {
   MultiMem r;
   r.ToReady("failed");
-  r.ToCollection();
+  r.ToCollection(/*end_clock_ok=*/false);
   ASSERT_EQ(r.s.state, "msprof");
   const json wb = r.Pending(kMemCollectTask, "b")->payload["inference_window"];
   EXPECT_DOUBLE_EQ(wb["start_us"].get<double>(), 1000e6);
@@ -287,7 +311,8 @@ TEST(MemoryMultiNode, AFailingRunEndsAfterItsClockMeasureAnswered) {
   r.Both(kMemLogsTask, {{"summary", json::object()}}, {{"summary", json::object()}});
   r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
-  ASSERT_FALSE(r.s.terminal) << "the clock measure is still out";
+  r.AnswerEndClock();
+  ASSERT_FALSE(r.s.terminal) << "the start's clock measure is still out";
   r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kFailed);
@@ -336,6 +361,7 @@ TEST(MemoryMultiNode, AHeadlessNodeThatDiesFailsTheRunAndEveryNodeIsStopped) {
   EXPECT_NE(r.Pending(kServiceStopTask, "b"), nullptr) << "every node is stopped at once";
   r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}, {"stderr_tail", "RuntimeError: rank died\n"}});
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  r.AnswerEndClock();
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("node 1 (b)"), std::string::npos) << r.s.error;
@@ -355,6 +381,7 @@ TEST(MemoryMultiNode, ANodeLostDuringTheInferenceIsNamedByItsCheckBeforeTheStop)
   EXPECT_EQ(r.Check("b"), nullptr);
   r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}});
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  r.AnswerEndClock();
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("node 1 (b): its service died"), std::string::npos) << r.s.error;
@@ -369,6 +396,7 @@ TEST(MemoryMultiNode, ACheckThatFindsOnlyMsprofLeftOnANodeFailsTheRunNamingIt) {
   r.AnswerCheck("b", true, 1);
   r.Answer(kServiceStopTask, "b", true, {{"already_gone", true}});
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  r.AnswerEndClock();
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kFailed);
   EXPECT_NE(r.s.error.find("node 1 (b): its service died: only msprof's process was left"), std::string::npos)
@@ -386,6 +414,7 @@ TEST(MemoryMultiNode, AnUnforcedStopThatFailsIsRepeatedWithForceAndAStopThatCann
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->payload["force"], true);
   r.Answer(kServiceStopTask, "b", true, {{"stopped", false}});
+  r.AnswerEndClock();
   // The walk goes on with what can still be read; the run fails at its end,
   // once the headers read beside the stop have answered.
   EXPECT_EQ(r.s.data["stopped"]["stopped"], false);

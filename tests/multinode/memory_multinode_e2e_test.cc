@@ -298,6 +298,14 @@ TEST_F(MemoryMultiNodeE2E, AWorkerClockAheadIsCutOnItsOwnClockAndEveryNodeIsDraw
   ASSERT_TRUE(offsets["head"]["offset_ms"].is_number()) << offsets["head"].dump();
   const double bound = std::max(20.0, offsets["worker"].value("uncertainty_ms", 0.0));
   EXPECT_NEAR(offsets["worker"]["offset_ms"].get<double>(), kAheadMs, bound) << offsets["worker"].dump();
+  // Measured again as the services stopped: the same truth.
+  std::map<std::string, json> at_end;
+  for (const auto& o : m["clock_offsets"]["end"]["offsets"]) at_end[o.value("machine", "")] = o;
+  ASSERT_EQ(at_end.size(), 2u) << m["clock_offsets"].dump();
+  ASSERT_TRUE(at_end["worker"]["offset_ms"].is_number()) << at_end["worker"].dump();
+  EXPECT_NEAR(at_end["worker"]["offset_ms"].get<double>(), kAheadMs,
+              std::max(20.0, at_end["worker"].value("uncertainty_ms", 0.0)))
+      << at_end["worker"].dump();
   // The worker's evidence says on which clock its series was cut.
   const json data = h_.Cli({"show", run_}).json();
   EXPECT_TRUE(data["clock"]["start"].is_object()) << data.dump().substr(0, 2000);

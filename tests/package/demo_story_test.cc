@@ -79,6 +79,29 @@ TEST(DemoStory, ADeploymentsMemoryReportIsOneLinePerMachineAndDeviceThenTheTotal
   EXPECT_EQ(lines[4].rfind("deployment", 0), 0u) << lines[4];
 }
 
+TEST(DemoStory, ADeploymentsMemoryProfileShowsEveryNodeAndTheClockOffsets) {
+  const json hbm = {{"0", {{"used_mb", 56202.0}}}, {"1", {{"used_mb", 56202.0}}}};
+  const json run = {
+      {"run_id", "r1"}, {"state", "completed"}, {"status", "ok"}, {"tp", 2}, {"dp", 2}, {"msprof_status", "ok"},
+      {"machine", "node-a"}, {"service", {{"devices", {0, 1}}, {"pid", 11}}}, {"after_infer_hbm", hbm},
+      {"nodes", {{{"node", 1}, {"machine", "node-b"}, {"service", {{"devices", {0, 1}}, {"pid", 22}}},
+                  {"after_infer_hbm", {{"0", {{"used_mb", 1024.0}}}}}}}},
+      {"clock_offsets",
+       {{"start", {{"offsets", {{{"machine", "node-a"}, {"offset_ms", 0.004}, {"uncertainty_ms", 0.064}},
+                                {{"machine", "node-b"}, {"offset_ms", 3200.5}, {"uncertainty_ms", 0.041}},
+                                {{"machine", "node-c"}, {"error", "no answer"}}}}}},
+        {"end", nullptr}}}};
+  const auto lines = StoryLines(StoryView::kDeploymentRun, run.dump());
+  ASSERT_EQ(lines.size(), 5u) << Joined(lines);
+  EXPECT_EQ(lines[0], "run r1: completed (ok)");
+  EXPECT_EQ(lines[1], "tp 2, dp 2 over 2 nodes, msprof ok");
+  EXPECT_EQ(lines[2], "  node 0 node-a (head): devices [0,1], pid 11; HBM after inference: 0 54.9 GiB, 1 54.9 GiB");
+  EXPECT_EQ(lines[3], "  node 1 node-b: devices [0,1], pid 22; HBM after inference: 0 1.0 GiB");
+  EXPECT_EQ(lines[4],
+            "clock offsets from npuprof's host at the start: node-a +0.004 ms (±0.064), node-b +3200.500 ms (±0.041), "
+            "node-c not measured");
+}
+
 TEST(DemoStory, ReportTextDropsTheEvidenceLinesOnly) {
   const std::string report =
       "[Device 0] Total HBM: 64.00 GiB\n"
