@@ -10,6 +10,11 @@
 // "already gone" for this service (not_ours says so) and is never signalled.
 // The pid file is read only from a runtime dir the checks accept
 // (service_runtime_dir.h).
+//
+// Far targets: the check, the signals, the waits and the log tails run first
+// as one remote command (stop_in_one.h, at most 10 s of waiting); what it
+// did is replayed through the decisions below, and what it left (the rest
+// of a grace, later signals) is taken step by step.
 #include <algorithm>
 
 #include <fmt/format.h>
