@@ -57,14 +57,24 @@ struct Launched {
 };
 
 Launched RunLaunch(const std::string& rt, uint32_t attempt, const std::string& rec, const std::string& serve,
-                   const std::string& start, size_t announced_extra = 0) {
+                   const std::string& start, size_t announced_extra = 0, LaunchTexts from = LaunchTexts::kStdin) {
   Launched l;
-  l.run = ssh::testing::RunLocalArgv(
-      LaunchInOneArgv(rt, attempt, rec.size(), serve.size(), start.size() + announced_extra, 1 << 20, "r1/service-1"),
-      rec + serve + start);
+  const auto argv =
+      LaunchInOneArgv(rt, attempt, rec.size(), serve.size(), start.size() + announced_extra, 1 << 20, "r1/service-1",
+                      from);
+  if (from == LaunchTexts::kStdin) {
+    l.run = ssh::testing::RunLocalArgv(argv, rec + serve + start);
+  } else {
+    // As the command shell runs it: the texts exported by the command itself, nothing on stdin.
+    auto script = ssh::BuildRemoteScriptChecked("", LaunchInOneEnv(rec, serve, start), argv);
+    EXPECT_TRUE(script.ok());
+    l.run = ssh::testing::RunLocalArgv({"sh", "-c", *script}, "");
+  }
   l.out = ParseLaunchInOne(l.run.out);
   return l;
 }
+
+class LaunchInOneFrom : public ::testing::TestWithParam<LaunchTexts> {};
 
 bool NoTempFiles(const std::string& rt) {
   for (const auto& e : fs::directory_iterator(rt))
@@ -72,7 +82,8 @@ bool NoTempFiles(const std::string& rt) {
   return true;
 }
 
-TEST(LaunchInOne, StartsOnceAdoptsOnRedeliveryAndYieldsToTheRecordInForce) {
+TEST_P(LaunchInOneFrom, StartsOnceAdoptsOnRedeliveryAndYieldsToTheRecordInForce) {
+  const LaunchTexts from = GetParam();
   npuprof::testing::TempDir t;
   const std::string rt = t.path + "/r1/service-1";
   fs::create_directories(rt);
@@ -81,7 +92,7 @@ TEST(LaunchInOne, StartsOnceAdoptsOnRedeliveryAndYieldsToTheRecordInForce) {
   // The played _start.sh: the marker's assignment (so it is judged by marker), its pid, then a sleep.
   const std::string start = "NPUPROF_SERVICE='r1/service-1'; export NPUPROF_SERVICE\nprintf '%s' $$ > pid\nexec sleep 60\n";
 
-  Launched first = RunLaunch(rt, 1, rec, serve, start);
+  Launched first = RunLaunch(rt, 1, rec, serve, start, 0, from);
   ASSERT_EQ(first.run.status, 0) << first.run.err;
   ASSERT_TRUE(first.out.ok()) << first.run.out;
   ASSERT_TRUE(first.out->own_record);
@@ -102,9 +113,13 @@ TEST(LaunchInOne, StartsOnceAdoptsOnRedeliveryAndYieldsToTheRecordInForce) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_TRUE(fs::exists(rt + "/.started"));
   EXPECT_TRUE(NoTempFiles(rt));
+  // The texts (user env values) are not handed down to the service.
+  const std::string environ = Slurp("/proc/" + std::to_string(pid) + "/environ");
+  EXPECT_NE(environ.find("NPUPROF_SERVICE=r1/service-1"), std::string::npos);
+  EXPECT_EQ(environ.find("NPUPROF_LAUNCH_"), std::string::npos);
 
   // Re-delivered with the same record: adopted, and the scripts are not rewritten.
-  Launched again = RunLaunch(rt, 2, rec, "exec false\n", start);
+  Launched again = RunLaunch(rt, 2, rec, "exec false\n", start, 0, from);
   ASSERT_TRUE(again.out.ok()) << again.run.out << again.run.err;
   EXPECT_TRUE(again.out->own_record);
   EXPECT_EQ(again.out->start_line, "adopted " + std::to_string(pid) + " alive\n");
@@ -112,7 +127,7 @@ TEST(LaunchInOne, StartsOnceAdoptsOnRedeliveryAndYieldsToTheRecordInForce) {
   EXPECT_TRUE(NoTempFiles(rt));
 
   // Another attempt's record in force: printed, nothing else done.
-  Launched other = RunLaunch(rt, 3, "{\"port\": 9000}\n", serve, start);
+  Launched other = RunLaunch(rt, 3, "{\"port\": 9000}\n", serve, start, 0, from);
   ASSERT_EQ(other.run.status, 0) << other.run.err;
   ASSERT_TRUE(other.out.ok()) << other.run.out;
   EXPECT_FALSE(other.out->own_record);
@@ -121,6 +136,19 @@ TEST(LaunchInOne, StartsOnceAdoptsOnRedeliveryAndYieldsToTheRecordInForce) {
 
   kill(-pid, SIGKILL);
   kill(pid, SIGKILL);
+}
+
+INSTANTIATE_TEST_SUITE_P(StdinAndEnv, LaunchInOneFrom, ::testing::Values(LaunchTexts::kStdin, LaunchTexts::kEnv));
+
+TEST(LaunchInOne, AnEnvTextOfAnotherSizeThanAnnouncedWritesNothing) {
+  npuprof::testing::TempDir t;
+  const std::string rt = t.path + "/r1/service-1";
+  fs::create_directories(rt);
+  Launched l = RunLaunch(rt, 1, "{}\n", "s\n", "t\n", /*announced_extra=*/5, LaunchTexts::kEnv);
+  EXPECT_EQ(l.run.status, 5) << l.run.out << l.run.err;
+  EXPECT_EQ(l.run.out, "");
+  EXPECT_FALSE(fs::exists(rt + "/launch.json"));
+  EXPECT_TRUE(NoTempFiles(rt));
 }
 
 TEST(LaunchInOne, AStdinShorterThanAnnouncedWritesNothing) {

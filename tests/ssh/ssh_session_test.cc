@@ -66,6 +66,26 @@ TEST_F(SshSessionTest, ExitCodesStdoutStderr) {
   EXPECT_EQ(s.host_key_fingerprint()->rfind("SHA256:", 0), 0u);
 }
 
+// ExecInCommandShell: the command (and what it exports) goes through the
+// command shell's stdin, never as an exec request's text; without a command
+// shell nothing runs at all.
+TEST_F(SshSessionTest, ExecInCommandShellRunsInTheShellOrNotAtAll) {
+  SshSession s(sshd_.target());
+  auto r = s.ExecInCommandShell(
+      BuildRemoteScript("", {{"NPUPROF_T", "it's\nprivate"}}, {"sh", "-c", "printf %s \"$NPUPROF_T\""}), 10s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_status, 0);
+  EXPECT_EQ(r->stdout_data, "it's\nprivate");
+  SshTarget no_shell = sshd_.target();
+  no_shell.command_shell = false;
+  SshSession plain(no_shell);
+  const std::string mark = sshd_.dir() + "/ran";
+  auto n = plain.ExecInCommandShell(BuildCommand({"touch", mark}), 10s);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(std::filesystem::exists(mark));
+}
+
 TEST_F(SshSessionTest, StdinAndLargeOutput) {
   SshSession s(sshd_.target());
   auto r = s.Exec("cat", 10s, "hello\nworld");

@@ -5,8 +5,13 @@
 // with no decision of npuprof's needed between them when the record in
 // force is the one this attempt wrote.
 //
-// The command reads, from its stdin, the record (record_bytes), _serve.sh
-// (serve_bytes) and _start.sh (start_bytes) into temp files of the attempt,
+// The command reads the record (record_bytes), _serve.sh (serve_bytes) and
+// _start.sh (start_bytes) into temp files of the attempt, from its stdin
+// (LaunchTexts::kStdin: a channel of its own, three round trips) or from the
+// environment (kEnv: the variables of LaunchInOneEnv, exported by the
+// command itself, which then runs in the connection's command shell, one
+// round trip: SshSession::ExecInCommandShell; the texts hold user env values
+// and are never a process's argument),
 // publishes the record as PublishRecordArgv does, and then:
 //  * when the record in force is byte for byte this one: writes the scripts
 //    (0700) unless the service was started already, and runs the
@@ -26,15 +31,22 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
 
 namespace npuprof::workers::service {
 
+enum class LaunchTexts { kStdin, kEnv };
+
 std::vector<std::string> LaunchInOneArgv(const std::string& runtime_dir, uint32_t attempt, size_t record_bytes,
                                          size_t serve_bytes, size_t start_bytes, size_t max_record_bytes,
-                                         const std::string& marker);
+                                         const std::string& marker, LaunchTexts from);
+
+// The environment of a kEnv command (for BuildRemoteScriptChecked's env).
+std::vector<std::pair<std::string, std::string>> LaunchInOneEnv(const std::string& record, const std::string& serve,
+                                                                 const std::string& start);
 
 struct LaunchInOneOutput {
   bool own_record = false;  // else another attempt's record is in force

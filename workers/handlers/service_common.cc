@@ -68,8 +68,9 @@ Result<std::string> RuntimeBase(ssh::SshSession& session, const tasks::Machine& 
   return b;
 }
 
-Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const tasks::Machine& machine, const std::string& dir,
-                                           bool create, const std::vector<std::string>& entries) {
+Result<std::vector<std::string>> InspectRuntimeDirArgv(ssh::SshSession& session, const tasks::Machine& machine,
+                                                       const std::string& dir, bool create,
+                                                       const std::vector<std::string>& entries) {
   auto resolved = RuntimeBase(session, machine);
   if (!resolved.ok()) return resolved.status();
   std::string base = *resolved;
@@ -79,8 +80,20 @@ Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const tasks
     below = ComponentsBelow(base, dir);
   }
   if (!below.ok()) return below.status();
-  auto r = RunRemote(session, RuntimeDirArgv(create, base, *below, entries), std::chrono::seconds(30));
+  return RuntimeDirArgv(create, base, *below, entries);
+}
+
+Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const tasks::Machine& machine, const std::string& dir,
+                                           bool create, const std::vector<std::string>& entries) {
+  auto argv = InspectRuntimeDirArgv(session, machine, dir, create, entries);
+  if (!argv.ok()) return argv.status();
+  auto r = RunRemote(session, *argv, std::chrono::seconds(30));
   if (!r.ok()) return r.status();
+  return RuntimeDirReportOf(*r, dir);
+}
+
+Result<RuntimeDirReport> RuntimeDirReportOf(const ssh::ExecResult& run, const std::string& dir) {
+  const ssh::ExecResult* r = &run;
   if (auto refused = RuntimeDirRefusal(r->stderr_data)) return Status::Denied(*refused);
   if (r->exit_status != 0)
     return Status::Io(fmt::format("checking the runtime dir {} failed (it {}): {}", dir, ExitText(*r),
@@ -139,7 +152,7 @@ namespace {
 // The service's stderr.log and stdout.log tails: one remote command
 // (log_tails.h); where that cannot be used, each file read on its own.
 std::pair<std::string, std::string> ServiceLogTails(ssh::SshSession& session, const std::string& rt) {
-  constexpr uint64_t kMax = 1 << 20;
+  constexpr uint64_t kMax = kServiceLogTailBytes;
   const std::vector<std::string> paths = {rt + "/stderr.log", rt + "/stdout.log"};
   auto r = session.Exec(ssh::BuildCommand(LogTailsArgv(kMax, paths)), std::chrono::seconds(30), {},
                         LogTailsOutputCap(kMax, paths.size()));
@@ -159,8 +172,12 @@ std::pair<std::string, std::string> ServiceLogTails(ssh::SshSession& session, co
 }  // namespace
 
 json Diagnostics(ssh::SshSession& session, const std::string& rt, TaskOutcome& out) {
-  json d = json::object();
   const auto [e, o] = ServiceLogTails(session, rt);
+  return DiagnosticsOf(e, o, out);
+}
+
+json DiagnosticsOf(const std::string& e, const std::string& o, TaskOutcome& out) {
+  json d = json::object();
   if (!e.empty()) out.blobs.emplace_back("stderr.log", e);
   if (!o.empty()) out.blobs.emplace_back("stdout.log", o);
   d["stderr_tail"] = TailLines(e, 30);

@@ -43,6 +43,14 @@ Result<std::string> RuntimeBase(ssh::SshSession& session, const tasks::Machine& 
 Result<RuntimeDirReport> InspectRuntimeDir(ssh::SshSession& session, const tasks::Machine& machine, const std::string& dir,
                                            bool create, const std::vector<std::string>& entries);
 
+// InspectRuntimeDir in two halves, for a command that runs the check among
+// other steps: the check's argv, and the report read from what it printed
+// (its exit status and stderr: the refusal, a failure).
+Result<std::vector<std::string>> InspectRuntimeDirArgv(ssh::SshSession& session, const tasks::Machine& machine,
+                                                       const std::string& dir, bool create,
+                                                       const std::vector<std::string>& entries);
+Result<RuntimeDirReport> RuntimeDirReportOf(const ssh::ExecResult& run, const std::string& dir);
+
 // True for InspectRuntimeDir's refusal (not an SSH failure).
 bool IsRuntimeDirRefusal(const Status& s);
 
@@ -67,6 +75,9 @@ Result<std::string> ReadTail(ssh::SshSession& session, const std::string& path, 
 // Log diagnostics of a runtime dir: {"stderr_tail","stdout_tail","env_errors","env_hint"};
 // the log tails are added to blobs as stdout.log / stderr.log.
 json Diagnostics(ssh::SshSession& session, const std::string& runtime_dir, TaskOutcome& blobs_out);
+// The same from tails already read (at most kServiceLogTailBytes each).
+inline constexpr uint64_t kServiceLogTailBytes = uint64_t{1} << 20;
+json DiagnosticsOf(const std::string& stderr_log, const std::string& stdout_log, TaskOutcome& blobs_out);
 
 // Sleeps up to d in small steps; false when the task was cancelled meanwhile.
 bool SleepUnlessCancelled(TaskContext& ctx, std::chrono::milliseconds d);

@@ -31,6 +31,7 @@
 
 #include "workers/handlers/handlers.h"
 #include "workers/handlers/launch_in_one.h"
+#include "workers/handlers/launch_prepare.h"
 #include "workers/handlers/launch_record.h"
 #include "workers/handlers/service_common.h"
 #include "workers/handlers/service_handlers.h"
@@ -111,6 +112,41 @@ std::optional<TaskOutcome> CheckRpcPort(Call& c, json& rec) {
   return std::nullopt;
 }
 
+// Whether a first launch of this payload would pick its API port (a
+// single-node service given no --port): the check's command then picks it
+// too (launch_prepare.h).
+bool WouldPickPort(const tasks::ServiceLaunch& p, const std::string& rt, const std::string& env_script) {
+  auto fresh = LaunchRecordFromPayload(p, rt, env_script);
+  if (!fresh.ok() || !fresh->contains("port") || !(*fresh)["port"].is_null()) return false;
+  const json& dep = fresh->contains("deployment") ? (*fresh)["deployment"] : json::object();
+  return !(dep.is_object() && dep.value("nodes", 0) > 1);
+}
+
+// The runtime dir checked (created) and, for a first launch that needs one,
+// a port picked, in one command (launch_prepare.h). `prepared` is set when
+// the port line could be read; a port line that cannot be read leaves it
+// unset (the port is then picked by a command of its own).
+Result<RuntimeDirReport> InspectAndPickPort(Call& c, const tasks::ServiceLaunch& p, const std::string& rt,
+                                            std::optional<PreparedPort>& prepared) {
+  const std::vector<std::string> entries = {"launch.json", ".started", "pid"};
+  auto check = InspectRuntimeDirArgv(*c.session, p.machine(), rt, /*create=*/true, entries);
+  if (!check.ok()) return check.status();
+  const bool pick = WouldPickPort(p, rt, c.target.env_script);
+  auto r = RunRemote(*c.session, LaunchPrepareArgv(*check, rt, entries, pick), std::chrono::seconds(60));
+  if (!r.ok()) return r.status();
+  auto report = RuntimeDirReportOf(*r, rt);
+  if (!report.ok()) return report.status();
+  if (pick) {
+    auto port = ParsePreparedPort(r->stdout_data);
+    if (port.ok()) {
+      prepared = *port;
+      if (port->asked && port->port == 0) prepared->error = TailLines(r->stderr_data, 2);
+    }
+    else spdlog::debug("launch in {}: {}; picking the port with a command of its own", rt, port.status().message());
+  }
+  return report;
+}
+
 // The launch record in force (checked as a regular file of the user's
 // before), decoded as launch_record.h says: its declared keys, each with its
 // declared type.
@@ -174,14 +210,28 @@ std::optional<Result<InOne>> LaunchInOne(Call& c, const std::string& rt, const j
   if (!scripts.ok() || text.size() > kMaxInlineFileBytes || scripts->serve.size() > kMaxInlineFileBytes ||
       scripts->start.size() > kMaxInlineFileBytes)
     return std::nullopt;
-  auto command = ssh::BuildRemoteScriptChecked(
-      c.target.env_script, {},
+  // The texts in the command's environment, in the connection's command
+  // shell (one round trip); on a channel of its own from its stdin where the
+  // command shell cannot run it (nothing ran then).
+  auto in_shell = ssh::BuildRemoteScriptChecked(
+      c.target.env_script, LaunchInOneEnv(text, scripts->serve, scripts->start),
       LaunchInOneArgv(rt, attempt, text.size(), scripts->serve.size(), scripts->start.size(),
-                      kMaxLaunchRecordBytes + 1, marker));
-  if (!command.ok()) return std::nullopt;
-  ran = true;  // from here on the service may have been started, whatever comes back
-  auto r = c.session->Exec(*command, std::chrono::seconds(60), text + scripts->serve + scripts->start,
-                           kMaxLaunchRecordBytes + 4096);
+                      kMaxLaunchRecordBytes + 1, marker, LaunchTexts::kEnv));
+  Result<ssh::ExecResult> r = Status::Precondition("not run");
+  if (in_shell.ok()) {
+    ran = true;  // from here on the service may have been started, whatever comes back
+    r = c.session->ExecInCommandShell(*in_shell, std::chrono::seconds(60), kMaxLaunchRecordBytes + 4096);
+  }
+  if (!r.ok() && r.status().code() == Code::kFailedPrecondition && ssh::ErrorKindOf(r.status()) == ssh::SshErrorKind::kNone) {
+    auto command = ssh::BuildRemoteScriptChecked(
+        c.target.env_script, {},
+        LaunchInOneArgv(rt, attempt, text.size(), scripts->serve.size(), scripts->start.size(),
+                        kMaxLaunchRecordBytes + 1, marker, LaunchTexts::kStdin));
+    if (!command.ok()) return std::nullopt;
+    ran = true;
+    r = c.session->Exec(*command, std::chrono::seconds(60), text + scripts->serve + scripts->start,
+                        kMaxLaunchRecordBytes + 4096);
+  }
   if (!r.ok() || r->stdout_omitted != 0) {
     spdlog::debug("launching in {} in one command: {}; taking the steps one by one", rt,
                   r.ok() ? "its output was cut" : r.status().ToString());
@@ -255,8 +305,8 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
   if (!marker.ok()) return before_start(TaskOutcome::Failure("bad_payload", marker.status().message(), false));
 
   ctx.progress("checking the runtime dir " + rt);
-  auto dir = InspectRuntimeDir(*c.session, p.machine(), rt, /*create=*/true,
-                               {"launch.json", ".started", "pid"});
+  std::optional<PreparedPort> prepared;  // the port the check's command picked (a first launch)
+  auto dir = InspectAndPickPort(c, p, rt, prepared);
   if (!dir.ok()) return ssh_failure(dir.status());
   nothing_started = dir->Entry(".started").type == "absent";
   for (const auto& [name, what] : std::vector<std::pair<std::string, std::string>>{
@@ -288,8 +338,19 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     if (multi && !headless && dep.contains("dp_rpc_port")) {
       if (auto fail = CheckRpcPort(c, rec)) return before_start(*fail);
     } else {
-      if (rec["port"].is_null() && !headless)  // a headless node serves no API
-        if (auto fail = PickPort(c, rec)) return before_start(*fail);
+      if (rec["port"].is_null() && !headless) {  // a headless node serves no API
+        if (prepared && prepared->asked && !multi) {
+          if (prepared->port == 0)
+            return before_start(NotStarted("port_unavailable",
+                                           fmt::format("could not find a free port on {} with python3 ({}): pass "
+                                                       "--port",
+                                                       c.target.Endpoint(), prepared->error),
+                                           false));
+          rec["port"] = prepared->port;
+        } else if (auto fail = PickPort(c, rec)) {
+          return before_start(*fail);
+        }
+      }
       if (multi && !headless)
         if (auto fail = PickRpcPort(c, rec)) return before_start(*fail);
     }

@@ -10,11 +10,20 @@
 // "already gone" for this service (not_ours says so) and is never signalled.
 // The pid file is read only from a runtime dir the checks accept
 // (service_runtime_dir.h).
+//
+// Far targets: the check, the signals, the waits and the log tails run first
+// as one remote command (stop_in_one.h, at most 10 s of waiting); what it
+// did is replayed through the decisions below, and what it left (the rest
+// of a grace, later signals) is taken step by step.
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include <spdlog/spdlog.h>
+
 #include "workers/handlers/service_common.h"
+#include "workers/handlers/stop_in_one.h"
+#include "workers/log_tails.h"
 #include "workers/poll_backoff.h"
 #include "workers/handlers/service_handlers.h"
 
@@ -64,6 +73,37 @@ Result<bool> WaitGone(Call& c, int64_t pid, int64_t grace_ms, TaskContext& ctx, 
   }
 }
 
+// How long the one-command stop may wait on the target before it hands the
+// rest to the step-by-step ladder (whose slices observe cancellation).
+constexpr std::chrono::milliseconds kFoldBudget{10000};
+
+// The runtime dir's report, from the one-command stop (stop_in_one.h) when
+// it ran and its output could be read (then `fold` is set), else from the
+// check alone.
+Result<RuntimeDirReport> FoldedStop(Call& c, const tasks::ServiceStop& p, const std::string& rt,
+                                    const std::string& marker, int64_t pid, const std::vector<StopStep>& steps,
+                                    std::optional<StopFold>& fold, std::string& fold_stderr) {
+  const std::vector<std::string> entries = {"pid", ".started"};
+  auto check = InspectRuntimeDirArgv(*c.session, p.machine(), rt, /*create=*/false, entries);
+  if (!check.ok()) return check.status();
+  auto r = RunRemote(*c.session, StopInOneArgv(*check, pid, marker, rt, steps, kFoldBudget, kServiceLogTailBytes),
+                     kFoldBudget + std::chrono::seconds(60));
+  if (!r.ok()) return r.status();
+  auto parsed = r->stdout_omitted == 0 ? ParseStopInOne(r->stdout_data, steps)
+                                       : Result<StopFold>(Status::Corruption("its output was cut"));
+  if (!parsed.ok()) {
+    spdlog::debug("stopping in {} in one command: {} ({}); taking the steps one by one", rt,
+                  parsed.status().message(), ExitText(*r));
+    return InspectRuntimeDir(*c.session, p.machine(), rt, /*create=*/false, entries);
+  }
+  fold = std::move(*parsed);
+  fold_stderr = r->stderr_data;
+  ssh::ExecResult check_run = *r;
+  check_run.exit_status = fold->dir_exit;
+  check_run.stdout_data = fold->dir_report;
+  return RuntimeDirReportOf(check_run, rt);
+}
+
 }  // namespace
 
 TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& ctx) {
@@ -79,13 +119,32 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& c
     return TaskOutcome::Failure("bad_payload", "service.stop needs the service's runtime_dir (<base>/<run>/service-<n>)",
                                 false);
 
+  const std::string marker = *ServiceMarker(rt);
+  std::vector<StopStep> steps = {{"INT", grace_ms}, {"TERM", grace_ms}};
+  if (force) steps.push_back({"KILL", 5000});
+  // kill_at_once: an earlier stop of this service already sent SIGINT and
+  // SIGTERM and waited out their graces (only with force).
+  if (force && p.kill_at_once()) steps = {{"KILL", 5000}};
+
+  // The steps below, taken on the target in one command as far as they need
+  // no decision from here (stop_in_one.h); what it did is replayed through
+  // the same decisions, and the rest is taken step by step.
+  std::optional<StopFold> fold;
+  std::string fold_stderr;
+  auto dir = FoldedStop(c, p, rt, marker, pid, steps, fold, fold_stderr);
+  bool replay = fold.has_value();
+
   TaskOutcome out;
   json signals = json::array();
   bool dir_readable = false;
   auto finish_ok = [&](bool already_gone) {
     if (dir_readable) {
       TaskOutcome logs;
-      json d = Diagnostics(*c.session, rt, logs);
+      json d;
+      std::optional<Result<std::vector<std::string>>> folded_tails;
+      if (replay && fold->tails) folded_tails = ParseLogTails(*fold->tails, 2, kServiceLogTailBytes);
+      if (folded_tails && folded_tails->ok()) d = DiagnosticsOf((**folded_tails)[0], (**folded_tails)[1], logs);
+      else d = Diagnostics(*c.session, rt, logs);
       out.blobs = std::move(logs.blobs);
       out.result["stderr_tail"] = d["stderr_tail"];
     }
@@ -95,7 +154,6 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& c
     return out;
   };
 
-  auto dir = InspectRuntimeDir(*c.session, p.machine(), rt, /*create=*/false, {"pid", ".started"});
   if (!dir.ok()) {
     if (!IsRuntimeDirRefusal(dir.status())) return RemoteFailure(dir.status(), c.target);
     if (pid <= 0)
@@ -129,21 +187,43 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& c
   };
   // No separate look first: SignalGroup checks the group with the marker and
   // signals only when something of the service is alive (signalled=no: gone).
-  std::vector<std::pair<std::string, int64_t>> steps = {{"INT", grace_ms}, {"TERM", grace_ms}};
-  if (force) steps.emplace_back("KILL", 5000);
-  // kill_at_once: an earlier stop of this service already sent SIGINT and
-  // SIGTERM and waited out their graces (only with force).
-  if (force && p.kill_at_once()) steps = {{"KILL", 5000}};
-  for (const auto& [sig, wait_ms] : steps) {
+  // The pid the fold signalled is the one known before it (pid > 0 then).
+  if (replay && p.pid() <= 0) replay = false;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const std::string& sig = steps[k].signal;
+    const int64_t wait_ms = steps[k].wait_ms;
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "stop cancelled", false);
-    auto sent = SignalGroup(*c.session, sig, pid, rt);
+    const bool folded = replay && k < fold->steps.size();
+    replay = folded;
+    Result<GroupStatus> sent = Status::Internal("not asked");
+    if (folded) {
+      const StopSignalRecord& r = fold->steps[k].first;
+      sent = r.exit_status != 0
+                 ? Result<GroupStatus>(Status::Io("process status check failed on the target: " +
+                                                  TailLines(fold_stderr, 3)))
+                 : ParseGroupStatus(r.status_line);
+    } else {
+      sent = SignalGroup(*c.session, sig, pid, rt);
+    }
     if (!sent.ok()) return RemoteFailure(sent.status(), c.target);
     if (!sent->signalled) {  // gone (or no longer ours) since the last look
       not_ours(*sent);
       return finish_ok(signals.empty());
     }
     signals.push_back("SIG" + sig);
-    auto gone = WaitGone(c, pid, wait_ms, ctx, "SIG" + sig, rt);
+    const std::optional<StopWaitRecord> waited = folded ? fold->steps[k].second : std::nullopt;
+    Result<bool> gone = false;
+    if (waited && waited->result == "gone") {
+      gone = true;
+    } else if (waited && waited->result == "alive") {
+      gone = false;
+    } else if (waited && waited->result == "failed") {
+      gone = Status::Io("process status check failed on the target: " + TailLines(fold_stderr, 3));
+    } else {  // pending (the fold's budget ran out in this wait), or not folded
+      replay = false;
+      const int64_t left = waited ? std::max<int64_t>(0, wait_ms - waited->waited_ms) : wait_ms;
+      gone = WaitGone(c, pid, left, ctx, "SIG" + sig, rt);
+    }
     if (!gone.ok()) return RemoteFailure(gone.status(), c.target);
     if (*gone) return finish_ok(false);
   }

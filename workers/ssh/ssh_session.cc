@@ -333,6 +333,20 @@ Result<ExecResult> SshSession::Exec(const std::string& command,
   return r;
 }
 
+Result<ExecResult> SshSession::ExecInCommandShell(const std::string& command, std::chrono::milliseconds timeout,
+                                                  size_t output_cap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OpScope op(this);
+  if (command.find('\0') != std::string::npos)
+    return Fail(SshErrorKind::kInvalidInput, Code::kInvalidArgument,
+                "command contains a NUL byte; build it with BuildCommand from clean argv");
+  std::optional<Result<ExecResult>> r;
+  if (target_.command_shell && !shell_unsupported_) r = ExecInShellLocked(command, timeout, output_cap);
+  if (!r) return Status::Precondition(fmt::format("no command shell on {}", target_.Endpoint()));
+  if (r->ok()) (*r)->timeout = timeout;
+  return std::move(*r);
+}
+
 Result<ExecResult> SshSession::ExecLocked(const std::string& command,
                                           std::chrono::milliseconds timeout,
                                           std::string_view stdin_data, size_t output_cap) {

@@ -149,6 +149,15 @@ class SshSession {
   Result<ExecResult> Exec(const std::string& command, std::chrono::milliseconds timeout,
                           std::string_view stdin_data = {}, size_t output_cap = kExecOutputCap);
 
+  // Runs `command` in the connection's command shell only, never on a
+  // channel of its own: the command's text travels in the shell's stdin and
+  // is never any process's argument (what `export K='v'` puts in a command
+  // built by BuildRemoteScript stays in the environment, which only the user
+  // can read). Status::Precondition, with nothing run, where the command
+  // shell is off or the login shell cannot run it. Otherwise as Exec.
+  Result<ExecResult> ExecInCommandShell(const std::string& command, std::chrono::milliseconds timeout,
+                                        size_t output_cap = kExecOutputCap);
+
   // Files. One SFTP subsystem per connection (reopened after reconnect). A
   // connection whose sshd refuses the subsystem is noticed on its first file
   // operation, and every file operation on it then runs over the command

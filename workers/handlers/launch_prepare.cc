@@ -1,0 +1,65 @@
+#include "workers/handlers/launch_prepare.h"
+
+#include <fmt/format.h>
+
+#include "workers/handlers/service_scripts.h"
+
+namespace npuprof::workers::service {
+
+namespace {
+
+// $1 pick (1|0), $2 the port pick's python, $3 the runtime dir, $4 N, then N
+// entry names, then the check's argv. The check's output is printed as it
+// came (its trailing newlines restored), its status is the command's.
+constexpr const char* kPrepare = R"SH(pick=$1 py=$2 rt=$3 n=$4; shift 4
+names=
+while [ "$n" -gt 0 ]; do names="$names $1"; shift; n=$((n-1)); done
+out=$("$@"); rc=$?
+[ -n "$out" ] && printf '%s\n' "$out"
+[ "$rc" -eq 0 ] || exit "$rc"
+[ "$pick" = 1 ] || exit 0
+case "
+$out
+" in *"
+dir ok
+"*) ;; *) exit 0 ;; esac
+for e in $names; do if [ -e "$rt/$e" ] || [ -L "$rt/$e" ]; then exit 0; fi; done
+if port=$(python3 -c "$py" </dev/null); then printf 'npuprof-port %s\n' "$port"; else echo npuprof-port-failed; fi
+exit 0)SH";
+
+}  // namespace
+
+std::vector<std::string> LaunchPrepareArgv(const std::vector<std::string>& runtime_dir_argv,
+                                           const std::string& runtime_dir,
+                                           const std::vector<std::string>& first_entries, bool pick_port) {
+  std::vector<std::string> argv = {"sh", "-c", kPrepare, "npuprof-prepare", pick_port ? "1" : "0",
+                                   FreePortArgv().at(2), runtime_dir, std::to_string(first_entries.size())};
+  argv.insert(argv.end(), first_entries.begin(), first_entries.end());
+  argv.insert(argv.end(), runtime_dir_argv.begin(), runtime_dir_argv.end());
+  return argv;
+}
+
+Result<PreparedPort> ParsePreparedPort(std::string_view out) {
+  PreparedPort p;
+  for (size_t at = 0; at < out.size();) {
+    size_t eol = out.find('\n', at);
+    if (eol == std::string_view::npos) eol = out.size();
+    const std::string_view line = out.substr(at, eol - at);
+    at = eol + 1;
+    if (line.rfind("npuprof-port", 0) != 0) continue;
+    if (p.asked) return Status::Corruption("the launch's port pick printed more than one port line");
+    p.asked = true;
+    if (line == "npuprof-port-failed") continue;
+    const std::string_view digits = line.rfind("npuprof-port ", 0) == 0 ? line.substr(13) : std::string_view{};
+    if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+      return Status::Corruption(
+          fmt::format("the launch's port pick printed {:?}, not \"npuprof-port <port>\"", std::string(line.substr(0, 80))));
+    const int port = std::stoi(std::string(digits));
+    if (port <= 0 || port > 65535)
+      return Status::Corruption(fmt::format("the launch's port pick printed port {}, not 1..65535", port));
+    p.port = port;
+  }
+  return p;
+}
+
+}  // namespace npuprof::workers::service
