@@ -1,12 +1,15 @@
 // memory.infer: the memory profile's one inference request, with the
 // target's clock read around it (the window its activation peak is cut
-// from). Moved out of memory_snapshot_handlers.cc unchanged.
+// from). Asked on the target (target_http_run.h): the clock, the request and
+// the clock again in one remote command; where that program cannot run,
+// `date +%s%N`, the request over a direct-tcpip channel and `date` again.
 #include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
 
 #include "common/json_depth.h"
+#include "workers/handlers/target_http_run.h"
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
 
@@ -64,10 +67,25 @@ TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task&, TaskContex
   req.body = body.dump();
   // The target's clock around the request: the series it is cut from
   // (msprof npu_mem) is stamped on that clock, not the server's.
-  auto before = ReadTargetClockNs(*c->session);
-  auto resp = c->session->Http(req);
+  profiling::TargetHttpPlan plan;
+  plan.port = p.port();
+  plan.timeout = std::chrono::duration_cast<std::chrono::seconds>(req.timeout);
+  plan.clock = true;
+  plan.requests.push_back({.method = "POST", .path = req.path, .content_type = "application/json", .body = req.body});
+  Result<int64_t> before = Status::Invalid("the clock was not read before the request");
   Result<int64_t> after = Status::Invalid("the clock was not read after the request");
-  if (before.ok() && resp.ok()) after = ReadTargetClockNs(*c->session);
+  Result<ssh::HttpResponse> resp = Status::Invalid("the request was not sent");
+  if (auto ran = RunTargetHttp(*c->session, plan); !ran.ok()) {
+    resp = ran.status();  // never sent again: it may have reached the service
+  } else if (ran->has_value()) {
+    before = *(*ran)->before_ns;
+    after = *(*ran)->after_ns;
+    resp = AsHttpResponse((*ran)->answers.at(0), p.port());
+  } else {  // no python3 there: nothing was sent
+    before = ReadTargetClockNs(*c->session);
+    resp = c->session->Http(req);
+    if (before.ok() && resp.ok()) after = ReadTargetClockNs(*c->session);
+  }
   if (!resp.ok()) {
     TaskOutcome o = OutcomeFromSsh(resp.status(), c->target);
     o.error_kind = "inference_failed";
