@@ -144,9 +144,13 @@ TEST(TargetHttpArgv, CutsThePlanIntoArgvPiecesAndRefusesWhatCannotGo) {
   p.requests.push_back({.path = "/v1/completions", .body = std::string(300 * 1024, 'a')});
   auto argv = TargetHttpArgv(p);
   ASSERT_TRUE(argv.has_value());
-  ASSERT_GE(argv->size(), 7u);  // python3 -c PROGRAM + 400 KiB of base64 in 96 KiB pieces
-  EXPECT_EQ((*argv)[0], "python3");
-  for (size_t i = 3; i < argv->size(); ++i) EXPECT_LE((*argv)[i].size(), kArgPieceBytes);
+  ASSERT_GE(argv->size(), 9u);  // python3 -I -S -c PROGRAM + 400 KiB of base64 in 96 KiB pieces
+  ASSERT_EQ(std::vector<std::string>(argv->begin(), argv->begin() + 4),
+            (std::vector<std::string>{"python3", "-I", "-S", "-c"}));
+  for (size_t i = 5; i < argv->size(); ++i) EXPECT_LE((*argv)[i].size(), kArgPieceBytes);
+  p.clock = true;  // the clock as the target's own Python programs read it: no -I -S
+  EXPECT_EQ((*TargetHttpArgv(p))[1], "-c");
+  p.clock = false;
   p.requests[0].body = std::string(kMaxPlanBytes, 'a');  // over the command line's room: the direct path
   EXPECT_FALSE(TargetHttpArgv(p).has_value());
   for (const char* path : {"", "x", "/a b", "/a\r\nX: y"}) {

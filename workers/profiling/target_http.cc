@@ -129,7 +129,12 @@ std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& pla
   // else is numbers and base64, so the dump cannot meet invalid UTF-8.
   const std::string text = doc.dump(-1, ' ', true, json::error_handler_t::replace);
   if (text.size() > kMaxPlanBytes) return std::nullopt;
+  // -I -S: no site-packages start-up hooks, no PYTHONPATH (the standard
+  // library is all it needs); a plan that reads the clock runs as npuprof's
+  // clock exchange does (plain python3), so it reads the clock the target's
+  // own Python programs see.
   std::vector<std::string> argv = {"python3", "-c", kProgram};
+  if (!plan.clock) argv = {"python3", "-I", "-S", "-c", kProgram};
   for (size_t at = 0; at < text.size(); at += kArgPieceBytes) argv.push_back(text.substr(at, kArgPieceBytes));
   return argv;
 }

@@ -9,7 +9,8 @@
 // handlers run it (workers/handlers/target_http_run.h) and keep the
 // direct-tcpip path for targets where it cannot run.
 //
-// The program (python3 -c, standard library only, Python 3.6+):
+// The program (python3 -I -S -c, or python3 -c when it reads the clock;
+// standard library only, Python 3.6+):
 //   argv[1..]: the plan as JSON (base64 request bodies), cut into pieces of
 //   at most kArgPieceBytes (one argv string may not exceed 128 KiB).
 //   It first writes the line "npuprof-target-http 1" and flushes it, before
@@ -66,7 +67,7 @@ struct TargetHttpPlan {
   std::vector<TargetHttpRequest> requests;
 };
 
-// The argv (python3 -c PROGRAM PIECE...), or nullopt when the plan is over
+// The argv (python3 [-I -S] -c PROGRAM PIECE...), or nullopt when the plan is over
 // kMaxPlanBytes or has a method or path with CR, LF, NUL or a space.
 std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& plan);
 
