@@ -158,6 +158,12 @@ TEST(TargetHttpArgv, CutsThePlanIntoArgvPiecesAndRefusesWhatCannotGo) {
     q.requests[0].path = path;
     EXPECT_FALSE(TargetHttpArgv(q).has_value()) << path;
   }
+  TargetHttpPlan many = PlanOf(500);  // a wave's answers, at 64 KiB each, fit the command's output
+  many.max_body = 64 * 1024 + 1;
+  EXPECT_TRUE(TargetHttpArgv(many).has_value());
+  many = PlanOf(600);  // they might not: the direct path
+  many.max_body = 64 * 1024 + 1;
+  EXPECT_FALSE(TargetHttpArgv(many).has_value());
   TargetHttpPlan q = PlanOf(10);
   q.concurrency = 3;
   q.timeout = std::chrono::seconds(5);

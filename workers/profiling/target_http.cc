@@ -112,6 +112,8 @@ constexpr int64_t kMaxMs = int64_t{1} << 40;
 }  // namespace
 
 std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& plan) {
+  const uint64_t per_answer = (std::clamp<uint64_t>(plan.max_body, 1, kMaxBodyRead) + 2) / 3 * 4 + 512;
+  if (per_answer * plan.requests.size() > kMaxDigestBytes) return std::nullopt;
   json reqs = json::array();
   for (const auto& r : plan.requests) {
     if (r.method.empty() || !Clean(r.method, false) || r.path.empty() || r.path[0] != '/' || !Clean(r.path, false) ||

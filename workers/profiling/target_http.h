@@ -50,6 +50,10 @@ inline constexpr size_t kArgPieceBytes = 96 * 1024;
 inline constexpr size_t kMaxPlanBytes = 1024 * 1024;
 // The most the program reads of one answer (as the direct path's cap).
 inline constexpr uint64_t kMaxBodyRead = uint64_t{16} << 20;
+// The digest must fit a remote command's captured output (64 MiB): a plan
+// whose answers, every one at max_body in base64, could pass this goes the
+// direct path (a wave of 64 KiB answers: more than about 570 requests).
+inline constexpr uint64_t kMaxDigestBytes = uint64_t{48} << 20;
 
 struct TargetHttpRequest {
   std::string method = "POST";
@@ -68,7 +72,8 @@ struct TargetHttpPlan {
 };
 
 // The argv (python3 [-I -S] -c PROGRAM PIECE...), or nullopt when the plan is over
-// kMaxPlanBytes or has a method or path with CR, LF, NUL or a space.
+// kMaxPlanBytes, its digest could pass kMaxDigestBytes, or it has a method
+// or path with CR, LF, NUL or a space.
 std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& plan);
 
 // How long the whole program may run: every slot's requests one after
