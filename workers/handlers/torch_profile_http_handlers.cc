@@ -147,6 +147,7 @@ TaskOutcome TorchProfileRequests(const tasks::TorchProfileRequests& p, const pro
   const auto wave_start = std::chrono::steady_clock::now();
   std::optional<int64_t> target_wall_ms;
   WithProgress(ctx, fmt::format("{}: {} requests in flight", role, total), [&] {
+    if (reqs.empty()) return 0;  // nothing to send, no program to start
     auto ran = RunTargetHttp(*session, plan);
     if (ran.ok() && !ran->has_value()) {  // no python3 there (nothing was sent): over direct-tcpip channels
       responses = session->HttpMany(reqs, concurrency);
