@@ -1,7 +1,6 @@
-// memory.npu_smi, memory.logs, memory.infer: the live phases of a memory
-// profile (read-only on the target, except the one inference request).
+// memory.npu_smi, memory.logs: the live phases of a memory profile
+// (read-only on the target; memory.infer is in memory_infer_handler.cc).
 #include <algorithm>
-#include <charconv>
 
 #include <fmt/format.h>
 
@@ -104,88 +103,6 @@ TaskOutcome MemLogs(const tasks::MemoryLogs& p, const proto::Task&, TaskContext&
                                               {"parts", parts},
                                               {"env_error_hint", parsers::EnvErrorHint(summary.env_errors)}});
   out.blobs.emplace_back("vllm_serve.log", text);
-  return out;
-}
-
-namespace {
-
-// The target's clock in ns since the epoch (`date +%s%N`), or why not: a
-// `date` without %N (busybox prints it literally) or any other output is no
-// reading. Bytes from the target are checked, never trusted.
-Result<int64_t> ReadTargetClockNs(ssh::SshSession& session) {
-  auto run = RunRemote(session, {"date", "+%s%N"}, std::chrono::seconds(30));
-  if (!run.ok()) return run.status();
-  std::string out = run->stdout_data.substr(0, 64);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
-  int64_t ns = 0;
-  const auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), ns);
-  if (run->exit_status != 0 || out.size() < 16 || ec != std::errc() || end != out.data() + out.size() || ns <= 0)
-    return Status::Invalid(fmt::format("`date +%s%N` on the target gave no nanosecond clock (exit {}, output '{}')",
-                                       run->exit_status, out.substr(0, 40)));
-  return ns;
-}
-
-}  // namespace
-
-TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task&, TaskContext& tc) {
-  TaskOutcome fail;
-  auto c = mem::Open(p.machine(), tc, &fail);
-  if (!c) return fail;
-  if (!p.has_port() || p.port() <= 0 || p.port() > 65535)
-    return TaskOutcome::Failure("bad_payload", "inference needs the service port", false);
-  const std::string& model = p.served_model_name();
-  const int64_t max_tokens = p.max_tokens();
-  const std::string& prompt = p.prompt();
-  const bool image = p.has_image_url();
-  ssh::HttpRequest req;
-  req.remote_port = p.port();
-  req.method = "POST";
-  req.headers = {{"Content-Type", "application/json"}};
-  req.timeout = std::chrono::seconds(std::clamp<int64_t>(p.timeout_s(), 1, 86400));
-  json body;
-  if (image) {
-    req.path = "/v1/chat/completions";
-    body = {{"model", model},
-            {"max_tokens", max_tokens},
-            {"temperature", 0},
-            {"messages", json::array({{{"role", "user"},
-                                       {"content", json::array({{{"type", "image_url"},
-                                                                 {"image_url", {{"url", p.image_url()}}}},
-                                                                {{"type", "text"}, {"text", prompt}}})}}})}};
-  } else {
-    req.path = "/v1/completions";
-    body = {{"model", model}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
-  }
-  req.body = body.dump();
-  // The target's clock around the request: the series it is cut from
-  // (msprof npu_mem) is stamped on that clock, not the server's.
-  auto before = ReadTargetClockNs(*c->session);
-  auto resp = c->session->Http(req);
-  Result<int64_t> after = Status::Invalid("the clock was not read after the request");
-  if (before.ok() && resp.ok()) after = ReadTargetClockNs(*c->session);
-  if (!resp.ok()) {
-    TaskOutcome o = OutcomeFromSsh(resp.status(), c->target);
-    o.error_kind = "inference_failed";
-    o.retryable = false;
-    return o;
-  }
-  const bool ok = resp->status >= 200 && resp->status < 300;
-  const Result<json> parsed = ParseJson(resp->body, kMaxTargetJsonDepth);
-  json usage = parsed.ok() && parsed->is_object() ? parsed->value("usage", json(nullptr)) : json(nullptr);
-  TaskOutcome out;
-  out.blobs.emplace_back("inference_response.json", resp->body);
-  out.result = {{"endpoint", req.path}, {"http_status", resp->status}, {"ok", ok},
-                {"latency_ms", resp->latency_ms}, {"usage", usage}, {"max_tokens", max_tokens}};
-  if (before.ok() && after.ok())
-    out.result["target_clock"] = {{"before_ns", *before}, {"after_ns", *after}};
-  else
-    out.result["target_clock_error"] = (before.ok() ? after.status() : before.status()).message();
-  if (!ok) {
-    out.error_kind = "inference_failed";
-    out.error = fmt::format("POST {} answered {}: {}", req.path, resp->status, resp->body.substr(0, 500));
-    return out;
-  }
-  out.ok = true;
   return out;
 }
 

@@ -1,13 +1,17 @@
 // torch_profile.prepare_image, torch_profile.control, torch_profile.requests:
-// everything that talks HTTP to the profiled service goes over SSH
-// direct-tcpip channels (no local port is opened).
+// everything that talks HTTP to the profiled service is asked on the target
+// (target_http_run.h: one python3 program, one round trip), or, where that
+// program cannot run, over SSH direct-tcpip channels (no local port is
+// opened either way).
 #include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "workers/handlers/target_http_run.h"
 #include "workers/handlers/torch_profile_handlers.h"
 #include "workers/profiling/chat_requests.h"
 #include "workers/profiling/image_prep.h"
@@ -73,7 +77,16 @@ TaskOutcome TorchProfileControl(const tasks::TorchProfileControl& p, const proto
   req.method = "POST";
   req.path = "/" + action;
   req.timeout = std::chrono::seconds(std::clamp<int64_t>(p.timeout_s(), 1, 86400));
-  auto r = WithProgress(ctx, "waiting for /" + action, [&] { return session->Http(req); });
+  profiling::TargetHttpPlan plan;
+  plan.port = p.port();
+  plan.timeout = std::chrono::duration_cast<std::chrono::seconds>(req.timeout);
+  plan.requests.push_back({.method = "POST", .path = req.path});
+  const auto r = WithProgress(ctx, "waiting for /" + action, [&]() -> Result<ssh::HttpResponse> {
+    auto ran = RunTargetHttp(*session, plan);
+    if (!ran.ok()) return ran.status();
+    if (!ran->has_value()) return session->Http(req);  // no python3 there: nothing was sent
+    return AsHttpResponse((*ran)->answers.at(0), p.port());
+  });
   if (!r.ok()) {
     TaskOutcome o = OutcomeFromSsh(r.status(), *target);
     o.error = fmt::format("POST /{} got no answer: {}", action, o.error);
@@ -120,16 +133,46 @@ TaskOutcome TorchProfileRequests(const tasks::TorchProfileRequests& p, const pro
   }
   auto session = OwnSession(ctx, *target);
   const int concurrency = static_cast<int>(std::clamp<int64_t>(p.concurrency(), 1, 4096));
+  // On the target: every request sent from there, each latency measured
+  // there; the body of each answer kept up to what its record keeps.
+  profiling::TargetHttpPlan plan;
+  plan.port = p.port();
+  plan.concurrency = concurrency;
+  plan.timeout = std::chrono::seconds(std::clamp<int64_t>(p.timeout_s(), 1, 86400));
+  plan.max_body = profiling::kRecordBodyMax + 1;
+  for (const auto& r : reqs)
+    plan.requests.push_back({.method = r.method, .path = r.path, .content_type = "application/json", .body = r.body});
+  std::vector<Result<ssh::HttpResponse>> responses;
+  std::vector<uint64_t> sizes;  // each body's whole size when asked on the target
   const auto wave_start = std::chrono::steady_clock::now();
-  auto responses = WithProgress(ctx, fmt::format("{}: {} requests in flight", role, total),
-                                [&] { return session->HttpMany(reqs, concurrency); });
-  // The wave's wall time: first request sent to last answer (throughput).
-  const int64_t wall_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wave_start).count();
+  std::optional<int64_t> target_wall_ms;
+  WithProgress(ctx, fmt::format("{}: {} requests in flight", role, total), [&] {
+    if (reqs.empty()) return 0;  // nothing to send, no program to start
+    auto ran = RunTargetHttp(*session, plan);
+    if (ran.ok() && !ran->has_value()) {  // no python3 there (nothing was sent): over direct-tcpip channels
+      responses = session->HttpMany(reqs, concurrency);
+      return 0;
+    }
+    if (!ran.ok()) {  // never sent again: every request of the wave failed with that error
+      responses.assign(reqs.size(), ran.status());
+      return 0;
+    }
+    target_wall_ms = (*ran)->wall_ms;
+    for (const auto& a : (*ran)->answers) {
+      responses.push_back(AsHttpResponse(a, p.port()));
+      sizes.push_back(a.size);
+    }
+    return 0;
+  });
+  // The wave's wall time: first request sent to last answer (throughput);
+  // measured on the target when the wave ran there.
+  const int64_t wall_ms = target_wall_ms.value_or(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wave_start).count());
   json results = json::array();
   int64_t ok = 0;
   for (size_t i = 0; i < responses.size(); ++i) {
-    json rec = profiling::RequestRecord(first + static_cast<int64_t>(i), responses[i], -1);
+    json rec = profiling::RequestRecord(first + static_cast<int64_t>(i), responses[i], -1,
+                                        i < sizes.size() ? sizes[i] : 0);
     if (rec.value("ok", false)) ++ok;
     results.push_back(std::move(rec));
   }

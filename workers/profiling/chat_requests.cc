@@ -1,5 +1,7 @@
 #include "workers/profiling/chat_requests.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/json_depth.h"
@@ -8,7 +10,7 @@ namespace npuprof::profiling {
 
 namespace {
 constexpr const char* kPrefix = "You are helping to profile an Ascend NPU inference service. Request number";
-constexpr size_t kMaxBody = 64 * 1024;
+constexpr size_t kMaxBody = kRecordBodyMax;
 
 // Printable ASCII only, so the record always serialises as JSON.
 std::string Printable(std::string_view s) {
@@ -48,17 +50,19 @@ nlohmann::json ChatBody(const std::string& model, const std::string& prompt, int
           {"stream", false}};
 }
 
-nlohmann::json RequestRecord(int64_t index, const Result<ssh::HttpResponse>& r, int64_t elapsed_ms) {
+nlohmann::json RequestRecord(int64_t index, const Result<ssh::HttpResponse>& r, int64_t elapsed_ms,
+                             uint64_t body_size) {
   if (!r.ok())
     return {{"index", index}, {"ok", false}, {"status", nullptr}, {"latency_ms", elapsed_ms < 0 ? nlohmann::json(nullptr) : nlohmann::json(elapsed_ms)}, {"error", r.status().message()}};
   const bool ok = r->status >= 200 && r->status < 300;
   nlohmann::json rec = {{"index", index}, {"ok", ok}, {"status", r->status}, {"latency_ms", r->latency_ms}};
+  const uint64_t size = std::max<uint64_t>(body_size, r->body.size());
   Result<nlohmann::json> body = ParseJson(r->body, kMaxTargetJsonDepth);
-  if (body.ok() && r->body.size() <= kMaxBody) {
+  if (body.ok() && size <= kMaxBody) {
     rec["body"] = std::move(body).value();
   } else {
     rec["body"] = Printable(std::string_view(r->body).substr(0, kMaxBody));
-    if (r->body.size() > kMaxBody) rec["body_truncated_from"] = r->body.size();
+    if (size > kMaxBody) rec["body_truncated_from"] = size;
   }
   if (!ok) rec["error"] = fmt::format("HTTP {} {}", r->status, r->reason);
   return rec;

@@ -20,8 +20,15 @@ std::string BuildPrompt(int64_t index, int64_t prompt_tokens);
 nlohmann::json ChatBody(const std::string& model, const std::string& prompt, int64_t max_tokens,
                         const std::string& image_data_url);
 
+// What a record keeps of an answer's body.
+inline constexpr size_t kRecordBodyMax = 64 * 1024;
+
 // {index, ok (2xx), status, latency_ms, body (JSON when parseable, else text,
 // cut at 64 KiB)} or {index, ok:false, status:null, latency_ms, error}.
-nlohmann::json RequestRecord(int64_t index, const Result<ssh::HttpResponse>& r, int64_t elapsed_ms);
+// body_size: the body's whole size when r's body holds only its start (the
+// answer was read on the target, workers/profiling/target_http.h); 0: r's
+// body is whole.
+nlohmann::json RequestRecord(int64_t index, const Result<ssh::HttpResponse>& r, int64_t elapsed_ms,
+                             uint64_t body_size = 0);
 
 }  // namespace npuprof::profiling
