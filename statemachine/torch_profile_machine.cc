@@ -339,6 +339,20 @@ void AfterNodeFlush(Decision& d) {
   if (auto record = DeploymentFlush(d.state())) AfterFlush(d, std::move(*record));
 }
 
+void FinishAnalysis(Decision& d);
+
+// A multi-node deployment's node i confirmed stopped while another node's
+// stop is still out: its ranks are listed (and then analysed) now rather
+// than once every node has stopped (a node's listing needs nothing from the
+// others). Not in a cleanup or a cancellation, nor before a confirmed stop.
+void ListStoppedNode(Decision& d, int node) {
+  const RunState& s = d.state();
+  if (s.state != "stopping_service" || s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return;
+  if (!NodeStopConfirmed(s, node) || LastNodeTask(s, kTpListDirsTask, node) != nullptr) return;
+  const auto svc = NodeServiceOf(s, node);
+  ScheduleProfileListing(d, NodeProfileRoot(s, node), Spec(s).analyse_timeout_s(), svc ? &svc->record : nullptr);
+}
+
 // The service is down (or could not be stopped): analyse, or end the cleanup.
 void AfterStop(Decision& d) {
   const RunState& s = d.state();
@@ -353,12 +367,15 @@ void AfterStop(Decision& d) {
     const TaskInfo* clock = LastTask(s, kMachineClockTask);
     if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
     // Every node's ranks are analysed where they were written, every node at
-    // once, each within its own means (ScheduleRankAnalyses).
+    // once, each within its own means (ScheduleRankAnalyses); a node that
+    // stopped before the others was listed then (ListStoppedNode).
     for (int i = 0; i < NodeCount(s); ++i) {
+      if (LastNodeTask(d.state(), kTpListDirsTask, i) != nullptr) continue;
       const auto svc = NodeServiceOf(d.state(), i);
       ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
                              svc ? &svc->record : nullptr);
     }
+    if (AnalysisDone(d.state())) FinishAnalysis(d);  // waits for the end clock measure (AfterClock)
     return;
   }
   ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
@@ -559,7 +576,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
                  fmt::format("node {} ({}): the service survived SIGINT, SIGTERM and SIGKILL", node,
                              NodeMachine(s, node)));
     if (DataOf<kind_data::TorchProfileData>(d.state()).cleanup()) return ContinueCleanup(d);
-    if (ContinueStops(d, false)) return;
+    if (ContinueStops(d, false)) return ListStoppedNode(d, node);
     return AfterStop(d);
   }
   if (task.kind == kServiceStopTask) {
@@ -572,16 +589,17 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     }
     return AfterStop(d);
   }
+  // (A node listed before every node stopped is judged in "analysing" only.)
   if (task.kind == kTpListDirsTask) {
     if (!ScheduleRankAnalyses(d, task, result.As<results::TorchProfileListProfileDirsResult>(),
                               Spec(s).analyse_timeout_s(), AnalyseParallel(s)) &&
-        AnalysisDone(d.state()))
+        d.state().state == "analysing" && AnalysisDone(d.state()))
       FinishAnalysis(d);
     return;
   }
   if (task.kind == kTpAnalyseRankTask) {
     ContinueRankAnalyses(d, Spec(s).analyse_timeout_s());  // the next rank takes the freed place
-    if (AnalysisDone(d.state())) FinishAnalysis(d);
+    if (d.state().state == "analysing" && AnalysisDone(d.state())) FinishAnalysis(d);
   }
 }
 
@@ -631,7 +649,7 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
     StepFailed(d, task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse", failure.error_kind(),
                failure.error());
     ContinueRankAnalyses(d, Spec(s).analyse_timeout_s());
-    if (AnalysisDone(d.state())) FinishAnalysis(d);
+    if (d.state().state == "analysing" && AnalysisDone(d.state())) FinishAnalysis(d);
     return;
   }
   std::string step = task.kind;
