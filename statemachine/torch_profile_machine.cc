@@ -323,13 +323,39 @@ std::optional<json> DeploymentFlush(const RunState& s) {
               {"nodes", nodes}};
 }
 
+// Every node's ranks listed (each node once), unless the run is being
+// cancelled or cleaned up: the listings' answers schedule the analyses.
+void ListEveryNode(Decision& d) {
+  const RunState& s = d.state();
+  if (s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return;
+  if (!Multi(s)) {
+    if (LastTask(s, kTpListDirsTask) == nullptr) ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
+    return;
+  }
+  for (int i = 0; i < NodeCount(s); ++i) {
+    if (LastNodeTask(d.state(), kTpListDirsTask, i) != nullptr) continue;
+    const auto svc = NodeServiceOf(d.state(), i);
+    ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
+                           svc ? &svc->record : nullptr);
+  }
+}
+
 // The flush wait has ended (by a signal, its timeout or a failed task): the
 // outcome is recorded and the service is stopped; the gates judge the outputs.
+// A flush that ended by its signal says torch_npu finalised every rank (each
+// has its profiler_info and its files stopped growing): nothing writes into
+// the rank dirs any more, so they are listed, and analysed, while the
+// service stops (the stop was on the run's critical path: docs/PERFORMANCE.md
+// run 40). A flush that timed out or failed lists only once the service is
+// down, as before (an unfinalised rank may still be written).
 void AfterFlush(Decision& d, json record) {
+  const std::string signal = record.value("signal", "");
+  const bool final_dirs = !record.value("flush_timed_out", false) && signal != "wait_failed" && signal != "timeout";
   record["min_wait_s"] = Spec(d.state()).flush_seconds();
   d.Emit(kTpFlushWaited, std::move(record));
   d.Transition("stopping_service");
   ScheduleStop(d, false);
+  if (final_dirs) ListEveryNode(d);
 }
 
 // A multi-node deployment's flush wait on one node ended: on with the run
@@ -367,18 +393,12 @@ void AfterStop(Decision& d) {
     const TaskInfo* clock = LastTask(s, kMachineClockTask);
     if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
     // Every node's ranks are analysed where they were written, every node at
-    // once, each within its own means (ScheduleRankAnalyses); a node that
-    // stopped before the others was listed then (ListStoppedNode).
-    for (int i = 0; i < NodeCount(s); ++i) {
-      if (LastNodeTask(d.state(), kTpListDirsTask, i) != nullptr) continue;
-      const auto svc = NodeServiceOf(d.state(), i);
-      ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
-                             svc ? &svc->record : nullptr);
-    }
-    if (AnalysisDone(d.state())) FinishAnalysis(d);  // waits for the end clock measure (AfterClock)
-    return;
+    // once, each within its own means (ScheduleRankAnalyses); a node listed
+    // with the stop (AfterFlush) or once it stopped (ListStoppedNode) is not
+    // listed again.
   }
-  ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
+  ListEveryNode(d);
+  if (AnalysisDone(d.state())) FinishAnalysis(d);  // a multi-node run waits for its end clock measure (AfterClock)
 }
 
 void FinishAnalysis(Decision& d) {

@@ -197,7 +197,7 @@ TEST(TorchMultiNode, TheAnalyseLimitsAreInNodeOrderWhicheverListingAnswersFirst)
   EXPECT_EQ(limits[1]["machine"], "b") << limits.dump();
 }
 
-TEST(TorchMultiNode, ANodeThatStoppedFirstIsListedAndAnalysedWhileTheOtherStopsAndTheHeadStaysFirst) {
+TEST(TorchMultiNode, AFinalisedDeploymentIsListedAndAnalysedWhileItStopsAndTheHeadStaysFirst) {
   MultiTorch r;
   r.ToWorkload();
   r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
@@ -206,55 +206,56 @@ TEST(TorchMultiNode, ANodeThatStoppedFirstIsListedAndAnalysedWhileTheOtherStopsA
   r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
   r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "profiler_info"}});
   ASSERT_EQ(r.s.state, "stopping_service");
-  // The headless node stops first: it is listed at once, the head still stopping.
-  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
-  EXPECT_EQ(r.s.state, "stopping_service");
-  EXPECT_EQ(r.Pending(kTpListDirsTask, "a"), nullptr) << "the head is listed once it stopped";
-  ASSERT_NE(r.Pending(kTpListDirsTask, "b"), nullptr) << "a stopped node is listed without waiting for the others";
+  // Every rank finalised: every node is listed beside its stop.
+  EXPECT_NE(r.Pending(kServiceStopTask, "a"), nullptr);
+  EXPECT_NE(r.Pending(kServiceStopTask, "b"), nullptr);
+  ASSERT_NE(r.Pending(kTpListDirsTask, "a"), nullptr) << "listed while the service stops";
+  ASSERT_NE(r.Pending(kTpListDirsTask, "b"), nullptr) << "listed while the service stops";
+  // The second node's listing answers first; its rank is analysed at once.
   r.Answer(kTpListDirsTask, "b", true, {{"dirs", {"/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"}}});
   r.Answer(kTpAnalyseRankTask, "b", true, RankOk("/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"));
-  EXPECT_FALSE(r.s.terminal) << "nothing is judged before every node stopped";
-  EXPECT_FALSE(r.s.data.contains("analysis_status")) << "not gated yet";
-  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
-  ASSERT_EQ(r.s.state, "analysing");
-  EXPECT_EQ(r.PendingAll(kTpListDirsTask).size(), 1u) << "only the head is listed now";
   r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
   r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
+  EXPECT_EQ(r.s.state, "stopping_service") << "nothing is judged before every node stopped";
+  EXPECT_FALSE(r.s.data.contains("analysis_status")) << "not gated yet";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_EQ(r.s.state, "analysing");
+  EXPECT_EQ(r.PendingAll(kTpListDirsTask).size(), 0u) << "no node is listed twice";
   EXPECT_FALSE(r.s.terminal) << "the run ends after its end clock measure";
   r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
   ASSERT_TRUE(r.s.terminal);
   EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
   const json m = TorchProfileManifest(r.s);
   EXPECT_EQ(m["rank_count"], 2);
-  EXPECT_EQ(m["remote_profile_root"], "/rt/r1/service-1-node0/vllm_profile") << "the head's root, listed second";
+  EXPECT_EQ(m["remote_profile_root"], "/rt/r1/service-1-node0/vllm_profile");
   EXPECT_EQ(m["remote_profile_roots"][0]["machine"], "a");
-  EXPECT_EQ(m["remote_profile_dirs"][0]["machine"], "a") << "node order, not the order of the listings";
+  EXPECT_EQ(m["remote_profile_dirs"][0]["machine"], "a") << "node order, not the order the listings answered";
   EXPECT_EQ(m["remote_profile_dirs"][1]["machine"], "b");
-  const json limits = r.s.data.value("analyse_limits", json::array());
-  ASSERT_EQ(limits.size(), 2u);
-  EXPECT_EQ(limits[0]["machine"], "a") << limits.dump();
+}
 
-  // A stop that did not confirm lists nothing (the forced one goes first);
-  // a cancel while an early listing is out abandons it and the run ends
-  // cancelled once every node stopped.
-  MultiTorch c;
-  c.ToWorkload();
-  c.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
-  c.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
-  c.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
-  c.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
-  c.Answer(kTpWaitFlushTask, "b", true, {{"signal", "profiler_info"}});
-  c.Answer(kServiceStopTask, "b", true, {{"stopped", false}});
-  EXPECT_EQ(c.Pending(kTpListDirsTask, "b"), nullptr) << "not confirmed stopped: not listed";
-  ASSERT_NE(c.Pending(kServiceStopTask, "b"), nullptr) << "escalated";
-  c.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
-  ASSERT_NE(c.Pending(kTpListDirsTask, "b"), nullptr);
-  c.Cancel();
-  EXPECT_EQ(c.Pending(kTpListDirsTask, "b"), nullptr) << "the early listing is abandoned";
-  c.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
-  ASSERT_TRUE(c.s.terminal);
-  EXPECT_EQ(c.s.status, RunStatus::kCancelled);
-  EXPECT_EQ(c.Pending(kTpListDirsTask, "a"), nullptr);
+TEST(TorchMultiNode, AfterAFlushThatTimedOutANodeIsListedOnceItsOwnStopConfirmedAndACancelAbandonsIt) {
+  MultiTorch r;
+  r.ToWorkload();
+  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
+  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
+  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "timeout"}, {"flush_timed_out", true}});
+  ASSERT_EQ(r.s.state, "stopping_service");
+  EXPECT_TRUE(r.PendingAll(kTpListDirsTask).empty()) << "a rank may still be written: listed once stopped";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", false}});
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "b"), nullptr) << "not confirmed stopped: not listed";
+  ASSERT_NE(r.Pending(kServiceStopTask, "b"), nullptr) << "escalated";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  ASSERT_NE(r.Pending(kTpListDirsTask, "b"), nullptr) << "a stopped node is listed without waiting for the others";
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "a"), nullptr) << "the head is listed once it stopped";
+  r.Cancel();
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "b"), nullptr) << "the early listing is abandoned";
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kCancelled);
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "a"), nullptr);
 }
 
 TEST(TorchMultiNode, ANodeThatWroteFewerRankDirsIsNamed) {
