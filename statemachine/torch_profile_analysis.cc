@@ -30,8 +30,9 @@ std::vector<const TaskInfo*> TasksInOrder(const RunState& s, const std::string& 
 }
 
 // The profile listings in node order (the head's first), each node's in
-// the order it was scheduled: a node's listing is scheduled as soon as its
-// own stop confirmed, so the scheduling order is a race between the nodes.
+// the order it was scheduled: after a flush that timed out a node's listing
+// is scheduled as soon as its own stop confirmed, so the scheduling order
+// can be a race between the nodes.
 std::vector<const TaskInfo*> ListingsInNodeOrder(const RunState& s) {
   std::vector<const TaskInfo*> out = TasksInOrder(s, kTpListDirsTask);
   std::stable_sort(out.begin(), out.end(),
