@@ -253,13 +253,14 @@ def _analyse_dir(path, cfg, t0, raw_mb):
     hidden directory first, the rest of the delay is waited, and only then
     do they appear as ASCEND_PROFILER_OUTPUT/ (nothing of it before)."""
     delay = sim_root.delay(cfg, "analyse", 0.0) + sim_root.delay(cfg, "analyse_per_mb", 0.0) * raw_mb
+    begun = sim_clock.now()  # the delay counts from here, after the invocation's record (as the sleep did)
     final = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
     out = os.path.join(path, ".sim_analyse_output.%d.%d" % (os.getpid(), threading.get_ident()))
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     try:
         rows = _write_outputs(path, cfg, t0, out)
-        rest = delay - (sim_clock.now() - t0)
+        rest = delay - (sim_clock.now() - begun)
         if rest > 0:
             time.sleep(rest)
         shutil.rmtree(final, ignore_errors=True)
