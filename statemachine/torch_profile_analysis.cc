@@ -10,6 +10,7 @@
 
 #include "common/text.h"
 #include "task_payloads.pb.h"
+#include "statemachine/deployment_service.h"
 #include "statemachine/task_payload.h"
 #include "statemachine/torch_profile_analyse_limit.h"
 #include "statemachine/torch_profile_gates.h"
@@ -25,6 +26,17 @@ std::vector<const TaskInfo*> TasksInOrder(const RunState& s, const std::string& 
     if (t.kind == kind) out.push_back(&t);
   std::sort(out.begin(), out.end(),
             [](const TaskInfo* a, const TaskInfo* b) { return TaskNumber(a->task_id) < TaskNumber(b->task_id); });
+  return out;
+}
+
+// The profile listings in node order (the head's first), each node's in
+// the order it was scheduled: after a flush that timed out a node's listing
+// is scheduled as soon as its own stop confirmed, so the scheduling order
+// can be a race between the nodes.
+std::vector<const TaskInfo*> ListingsInNodeOrder(const RunState& s) {
+  std::vector<const TaskInfo*> out = TasksInOrder(s, kTpListDirsTask);
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const TaskInfo* a, const TaskInfo* b) { return NodeOfTask(s, *a) < NodeOfTask(s, *b); });
   return out;
 }
 
@@ -134,7 +146,7 @@ bool ScheduleRankAnalyses(Decision& d, const TaskInfo& listing, const results::T
 
 void ContinueRankAnalyses(Decision& d, int64_t analyse_timeout_s) {
   if (d.state().terminal || d.state().cancel_requested) return;
-  for (const TaskInfo* listing : TasksInOrder(d.state(), kTpListDirsTask)) {
+  for (const TaskInfo* listing : ListingsInNodeOrder(d.state())) {
     const std::vector<std::string> todo = UnscheduledDirs(d.state(), *listing);
     if (todo.empty()) continue;
     const std::string machine = TaskMachine(*listing);
@@ -152,7 +164,7 @@ void ContinueRankAnalyses(Decision& d, int64_t analyse_timeout_s) {
 }
 
 bool AnalysisDone(const RunState& s) {
-  const std::vector<const TaskInfo*> lists = TasksInOrder(s, kTpListDirsTask);
+  const std::vector<const TaskInfo*> lists = ListingsInNodeOrder(s);
   if (lists.empty()) return false;
   for (const TaskInfo* list : lists) {
     if (list->in_flight() || list->status == TaskStatus::kRetryWait) return false;
@@ -167,10 +179,10 @@ void ApplyAnalyseLimit(RunState& s, const json& payload) {
   if (!s.data.contains("analyse_limits")) s.data["analyse_limits"] = json::array();
   json& limits = s.data["analyse_limits"];
   limits.push_back(payload);
-  // In the order the listings were scheduled (node order), not the order
-  // their answers came in: a recovered run and a clean one list the same.
+  // In node order (ListingsInNodeOrder), not the order their answers came
+  // in: a recovered run and a clean one list the same.
   std::map<std::string, size_t> order;
-  for (const TaskInfo* t : TasksInOrder(s, kTpListDirsTask)) order.emplace(t->task_id, order.size());
+  for (const TaskInfo* t : ListingsInNodeOrder(s)) order.emplace(t->task_id, order.size());
   auto rank = [&](const json& l) {
     const std::string id = l.is_object() ? l.value("listing_task", "") : "";
     auto it = order.find(id);
@@ -187,7 +199,7 @@ json AnalysisProjection(const RunState& s, int expected_ranks) {
               {"rank_count", nullptr},
               {"analysis_status", nullptr},
               {"analyse_limits", s.data.value("analyse_limits", json::array())}};
-  const std::vector<const TaskInfo*> lists = TasksInOrder(s, kTpListDirsTask);
+  const std::vector<const TaskInfo*> lists = ListingsInNodeOrder(s);
   if (lists.empty()) return out;
   const bool several = lists.size() > 1;
   const TaskInfo* list = lists.front();  // the head's (the only one on one node)

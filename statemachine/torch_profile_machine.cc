@@ -323,13 +323,39 @@ std::optional<json> DeploymentFlush(const RunState& s) {
               {"nodes", nodes}};
 }
 
+// Every node's ranks listed (each node once), unless the run is being
+// cancelled or cleaned up: the listings' answers schedule the analyses.
+void ListEveryNode(Decision& d) {
+  const RunState& s = d.state();
+  if (s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return;
+  if (!Multi(s)) {
+    if (LastTask(s, kTpListDirsTask) == nullptr) ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
+    return;
+  }
+  for (int i = 0; i < NodeCount(s); ++i) {
+    if (LastNodeTask(d.state(), kTpListDirsTask, i) != nullptr) continue;
+    const auto svc = NodeServiceOf(d.state(), i);
+    ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
+                           svc ? &svc->record : nullptr);
+  }
+}
+
 // The flush wait has ended (by a signal, its timeout or a failed task): the
 // outcome is recorded and the service is stopped; the gates judge the outputs.
+// A flush that ended by its signal says torch_npu finalised every rank (each
+// has its profiler_info and its files stopped growing): nothing writes into
+// the rank dirs any more, so they are listed, and analysed, while the
+// service stops (the stop was on the run's critical path: docs/PERFORMANCE.md
+// run 40). A flush that timed out or failed lists only once the service is
+// down, as before (an unfinalised rank may still be written).
 void AfterFlush(Decision& d, json record) {
+  const std::string signal = record.value("signal", "");
+  const bool final_dirs = !record.value("flush_timed_out", false) && signal != "wait_failed" && signal != "timeout";
   record["min_wait_s"] = Spec(d.state()).flush_seconds();
   d.Emit(kTpFlushWaited, std::move(record));
   d.Transition("stopping_service");
   ScheduleStop(d, false);
+  if (final_dirs) ListEveryNode(d);
 }
 
 // A multi-node deployment's flush wait on one node ended: on with the run
@@ -337,6 +363,20 @@ void AfterFlush(Decision& d, json record) {
 void AfterNodeFlush(Decision& d) {
   if (d.state().state != "flush") return;
   if (auto record = DeploymentFlush(d.state())) AfterFlush(d, std::move(*record));
+}
+
+void FinishAnalysis(Decision& d);
+
+// A multi-node deployment's node i confirmed stopped while another node's
+// stop is still out: its ranks are listed (and then analysed) now rather
+// than once every node has stopped (a node's listing needs nothing from the
+// others). Not in a cleanup or a cancellation, nor before a confirmed stop.
+void ListStoppedNode(Decision& d, int node) {
+  const RunState& s = d.state();
+  if (s.state != "stopping_service" || s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return;
+  if (!NodeStopConfirmed(s, node) || LastNodeTask(s, kTpListDirsTask, node) != nullptr) return;
+  const auto svc = NodeServiceOf(s, node);
+  ScheduleProfileListing(d, NodeProfileRoot(s, node), Spec(s).analyse_timeout_s(), svc ? &svc->record : nullptr);
 }
 
 // The service is down (or could not be stopped): analyse, or end the cleanup.
@@ -353,15 +393,12 @@ void AfterStop(Decision& d) {
     const TaskInfo* clock = LastTask(s, kMachineClockTask);
     if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
     // Every node's ranks are analysed where they were written, every node at
-    // once, each within its own means (ScheduleRankAnalyses).
-    for (int i = 0; i < NodeCount(s); ++i) {
-      const auto svc = NodeServiceOf(d.state(), i);
-      ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
-                             svc ? &svc->record : nullptr);
-    }
-    return;
+    // once, each within its own means (ScheduleRankAnalyses); a node listed
+    // with the stop (AfterFlush) or once it stopped (ListStoppedNode) is not
+    // listed again.
   }
-  ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
+  ListEveryNode(d);
+  if (AnalysisDone(d.state())) FinishAnalysis(d);  // a multi-node run waits for its end clock measure (AfterClock)
 }
 
 void FinishAnalysis(Decision& d) {
@@ -559,7 +596,7 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
                  fmt::format("node {} ({}): the service survived SIGINT, SIGTERM and SIGKILL", node,
                              NodeMachine(s, node)));
     if (DataOf<kind_data::TorchProfileData>(d.state()).cleanup()) return ContinueCleanup(d);
-    if (ContinueStops(d, false)) return;
+    if (ContinueStops(d, false)) return ListStoppedNode(d, node);
     return AfterStop(d);
   }
   if (task.kind == kServiceStopTask) {
@@ -572,16 +609,17 @@ void TorchProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, con
     }
     return AfterStop(d);
   }
+  // (A node listed before every node stopped is judged in "analysing" only.)
   if (task.kind == kTpListDirsTask) {
     if (!ScheduleRankAnalyses(d, task, result.As<results::TorchProfileListProfileDirsResult>(),
                               Spec(s).analyse_timeout_s(), AnalyseParallel(s)) &&
-        AnalysisDone(d.state()))
+        d.state().state == "analysing" && AnalysisDone(d.state()))
       FinishAnalysis(d);
     return;
   }
   if (task.kind == kTpAnalyseRankTask) {
     ContinueRankAnalyses(d, Spec(s).analyse_timeout_s());  // the next rank takes the freed place
-    if (AnalysisDone(d.state())) FinishAnalysis(d);
+    if (d.state().state == "analysing" && AnalysisDone(d.state())) FinishAnalysis(d);
   }
 }
 
@@ -631,7 +669,7 @@ void TorchProfileMachine::OnTaskFailed(Decision& d, const TaskInfo& task, const 
     StepFailed(d, task.kind == kTpListDirsTask ? "list_profile_dirs" : "analyse", failure.error_kind(),
                failure.error());
     ContinueRankAnalyses(d, Spec(s).analyse_timeout_s());
-    if (AnalysisDone(d.state())) FinishAnalysis(d);
+    if (d.state().state == "analysing" && AnalysisDone(d.state())) FinishAnalysis(d);
     return;
   }
   std::string step = task.kind;

@@ -197,6 +197,67 @@ TEST(TorchMultiNode, TheAnalyseLimitsAreInNodeOrderWhicheverListingAnswersFirst)
   EXPECT_EQ(limits[1]["machine"], "b") << limits.dump();
 }
 
+TEST(TorchMultiNode, AFinalisedDeploymentIsListedAndAnalysedWhileItStopsAndTheHeadStaysFirst) {
+  MultiTorch r;
+  r.ToWorkload();
+  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
+  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
+  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "profiler_info"}});
+  ASSERT_EQ(r.s.state, "stopping_service");
+  // Every rank finalised: every node is listed beside its stop.
+  EXPECT_NE(r.Pending(kServiceStopTask, "a"), nullptr);
+  EXPECT_NE(r.Pending(kServiceStopTask, "b"), nullptr);
+  ASSERT_NE(r.Pending(kTpListDirsTask, "a"), nullptr) << "listed while the service stops";
+  ASSERT_NE(r.Pending(kTpListDirsTask, "b"), nullptr) << "listed while the service stops";
+  // The second node's listing answers first; its rank is analysed at once.
+  r.Answer(kTpListDirsTask, "b", true, {{"dirs", {"/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"}}});
+  r.Answer(kTpAnalyseRankTask, "b", true, RankOk("/rt/r1/service-1-node1/vllm_profile/b_2_ascend_pt"));
+  r.Answer(kTpListDirsTask, "a", true, {{"dirs", {"/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"}}});
+  r.Answer(kTpAnalyseRankTask, "a", true, RankOk("/rt/r1/service-1-node0/vllm_profile/a_1_ascend_pt"));
+  EXPECT_EQ(r.s.state, "stopping_service") << "nothing is judged before every node stopped";
+  EXPECT_FALSE(r.s.data.contains("analysis_status")) << "not gated yet";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_EQ(r.s.state, "analysing");
+  EXPECT_EQ(r.PendingAll(kTpListDirsTask).size(), 0u) << "no node is listed twice";
+  EXPECT_FALSE(r.s.terminal) << "the run ends after its end clock measure";
+  r.Answer(kMachineClockTask, "a", false, json::object(), "timeout");
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kOk) << r.s.error;
+  const json m = TorchProfileManifest(r.s);
+  EXPECT_EQ(m["rank_count"], 2);
+  EXPECT_EQ(m["remote_profile_root"], "/rt/r1/service-1-node0/vllm_profile");
+  EXPECT_EQ(m["remote_profile_roots"][0]["machine"], "a");
+  EXPECT_EQ(m["remote_profile_dirs"][0]["machine"], "a") << "node order, not the order the listings answered";
+  EXPECT_EQ(m["remote_profile_dirs"][1]["machine"], "b");
+}
+
+TEST(TorchMultiNode, AfterAFlushThatTimedOutANodeIsListedOnceItsOwnStopConfirmedAndACancelAbandonsIt) {
+  MultiTorch r;
+  r.ToWorkload();
+  r.Role(kTpRequestsTask, "wave", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpRequestsTask, "followup", {{"results", json::array({{{"ok", true}}})}});
+  r.Role(kTpControlTask, "stop_profile", {{"ok", true}, {"status", 200}});
+  r.Answer(kTpWaitFlushTask, "a", true, {{"signal", "profiler_info"}});
+  r.Answer(kTpWaitFlushTask, "b", true, {{"signal", "timeout"}, {"flush_timed_out", true}});
+  ASSERT_EQ(r.s.state, "stopping_service");
+  EXPECT_TRUE(r.PendingAll(kTpListDirsTask).empty()) << "a rank may still be written: listed once stopped";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", false}});
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "b"), nullptr) << "not confirmed stopped: not listed";
+  ASSERT_NE(r.Pending(kServiceStopTask, "b"), nullptr) << "escalated";
+  r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
+  ASSERT_NE(r.Pending(kTpListDirsTask, "b"), nullptr) << "a stopped node is listed without waiting for the others";
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "a"), nullptr) << "the head is listed once it stopped";
+  r.Cancel();
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "b"), nullptr) << "the early listing is abandoned";
+  r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
+  ASSERT_TRUE(r.s.terminal);
+  EXPECT_EQ(r.s.status, RunStatus::kCancelled);
+  EXPECT_EQ(r.Pending(kTpListDirsTask, "a"), nullptr);
+}
+
 TEST(TorchMultiNode, ANodeThatWroteFewerRankDirsIsNamed) {
   MultiTorch r;
   // Both clock measures (start and end) fail: no offsets, and the run goes on to its verdict.

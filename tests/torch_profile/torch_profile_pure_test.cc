@@ -437,6 +437,40 @@ TEST(TorchProfileFlow, FlushTimeoutGoesOnAndIsRecorded) {
   EXPECT_EQ(f.state().status, RunStatus::kFailed);
 }
 
+TEST(TorchProfileFlow, FinalisedRanksAreAnalysedWhileTheServiceStopsAndJudgedOnceItStopped) {
+  Flow f;
+  RunToFlush(f, json::object());
+  ASSERT_EQ(f.Result(kTpWaitFlushTask, {{"signal", "profiler_info"}, {"flush_timed_out", false}, {"waited_ms", 5}}), "");
+  ASSERT_EQ(f.state().state, "stopping_service");
+  ASSERT_NE(f.Pending(kServiceStopTask), nullptr);
+  ASSERT_NE(f.Pending(kTpListDirsTask), nullptr) << "every rank finalised: listed beside the stop";
+  ASSERT_EQ(f.Result(kTpListDirsTask, Listed({"/p/a_ascend_pt", "/p/b_ascend_pt"}, 8, 65536, 1)), "");
+  EXPECT_EQ(f.PendingCount(kTpAnalyseRankTask), 2);
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/a_ascend_pt")), "");
+  ASSERT_EQ(f.Result(kTpAnalyseRankTask, RankOk("/p/b_ascend_pt")), "");
+  EXPECT_FALSE(f.state().terminal) << "judged once the service stopped";
+  EXPECT_EQ(f.state().state, "stopping_service");
+  // The unforced stop did not end it: escalated, still not judged.
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", false}}), "");
+  EXPECT_FALSE(f.state().terminal);
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  ASSERT_TRUE(f.state().terminal);
+  EXPECT_EQ(f.state().status, RunStatus::kOk) << f.state().error;
+  EXPECT_EQ(f.PendingCount(kTpListDirsTask), 0) << "listed once";
+  EXPECT_EQ(f.Manifest()["rank_count"], 2);
+}
+
+TEST(TorchProfileFlow, AfterAFlushTimeoutTheRanksAreListedOnlyOnceTheServiceStopped) {
+  Flow f;
+  RunToFlush(f, {{"flush_timeout", 3}});
+  ASSERT_EQ(f.Result(kTpWaitFlushTask, {{"signal", "timeout"}, {"flush_timed_out", true}, {"waited_ms", 3010}}), "");
+  ASSERT_EQ(f.state().state, "stopping_service");
+  EXPECT_EQ(f.Pending(kTpListDirsTask), nullptr) << "a rank may still be written";
+  ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
+  ASSERT_EQ(f.state().state, "analysing");
+  EXPECT_NE(f.Pending(kTpListDirsTask), nullptr);
+}
+
 TEST(TorchProfileFlow, FailedFlushWaitStillStopsAndAnalyses) {
   Flow f;
   RunToFlush(f, json::object());

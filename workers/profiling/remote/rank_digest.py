@@ -10,7 +10,8 @@
 #       for MARKER.rc (polls 10 ms doubling to 250 ms, the process checked at
 #       each poll), then print one JSON object (ASCII) on stdout. The rank's
 #       outputs are read only once analyse() has ended (or vanished), or when
-#       FINAL is 1.
+#       FINAL is 1. kernel_details.csv's summary and trace_view.json's check
+#       run at once (the check in a forked child; here when no fork).
 #   python3 rank_digest.py summary MAX_DISTINCT FILE... | trace FILE...
 #       The kernel summary (or the trace_view.json check) of each file, one
 #       JSON line per file: the differential tests.
@@ -987,6 +988,66 @@ def read_rc(marker):
         return -1000
 
 
+def start_in_child(fn, path):
+    """fn(path) computed in a forked child, its record (a JSON object) sent
+    back over a pipe; None when no child could be started (finish_in_child
+    then computes it here)."""
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            data = json.dumps(fn(path), ensure_ascii=True, allow_nan=False).encode("ascii")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        except BaseException:
+            pass
+        os._exit(code)  # no atexit, no stdio flush: the parent owns stdout
+    os.close(w)
+    return pid, r
+
+
+def finish_in_child(child, fn, path):
+    """The child's record of fn(path); computed here when the child could
+    not start, died, or sent something that is not one JSON object."""
+    if child is None:
+        return fn(path)
+    pid, r = child
+    parts = []
+    try:
+        with os.fdopen(r, "rb") as f:
+            while True:
+                b = f.read(CHUNK)
+                if not b:
+                    break
+                parts.append(b)
+    except OSError:
+        parts = None
+    try:
+        _, status = os.waitpid(pid, 0)
+    except OSError:
+        status = -1
+    if parts is not None and status == 0:
+        try:
+            rec = json.loads(b"".join(parts).decode("ascii"))
+            if isinstance(rec, dict):
+                return rec
+        except ValueError:
+            pass
+    return fn(path)
+
+
 def digest(d, marker, budget_ms, final, launch):
     out = {"v": 1}
     if launch:
@@ -1029,8 +1090,11 @@ def digest(d, marker, budget_ms, final, launch):
     if log is not None:
         out["log"] = log
     base = os.path.join(d, "ASCEND_PROFILER_OUTPUT")
+    # The two files are read at once: trace_view.json's check in a child
+    # process beside the CSV's summary here (each is one core's work).
+    child = start_in_child(trace_view, os.path.join(base, "trace_view.json"))
     out["kernel_details"] = kernel_details(os.path.join(base, "kernel_details.csv"))
-    out["trace_view"] = trace_view(os.path.join(base, "trace_view.json"))
+    out["trace_view"] = finish_in_child(child, trace_view, os.path.join(base, "trace_view.json"))
     dev = device_of(d)
     if dev is not None:
         out["device_id"] = dev

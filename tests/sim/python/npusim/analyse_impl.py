@@ -5,7 +5,8 @@ raw data a simulated rank left in its *_ascend_pt directory.
 analyse(root, max_process_number=N) parses up to N directories at once
 (default 1 here, so one call of a root takes the sum of its ranks' times).
 One directory takes delays.analyse + delays.analyse_per_mb x its raw MB
-(everything in it but ASCEND_PROFILER_OUTPUT/), and holds
+(everything in it but ASCEND_PROFILER_OUTPUT/), the writing of its outputs
+included (they appear at the end, all at once), and holds
 analyse.peak_mb_per_mb x its raw MB of the host's memory meanwhile: with
 host.mem_available_mb set, a directory whose claim does not fit beside the
 others' (host_view.Claims) is killed out of memory (SIGKILL of the whole
@@ -192,11 +193,12 @@ def record_invocation(path, export_type=None):
 
 
 def raw_bytes(path):
-    """Bytes under a *_ascend_pt dir, ASCEND_PROFILER_OUTPUT/ left out (the raw data analyse() reads)."""
+    """Bytes under a *_ascend_pt dir, ASCEND_PROFILER_OUTPUT/ (and outputs being written) left out (the raw
+    data analyse() reads)."""
     total = 0
     for top, dirs, files in os.walk(path):
-        if top == path and "ASCEND_PROFILER_OUTPUT" in dirs:
-            dirs.remove("ASCEND_PROFILER_OUTPUT")
+        if top == path:
+            dirs[:] = [d for d in dirs if d != "ASCEND_PROFILER_OUTPUT" and not d.startswith(".sim_analyse_output.")]
         for n in files:
             try:
                 total += os.lstat(os.path.join(top, n)).st_size
@@ -245,12 +247,32 @@ def _rows_of(path):
 
 
 def _analyse_dir(path, cfg, t0, raw_mb):
+    """delays.analyse(_per_mb) is the whole of a directory's analyse(), the
+    writing of its outputs included (the real one takes minutes on big
+    traces, its writing part of them): the outputs are written into a
+    hidden directory first, the rest of the delay is waited, and only then
+    do they appear as ASCEND_PROFILER_OUTPUT/ (nothing of it before)."""
     delay = sim_root.delay(cfg, "analyse", 0.0) + sim_root.delay(cfg, "analyse_per_mb", 0.0) * raw_mb
-    if delay > 0:
-        time.sleep(delay)  # delays.analyse(_per_mb): the real analyse() takes minutes on big traces
-    out = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
+    begun = sim_clock.now()  # the delay counts from here, after the invocation's record (as the sleep did)
+    final = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
+    out = os.path.join(path, ".sim_analyse_output.%d.%d" % (os.getpid(), threading.get_ident()))
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
+    try:
+        rows = _write_outputs(path, cfg, t0, out)
+        rest = delay - (sim_clock.now() - begun)
+        if rest > 0:
+            time.sleep(rest)
+        shutil.rmtree(final, ignore_errors=True)
+        os.rename(out, final)
+        with open(os.path.join(final, "analyse.done"), "w") as f:
+            f.write("%d\n" % rows)  # the kernel rows written (the timeline's kernel_rows), once the delay is over
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))
+
+
+def _write_outputs(path, cfg, t0, out):
     tasks = None
     if shutil.which("msprof") is None:
         _log("ERROR", "Export CANN Profiling data failed! 'msprof' command not found! Please check whether the "
@@ -315,9 +337,7 @@ def _analyse_dir(path, cfg, t0, raw_mb):
     else:
         _log("WARNING", "Failed to parse framework data: torch.op_range not found in %s" % path)
     operator_memory_model.analyse(path, out)
-    with open(os.path.join(out, "analyse.done"), "w") as f:
-        f.write("%d\n" % rows)  # the kernel rows written (the timeline's kernel_rows)
-    _log("INFO", "All profiling data parsed in a total time of %s" % datetime.timedelta(seconds=sim_clock.now() - t0))
+    return rows
 
 
 def _analyse_logged(d, cfg, export_type=None):
