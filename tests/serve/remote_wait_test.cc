@@ -172,8 +172,9 @@ TEST(RemoteWait, TheReadinessCheckEndsOnAPidThatIsNotTheService) {
 }
 
 TEST(RemoteWait, TheStopCheckWaitsForTheWholeGroup) {
-  // The leader exits at once; a member of its group lives on for a moment.
-  const pid_t leader = Spawn("(sleep 0.3) & exit 0", {});
+  // The leader exits at once; a member of its group lives on for a moment
+  // (long enough that the first poll finds it even on a loaded machine).
+  const pid_t leader = Spawn("(sleep 2) & exit 0", {});
   waitpid(leader, nullptr, 0);  // the leader is gone (reaped), its child still runs in the group
   auto r = RunLocally(service::GroupGoneCheck(leader), milliseconds(20000));
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -183,7 +183,9 @@ TEST_F(ServeE2E, AStartUpLineBeforeThePortAnswersIsNotReadiness) {
   EXPECT_EQ(r.json().value("state", ""), "ready");
   json w = WaitReadyResult(h_, last_run_);
   EXPECT_EQ(w.value("seen_by", ""), "probe") << w.dump();
-  EXPECT_GE(w.value("rounds", 0), 3) << w.dump();  // the line's probe failed, then the spaced probes
+  // The line's probe failed, then at least one more (how many fit in the
+  // 1.5 s before the port answers depends on the load and the link).
+  EXPECT_GE(w.value("rounds", 0), 2) << w.dump();
   StopAndExpectGone(last_run_, r.json()["service"].value("pid", 0));
 }
 
