@@ -89,9 +89,11 @@ TEST_F(AdviseHcclE2E, LargeHcclBuffsizeThenVerifiedSweep) {
   const double predicted = sug["predicted"]["kv_tokens"].get<double>();
   EXPECT_LE(std::fabs(predicted - actual) / actual, 0.01) << "predicted " << predicted << " truth " << actual;
   json vf;
-  for (const auto& x : v.json()["findings"])
+  const json verified = v.json();
+  ASSERT_TRUE(verified.is_object()) << v.out << v.err;
+  for (const auto& x : verified["findings"])
     if (x["rule"] == "hccl_buffers_large") vf = x["verification"];
-  EXPECT_EQ(vf["status"], "ok") << vf.dump(2);
+  EXPECT_EQ(vf["status"], "ok") << v.out;
   EXPECT_EQ(vf["matched"], true) << vf.dump(2);
   EXPECT_EQ(vf["points"][0]["measured_kv_tokens"], point["kv_cache_tokens"]);
   EXPECT_EQ(vf["points"][0]["env"]["HCCL_BUFFSIZE"], "200") << vf.dump(2);
