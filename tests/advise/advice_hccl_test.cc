@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "cli/advice_verify.h"
+#include "cli/env_option.h"
 #include "statemachine/memory_advice.h"
 #include "statemachine/memory_evidence.h"
 
@@ -143,6 +144,24 @@ TEST(AdviceVerifyHccl, JudgesTheHcclComponentToo) {
   // The KV cache as predicted but HCCL did not move: not matched.
   v = VerifyFinding(finding, "r1", sweep, {Child(2197.656)});
   EXPECT_EQ(v["matched"], false) << v.dump();
+}
+
+TEST(EnvOption, FlagsAndGridKeys) {
+  auto env = EnvFromFlags({"HCCL_BUFFSIZE=200", "A=b=c"});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ((*env)["HCCL_BUFFSIZE"], "200");
+  EXPECT_EQ((*env)["A"], "b=c");
+  auto bad = EnvFromFlags({"HCCL_BUFFSIZE"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("is not KEY=VALUE"), std::string::npos);
+  EXPECT_TRUE(IsEnvGridKey("env.HCCL_BUFFSIZE"));
+  EXPECT_FALSE(IsEnvGridKey("tp"));
+  EXPECT_EQ(*EnvGridName("env.HCCL_BUFFSIZE"), "HCCL_BUFFSIZE");
+  for (const char* k : {"env.", "env.1X", "env.A-B", "env.A B"}) {
+    auto n = EnvGridName(k);
+    ASSERT_FALSE(n.ok()) << k;
+    EXPECT_NE(n.status().message().find("not a shell variable name"), std::string::npos) << n.status().message();
+  }
 }
 
 }  // namespace

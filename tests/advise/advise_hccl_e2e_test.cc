@@ -104,6 +104,12 @@ TEST_F(AdviseHcclE2E, KvCacheMemoryReachesVllm) {
   const std::string model = h_.MakeModel({"--kind", "dense", "--layers", "4"});
   ASSERT_FALSE(model.empty());
   runs_ = {"kvm"};
+  // --env as serve has it: a name that is not a shell name is refused before anything is recorded.
+  CliResult bad = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model, "--env", "1X=2",
+                          "--run-id", "badenv"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("env name '1X' is not a shell variable name"), std::string::npos) << bad.err;
+  EXPECT_NE(h_.Cli({"show", "badenv"}).exit_code, 0) << "nothing is recorded for a refused spec";
   const int64_t bytes = int64_t{3} << 30;  // 3 GiB
   CliResult r = h_.Cli({"submit", "memory-profile", "--machine", "sim1", "--model", model, "--tp", "1",
                         "--kv-cache-memory", std::to_string(bytes), "--max-tokens", "8", "--run-id", "kvm", "--wait"},
