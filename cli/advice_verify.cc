@@ -27,6 +27,7 @@ KvMeasured MeasuredKv(const json& m, int64_t device) {
   const json* dev = DeviceOf(Field(m, "report"), device);
   if (!dev) return out;
   for (const auto& c : ArrField(*dev, "components")) {
+    if (StrField(c, "key") == "hccl") out.hccl_mb = NumField(c, "value_mb");
     if (StrField(c, "key") != "kv_cache") continue;
     out.kv_cache_mb = NumField(c, "value_mb");
     for (const auto& e : ArrField(c, "evidence"))
@@ -54,6 +55,7 @@ json VerifyFinding(const json& finding, const std::string& run_id, const json& s
   const json& predicted = Field(advice, "predicted");
   const auto p_tokens = IntField(predicted, "kv_tokens");
   const auto p_mb = NumField(predicted, "kv_cache_mb");
+  const auto p_hccl = NumField(predicted, "hccl_mb");
   const int64_t device = IntField(advice, "device").value_or(0);
   bool all = status == "ok" && !children.empty();
   for (const auto& c : children) {
@@ -70,7 +72,17 @@ json VerifyFinding(const json& finding, const std::string& run_id, const json& s
     else if (!p_tokens && p_mb && m.kv_cache_mb && *p_mb > 0)
       diff = (*m.kv_cache_mb - *p_mb) / *p_mb * 100.0;
     pt["diff_pct"] = diff ? json(R3(*diff)) : json(nullptr);
-    const bool ok = diff && std::fabs(*diff) <= kAdviceTolerancePct;
+    bool ok = diff && std::fabs(*diff) <= kAdviceTolerancePct;
+    if (p_hccl) {  // hccl_buffers_large: the HCCL component must move as predicted too
+      if (Field(c, "env").is_object()) pt["env"] = c["env"];
+      pt["predicted_hccl_mb"] = *p_hccl;
+      pt["measured_hccl_mb"] = m.hccl_mb ? json(R3(*m.hccl_mb)) : json(nullptr);
+      std::optional<double> hdiff;
+      if (m.hccl_mb && *p_hccl > 0) hdiff = (*m.hccl_mb - *p_hccl) / *p_hccl * 100.0;
+      pt["hccl_diff_pct"] = hdiff ? json(R3(*hdiff)) : json(nullptr);
+      if (!hdiff) diff.reset();
+      ok = ok && hdiff && std::fabs(*hdiff) <= kAdviceTolerancePct;
+    }
     pt["matched"] = diff ? json(ok) : json(nullptr);
     all = all && ok;
     v["points"].push_back(std::move(pt));
@@ -85,6 +97,8 @@ std::string RenderAdviceText(const json& advice) {
     return out + fmt::format(": the run's evidence cannot be read: {}\n", StrField(advice, "error"));
   const json& fs = ArrField(advice, "findings");
   out += fmt::format(": {} finding(s)\n", fs.size());
+  for (const auto& e : ArrField(advice, "evidence_errors"))
+    out += fmt::format("  ! evidence that could not be read (its rules found nothing): {}\n", StrField(e, "message"));
   int i = 0;
   for (const auto& f : fs) {
     out += fmt::format("\n{}. [{}] {} (cause: {})\n   {}\n", ++i, StrField(f, "severity"), StrField(f, "rule"),
@@ -101,6 +115,8 @@ std::string RenderAdviceText(const json& advice) {
     if (!Field(s, "flags").empty()) out += fmt::format("   change: {}\n", Field(s, "flags").dump());
     if (!Field(s, "predicted").empty()) out += fmt::format("   predicted: {}\n", Field(s, "predicted").dump());
     if (!StrField(s, "note").empty()) out += fmt::format("   {}\n", StrField(s, "note"));
+    for (const auto& alt : ArrField(s, "alternatives"))
+      out += fmt::format("   or: {} ({})\n", Field(alt, "flags").dump(), StrField(alt, "note"));
     if (!StrField(s, "command").empty()) out += fmt::format("   test it: {}\n", StrField(s, "command"));
     const json& v = Field(f, "verification");
     if (v.is_object()) {
@@ -109,10 +125,15 @@ std::string RenderAdviceText(const json& advice) {
                          m.is_boolean() ? (m.get<bool>() ? ", measured within 1 % of the prediction"
                                                          : ", measured NOT within 1 % of the prediction")
                                         : "");
-      for (const auto& p : ArrField(v, "points"))
+      for (const auto& p : ArrField(v, "points")) {
         out += fmt::format("     {}: predicted {} KV tokens, measured {} ({} %)\n", StrField(p, "run_id"),
                            Field(p, "predicted_kv_tokens").dump(), Field(p, "measured_kv_tokens").dump(),
                            Field(p, "diff_pct").dump());
+        if (p.contains("predicted_hccl_mb"))
+          out += fmt::format("     {}: predicted HCCL {} MB, measured {} ({} %)\n", StrField(p, "run_id"),
+                             Field(p, "predicted_hccl_mb").dump(), Field(p, "measured_hccl_mb").dump(),
+                             Field(p, "hccl_diff_pct").dump());
+      }
     }
   }
   return out;

@@ -11,10 +11,13 @@
 //    "tolerance_pct": 1.0,
 //    "points": [{"run_id", "status", "gpu_memory_utilization",
 //                "predicted_kv_tokens", "measured_kv_tokens", "diff_pct",
-//                "predicted_kv_cache_mb", "measured_kv_cache_mb", "matched"}]}
+//                "predicted_kv_cache_mb", "measured_kv_cache_mb",
+//                ["env", "predicted_hccl_mb", "measured_hccl_mb", "hccl_diff_pct"],
+//                "matched"}]}
 // matched: every point measured its KV tokens within tolerance_pct of the
-// prediction (kv_cache_mb when the prediction has no tokens); null while the
-// sweep has not ended or never ran.
+// prediction (kv_cache_mb when the prediction has no tokens) and, when the
+// prediction has hccl_mb (hccl_buffers_large), its HCCL component within
+// tolerance_pct too; null while the sweep has not ended or never ran.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,7 @@ inline constexpr double kAdviceTolerancePct = 1.0;
 struct KvMeasured {
   std::optional<int64_t> tokens;
   std::optional<double> kv_cache_mb;
+  std::optional<double> hccl_mb;  // the report's hccl component (msprof)
 };
 KvMeasured MeasuredKv(const json& child_manifest, int64_t device);
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/env_option.h"
 #include "cli/submit_deployment.h"
 #include "cli/submit_kinds.h"
 #include "common/json_depth.h"
@@ -31,7 +32,8 @@ struct MemOpts {
   int64_t health_timeout = 300, export_timeout = 1800, flush_s = 0, flush_timeout = 300, stop_grace = 30;
   bool expert_parallel = false, eager = false, install_wrapper = false, operator_memory = false;
   int operator_memory_top = 10;
-  std::vector<std::string> extra;
+  int64_t kv_cache_memory = 0;  // bytes; 0 = not given (the utilization sizes the KV cache)
+  std::vector<std::string> env, extra;
 };
 
 std::optional<std::string> ReadText(const std::string& path) {
@@ -104,6 +106,12 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
                   "on the target)");
   cmd->add_option("--served-model-name", o->served_name, "Name the API serves (default npuprof-mem-<run id>)");
   cmd->add_option("--gpu-memory-utilization", o->gmu, "vLLM --gpu-memory-utilization (default 0.85)");
+  cmd->add_option("--kv-cache-memory", o->kv_cache_memory,
+                  "vLLM --kv-cache-memory: the KV cache size in bytes per device, instead of a share of HBM "
+                  "(vLLM then ignores --gpu-memory-utilization for the KV cache)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+  cmd->add_option("--env", o->env, "Extra environment KEY=VALUE for the service (repeat --env for more)")
+      ->allow_extra_args(false);
   cmd->add_option("--max-model-len", o->max_model_len, "vLLM --max-model-len (default 2048)");
   cmd->add_flag("--enable-expert-parallel", o->expert_parallel, "vLLM --enable-expert-parallel");
   cmd->add_flag("--enforce-eager", o->eager, "vLLM --enforce-eager");
@@ -166,6 +174,9 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
       spec["mode"] = "install_wrapper";
       return SubmitAndMaybeWait(*c, "memory-profile", spec, false);
     }
+    if (!o->attach.empty() && (!o->env.empty() || o->kv_cache_memory > 0))
+      return Fail(2, "--attach profiles the serve run's service as it runs: --env and --kv-cache-memory are for a "
+                     "standalone memory-profile (or give them to `npuprof submit serve`)");
     if (!o->attach.empty()) {
       if (!o->model.empty() || !o->extra.empty())
         return Fail(2, "--attach uses the serve run's model and arguments: drop --model and the extra arguments");
@@ -202,6 +213,10 @@ void AddSubmitMemoryProfile(CLI::App* submit) {
     spec["health_timeout_s"] = o->health_timeout;
     spec["stop_grace_s"] = o->stop_grace;
     spec["extra_args"] = o->extra;
+    auto env = EnvFromFlags(o->env);
+    if (!env.ok()) return Fail(2, env.status().message());
+    spec["env"] = *env;
+    if (o->kv_cache_memory > 0) spec["kv_cache_memory"] = o->kv_cache_memory;
     SubmitAndMaybeWait(*c, "memory-profile", spec, true);
   });
 }

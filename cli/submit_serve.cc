@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/env_option.h"
 #include "cli/submit_deployment.h"
 #include "cli/submit_kinds.h"
 #include "statemachine/device_ids.h"
@@ -108,17 +109,12 @@ void AddSubmitServe(CLI::App* submit) {
       if (!ids.ok()) return Fail(2, ids.status().message());
       devices = sm::DeviceIdsJson(*ids);
     }
-    json env = json::object();
-    for (const auto& kv : o->env) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0)
-        return Fail(2, fmt::format("--env '{}' is not KEY=VALUE (e.g. --env HCCL_BUFFSIZE=200)", kv));
-      env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
+    auto env = EnvFromFlags(o->env);
+    if (!env.ok()) return Fail(2, env.status().message());
     json spec = {{"model", o->model},
                  {"tp", o->tp},
                  {"dp", o->dp},
-                 {"env", env},
+                 {"env", *env},
                  {"extra_args", o->extra},
                  {"health_timeout_s", o->health_timeout},
                  {"watch_poll_s", o->watch_poll},

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/env_option.h"
 #include "cli/submit_kinds.h"
 #include "cli/sweep_args.h"
 #include "common/json_depth.h"
@@ -104,8 +105,15 @@ Result<const CLI::Option*> GridOption(const std::string& kind, const std::string
     return Status::Invalid(fmt::format("--grid {}: not a grid key (it names the run, the server or the sweep; "
                                        "each point picks a free port)",
                                        key));
+  // env.NAME: one variable of the service's environment (the child's --env NAME=V).
+  std::string name = key;
+  if (IsEnvGridKey(key)) {
+    auto var = EnvGridName(key);
+    if (!var.ok()) return var.status();
+    name = "env";
+  }
   // A vLLM flag npuprof manages through another option: sweep that option.
-  if (Status st = sm::CheckGridKey(kind, key); !st.ok()) return st;
+  if (Status st = sm::CheckGridKey(kind, name); !st.ok()) return st;
   static CLI::App app("npuprof");
   static CLI::App* mem = [] {
     auto* s = app.add_subcommand("submit");
@@ -114,7 +122,7 @@ Result<const CLI::Option*> GridOption(const std::string& kind, const std::string
     return s;
   }();
   CLI::App* sub = mem->get_subcommand(kind);
-  const CLI::Option* opt = sub->get_option_no_throw("--" + key);
+  const CLI::Option* opt = sub->get_option_no_throw("--" + name);
   if (!opt) {
     std::vector<std::string> names;
     for (const CLI::Option* o : sub->get_options()) {
@@ -122,8 +130,9 @@ Result<const CLI::Option*> GridOption(const std::string& kind, const std::string
       if (!ln.empty() && !IsReservedGridKey(ln[0])) names.push_back(ln[0]);
     }
     return Status::Invalid(fmt::format("--grid {}: `npuprof submit {}` has no option --{}; grid keys are its "
-                                       "flags: {}",
-                                       key, kind, key, fmt::join(names, ", ")));
+                                       "flags: {}{}",
+                                       key, kind, name, fmt::join(names, ", "),
+                                       sub->get_option_no_throw("--env") ? ", and env.NAME (one --env variable)" : ""));
   }
   return opt;
 }
@@ -168,9 +177,17 @@ void AddSubmitSweep(CLI::App* submit) {
       if (!axis.ok()) return Fail(2, axis.status().message());
       auto opt = GridOption(o->kind, axis->key);
       if (!opt.ok()) return Fail(2, opt.status().message());
-      for (const auto& b : base)
-        if (b == "--" + axis->key || b.rfind("--" + axis->key + "=", 0) == 0)
+      for (size_t b = 0; b < base.size(); ++b) {
+        if (base[b] == "--" + axis->key || base[b].rfind("--" + axis->key + "=", 0) == 0)
           return Fail(2, fmt::format("--{} is both a child flag and a --grid key; give it in one place", axis->key));
+        // --env NAME=V (or --env=NAME=V) in the base flags and --grid env.NAME.
+        const std::string env_value = base[b] == "--env" && b + 1 < base.size() ? base[b + 1]
+                                      : base[b].rfind("--env=", 0) == 0         ? base[b].substr(6)
+                                                                                : "";
+        if (IsEnvGridKey(axis->key) && env_value.rfind(axis->key.substr(4) + "=", 0) == 0)
+          return Fail(2, fmt::format("--env {} and --grid {}: the variable is given twice; give it in one place",
+                                     env_value, axis->key));
+      }
       for (const auto& a : axes)
         if (a.key == axis->key) return Fail(2, fmt::format("--grid {}: the key is given twice", axis->key));
       if (axis->key == "node")
@@ -202,6 +219,9 @@ void AddSubmitSweep(CLI::App* submit) {
           const auto nodes = ParseNodeList(v);  // checked when the axis was read
           if (nodes.ok())
             for (const auto& n : *nodes) args.insert(args.end(), {"--node", n});
+        } else if (IsEnvGridKey(k)) {
+          args.push_back("--env");
+          args.push_back(k.substr(4) + "=" + v);
         } else if (!is_flag[k]) {
           args.push_back("--" + k);
           args.push_back(v);

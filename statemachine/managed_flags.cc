@@ -110,6 +110,8 @@ const std::vector<Row>& Rows() {
         {kMemory, "--speculative-config", "speculative_config", ""}}},
       {"--additional-config", {}, false, false, {{kMemory, "--additional-config", "additional_config", ""}}},
       {"--quantization", {"-q"}, false, false, {{kMemory, "--quantization", "quantization", ""}}},
+      // vLLM's kv_cache_memory_bytes; its own log suggests the prefix `--kv-cache-memory=N`.
+      {"--kv-cache-memory-bytes", {}, false, false, {{kMemory, "--kv-cache-memory", "kv_cache_memory", ""}}},
       {"--profiler-config", {}, false, false, {{kTorch, "--torch-profiler-dir", "torch_profiler_dir", ""}}},
       {"--max-num-seqs", {}, false, false, {{kTorch, "--max-num-seqs", "max_num_seqs", ""}}},
       {"--max-num-batched-tokens", {}, false, false, {{kTorch, "--max-num-batched-tokens", "max_num_batched_tokens", ""}}},

@@ -42,14 +42,22 @@ std::optional<double> Utilization(const MemoryEvidence& e) {
   return e.vllm_log.gpu_memory_utilization;
 }
 
-// `npuprof submit sweep` over one grid key testing a remedy, with the advice
-// it verifies; empty when the run is not a standalone one-node profile.
+// `npuprof submit sweep` over one grid key testing a remedy ("KEY=VALUE"),
+// with the advice it verifies; every other setting of the run is given as
+// it ran. Empty when the run is not a standalone one-node profile.
 std::vector<std::string> SweepArgs(const MemoryEvidence& e, const std::string& grid, const json& advice,
                                    const std::string& verify_id) {
   const RunSettings& s = e.settings;
   if (s.mode != "standalone" || s.multi_node || s.model.empty() || s.machine.empty()) return {};
+  const std::string key = grid.substr(0, grid.find('='));
   std::vector<std::string> a = {"submit", "sweep", "--kind", "memory-profile", "--machine", s.machine,
                                 "--model", s.model, "--tp", std::to_string(s.tp), "--dp", std::to_string(s.dp)};
+  if (key != "gpu-memory-utilization" && s.gpu_memory_utilization)
+    a.insert(a.end(), {"--gpu-memory-utilization", fmt::format("{}", *s.gpu_memory_utilization)});
+  if (key != "kv-cache-memory" && s.kv_cache_memory)
+    a.insert(a.end(), {"--kv-cache-memory", std::to_string(*s.kv_cache_memory)});
+  for (const auto& [name, value] : s.env)
+    if (key != "env." + name) a.insert(a.end(), {"--env", name + "=" + value});
   if (!s.devices.empty()) {
     std::string devs;
     for (auto d : s.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
@@ -119,6 +127,7 @@ json AdviceFinding::ToJson() const {
   json sug = {{"flags", suggestion.flags}, {"predicted", suggestion.predicted}};
   if (!suggestion.basis.empty()) sug["basis"] = suggestion.basis;
   if (!suggestion.note.empty()) sug["note"] = suggestion.note;
+  if (!suggestion.alternatives.empty()) sug["alternatives"] = suggestion.alternatives;
   sug["sweep_args"] = suggestion.sweep_args.empty() ? json(nullptr) : json(suggestion.sweep_args);
   sug["verify_run_id"] = suggestion.verify_run_id.empty() ? json(nullptr) : json(suggestion.verify_run_id);
   return {{"rule", rule},   {"severity", severity},        {"explanation", explanation},
@@ -279,6 +288,12 @@ std::vector<AdviceFinding> RuleKvCacheLow(const MemoryEvidence& e) {
     }
     return {f};
   }
+  if (e.settings.kv_cache_memory) {
+    f.suggestion.note = fmt::format("the KV cache is fixed by --kv-cache-memory {} bytes, which vLLM takes instead of "
+                                    "the utilization's budget: give it a larger value, or drop it",
+                                    *e.settings.kv_cache_memory);
+    return {f};
+  }
   const KvPrediction p = PredictKv(kv_gib, *util, safe, *total, bpt);
   f.suggestion.flags = {{"gpu_memory_utilization", safe}};
   f.suggestion.predicted = PredictedJson(p);
@@ -286,6 +301,17 @@ std::vector<AdviceFinding> RuleKvCacheLow(const MemoryEvidence& e) {
   f.suggestion.note = fmt::format("the largest gpu-memory-utilization that keeps {:.0f} MB free at the inference "
                                   "peak: KV cache {:.2f} -> {:.2f} GiB",
                                   kSafetyHeadroomMb, kv_gib, static_cast<double>(p.kv_centi) / 100.0);
+  // The same KV cache as a fixed size: vLLM's --kv-cache-memory takes it in bytes.
+  if (p.kv_centi > 0) {
+    const int64_t bytes = p.kv_centi * kGiB / 100;
+    json alt_pred = PredictedJson(p);
+    alt_pred["kv_cache_mb"] = R3(static_cast<double>(bytes) / kMiB);
+    f.suggestion.alternatives.push_back(
+        {{"flags", {{"kv_cache_memory", bytes}}},
+         {"predicted", alt_pred},
+         {"note", "the same KV cache as a fixed size (vLLM's --kv-cache-memory, bytes per device): it no longer "
+                  "follows the utilization, nor what else holds HBM at start-up"}});
+  }
   f.suggestion.verify_run_id = AdviceVerifyRunId(e.settings.run_id, f.rule);
   const json advice = {{"run_id", e.settings.run_id}, {"rule", f.rule},
                        {"device", *dev},              {"flags", f.suggestion.flags},
@@ -411,6 +437,115 @@ std::vector<AdviceFinding> RuleResidualLarge(const MemoryEvidence& e) {
   return out;
 }
 
+// ---- hccl_buffers_large -------------------------------------------------------
+
+std::optional<int64_t> HcclBuffsizeMb(const RunSettings& s, bool* is_default) {
+  auto it = s.env.find("HCCL_BUFFSIZE");
+  *is_default = it == s.env.end() || it->second.empty();
+  if (*is_default) return kHcclDefaultBuffsizeMb;
+  const std::string& v = it->second;
+  if (v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int64_t mb = std::stoll(v);
+  return mb > 0 ? std::optional<int64_t>(mb) : std::nullopt;
+}
+
+int64_t SuggestedHcclBuffsizeMb(int64_t current_mb) {
+  if (current_mb > kHcclDefaultBuffsizeMb) return kHcclDefaultBuffsizeMb;
+  return std::max(kHcclMinBuffsizeMb, current_mb / 2);
+}
+
+std::vector<AdviceFinding> RuleHcclBuffersLarge(const MemoryEvidence& e) {
+  bool is_default = true;
+  const auto size = HcclBuffsizeMb(e.settings, &is_default);
+  if (!size) return {};  // a setting HCCL would refuse: nothing to predict from
+  // The device whose HCCL buffers take the most (the run-wide setting is what changes).
+  const MsprofComponentMax* worst = nullptr;
+  double worst_total = 0;
+  int64_t worst_dev = 0;
+  std::vector<int64_t> devices = e.settings.devices;
+  if (devices.empty())
+    for (const auto& [d, _] : e.components_mb) devices.push_back(d);
+  for (int64_t d : devices) {
+    const MsprofComponentMax* m = e.msprof.Max("HCCL", d);
+    const auto total = TotalMb(e, d);
+    if (!m || !total) continue;
+    if (!worst || m->max_mb > worst->max_mb) {
+      worst = m;
+      worst_total = *total;
+      worst_dev = d;
+    }
+  }
+  if (!worst) return {};
+  const double hccl_mb = worst->max_mb;
+  const auto buffers = static_cast<int64_t>(std::floor(hccl_mb / static_cast<double>(*size) + 1e-9));
+  if (buffers < 1) return {};
+  const double buffers_mb = static_cast<double>(buffers * *size);
+  const double share = buffers_mb / worst_total * 100.0;
+  if (share <= kHcclBuffersPctOfHbm) return {};
+
+  AdviceFinding f;
+  f.rule = "hccl_buffers_large";
+  f.severity = "warning";
+  f.cause = is_default ? "hccl_default_buffsize" : "hccl_buffsize_setting";
+  f.cause_detail = {{"device", worst_dev},
+                    {"hccl_mb", R3(hccl_mb)},
+                    {"hccl_buffsize_mb", *size},
+                    {"hccl_buffsize_source", is_default ? "default (HCCL_BUFFSIZE unset)" : "env HCCL_BUFFSIZE"},
+                    {"buffers", buffers},
+                    {"buffers_mb", buffers_mb},
+                    {"hccl_fixed_mb", R3(hccl_mb - buffers_mb)},
+                    {"share_of_hbm_pct", R2(share)}};
+  f.explanation = fmt::format("device {}: HCCL holds {:.0f} MB, {} buffers of HCCL_BUFFSIZE {} MB{} ({:.1f} % of the "
+                              "device's HBM, threshold {:.0f} %): HBM the KV cache could use",
+                              worst_dev, hccl_mb, buffers, *size, is_default ? " (the default)" : "", share,
+                              kHcclBuffersPctOfHbm);
+  EvidenceRef ref{worst->blob, "msprof_csvs/" + worst->file, "hccl_mb", {}, worst_dev, worst->row, "", hccl_mb};
+  f.evidence.push_back(ref);
+  f.evidence.push_back((e.after_ready.present ? e.after_ready : e.baseline).Ref(worst_dev, "total_mb", worst_total));
+
+  const int64_t to = SuggestedHcclBuffsizeMb(*size);
+  if (to >= *size) {
+    f.suggestion.note = "HCCL_BUFFSIZE is already at its floor: fewer communication domains (a smaller tp/dp) free more";
+    return {f};
+  }
+  const double freed = static_cast<double>(buffers * (*size - to));
+  f.suggestion.flags = {{"env", {{"HCCL_BUFFSIZE", std::to_string(to)}}}};
+  f.suggestion.predicted = {{"hccl_mb", R3(hccl_mb - freed)}, {"hccl_freed_mb", R3(freed)}};
+  f.suggestion.basis = {{"device", worst_dev},
+                        {"hccl_mb_measured", R3(hccl_mb)},
+                        {"hccl_buffsize_mb", *size},
+                        {"buffers", buffers},
+                        {"model", "hccl_mb = fixed + buffers x HCCL_BUFFSIZE; buffers = floor(hccl_mb / HCCL_BUFFSIZE)"}};
+  std::string note = fmt::format("HCCL_BUFFSIZE {} -> {} MB frees {} x {} MB = {:.0f} MB per device", *size, to,
+                                 buffers, *size - to, freed);
+  if (e.settings.kv_cache_memory) {
+    note += "; the KV cache is fixed by --kv-cache-memory, so the HBM stays free";
+  } else if (e.vllm_log.kv_cache_available_gib) {
+    // vLLM counts HCCL's HBM as non-torch memory at its profiling peak: the KV cache gets what it frees.
+    const auto util = Utilization(e);
+    std::string src;
+    const auto bpt = BytesPerToken(e, &src);
+    const double kv_gib = *e.vllm_log.kv_cache_available_gib;
+    const KvPrediction p = PredictKv(kv_gib + freed / 1024.0, 0, 0, 0, bpt);
+    f.suggestion.predicted.update(PredictedJson(p));
+    f.suggestion.basis["kv_cache_gib_measured"] = kv_gib;
+    f.suggestion.basis["bytes_per_token"] = bpt ? json(*bpt) : json(nullptr);
+    if (util) f.suggestion.basis["gpu_memory_utilization"] = *util;
+    note += fmt::format(", which vLLM's budget gives to the KV cache: {:.2f} -> {:.2f} GiB", kv_gib,
+                        static_cast<double>(p.kv_centi) / 100.0);
+    f.evidence.push_back(e.vllm_log.Ref("kv_cache_available_gib", kv_gib));
+  }
+  f.suggestion.note = note + " (large collectives may slow down: compare the sweep's throughput)";
+  f.suggestion.verify_run_id = AdviceVerifyRunId(e.settings.run_id, f.rule);
+  const json advice = {{"run_id", e.settings.run_id}, {"rule", f.rule},
+                       {"device", worst_dev},         {"flags", f.suggestion.flags},
+                       {"predicted", f.suggestion.predicted}};
+  f.suggestion.sweep_args =
+      SweepArgs(e, fmt::format("env.HCCL_BUFFSIZE={}", to), advice, f.suggestion.verify_run_id);
+  if (f.suggestion.sweep_args.empty()) f.suggestion.verify_run_id.clear();
+  return {f};
+}
+
 json BuildMemoryAdvice(const json& input) {
   json doc = {{"schema_version", 1}, {"run_id", input.is_object() ? input.value("run_id", "") : ""}};
   auto ev = DecodeMemoryEvidence(input);
@@ -421,9 +556,15 @@ json BuildMemoryAdvice(const json& input) {
     return doc;
   }
   json findings = json::array();
-  for (auto rule : {RuleKvCacheLow, RuleActivationHeadroom, RuleWeightsVsSafetensors, RuleResidualLarge})
+  if (!ev->errors.empty()) {
+    json errors = json::array();
+    for (const auto& err : ev->errors) errors.push_back(err.ToJson());
+    doc["evidence_errors"] = std::move(errors);
+  }
+  for (auto rule : {RuleKvCacheLow, RuleActivationHeadroom, RuleHcclBuffersLarge, RuleWeightsVsSafetensors,
+                    RuleResidualLarge})
     for (const auto& f : rule(*ev)) findings.push_back(f.ToJson());
-  doc["status"] = "ok";
+  doc["status"] = ev->errors.empty() ? "ok" : "partial";
   doc["findings"] = std::move(findings);
   return doc;
 }

@@ -7,14 +7,18 @@
 // Rules, thresholds and evidence: docs/ADVISE.md. No I/O, no clock.
 //
 // Document (BuildMemoryAdvice):
-//   {"schema_version": 1, "run_id", "status": "ok" | "unreadable",
-//    "error": "<decode error>" (only when unreadable),
+//   {"schema_version": 1, "run_id", "status": "ok" | "partial" | "unreadable",
+//    "error": "<decode error>" (only when unreadable: the input or its spec),
+//    "evidence_errors": [{"document", "path", "message"}] (only when partial:
+//      documents that failed to decode; the rules that need them found nothing),
 //    "findings": [{"rule", "severity": "critical"|"warning"|"info",
 //      "explanation", "cause", "cause_detail": {...},
 //      "evidence": [EvidenceRef.ToJson()...],
-//      "suggestion": {"flags": {"gpu_memory_utilization": 0.95} | {},
-//        "predicted": {"kv_cache_mb", "kv_cache_gib", "kv_tokens", ...} | {},
+//      "suggestion": {"flags": {"gpu_memory_utilization": 0.95} |
+//                   {"env": {"HCCL_BUFFSIZE": "200"}} | {},
+//        "predicted": {"kv_cache_mb", "kv_cache_gib", "kv_tokens", "hccl_mb", ...} | {},
 //        "basis": {...}, "note",
+//        "alternatives": [{"flags": {"kv_cache_memory": BYTES}, "predicted", "note"}] (when any),
 //        "sweep_args": ["submit","sweep",...] | null,
 //        "verify_run_id": "<sweep id>" | null}}]}
 #pragma once
@@ -38,6 +42,15 @@ inline constexpr double kMinHeadroomMb = 512;        // activation_headroom: at 
 inline constexpr double kWeightsOffPct = 2.0;        // weights_vs_safetensors
 inline constexpr double kResidualMb = 200;           // residual_large (with msprof)
 inline constexpr int64_t kKvBlockSize = 128;         // vllm-ascend's KV block size
+// hccl_buffers_large: HCCL_BUFFSIZE is the MB of each buffer HCCL allocates
+// per communication domain (HCCL's default when unset: 200). The rule fires
+// when the whole buffers the measured HCCL component holds
+// (floor(hccl_mb / HCCL_BUFFSIZE) x HCCL_BUFFSIZE) take more than this share
+// of the device's HBM; the remedy is HCCL's default (or half, floored to
+// kHcclMinBuffsizeMb, when it is already at or below the default).
+inline constexpr int64_t kHcclDefaultBuffsizeMb = 200;
+inline constexpr int64_t kHcclMinBuffsizeMb = 50;
+inline constexpr double kHcclBuffersPctOfHbm = 2.0;
 
 struct AdviceSuggestion {
   json flags = json::object();      // spec field -> value
@@ -46,6 +59,10 @@ struct AdviceSuggestion {
   std::string note;
   std::vector<std::string> sweep_args;  // after `npuprof`; empty: no sweep tests this remedy
   std::string verify_run_id;
+  // Other changes with the same effect ({"flags", "predicted", "note"}):
+  // kv_cache_low offers the KV cache its utilization buys as vLLM's
+  // --kv-cache-memory (spec field kv_cache_memory, bytes).
+  json alternatives = json::array();
 };
 
 struct AdviceFinding {
@@ -75,13 +92,21 @@ std::vector<AdviceFinding> RuleKvCacheLow(const MemoryEvidence& e);
 std::vector<AdviceFinding> RuleActivationHeadroom(const MemoryEvidence& e);
 std::vector<AdviceFinding> RuleWeightsVsSafetensors(const MemoryEvidence& e);
 std::vector<AdviceFinding> RuleResidualLarge(const MemoryEvidence& e);
+std::vector<AdviceFinding> RuleHcclBuffersLarge(const MemoryEvidence& e);
+
+// The run's HCCL_BUFFSIZE in MB (kHcclDefaultBuffsizeMb when unset, and
+// *is_default then true); nullopt when it is not a positive whole number.
+std::optional<int64_t> HcclBuffsizeMb(const RunSettings& s, bool* is_default);
+// The HCCL_BUFFSIZE the rule suggests for a current one.
+int64_t SuggestedHcclBuffsizeMb(int64_t current_mb);
 
 // The id of the sweep that verifies `rule` of `run_id` ("<run>-adv-<short>",
 // shortened to fit a sweep id).
 std::string AdviceVerifyRunId(const std::string& run_id, const std::string& rule);
 
-// Every rule over the decoded input (MemoryAdviceInput); an input that does
-// not decode gives status "unreadable" with the error, never a finding.
+// Every rule over the decoded input (MemoryAdviceInput); a document that
+// does not decode is listed (status "partial") and the other rules still
+// run; an input or spec that does not decode gives status "unreadable".
 json BuildMemoryAdvice(const json& advice_input);
 
 }  // namespace npuprof::sm

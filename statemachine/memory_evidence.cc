@@ -1,6 +1,8 @@
 // DecodeMemoryEvidence and MemoryAdviceInput: see memory_evidence.h.
 #include "statemachine/memory_evidence.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "common/json_field.h"
@@ -15,139 +17,63 @@ using Doc = EvidenceDoc;
 
 #define NP_TRY(expr) NP_EVIDENCE_TRY(expr)
 
-Result<NpuSmiEvidence> DecodeSnapshot(const Doc& d) {
+// The advice's typed evidence from the report's decoded input
+// (memory_report_input.h, the one decoder of these documents): a document
+// that failed to decode there is absent here, and its error is listed.
+
+NpuSmiEvidence FromSnapshot(const SnapshotInput& in) {
   NpuSmiEvidence out;
-  if (d.raw().is_null()) return out;
-  if (!d.raw().is_object()) return Status::Corruption(fmt::format("{} must be an object", d.path()));
+  if (!in.usable()) return out;
   out.present = true;
-  NP_TRY(d.Str("source", out.source));
-  NP_TRY(d.Str("blob", out.blob));
-  NP_TRY(d.Str("file", out.file));
-  NP_TRY(d.Object("hbm"));
-  const Doc hbm = d.Sub("hbm");
-  if (!hbm.raw().is_object()) return out;
-  for (auto it = hbm.raw().begin(); it != hbm.raw().end(); ++it) {
-    const std::string& key = it.key();
-    if (key.empty() || key.size() > 6 || key.find_first_not_of("0123456789") != std::string::npos)
-      return Status::Corruption(fmt::format("{}: key '{}' is not a device id", hbm.path(), key));
-    const Doc dev(it.value(), hbm.PathOf(key));
-    if (!it.value().is_object()) return Status::Corruption(fmt::format("{} must be an object", dev.path()));
+  out.source = in.source.value_or("");
+  out.blob = in.blob.value_or("");
+  out.file = in.file.value_or("");
+  for (const auto& [dev, r] : in.hbm) {
     HbmDeviceSnapshot snap;
-    NP_TRY(dev.Num("used_mb", snap.used_mb));
-    NP_TRY(dev.Num("total_mb", snap.total_mb));
-    NP_TRY(dev.Array("processes"));
-    if (dev.Has("processes")) {
-      snap.process_table = true;
-      size_t i = 0;
-      for (const auto& p : dev.At("processes")) {
-        const Doc pd(p, dev.PathOf(fmt::format("processes[{}]", i++)));
-        if (!p.is_object()) return Status::Corruption(fmt::format("{} must be an object", pd.path()));
-        NpuProcessSeen proc;
-        std::optional<int64_t> pid, mem;
-        NP_TRY(pd.Int("pid", pid));
-        NP_TRY(pd.Int("memory_mb", mem));
-        NP_TRY(pd.Str("name", proc.name));
-        if (!pid) return Status::Corruption(fmt::format("{}.pid is missing", pd.path()));
-        proc.pid = *pid;
-        proc.memory_mb = mem.value_or(0);
-        snap.processes.push_back(std::move(proc));
-      }
-    }
-    out.devices[std::stoll(key)] = std::move(snap);
+    snap.used_mb = r.used_mb;
+    snap.total_mb = r.total_mb;
+    snap.process_table = r.process_table;
+    for (const auto& p : r.processes) snap.processes.push_back({p.pid, p.name, p.memory_mb});
+    out.devices[dev] = std::move(snap);
   }
   return out;
 }
 
-Result<VllmLogEvidence> DecodeVllmLog(const Doc& d) {
+VllmLogEvidence FromVllmLog(const VllmLogInput& in) {
   VllmLogEvidence out;
-  if (d.raw().is_null()) return out;
-  if (!d.raw().is_object()) return Status::Corruption(fmt::format("{} must be an object", d.path()));
-  NP_TRY(d.Str("blob", out.blob));
-  NP_TRY(d.Str("file", out.file));
+  if (!in.usable()) return out;
+  out.present = true;
+  out.blob = in.blob.value_or("");
+  out.file = in.file.value_or("");
   if (out.file.empty()) out.file = "vllm_serve.log";
-  NP_TRY(d.Object("summary"));
-  const Doc s = d.Sub("summary");
-  if (!s.raw().is_object()) return out;
-  out.present = true;
-  NP_TRY(s.Num("weights_gib", out.weights_gib));
-  NP_TRY(s.Num("kv_cache_available_gib", out.kv_cache_available_gib));
-  NP_TRY(s.Num("graph_capture_gib", out.graph_capture_gib));
-  NP_TRY(s.Num("gpu_memory_utilization", out.gpu_memory_utilization));
-  NP_TRY(s.Int("kv_cache_tokens", out.kv_cache_tokens));
-  NP_TRY(s.Int("gpu_blocks", out.gpu_blocks));
-  NP_TRY(s.Object("evidence"));
-  const Doc ev = s.Sub("evidence");
-  if (ev.raw().is_object()) {
-    for (auto it = ev.raw().begin(); it != ev.raw().end(); ++it) {
-      const Doc line(it.value(), ev.PathOf(it.key()));
-      if (!it.value().is_object()) return Status::Corruption(fmt::format("{} must be an object", line.path()));
-      LogLine l;
-      std::optional<int64_t> n;
-      NP_TRY(line.Int("line", n));
-      NP_TRY(line.Str("text", l.text));
-      l.line = n.value_or(0);
-      out.lines[it.key()] = std::move(l);
-    }
-  }
+  out.weights_gib = in.run.weights_gib;
+  out.kv_cache_available_gib = in.run.kv_cache_available_gib;
+  out.graph_capture_gib = in.run.graph_capture_gib;
+  out.gpu_memory_utilization = in.gpu_memory_utilization;
+  if (in.kv_cache_tokens && std::isfinite(*in.kv_cache_tokens))
+    out.kv_cache_tokens = static_cast<int64_t>(std::llround(*in.kv_cache_tokens));
+  out.gpu_blocks = in.gpu_blocks;
+  for (const auto& [field, cite] : in.run.evidence) out.lines[field] = {cite.line.value_or(0), cite.text.value_or("")};
   return out;
 }
 
-Result<MsprofEvidence> DecodeMsprof(const Doc& d) {
+MsprofEvidence FromMsprof(const MsprofInput& in) {
   MsprofEvidence out;
-  if (d.raw().is_null()) return out;
-  if (!d.raw().is_object()) return Status::Corruption(fmt::format("{} must be an object", d.path()));
-  NP_TRY(d.Str("status", out.status));
-  NP_TRY(d.Array("module_mem"));
-  NP_TRY(d.Array("activation_peaks"));
-  if (d.Has("module_mem")) {
-    size_t i = 0;
-    for (const auto& r : d.At("module_mem")) {
-      const Doc rd(r, d.PathOf(fmt::format("module_mem[{}]", i++)));
-      if (!r.is_object()) return Status::Corruption(fmt::format("{} must be an object", rd.path()));
-      MsprofComponentMax m;
-      std::optional<double> max;
-      std::optional<int64_t> row;
-      NP_TRY(rd.Int("device_id", m.device_id));
-      NP_TRY(rd.Str("component", m.component));
-      NP_TRY(rd.Str("file", m.file));
-      NP_TRY(rd.Str("blob", m.blob));
-      NP_TRY(rd.Num("max_mb", max));
-      NP_TRY(rd.Int("row", row));
-      if (m.component.empty() || !max) continue;  // a row that names no component or value attributes nothing
-      m.max_mb = *max;
-      m.row = row.value_or(0);
-      out.module_mem.push_back(std::move(m));
-    }
-  }
-  if (d.Has("activation_peaks")) {
-    size_t i = 0;
-    for (const auto& r : d.At("activation_peaks")) {
-      const Doc rd(r, d.PathOf(fmt::format("activation_peaks[{}]", i++)));
-      if (!r.is_object()) return Status::Corruption(fmt::format("{} must be an object", rd.path()));
-      ActivationPeakEvidence a;
-      std::optional<int64_t> dev;
-      NP_TRY(rd.Int("device_id", dev));
-      NP_TRY(rd.Bool("ok", a.ok));
-      NP_TRY(rd.Num("value_mb", a.value_mb));
-      NP_TRY(rd.Str("file", a.file));
-      NP_TRY(rd.Str("blob", a.blob));
-      if (!dev) continue;
-      a.device_id = *dev;
-      out.activation_peaks.push_back(std::move(a));
-    }
-  }
+  if (!in.usable()) return out;
+  out.status = in.status.value_or("");
+  for (const auto& r : in.module_mem) out.module_mem.push_back({r.device_id, r.component, r.file, r.blob, r.max_mb, r.row});
+  for (const auto& p : in.activation_peaks) out.activation_peaks.push_back({p.device_id, p.ok, p.value_mb, p.file, p.blob});
   return out;
 }
 
-Result<WeightsEvidence> DecodeWeights(const Doc& d) {
+WeightsEvidence FromWeights(const WeightsInput& in) {
   WeightsEvidence out;
-  if (d.raw().is_null()) return out;
-  if (!d.raw().is_object()) return Status::Corruption(fmt::format("{} must be an object", d.path()));
+  if (!in.usable()) return out;
   out.present = true;
-  NP_TRY(d.Str("blob", out.blob));
-  NP_TRY(d.Str("file", out.file));
-  NP_TRY(d.Num("per_device_bytes", out.per_device_bytes));
-  NP_TRY(d.Num("total_bytes", out.total_bytes));
+  out.blob = in.blob.value_or("");
+  out.file = in.file.value_or("");
+  out.per_device_bytes = in.per_device_bytes;
+  out.total_bytes = in.total_bytes;
   return out;
 }
 
@@ -181,6 +107,24 @@ Result<ModelConfigEvidence> DecodeModelConfig(const Doc& d) {
   return out;
 }
 
+Status DecodeComponents(const Doc& in, std::map<int64_t, std::map<std::string, double>>& out) {
+  NP_TRY(in.Object("components_mb"));
+  if (!in.Has("components_mb")) return Status::Ok();
+  const json& all = in.At("components_mb");
+  for (auto it = all.begin(); it != all.end(); ++it) {
+    const Doc dev(it.value(), "components_mb." + it.key());
+    if (!it.value().is_object() || it.key().empty() || it.key().size() > 6 ||
+        it.key().find_first_not_of("0123456789") != std::string::npos)
+      return Status::Corruption(fmt::format("{} must be a device id holding an object", dev.path()));
+    auto& dst = out[std::stoll(it.key())];
+    for (auto c = it.value().begin(); c != it.value().end(); ++c) {
+      if (!c.value().is_number()) return dev.Wrong(c.key(), "a number");
+      dst[c.key()] = c.value().get<double>();
+    }
+  }
+  return Status::Ok();
+}
+
 Status DecodeOptText(const Doc& d, const char* key, std::optional<std::string>& out) {
   std::string s;
   NP_TRY(d.Str(key, s));
@@ -188,18 +132,18 @@ Status DecodeOptText(const Doc& d, const char* key, std::optional<std::string>& 
   return Status::Ok();
 }
 
-Result<RunSettings> DecodeSettings(const Doc& d, const Doc& ev) {
+// The spec's settings; tp, dp and the devices the evidence names win (the
+// node's own, as the report reads them).
+Result<RunSettings> DecodeSettings(const Doc& d, const Doc& ev, const MemoryReportInput& node) {
   RunSettings out;
   NP_TRY(d.Str("mode", out.mode));
   NP_TRY(d.Str("model", out.model));
   NP_TRY(d.Num("gpu_memory_utilization", out.gpu_memory_utilization));
   std::optional<int64_t> tp, dp;
-  NP_TRY(ev.Int("tp", tp));
-  NP_TRY(ev.Int("dp", dp));
-  if (!tp) NP_TRY(d.Int("tp", tp));
-  if (!dp) NP_TRY(d.Int("dp", dp));
-  out.tp = tp.value_or(1);
-  out.dp = dp.value_or(1);
+  NP_TRY(d.Int("tp", tp));
+  NP_TRY(d.Int("dp", dp));
+  out.tp = ev.Has("tp") ? node.tp : tp.value_or(1);
+  out.dp = ev.Has("dp") ? node.dp : dp.value_or(1);
   NP_TRY(d.Int("max_model_len", out.max_model_len));
   NP_TRY(d.Int("max_tokens", out.max_tokens));
   NP_TRY(d.Bool("enforce_eager", out.enforce_eager));
@@ -209,11 +153,13 @@ Result<RunSettings> DecodeSettings(const Doc& d, const Doc& ev) {
   NP_TRY(DecodeOptText(d, "additional_config", out.additional_config));
   NP_TRY(DecodeOptText(d, "quantization", out.quantization));
   out.multi_node = d.Has("nodes");
-  NP_TRY(ev.Array("devices"));
-  if (ev.Has("devices"))
-    for (const auto& x : ev.At("devices")) {
-      if (!x.is_number_integer()) return Status::Corruption("evidence.devices must hold device ids (whole numbers)");
-      out.devices.push_back(x.get<int64_t>());
+  out.devices = node.devices;
+  NP_TRY(d.Int("kv_cache_memory", out.kv_cache_memory));
+  NP_TRY(d.Object("env"));
+  if (d.Has("env"))
+    for (auto it = d.At("env").begin(); it != d.At("env").end(); ++it) {
+      if (!it.value().is_string()) return d.Sub("env").Wrong(it.key(), "a string");
+      out.env[it.key()] = it.value().get<std::string>();
     }
   NP_TRY(d.Array("extra_args"));
   if (d.Has("extra_args"))
@@ -276,51 +222,36 @@ Result<MemoryEvidence> DecodeMemoryEvidence(const json& input) {
   if (!input.is_object()) return Status::Corruption("the advice input must be an object");
   const Doc in(input, "");
   MemoryEvidence out;
-  NP_TRY(in.Object("evidence"));
   NP_TRY(in.Object("spec"));
+  // The evidence documents: the report's decoder, each on its own.
   const Doc ev = in.Sub("evidence");
-  auto settings = DecodeSettings(in.Sub("spec"), ev);
+  const MemoryReportInput node = DecodeMemoryReportInput(ev.raw(), "evidence.");
+  out.errors = node.errors;
+  if (ev.present() && !ev.raw().is_object())
+    out.errors.push_back({"evidence", std::string("evidence must be an object, not ") + JsonTypeWords(ev.raw())});
+  auto settings = DecodeSettings(in.Sub("spec"), ev, node);
   if (!settings.ok()) return settings.status();
   out.settings = std::move(*settings);
   NP_TRY(in.Str("run_id", out.settings.run_id));
   NP_TRY(in.Str("machine", out.settings.machine));
   NP_TRY(in.Str("status", out.status));
-  if (out.settings.mode.empty()) NP_TRY(ev.Str("mode", out.settings.mode));
-  const std::pair<const char*, NpuSmiEvidence*> snaps[] = {
-      {"baseline", &out.baseline}, {"after_ready", &out.after_ready}, {"after_infer", &out.after_infer}};
-  for (const auto& [key, dst] : snaps) {
-    auto s = DecodeSnapshot(ev.Sub(key));
-    if (!s.ok()) return s.status();
-    *dst = std::move(*s);
+  if (out.settings.mode.empty()) out.settings.mode = node.mode;
+  out.baseline = FromSnapshot(node.baseline);
+  out.after_ready = FromSnapshot(node.after_ready);
+  out.after_infer = FromSnapshot(node.after_infer);
+  out.vllm_log = FromVllmLog(node.vllm_log);
+  out.msprof = FromMsprof(node.msprof);
+  out.weights = FromWeights(node.weights);
+  out.theory = FromWeights(node.theory);
+  // The report's component values and the model config: a malformed one is
+  // listed and left out, as a document is.
+  if (Status st = DecodeComponents(in, out.components_mb); !st.ok()) {
+    out.components_mb.clear();
+    out.errors.push_back({"components_mb", st.message()});
   }
-  auto log = DecodeVllmLog(ev.Sub("vllm_log"));
-  if (!log.ok()) return log.status();
-  out.vllm_log = std::move(*log);
-  auto ms = DecodeMsprof(ev.Sub("msprof"));
-  if (!ms.ok()) return ms.status();
-  out.msprof = std::move(*ms);
-  auto w = DecodeWeights(ev.Sub("weights"));
-  if (!w.ok()) return w.status();
-  out.weights = std::move(*w);
-  auto th = DecodeWeights(ev.Sub("theory"));
-  if (!th.ok()) return th.status();
-  out.theory = std::move(*th);
-  NP_TRY(in.Object("components_mb"));
-  if (in.Has("components_mb"))
-    for (auto it = input["components_mb"].begin(); it != input["components_mb"].end(); ++it) {
-      const Doc dev(it.value(), "components_mb." + it.key());
-      if (!it.value().is_object() || it.key().empty() || it.key().size() > 6 ||
-          it.key().find_first_not_of("0123456789") != std::string::npos)
-        return Status::Corruption(fmt::format("{} must be a device id holding an object", dev.path()));
-      auto& dst = out.components_mb[std::stoll(it.key())];
-      for (auto c = it.value().begin(); c != it.value().end(); ++c) {
-        if (!c.value().is_number()) return dev.Wrong(c.key(), "a number");
-        dst[c.key()] = c.value().get<double>();
-      }
-    }
   auto mc = DecodeModelConfig(in.Sub("model_config"));
-  if (!mc.ok()) return mc.status();
-  out.model_config = std::move(*mc);
+  if (mc.ok()) out.model_config = std::move(*mc);
+  else out.errors.push_back({"model_config", mc.status().message()});
   return out;
 }
 
@@ -328,7 +259,7 @@ json MemoryAdviceInput(const RunState& s, const json& report_evidence, const jso
   json spec = json::object();
   for (const char* f : {"mode", "model", "gpu_memory_utilization", "tp", "dp", "max_model_len", "max_tokens",
                         "enforce_eager", "enable_expert_parallel", "compilation_config", "speculative_config",
-                        "additional_config", "quantization", "extra_args"})
+                        "additional_config", "quantization", "extra_args", "env", "kv_cache_memory"})
     if (s.spec.contains(f)) spec[f] = s.spec[f];
   if (s.spec.contains("nodes") && s.spec["nodes"].is_array() && !s.spec["nodes"].empty())
     spec["nodes"] = s.spec["nodes"].size();

@@ -5,12 +5,17 @@
 // Contract: DecodeMemoryEvidence reads every document the advice rules use
 // (npu-smi snapshots with their processes, the vLLM log summary, the msprof
 // component maxima and activation peaks, the safetensors attribution, the
-// model config, the spec's settings). A document that is absent stays
-// absent (`present` false, or an empty optional); a field that is there with
-// the wrong shape is an error naming the document path and the shape it
-// should have ("vllm_log.summary.kv_cache_available_gib must be a number,
-// not a string"). Nothing is defaulted silently: a renamed key is an absent
-// value, which a rule reports as missing evidence, never as a finding.
+// model config, the spec's settings). The evidence documents are decoded by
+// the report's decoder (memory_report_input.h), the only one, each on its
+// own: a document that is absent stays absent (`present` false, or an empty
+// optional); a document with a field of the wrong shape is absent too and
+// its error, naming the path and the shape ("evidence.vllm_log.summary.
+// kv_cache_available_gib must be a number, not a string"), is listed in
+// `errors` (so are a malformed model config or component table); the other
+// documents still serve their rules. Only an input that is not an object or
+// a malformed spec fails the whole decode. Nothing is defaulted silently: a
+// renamed key is an absent value, which a rule reports as missing evidence,
+// never as a finding.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "statemachine/memory_report_input.h"
 #include "statemachine/run_state.h"
 
 namespace npuprof::sm {
@@ -121,6 +127,8 @@ struct RunSettings {
   bool enforce_eager = false, enable_expert_parallel = false, multi_node = false;
   std::optional<std::string> compilation_config, speculative_config, additional_config, quantization;
   std::vector<std::string> extra_args;  // after "--"
+  std::map<std::string, std::string> env;  // the service's extra environment (spec.env)
+  std::optional<int64_t> kv_cache_memory;  // vLLM's --kv-cache-memory, bytes per device
 };
 
 struct MemoryEvidence {
@@ -133,6 +141,9 @@ struct MemoryEvidence {
   ModelConfigEvidence model_config;
   // The report's component values (memory_report.h keys) per device id.
   std::map<int64_t, std::map<std::string, double>> components_mb;
+  // The documents that failed to decode (absent above): the advice's
+  // "evidence_errors"; the rules that need them make no finding.
+  std::vector<ReportEvidenceError> errors;
 };
 
 // Decodes the advice input {"run_id","status","machine","spec","evidence",

@@ -68,7 +68,8 @@ json BuildMemoryManifest(const RunState& s, const json& summary, const json& rep
   // The spec's own settings, as validated (memory_profile_spec.h), verbatim.
   for (const char* f : {"gpu_memory_utilization", "max_model_len", "enable_expert_parallel", "enforce_eager",
                         "speculative_config", "compilation_config", "additional_config", "quantization",
-                        "max_tokens", "image_url", "msprof_mem_freq", "attach_run", "baseline_run"})
+                        "max_tokens", "image_url", "msprof_mem_freq", "attach_run", "baseline_run", "env",
+                        "kv_cache_memory"})
     if (s.spec.contains(f)) m[f] = s.spec[f];
   m["service"] = service.empty() ? json(nullptr) : service;
   m["wrap_script"] = svc.wrap_script;

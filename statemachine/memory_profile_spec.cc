@@ -176,6 +176,12 @@ Status ValidateMemorySpec(json& spec) {
   }
   if (IsSet(spec, "wrap_script"))
     return Status::Invalid("wrap_script: standalone memory-profile wraps the service with its own msprof script");
+  if (IsSet(spec, "kv_cache_memory")) {
+    if (Status s = CheckIntRange(spec, "kv_cache_memory", 0, 1, int64_t{1} << 50); !s.ok())
+      return Status::Invalid(s.message() + " (bytes of KV cache per device, e.g. --kv-cache-memory 8589934592)");
+  } else {
+    spec["kv_cache_memory"] = nullptr;
+  }
   // Devices default to 0..tp*dp-1, not "pick free" (docs/BEHAVIOUR.md#mem-inputs).
   if (Status s = CheckIntRange(spec, "tp", 1, 1, 64); !s.ok()) return s;
   if (Status s = CheckIntRange(spec, "dp", 1, 1, 64); !s.ok()) return s;
@@ -207,6 +213,7 @@ std::vector<std::string> MemoryServeArgs(const run_specs::MemoryProfileSpec& spe
   given(spec.has_compilation_config(), spec.compilation_config(), "--compilation-config");
   given(spec.has_additional_config(), spec.additional_config(), "--additional-config");
   given(spec.has_quantization(), spec.quantization(), "--quantization");
+  if (spec.has_kv_cache_memory()) a.insert(a.end(), {"--kv-cache-memory", std::to_string(spec.kv_cache_memory())});
   for (std::string& x : OperatorMemoryServeArgs(spec)) a.push_back(std::move(x));
   return a;
 }

@@ -22,6 +22,27 @@ bool IsDeviceKey(const std::string& key) {
   return !key.empty() && key.size() <= 6 && key.find_first_not_of("0123456789") == std::string::npos;
 }
 
+Status DecodeProcesses(const Doc& dev, HbmReading& out) {
+  NP_TRY(dev.Array("processes"));
+  if (!dev.Has("processes")) return Status::Ok();
+  out.process_table = true;
+  size_t i = 0;
+  for (const auto& p : dev.At("processes")) {
+    const Doc pd(p, dev.PathOf(fmt::format("processes[{}]", i++)));
+    if (!p.is_object()) return Status::Corruption(fmt::format("{} must be an object", pd.path()));
+    std::optional<int64_t> pid, mem;
+    NpuProcessInput proc;
+    NP_TRY(pd.Int("pid", pid));
+    NP_TRY(pd.Int("memory_mb", mem));
+    NP_TRY(pd.Str("name", proc.name));
+    if (!pid) continue;  // names no process
+    proc.pid = *pid;
+    proc.memory_mb = mem.value_or(0);
+    out.processes.push_back(std::move(proc));
+  }
+  return Status::Ok();
+}
+
 Status DecodeSnapshot(const Doc& d, SnapshotInput& out) {
   NP_TRY(d.Str("source", out.source));
   NP_TRY(d.Str("origin", out.origin));
@@ -38,7 +59,8 @@ Status DecodeSnapshot(const Doc& d, SnapshotInput& out) {
     HbmReading r;
     NP_TRY(dev.Num("used_mb", r.used_mb));
     NP_TRY(dev.Num("total_mb", r.total_mb));
-    out.hbm[std::stoll(it.key())] = r;
+    NP_TRY(DecodeProcesses(dev, r));
+    out.hbm[std::stoll(it.key())] = std::move(r);
   }
   return Status::Ok();
 }
@@ -74,7 +96,9 @@ Status DecodeVllmLog(const Doc& d, VllmLogInput& out) {
   if (!s.present()) return Status::Ok();
   NP_TRY(DecodeFigures(s, out.run));
   NP_TRY(s.Num("kv_cache_tokens", out.kv_cache_tokens));
+  NP_TRY(s.Num("gpu_memory_utilization", out.gpu_memory_utilization));
   NP_TRY(s.Int("graph_capture_count", out.graph_capture_count));
+  NP_TRY(s.Int("gpu_blocks", out.gpu_blocks));
   NP_TRY(s.Object("ranks"));
   const Doc ranks = s.Sub("ranks");
   if (!ranks.present()) return Status::Ok();

@@ -1,6 +1,10 @@
 // The input of the memory report (memory_report.h: the run's data as
 // MemoryProfileMachine folds it) as typed documents, decoded once. Pure.
 //
+// The one decoder of a memory-profile run's evidence documents: the report
+// reads them here, and so does the advice (memory_evidence.h builds its
+// typed evidence from this input).
+//
 // Contract: DecodeMemoryReportInput never fails as a whole: every document
 // (baseline, after_ready, after_infer, vllm_log, msprof, weights, theory and
 // the node's own settings) is decoded on its own with a Status. A document
@@ -38,8 +42,18 @@ struct InputDoc {
   bool usable() const { return present && error.empty(); }
 };
 
+// A process npu-smi listed on a device ({"pid", "name", "memory_mb"}; an
+// entry without a pid names no process and is skipped).
+struct NpuProcessInput {
+  int64_t pid = 0;
+  std::string name;
+  int64_t memory_mb = 0;
+};
+
 struct HbmReading {
   std::optional<double> used_mb, total_mb;
+  bool process_table = false;  // the snapshot carries npu-smi's process table for this device
+  std::vector<NpuProcessInput> processes;
 };
 
 // An npu-smi snapshot: {"hbm": {"<dev>": {"used_mb","total_mb"}}, "source",
@@ -68,8 +82,8 @@ struct LogFigures {
 struct VllmLogInput : InputDoc {
   std::optional<std::string> blob, file;
   LogFigures run;
-  std::optional<double> kv_cache_tokens;
-  std::optional<int64_t> graph_capture_count;
+  std::optional<double> kv_cache_tokens, gpu_memory_utilization;
+  std::optional<int64_t> graph_capture_count, gpu_blocks;
   std::vector<std::pair<std::string, LogFigures>> ranks;  // log prefix -> figures, in key order
 };
 

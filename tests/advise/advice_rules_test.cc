@@ -4,6 +4,8 @@
 // field by name; the verification (cli/advice_verify.h) judges within 1 %.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "cli/advice_verify.h"
 #include "statemachine/memory_advice.h"
 #include "statemachine/memory_evidence.h"
@@ -46,14 +48,55 @@ TEST(MemoryEvidence, RefusesAMistypedFieldByName) {
   json in = Input(-0.88);
   in["evidence"]["vllm_log"]["summary"]["kv_cache_available_gib"] = "-0.88";
   auto e = DecodeMemoryEvidence(in);
-  ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("evidence.vllm_log.summary.kv_cache_available_gib must be a number"),
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  ASSERT_EQ(e->errors.size(), 1u);
+  EXPECT_EQ(e->errors[0].document, "evidence.vllm_log");
+  EXPECT_NE(e->errors[0].message.find("evidence.vllm_log.summary.kv_cache_available_gib must be a number"),
             std::string::npos)
-      << e.status().message();
-  // The advice then says so and makes no finding.
+      << e->errors[0].message;
+  EXPECT_FALSE(e->vllm_log.present);  // nothing of the document is used
+  // The advice then says so and the KV rule, whose evidence it is, finds nothing.
   const json doc = BuildMemoryAdvice(in);
-  EXPECT_EQ(doc["status"], "unreadable");
+  EXPECT_EQ(doc["status"], "partial");
+  EXPECT_EQ(doc["evidence_errors"][0]["path"], "evidence.vllm_log.summary.kv_cache_available_gib");
   EXPECT_TRUE(doc["findings"].empty());
+  // A spec that is not an object still makes the whole input unreadable.
+  in["spec"] = "standalone";
+  EXPECT_EQ(BuildMemoryAdvice(in)["status"], "unreadable");
+}
+
+TEST(MemoryEvidence, OneMalformedDocumentLeavesTheOtherRulesTheirFindings) {
+  // A KV finding (vLLM log), a residual finding (components + msprof) and a
+  // weights finding (weight manifest); then the msprof document is malformed.
+  json in = Input(-0.88, Busy());
+  in["components_mb"] = {{"0", {{"residual", 250.0}}}};
+  in["evidence"]["msprof"] = {{"status", "ok"},
+                              {"module_mem", {{{"component", "HCCL"}, {"max_mb", 597.6}, {"device_id", 0}}}}};
+  in["evidence"]["weights"] = {{"per_device_bytes", 40.0 * 1024 * 1024}, {"blob", "w"}};
+  auto rules = [](const json& doc) {
+    std::set<std::string> out;
+    for (const auto& f : doc["findings"]) out.insert(f["rule"].get<std::string>());
+    return out;
+  };
+  const json good = BuildMemoryAdvice(in);
+  EXPECT_EQ(good["status"], "ok");
+  EXPECT_FALSE(good.contains("evidence_errors"));
+  EXPECT_EQ(rules(good), (std::set<std::string>{"kv_cache_low", "residual_large", "weights_vs_safetensors"}));
+  in["evidence"]["msprof"]["module_mem"][0]["max_mb"] = "597.6";
+  const json bad = BuildMemoryAdvice(in);
+  EXPECT_EQ(bad["status"], "partial");
+  ASSERT_EQ(bad["evidence_errors"].size(), 1u) << bad.dump(2);
+  EXPECT_EQ(bad["evidence_errors"][0]["document"], "evidence.msprof");
+  EXPECT_EQ(bad["evidence_errors"][0]["path"], "evidence.msprof.module_mem[0].max_mb");
+  // The residual rule needs msprof: no finding; the others keep theirs.
+  EXPECT_EQ(rules(bad), (std::set<std::string>{"kv_cache_low", "weights_vs_safetensors"}));
+  // A malformed model config: listed; the KV rule falls back to what the run measured.
+  in["model_config"] = {{"content", {{"num_hidden_layers", "four"}}}};
+  const json mc = BuildMemoryAdvice(in);
+  bool listed = false;
+  for (const auto& err : mc["evidence_errors"]) listed |= err["document"] == "model_config";
+  EXPECT_TRUE(listed) << mc.dump(2);
+  EXPECT_TRUE(rules(mc).count("kv_cache_low"));
 }
 
 TEST(MemoryEvidence, RenamedKeyIsAbsentNotAFinding) {

@@ -76,6 +76,41 @@ class KvCacheDtype(unittest.TestCase):
                          2 * memory_plan.kv_bytes_per_token(mla, 1))
 
 
+class HcclBufferSize(unittest.TestCase):
+    """HCCL per device = HCCL_FIXED_KB + hccl_buffers x HCCL_BUFFSIZE MB; its HBM is non-torch memory in
+    vLLM's budget, so a smaller buffer size gives that much to the KV cache."""
+
+    def hccl_plan(self, size, util=0.9):
+        devs = layouts.make_devices("910B3", 8, None, None, 2862)
+        return memory_plan.plan({"memory": {}}, small_model(), devs[:1], 1, 1, False, util, 4096, False, None,
+                                hccl_buffsize_mb=size)
+
+    def test_unset_is_the_default_200(self):
+        a, b = self.hccl_plan(None), self.hccl_plan(200)
+        self.assertEqual(a["ranks"][0]["msprof_components_kb"]["HCCL"], 612000)
+        self.assertEqual(b["ranks"][0]["msprof_components_kb"]["HCCL"], 612000)
+
+    def test_hccl_follows_the_setting_and_the_kv_cache_gets_the_difference(self):
+        big, small = self.hccl_plan(1000)["ranks"][0], self.hccl_plan(200)["ranks"][0]
+        self.assertEqual(big["msprof_components_kb"]["HCCL"], memory_plan.HCCL_FIXED_KB + 2 * 1000 * 1024)
+        self.assertAlmostEqual(big["components_mb"]["hccl"] - small["components_mb"]["hccl"], 1600.0)
+        delta = small["components_mb"]["kv_cache"] - big["components_mb"]["kv_cache"]
+        self.assertAlmostEqual(delta, 1600.0, delta=10.24)  # both floored to 0.01 GiB
+        self.assertEqual(big["npu_smi"]["after_loaded_mb"] - small["npu_smi"]["after_loaded_mb"], 1600)
+
+
+class KvCacheMemory(unittest.TestCase):
+    def test_the_kv_cache_is_the_bytes_given_whatever_the_utilisation(self):
+        devs = layouts.make_devices("910B3", 8, None, None, 2862)
+        n = 3 * 1024 ** 3 + 12345
+        p = memory_plan.plan({"memory": {}}, small_model(), devs[:1], 1, 1, False, 0.5, 4096, False, None,
+                             kv_cache_memory_bytes=n)
+        r = p["ranks"][0]
+        self.assertEqual(r["components_mb"]["kv_cache"], n / (1024.0 * 1024.0))
+        self.assertEqual(p["kv_cache_tokens"], n // (128 * p["kv_bytes_per_token"]) * 128)
+        self.assertEqual(r["printed"]["kv_manual"]["reserved_gib"], "3.0")
+
+
 class OtherProcessesOnTheDevice(SimTestCase):
     def test_busy_hbm_counts_as_fixed_and_shrinks_kv(self):
         busy = {"busy": [{"device": 0, "kind": "hbm", "mb": 5000}]}

@@ -22,6 +22,7 @@ def truth_doc(svc, devices, mode):
             "main_pid": svc.pid, "rank_pids": [], "devices": [d["index"] for d in devices],
             "msprof_output": svc.msprof["output"] if svc.msprof else None,
             "profiler_dir": svc.profiler_dir if svc.profiler_enabled else None,
+            "hccl_buffsize_mb": p.get("hccl_buffsize_mb"), "kv_cache_memory_bytes": p.get("kv_cache_memory_bytes"),
             "kv_cache_tokens": p["kv_cache_tokens"], "num_gpu_blocks": p["num_gpu_blocks"],
             "block_size": p["block_size"], "kv_bytes_per_token": p["kv_bytes_per_token"],
             "weights": {"total_bytes": w["total_bytes"], "per_device_bytes": w["per_device_bytes"],

@@ -37,6 +37,14 @@ def _sleep(secs, ppid):
         time.sleep(min(0.05, max(0.0, end - time.time())))
 
 
+KV_MANUAL_LINE = ("Initial free memory %s GiB, reserved %s GiB memory for KV Cache as specified by "
+                  "kv_cache_memory_bytes config and skipped memory profiling. This does not respect the "
+                  "gpu_memory_utilization config. Only use kv_cache_memory_bytes config when you want manual "
+                  "control of KV cache memory size. If OOM'ed, check the difference of initial free memory between "
+                  "the current run and the previous run where kv_cache_memory_bytes is suggested and update it "
+                  "correspondingly.")
+
+
 def main(argv):
     spec = json.loads(argv[0])
     signal.signal(signal.SIGTERM, _on_signal)
@@ -101,10 +109,14 @@ def main(argv):
     elif style == "new" or node_first:
         if style == "ascend":
             log.info("monitor.py:48", "torch.compile and initial profiling/warmup run together took %.2f s in total" % (step * 0.3))
-            log.info("worker.py:357", "Available KV cache memory: %s GiB" % p["kv_cache_gib"])
         else:
             log.info("monitor.py:34", "torch.compile takes %.2f s in total" % (step * 0.3))
-            log.info("gpu_worker.py:255", "Available KV cache memory: %s GiB" % p["kv_cache_gib"])
+        if p.get("kv_manual"):  # --kv-cache-memory: vLLM reserves that much and skips its budget
+            log.info("worker.py:340" if style == "ascend" else "gpu_worker.py:240", KV_MANUAL_LINE % (
+                p["kv_manual"]["initial_free_gib"], p["kv_manual"]["reserved_gib"]))
+        else:
+            log.info("worker.py:357" if style == "ascend" else "gpu_worker.py:255",
+                     "Available KV cache memory: %s GiB" % p["kv_cache_gib"])
     signal_main("K")
     _sleep(step * 0.2, ppid)
     if p.get("graph_capture_gib") is not None:

@@ -47,6 +47,9 @@ def add_engine_flags(ap):
     ap.add_argument("--quantization", "-q", default=None)
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--kv-cache-dtype", default="auto")
+    # vLLM's kv_cache_memory_bytes (it suggests `--kv-cache-memory=N` in its log): bytes, not a share
+    ap.add_argument("--kv-cache-memory-bytes", "--kv-cache-memory", dest="kv_cache_memory_bytes", type=int,
+                    default=None)
     ap.add_argument("--block-size", type=int, default=None)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--distributed-executor-backend", default=None)

@@ -273,7 +273,8 @@ class Service(RequestsMixin):
         try:
             self.plan = memory_plan.plan(self.cfg, self.model, devices, self.tp, self.dp, a.enable_expert_parallel,
                                          a.gpu_memory_utilization, self.max_model_len, a.enforce_eager, mode,
-                                         rank_offset=topo.rank_offset)
+                                         rank_offset=topo.rank_offset, hccl_buffsize_mb=_hccl_buffsize(self),
+                                         kv_cache_memory_bytes=a.kv_cache_memory_bytes)
         except memory_plan.NoKvRoom as e:
             # vllm-ascend logs the (negative) KV budget, then refuses to start.
             api.info("worker.py:357" if style != "new" else "gpu_worker.py:255",
@@ -552,6 +553,17 @@ class Service(RequestsMixin):
             self._write_truth("failed" if self.failure else "stopped", extra)
         work_timeline.record("service_shutdown", t_stop, sim_clock.now(), instance=self.instance, port=self.args.port)
         return 1 if self.failure else 0
+
+
+def _hccl_buffsize(svc):
+    """The service's HCCL_BUFFSIZE (MB per HCCL buffer), None when unset; HCCL refuses anything but
+    a positive whole number."""
+    text = os.environ.get("HCCL_BUFFSIZE")
+    if text is None or text == "":
+        return None
+    if not text.isdigit() or int(text) <= 0:
+        svc._crash("RuntimeError: HCCL_BUFFSIZE=%r is invalid: it must be a positive whole number of MB" % text)
+    return int(text)
 
 
 def run(args, entry):
