@@ -110,10 +110,17 @@ int FreePort() {
 
 // The played service: a marked python3 process that sleeps `delay_s`,
 // prints the start-up line to stderr.log when `line`, then serves /health
-// and /v1/models (listing "m") on `port` until killed.
-pid_t SpawnService(const std::string& rt, int port, double delay_s, bool line) {
+// and /v1/models (listing "m") on `port` until killed. The line comes once
+// the port listens, or, with `line_first`, 0.3 s before it listens (so that
+// a poll sees the line first whatever the load).
+pid_t SpawnService(const std::string& rt, int port, double delay_s, bool line, bool line_first = false) {
+  const std::string early =
+      line_first ? "open(sys.argv[1] + '/stderr.log', 'a').write('INFO:     Application startup complete.\\n')\n"
+                   "time.sleep(0.3)\n"
+                 : "";
+  if (line_first) line = false;
   const std::string py = "import http.server, json, sys, time\n"
-                         "time.sleep(" + std::to_string(delay_s) + ")\n"
+                         "time.sleep(" + std::to_string(delay_s) + ")\n" + early +
                          "class H(http.server.BaseHTTPRequestHandler):\n"
                          "    def log_message(self, *a): pass\n"
                          "    def do_GET(self):\n"
@@ -143,11 +150,11 @@ struct Service {
   std::string rt;
   int port = FreePort();
   pid_t pid = -1;
-  Service(double delay_s, bool line) {
+  Service(double delay_s, bool line, bool line_first = false) {
     rt = t.path + "/r1/service-1";
     fs::create_directories(rt);
     std::ofstream(rt + "/_start.sh") << "NPUPROF_SERVICE='r1/service-1'; export NPUPROF_SERVICE\n";
-    pid = SpawnService(rt, port, delay_s, line);
+    pid = SpawnService(rt, port, delay_s, line, line_first);
   }
   ~Service() { Kill(); }
   void Kill() {
@@ -167,7 +174,9 @@ struct Service {
 };
 
 TEST(ReadyProbeCheck, ASliceEndsWhenTheServiceAnswersAfterItsStartUpLine) {
-  Service svc(0.3, true);
+  // The line before the listener: the hint is the line whatever the load
+  // (a line written after the bind may be polled after the listener).
+  Service svc(0.3, true, /*line_first=*/true);
   auto o = svc.Wait(milliseconds(20000));
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->hint, "log");
