@@ -36,7 +36,11 @@ constexpr const char* kCheck = R"SH(s=; { read -r s < "/proc/$1/stat"; } 2>/dev/
 if [ -z "$st" ] || [ "$st" = Z ]; then obs=leader=gone; return 0; fi
 m="NPUPROF_SERVICE=$2"
 if unmarked "$3"; then m=; fi
-if ! ours "$1"; then obs=leader=foreign; return 0; fi
+if ! ours "$1"; then
+  s=; { read -r s < "/proc/$1/stat"; } 2>/dev/null; s=${s##*) }; st=${s%% *}
+  if [ -z "$st" ] || [ "$st" = Z ]; then obs=leader=gone; else obs=leader=foreign; fi
+  return 0
+fi
 if grep -qsF 'Application startup complete.' "$3/stderr.log" "$3/stdout.log"; then rp_h=log
 elif rp_listening "$4"; then rp_h=port
 else obs="leader=alive hint=none"; return 1; fi

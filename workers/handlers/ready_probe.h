@@ -10,7 +10,9 @@
 // holds and HTTP does not agree yet; no hint, no probe.
 //
 // Observation (`obs` of the wait's last poll), one of:
-//   leader=gone | leader=foreign
+//   leader=gone | leader=foreign   (a leader found without the marker is
+//       looked at again: one that exited meanwhile, its environment gone
+//       before its pid, is gone, not foreign)
 //   leader=alive hint=none
 //   leader=alive hint=log|port probes=N probe=unavailable     (python3 missing or
 //       the probe printed no verdict: the handler falls back to HTTP over

@@ -190,7 +190,11 @@ constexpr const char* kReadySignal = R"SH(s=; { read -r s < "/proc/$1/stat"; } 2
 if [ -z "$st" ] || [ "$st" = Z ]; then obs=leader=gone; return 0; fi
 m="NPUPROF_SERVICE=$2"
 if unmarked "$3"; then m=; fi
-if ! ours "$1"; then obs=leader=foreign; return 0; fi
+if ! ours "$1"; then
+  s=; { read -r s < "/proc/$1/stat"; } 2>/dev/null; s=${s##*) }; st=${s%% *}
+  if [ -z "$st" ] || [ "$st" = Z ]; then obs=leader=gone; else obs=leader=foreign; fi
+  return 0
+fi
 if grep -qsF 'Application startup complete.' "$3/stderr.log" "$3/stdout.log"; then obs="leader=alive log=ready"; return 0; fi
 obs="leader=alive log=starting"; return 1)SH";
 
