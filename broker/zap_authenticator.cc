@@ -170,10 +170,10 @@ void ZapAuthenticator::Loop() {
               refused_.fetch_add(1);
               uint64_t suppressed = 0;
               if (refusals.ShouldLog(key + " " + address, NowMs(), &suppressed))
-                spdlog::warn("listener: refused key {} from {} ({}){}; admit it with `npuprof keys allow NAME {}`", key,
+                spdlog::warn("listener: refused key {} from {} ({}){}; admit it with `{}`", key,
                              address, v.status_text,
                              suppressed ? fmt::format(", {} more refusal(s) since the last line", suppressed) : "",
-                             key);
+                             AllowCommandFor("NAME", key));
             }
           }
         }

@@ -94,7 +94,7 @@ void AddKeysCommand(CLI::App& app) {
       }
       PrintJson(json{{"key_file", path},
                      {"public_key", pair->public_key},
-                     {"next", "on the server: npuprof keys allow NAME " + pair->public_key}});
+                     {"next", "on the server: " + AllowCommandFor("NAME", pair->public_key)}});
     });
   }
   {

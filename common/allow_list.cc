@@ -75,6 +75,10 @@ Status AllowList::Add(const AllowedPeer& peer, bool* added) {
   return Status::Ok();
 }
 
+std::string AllowCommandFor(std::string_view name, std::string_view public_key) {
+  return fmt::format("npuprof keys allow {} -- '{}'", name, public_key);
+}
+
 Result<AllowedPeer> AllowList::Remove(std::string_view name) {
   auto it = std::find_if(peers_.begin(), peers_.end(), [&](const AllowedPeer& p) { return p.name == name; });
   if (it == peers_.end()) return Status::NotFound(fmt::format("no peer named '{}' in the allow-list", name));

@@ -31,6 +31,13 @@ struct AllowedPeer {
 // Ok when name may name a peer; else an error saying what a name may be.
 Status ValidatePeerName(std::string_view name);
 
+// The command that admits public_key under name, as a line a user pastes
+// into a shell: "npuprof keys allow NAME -- 'KEY'". Z85 keys hold shell
+// characters ($ & ( ) * ? ! # < > [ ] { }) and may start with '-', which
+// the command line would take for an option: hence the quotes and the
+// "--" (Z85 has no quote character).
+std::string AllowCommandFor(std::string_view name, std::string_view public_key);
+
 class AllowList {
  public:
   // `where` (usually the path) prefixes errors, with the line number.

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "common/allow_list.h"
+
 namespace npuprof {
 
 int64_t MaxMessageBytes() {
@@ -120,8 +122,8 @@ void HandshakeWatch::OnEvent(uint16_t event, uint32_t value) {
     case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
       Refuse(fmt::format(
           "the server refused this peer's key {} (ZAP status {}): it is not on the server's allow-list; the server's "
-          "owner admits it with `npuprof keys allow NAME {}`",
-          own_public_key_.value_or("(none)"), value, own_public_key_.value_or("KEY")));
+          "owner admits it with `{}`",
+          own_public_key_.value_or("(none)"), value, AllowCommandFor("NAME", own_public_key_.value_or("KEY"))));
       return;
     case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
       if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {

@@ -2,6 +2,7 @@
 // files and modes they leave, and --help on each.
 #include <gtest/gtest.h>
 
+#include "common/allow_list.h"
 #include "common/curve_keys.h"
 #include "common/server_keys.h"
 #include "tests/security/security_test_util.h"
@@ -42,17 +43,21 @@ TEST(KeysCli, RoundTrip) {
   EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
   EXPECT_EQ(ParseKeyFile(ReadText(key_file), key_file, true)->public_key, w1);  // untouched
 
-  CliResult allow = h.CliRaw({"keys", "allow", "w1", w1, "--data-dir", dd});
+  CliResult allow = h.CliRaw({"keys", "allow", "--data-dir", dd, "w1", "--", w1});
   ASSERT_EQ(allow.exit_code, 0) << allow.err;
   EXPECT_EQ(allow.json()["added"], true);
   EXPECT_EQ(ModeOf(dd + "/curve/allowed"), 0600);
   // Allowing the same again changes nothing; the same key under another name, or the server's own key, is refused.
-  EXPECT_EQ(h.CliRaw({"keys", "allow", "w1", w1, "--data-dir", dd}).json()["added"], false);
-  CliResult dup = h.CliRaw({"keys", "allow", "w2", w1, "--data-dir", dd});
+  EXPECT_EQ(h.CliRaw({"keys", "allow", "--data-dir", dd, "w1", "--", w1}).json()["added"], false);
+  CliResult dup = h.CliRaw({"keys", "allow", "--data-dir", dd, "w2", "--", w1});
   EXPECT_EQ(dup.exit_code, 2);
   EXPECT_NE(dup.err.find("already listed as 'w1'"), std::string::npos) << dup.err;
-  EXPECT_EQ(h.CliRaw({"keys", "allow", "srv", server_pub, "--data-dir", dd}).exit_code, 2);
-  EXPECT_EQ(h.CliRaw({"keys", "allow", "bad name", w1, "--data-dir", dd}).exit_code, 2);
+  CliResult own = h.CliRaw({"keys", "allow", "--data-dir", dd, "srv", "--", server_pub});
+  EXPECT_EQ(own.exit_code, 2);
+  EXPECT_NE(own.err.find("one of the server's own keys"), std::string::npos) << own.err;
+  CliResult bad_name = h.CliRaw({"keys", "allow", "--data-dir", dd, "bad name", "--", w1});
+  EXPECT_EQ(bad_name.exit_code, 2);
+  EXPECT_NE(bad_name.err.find("NAME: "), std::string::npos) << bad_name.err;
   CliResult bad_key = h.CliRaw({"keys", "allow", "w3", "not-a-key", "--data-dir", dd});
   EXPECT_EQ(bad_key.exit_code, 2);
   EXPECT_NE(bad_key.err.find("neither a CURVE public key"), std::string::npos) << bad_key.err;
@@ -77,6 +82,31 @@ TEST(KeysCli, RoundTrip) {
   CliResult gone = h.CliRaw({"keys", "remove", "w1", "--data-dir", dd});
   EXPECT_EQ(gone.exit_code, 2);
   EXPECT_NE(gone.err.find("no peer named 'w1'"), std::string::npos) << gone.err;
+}
+
+// The allow command npuprof prints (keys new's "next", the refusals) pasted
+// into a shell admits the key, for a key that starts with a dash and holds
+// shell characters (Z85: $ & ( ) * ? ! # < > [ ] { }).
+TEST(KeysCli, ThePrintedAllowCommandWorksInAShellForAKeyStartingWithADash) {
+  TempDir t;
+  NpuprofHarness h;
+  const std::string dd = t.path() + "/data";
+  ASSERT_EQ(h.CliRaw({"keys", "--data-dir", dd}).exit_code, 0);
+  const std::string key = "-uu[vl6Una}{:4pL{.O/FEE8D[UkN)ID.jXleg7p";
+  ASSERT_TRUE(ValidateZ85Key(key, "key").ok());
+  std::string line = AllowCommandFor("dash", key);
+  ASSERT_EQ(line.rfind("npuprof ", 0), 0u) << line;
+  line = "NPUPROF_DATA_DIR='" + dd + "' '" + NpuprofBinary() + "'" + line.substr(std::string("npuprof").size());
+  const auto r = RunCommand({"/bin/sh", "-c", line}, 60);
+  ASSERT_EQ(r.exit_code, 0) << line << "\n" << r.err;
+  const auto peers = h.CliRaw({"keys", "list", "--data-dir", dd}).json()["peers"];
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_EQ(peers[0]["public_key"], key);
+  // keys new prints the same form.
+  CliResult made = h.CliRaw({"keys", "new", "--out", t.path() + "/p.key"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.json().value("next", ""),
+            "on the server: " + AllowCommandFor("NAME", made.json().value("public_key", "")));
 }
 
 TEST(KeysCli, EveryVerbHasHelp) {

@@ -37,7 +37,14 @@ class ListenerE2E : public ::testing::Test {
   std::string NewKey(const std::string& name) {
     CliResult r = h_.CliRaw({"keys", "new", "--out", h_.Dir() + "/" + name + ".key"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.json().value("public_key", "");
+    const std::string key = r.json().value("public_key", "");
+    EXPECT_FALSE(key.empty()) << "keys new printed no public_key: " << r.out << r.err;
+    return key;
+  }
+  // `keys allow NAME KEY` on the server's data dir; its output on failure.
+  void Allow(const std::string& name, const std::string& key) {
+    CliResult r = h_.Cli({"keys", "allow", name, "--", key});  // a Z85 key may start with a dash
+    ASSERT_EQ(r.exit_code, 0) << "keys allow " << name << " '" << key << "': " << r.err << r.out;
   }
   std::string KeyFile(const std::string& name) const { return h_.Dir() + "/" + name + ".key"; }
   CliResult TcpClient(const std::vector<std::string>& verb, const std::string& key_name,
@@ -67,7 +74,7 @@ TEST_F(ListenerE2E, TcpPeersWithoutAnAllowedKeyGetNoAnswerWhileTheOwnerWorks) {
   CliResult unlisted = TcpClient({"runs"}, "c1");
   EXPECT_EQ(unlisted.exit_code, 2);
   EXPECT_NE(unlisted.err.find("refused this peer's key " + c1), std::string::npos) << unlisted.err;
-  EXPECT_NE(unlisted.err.find("npuprof keys allow NAME " + c1), std::string::npos) << unlisted.err;
+  EXPECT_NE(unlisted.err.find("npuprof keys allow NAME -- '" + c1 + "'"), std::string::npos) << unlisted.err;
   // The server logged it, with the key and the address.
   EXPECT_TRUE(PollFor([&] { return h_.Log("server").find("refused key " + c1 + " from 127.0.0.1") != std::string::npos; }, 30))
       << h_.Log("server");
@@ -83,7 +90,7 @@ TEST_F(ListenerE2E, TcpPeersWithoutAnAllowedKeyGetNoAnswerWhileTheOwnerWorks) {
   const std::string run_id = probe.json().value("run_id", "");
 
   // Allowed while the server runs: the next connection gets in, no restart.
-  ASSERT_EQ(h_.Cli({"keys", "allow", "c1", c1}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(Allow("c1", c1));
   CliResult allowed = TcpClient({"show", run_id}, "c1");
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
   EXPECT_EQ(allowed.json().value("status", ""), "ok");
@@ -100,7 +107,7 @@ TEST_F(ListenerE2E, TcpPeersWithoutAnAllowedKeyGetNoAnswerWhileTheOwnerWorks) {
 TEST_F(ListenerE2E, RemoteWorkerWithAnAllowedKeyServesAProbeRun) {
   StartServer(/*local_workers=*/0);
   const std::string w1 = NewKey("w1");
-  ASSERT_EQ(h_.Cli({"keys", "allow", "remote-w1", w1}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(Allow("remote-w1", w1));
   NewKey("stranger");  // never allowed
   auto stranger = h_.StartWorker({"--broker", tcp_, "--key-file", KeyFile("stranger"), "--server-key",
                                   server_pub_file_, "--id", "stranger"},
@@ -133,7 +140,7 @@ TEST_F(ListenerE2E, RemoteWorkerWithAnAllowedKeyServesAProbeRun) {
 TEST_F(ListenerE2E, KeyFilesMustBePrivate) {
   StartServer(/*local_workers=*/0);
   const std::string c1 = NewKey("c1");
-  ASSERT_EQ(h_.Cli({"keys", "allow", "c1", c1}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(Allow("c1", c1));
   ASSERT_EQ(TcpClient({"runs"}, "c1").exit_code, 0);
   ::chmod(KeyFile("c1").c_str(), 0644);
   CliResult open_key = TcpClient({"runs"}, "c1");
