@@ -42,27 +42,41 @@ std::optional<double> Utilization(const MemoryEvidence& e) {
   return e.vllm_log.gpu_memory_utilization;
 }
 
+// "0,1,2": a device list as the command line takes it.
+std::string DeviceListText(const std::vector<int64_t>& devices) {
+  std::string out;
+  for (auto d : devices) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
 // `npuprof submit sweep` over one grid key testing a remedy ("KEY=VALUE"),
 // with the advice it verifies; every other setting of the run is given as
-// it ran. Empty when the run is not a standalone one-node profile.
+// it ran: a multi-node run's points span the same nodes (--node, head
+// first, with the NPUs its spec asked for there). Empty when the run is not
+// a standalone profile.
 std::vector<std::string> SweepArgs(const MemoryEvidence& e, const std::string& grid, const json& advice,
                                    const std::string& verify_id) {
   const RunSettings& s = e.settings;
-  if (s.mode != "standalone" || s.multi_node || s.model.empty() || s.machine.empty()) return {};
+  if (s.mode != "standalone" || s.model.empty() || s.machine.empty()) return {};
+  if (s.multi_node && s.nodes.empty()) return {};
   const std::string key = grid.substr(0, grid.find('='));
-  std::vector<std::string> a = {"submit", "sweep", "--kind", "memory-profile", "--machine", s.machine,
-                                "--model", s.model, "--tp", std::to_string(s.tp), "--dp", std::to_string(s.dp)};
+  std::vector<std::string> a = {"submit", "sweep", "--kind", "memory-profile"};
+  if (s.multi_node) {
+    for (const auto& n : s.nodes)
+      a.insert(a.end(), {"--node", n.devices.empty() ? n.machine : n.machine + ":" + DeviceListText(n.devices)});
+    if (s.dp_address) a.insert(a.end(), {"--dp-address", *s.dp_address});
+    if (s.dp_rpc_port) a.insert(a.end(), {"--dp-rpc-port", std::to_string(*s.dp_rpc_port)});
+  } else {
+    a.insert(a.end(), {"--machine", s.machine});
+  }
+  a.insert(a.end(), {"--model", s.model, "--tp", std::to_string(s.tp), "--dp", std::to_string(s.dp)});
   if (key != "gpu-memory-utilization" && s.gpu_memory_utilization)
     a.insert(a.end(), {"--gpu-memory-utilization", fmt::format("{}", *s.gpu_memory_utilization)});
   if (key != "kv-cache-memory" && s.kv_cache_memory)
     a.insert(a.end(), {"--kv-cache-memory", std::to_string(*s.kv_cache_memory)});
   for (const auto& [name, value] : s.env)
     if (key != "env." + name) a.insert(a.end(), {"--env", name + "=" + value});
-  if (!s.devices.empty()) {
-    std::string devs;
-    for (auto d : s.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
-    a.insert(a.end(), {"--devices", devs});
-  }
+  if (!s.multi_node && !s.devices.empty()) a.insert(a.end(), {"--devices", DeviceListText(s.devices)});
   if (s.max_model_len) a.insert(a.end(), {"--max-model-len", std::to_string(*s.max_model_len)});
   if (s.max_tokens) a.insert(a.end(), {"--max-tokens", std::to_string(*s.max_tokens)});
   if (s.enforce_eager) a.push_back("--enforce-eager");

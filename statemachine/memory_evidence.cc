@@ -144,6 +144,7 @@ Result<RunSettings> DecodeSettings(const Doc& d, const Doc& ev, const MemoryRepo
   NP_TRY(d.Int("dp", dp));
   out.tp = ev.Has("tp") ? node.tp : tp.value_or(1);
   out.dp = ev.Has("dp") ? node.dp : dp.value_or(1);
+  if (d.Has("nodes") && dp) out.dp = *dp;  // a deployment's dp is over all its nodes
   NP_TRY(d.Int("max_model_len", out.max_model_len));
   NP_TRY(d.Int("max_tokens", out.max_tokens));
   NP_TRY(d.Bool("enforce_eager", out.enforce_eager));
@@ -153,6 +154,19 @@ Result<RunSettings> DecodeSettings(const Doc& d, const Doc& ev, const MemoryRepo
   NP_TRY(DecodeOptText(d, "additional_config", out.additional_config));
   NP_TRY(DecodeOptText(d, "quantization", out.quantization));
   out.multi_node = d.Has("nodes");
+  NP_TRY(d.Array("nodes"));
+  if (out.multi_node)
+    for (size_t i = 0; i < d.At("nodes").size(); ++i) {
+      const Doc n(d.At("nodes")[i], fmt::format("{}[{}]", d.PathOf("nodes"), i));
+      NP_TRY(n.IsObject());
+      NodeSetting node;
+      NP_TRY(n.Str("machine", node.machine));
+      if (node.machine.empty()) return n.Wrong("machine", "a machine name");
+      NP_TRY(n.Ints("devices", node.devices));
+      out.nodes.push_back(std::move(node));
+    }
+  NP_TRY(d.Str("dp_address", out.dp_address));
+  NP_TRY(d.Int("dp_rpc_port", out.dp_rpc_port));
   out.devices = node.devices;
   NP_TRY(d.Int("kv_cache_memory", out.kv_cache_memory));
   NP_TRY(d.Object("env"));
@@ -261,18 +275,32 @@ json MemoryAdviceInput(const RunState& s, const json& report_evidence, const jso
                         "enforce_eager", "enable_expert_parallel", "compilation_config", "speculative_config",
                         "additional_config", "quantization", "extra_args", "env", "kv_cache_memory"})
     if (s.spec.contains(f)) spec[f] = s.spec[f];
-  if (s.spec.contains("nodes") && s.spec["nodes"].is_array() && !s.spec["nodes"].empty())
-    spec["nodes"] = s.spec["nodes"].size();
+  // A multi-node run's nodes (machine and devices asked for, head first) and
+  // its data-parallel address and port: what its remedy sweep repeats.
+  if (s.spec.contains("nodes") && s.spec["nodes"].is_array() && !s.spec["nodes"].empty()) {
+    spec["nodes"] = json::array();
+    for (const auto& n : s.spec["nodes"]) {
+      json node = {{"machine", Field(n, "machine")}};
+      if (Field(n, "devices").is_array()) node["devices"] = n["devices"];
+      spec["nodes"].push_back(std::move(node));
+    }
+    for (const char* f : {"dp_address", "dp_rpc_port"})
+      if (s.spec.contains(f) && !s.spec[f].is_null()) spec[f] = s.spec[f];
+  }
   json in = {{"run_id", s.run_id},
              {"machine", s.machine},
              {"status", RunStatusName(s.terminal ? s.status : RunStatus::kRunning)},
              {"spec", spec},
              {"evidence", report_evidence}};
-  // The report's component values per device (what the residual rule reads).
+  // The report's component values per device (what the residual rule reads):
+  // the devices of the machine the evidence is of (a multi-node run's head;
+  // another node's device 0 is not the head's).
   json comps = json::object();
+  const json head = Field(report_evidence, "machine");
   for (const auto& d : ArrField(report, "devices")) {
     const auto id = IntField(d, "device_id");
     if (!id) continue;
+    if (head.is_string() && Field(d, "machine").is_string() && Field(d, "machine") != head) continue;
     json c = json::object();
     for (const auto& x : ArrField(d, "components"))
       if (Field(x, "value_mb").is_number()) c[StrField(x, "key")] = x["value_mb"];

@@ -118,6 +118,13 @@ struct ModelConfigEvidence {
 };
 
 // The run's settings (its spec, as validated).
+// One node of a multi-node run as its spec names it: the machine and the
+// NPUs asked for there (empty: npuprof picked free ones).
+struct NodeSetting {
+  std::string machine;
+  std::vector<int64_t> devices;
+};
+
 struct RunSettings {
   std::string run_id, machine, mode, model;
   std::optional<double> gpu_memory_utilization;
@@ -129,6 +136,11 @@ struct RunSettings {
   std::vector<std::string> extra_args;  // after "--"
   std::map<std::string, std::string> env;  // the service's extra environment (spec.env)
   std::optional<int64_t> kv_cache_memory;  // vLLM's --kv-cache-memory, bytes per device
+  // A multi-node run (multi_node): its nodes, head first, and the
+  // data-parallel address and RPC port its spec gave (absent: npuprof's).
+  std::vector<NodeSetting> nodes;
+  std::optional<std::string> dp_address;
+  std::optional<int64_t> dp_rpc_port;
 };
 
 struct MemoryEvidence {

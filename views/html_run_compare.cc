@@ -181,7 +181,11 @@ std::string Memory(const json& c, const Words& w) {
   for (const auto& d : ArrField(c, "devices")) {
     std::vector<std::string> ids;
     size_t k = 0;
-    for (const auto& id : ArrField(d, "device_ids")) ids.push_back(Letter(k++) + "=" + CellText(id));
+    const json& machines = Field(d, "machines");  // multi-node runs: machine:device
+    for (const auto& id : ArrField(d, "device_ids")) {
+      const json m = machines.is_array() && k < machines.size() ? machines[k] : json(nullptr);
+      ids.push_back(Letter(k++) + "=" + (m.is_string() ? m.get<std::string>() + ":" : "") + CellText(id));
+    }
     out += Heading(2, fmt::format("{} {} ({}: {})", w(kPosition), CellText(Field(d, "position")), w(kDeviceIds),
                                   fmt::join(ids, ", ")),
                    fmt::format("position-{}", CellText(Field(d, "position"))));

@@ -233,18 +233,24 @@ void MemoryCompare(const std::vector<json>& ms, json& out) {
   json devices = json::array();
   for (size_t p = 0; p < positions; ++p) {
     std::vector<const json*> at;
-    json ids = json::array(), notes = json::array();
+    json ids = json::array(), machines = json::array(), notes = json::array();
+    bool any_machine = false;
     for (size_t i = 0; i < ms.size(); ++i) {
       at.push_back(p < devs[i].size() ? &devs[i][p] : nullptr);
       ids.push_back(at.back() ? Field(*at.back(), "device_id") : json(nullptr));
+      const json machine = at.back() ? Field(*at.back(), "machine") : json(nullptr);
+      any_machine = any_machine || machine.is_string();
+      machines.push_back(machine.is_string() ? machine : json(nullptr));
       if (!at.back())
         notes.push_back(fmt::format("{} has no device at position {} ({} device(s))", RunId(ms[i]), p,
                                     devs[i].size()));
     }
     json comps = json::array();
     for (const auto& k : keys) comps.push_back(ComponentRow(k, ms, at));
-    devices.push_back({{"position", p},
-                       {"device_ids", std::move(ids)},
+    json row = {{"position", p}, {"device_ids", std::move(ids)}};
+    if (any_machine) row["machines"] = std::move(machines);  // a multi-node run's devices: (machine, device)
+    devices.push_back(std::move(row));
+    devices.back().update(json{
                        {"components", std::move(comps)},
                        {"kv_cache_tokens", TokensRow(at)},
                        {"hbm_used_mb", DeviceNumberRow("hbm_used_mb", at)},

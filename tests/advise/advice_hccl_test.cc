@@ -75,6 +75,38 @@ TEST(HcclBuffersLarge, FiresWhenTheBuffersTakeMoreThanTheirShare) {
   EXPECT_EQ(f[0].suggestion.verify_run_id, "r1-adv-hccl");
 }
 
+// A multi-node run's remedy sweep spans the same nodes: --node per node,
+// head first, with the NPUs its spec asked for there, and the deployment's
+// dp (not the head's share), the dp address and port it was given.
+TEST(HcclBuffersLarge, AMultiNodeRunsSweepSpansItsNodes) {
+  json in = Input("1000", 202400 / 1024.0 + 2000);
+  in["machine"] = "head";
+  in["spec"]["dp"] = 2;
+  in["spec"]["nodes"] = json::array({{{"machine", "head"}}, {{"machine", "worker"}, {"devices", {2, 3}}}});
+  in["spec"]["dp_address"] = "10.0.0.1";
+  in["evidence"]["machine"] = "head";
+  const auto f = RuleHcclBuffersLarge(Decode(in));
+  ASSERT_EQ(f.size(), 1u);
+  const auto& a = f[0].suggestion.sweep_args;
+  std::vector<std::string> nodes;
+  for (size_t i = 0; i + 1 < a.size(); ++i)
+    if (a[i] == "--node") nodes.push_back(a[i + 1]);
+  EXPECT_EQ(nodes, (std::vector<std::string>{"head", "worker:2,3"}));
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--machine"), a.end());
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--devices"), a.end());
+  auto dp = std::find(a.begin(), a.end(), "--dp");
+  ASSERT_NE(dp, a.end());
+  EXPECT_EQ(*(dp + 1), "2");
+  auto addr = std::find(a.begin(), a.end(), "--dp-address");
+  ASSERT_NE(addr, a.end());
+  EXPECT_EQ(*(addr + 1), "10.0.0.1");
+  // A node list that is not a list of {machine} is an error naming the path.
+  in["spec"]["nodes"] = json::array({{{"devices", {0}}}});
+  auto bad = DecodeMemoryEvidence(in);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("nodes[0].machine"), std::string::npos) << bad.status().message();
+}
+
 TEST(HcclBuffersLarge, DoesNotFireAtTheDefaultOrBelowTheShare) {
   // The default (unset = 200 MB): 2 buffers = 400 MB, 0.6 % of HBM.
   EXPECT_TRUE(RuleHcclBuffersLarge(Decode(Input("", 202400 / 1024.0 + 400))).empty());

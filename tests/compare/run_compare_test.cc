@@ -84,6 +84,25 @@ TEST(RunCompare, SameRunsHaveZeroDeltasAndNoConfigDiff) {
     }
 }
 
+// One-node reports carry no machine: no "machines" row. A multi-node
+// report's devices do: each position names its machine in every run (null
+// where a run has no device there or names none).
+TEST(RunCompare, MultiNodeDevicesNameTheirMachinePerPosition) {
+  json a = MemoryManifest("rA"), b = MemoryManifest("rB");
+  ASSERT_GE(a["report"]["devices"].size(), 2u);
+  EXPECT_FALSE(Compare({a, b})["devices"][0].contains("machines"));
+  for (json* m : {&a, &b}) {
+    (*m)["report"]["devices"][0]["machine"] = "head";
+    (*m)["report"]["devices"][1]["machine"] = "worker";
+  }
+  b["report"]["devices"].erase(1);
+  const json c = Compare({a, b});
+  EXPECT_EQ(c["devices"][0]["machines"], json::array({"head", "head"}));
+  EXPECT_EQ(c["devices"][1]["machines"], json::array({"worker", nullptr}));
+  const std::string text = views::RenderRunCompareText(c, "en");
+  EXPECT_NE(text.find("A=worker:"), std::string::npos) << text;
+}
+
 TEST(RunCompare, DefaultServedNamesMadeFromTheRunIdAreNoDifference) {
   json a = MemoryManifest("rA"), b = MemoryManifest("rB"), c = MemoryManifest("rC");
   a["served_model_name"] = "npuprof-mem-rA";
