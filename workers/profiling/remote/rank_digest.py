@@ -16,16 +16,19 @@
 #       The kernel summary (or the trace_view.json check) of each file, one
 #       JSON line per file: the differential tests.
 #
-# Memory stays bounded whatever the files' size: the CSV is read in 1 MiB
+# Memory stays bounded whatever the files' size: the CSV is read in 128 KiB
 # pieces and aggregated per distinct kernel (a piece's durations are held
-# until the piece is folded in); trace_view.json is validated element by
-# element of its event array (no element above 64 MiB).
+# until the piece is folded in); trace_view.json is validated a run of whole
+# events of its event array at a time (no element above 64 MiB).
 #
-# Speed: KernelSummary takes whole lines itself while no record is open
-# (_lines: split at the commas up to the last column read, plain decimals
-# converted directly, sums folded per piece in the rows' order, so the
-# output is byte for byte CsvReader's); the header, records spanning lines
-# and lines whose quotes it cannot take go to CsvReader.
+# Speed: KernelSummary takes a piece of plain whole lines column by column
+# (_columns: each step one call over all the piece's lines), other whole
+# lines one by one (_lines: split at the commas up to the last column read,
+# plain decimals converted directly); both fold the sums per piece in the
+# rows' order, so the output is byte for byte CsvReader's; the header,
+# records spanning lines and lines whose quotes it cannot take go to
+# CsvReader. The pieces are small so that their objects reuse the memory
+# the allocator keeps (1 MiB pieces cost a page fault per 4 KiB of them).
 import codecs
 import collections
 import functools
