@@ -7,7 +7,7 @@
 #       Start-or-attach analyse() (when LAUNCH_SCRIPT is not empty: it is run
 #       as `sh -c LAUNCH_SCRIPT npuprof-analyse DIR MARKER`, the marker
 #       protocol of workers/profiling/remote_analyse.h), wait up to BUDGET_MS
-#       for MARKER.rc (polls 10 ms doubling to 250 ms, the process checked at
+#       for MARKER.rc (polls 10 ms doubling to 100 ms, the process checked at
 #       each poll), then print one JSON object (ASCII) on stdout. The rank's
 #       outputs are read only once analyse() has ended (or vanished), or when
 #       FINAL is 1. kernel_details.csv's summary and trace_view.json's check
@@ -1243,7 +1243,7 @@ def digest(d, marker, budget_ms, final, launch):
         if now >= deadline:
             break
         time.sleep(min(pause, deadline - now))
-        pause = min(pause * 2, 0.25)
+        pause = min(pause * 2, 0.1)  # at most 0.1 s late: a poll is two file looks
     out["polls"] = polls
     out["waited_ms"] = int((time.monotonic() - start) * 1000)
     out["finished"] = rc is not None
