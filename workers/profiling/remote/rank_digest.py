@@ -933,10 +933,11 @@ class TraceChecker(object):
         for _ in range(64):
             c = self.buf.rfind("}", start, c)
             if c < 0:
-                return False
+                break
             if _NEXT_EVENT.match(self.buf, c + 1):
                 break
-        else:
+        if c < 0 or not _NEXT_EVENT.match(self.buf, c + 1):
+            self.no_batch_until = self.base + end  # no cut here: one element at a time up to what is read
             return False
         try:
             v = self.json.decode("[" + self.buf[start:c + 1] + "]")
