@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -299,6 +300,99 @@ TEST(KernelSummaryDifferential, TraceViewCheckAgreesWithTheReference) {
       EXPECT_EQ((*got)["event_count"], want->event_count) << files[i];
     }
   }
+}
+
+// Files of many pieces whose rows the program takes column by column (a
+// whole piece at once: every line even in quotes, the columns read bare or
+// one quoted span, plain decimals), each file one variant at the edges of
+// that path: cells padded with spaces or quoted with spaces inside, zero
+// durations, "5." and "007", names of exactly MAX_NAME bytes and one more,
+// a kernel's core changing between and within pieces, new kernels in every
+// piece up to and past max_distinct, CRLF line ends, a start time or a
+// duration above 2^63, a duration that underflows. Fixed seed.
+TEST(KernelSummaryDifferential, WholePiecesColumnByColumn) {
+  TempDir tmp;
+  const std::string h =
+      "Step Id,Model ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),Input Shapes,Wait Time(us)\n";
+  std::mt19937 rng(4538);
+  auto num = [&](int whole) { return std::to_string(rng() % whole) + "." + std::to_string(rng() % 1000); };
+  using Row = std::function<std::string(int)>;
+  const std::vector<std::pair<std::string, Row>> variants = {
+      {"plain", [&](int i) { return "1,2,k" + std::to_string(i % 40) + ",T" + std::to_string(i % 6) + ",dyn,AI_CORE,\"" + num(100000000) + "\t\"," + num(5000) + ",\"\"\"4,8\"\"\",1\n"; }},
+      {"spaces", [&](int i) { return "1,2,  k" + std::to_string(i % 40) + " x\t, T ,dyn, \" AI_CORE \" , \" " + num(1000) + " \" ,\t" + num(50) + " ,s,1\r\n"; }},
+      {"zeros", [&](int i) { return "1,2,k" + std::to_string(i % 9) + ",T,dyn,C,0,"  + (i % 3 ? std::string("0.000") : i % 2 ? "5." : "007") + ",s,1\n"; }},
+      {"names", [&](int i) { return "1,2," + std::string(255 + (i % 700 == 699), 'n') + std::to_string(i % 2) + ",T,dyn,C,1," + num(9) + ",s,1\n"; }},
+      {"cores", [&](int i) { return "1,2,k" + std::to_string(i % 5) + ",T" + std::to_string(i % 3) + ",dyn," + (i % 4001 == 4000 ? "AI_VECTOR_CORE" : "AI_CORE") + ",1," + num(9) + ",s,1\n"; }},
+      {"distinct", [&](int i) { return "1,2,k" + std::to_string(i / 50) + ",T" + std::to_string(i % 70) + ",dyn,C,1," + num(9) + ",s,1\n"; }},
+      {"big start", [&](int i) { return "1,2,k,T,dyn,C," + std::string(i == 9000 ? "92233720368547758080" : "5") + "," + num(9) + ",s,1\n"; }},
+      {"big duration", [&](int i) { return "1,2,k,T,dyn,C,5," + std::string(i == 9000 ? "92233720368547758080" : "3.5") + ",s,1\n"; }},
+      {"underflow", [&](int i) { return "1,2,k,T,dyn,C,5," + std::string(i == 9000 ? "0." + std::string(400, '0') + "1" : "0.0") + ",s,1\n"; }},
+  };
+  std::vector<std::string> files;
+  for (const auto& [name, row] : variants) {
+    std::string text = h;
+    for (int i = 0; i < 12000; ++i) text += row(i);
+    files.push_back(tmp.path + "/" + name + ".csv");
+    WriteTree(files.back(), text);
+  }
+  ExpectSameSummaries(files, 20000);
+  ExpectSameSummaries(files, 100);
+}
+
+// trace_view.json files of many reads, which the program decodes in runs of
+// whole events: separators as json.dumps and the real files write them,
+// events whose args hold arrays of objects (a cut that lands inside one),
+// and an error late in the file of each kind the check refuses.
+TEST(KernelSummaryDifferential, LargeTracesInRunsOfEvents) {
+  TempDir tmp;
+  auto events = [](const std::string& sep, int n, int bad_at, const std::string& bad) {
+    std::string t = "[";
+    for (int i = 0; i < n; ++i) {
+      if (i) t += sep;
+      if (i == bad_at) {
+        t += bad;
+        continue;
+      }
+      t += "{\"name\": \"k" + std::to_string(i % 37) + "\", \"ph\": \"X\", \"ts\": \"" + std::to_string(1000 + i) +
+           ".5\", \"dur\": " + std::to_string(i % 90) + ".25, \"args\": {\"l\": [{\"x\": 1}, {\"y\": [2, {}]}], \"s\": \"},{\"}}";
+    }
+    return t + "]";
+  };
+  const std::vector<std::string> cases = {
+      events(", ", 20000, -1, ""),
+      events(",\n", 20000, -1, ""),
+      events(",", 20000, -1, ""),
+      "{\"a\": 1, \"traceEvents\": " + events(", ", 20000, -1, "") + ", \"b\": [1]}",
+      events(", ", 20000, 15000, "{\"dur\": 1e999}"),
+      events(", ", 20000, 15000, "{\"dur\": NaN}"),
+      events(", ", 20000, 15000, "{\"s\": \"\x01\"}"),
+      events(", ", 20000, 15000, "{\"s\": \"\\q\"}"),
+      events(", ", 20000, 15000, "{\"a\": 1,}"),
+      events(", ", 20000, 15000, "7"),
+      events(", ", 20000, 19999, "{}, ") ,
+      events(", ", 20000, 15000, "{\"dur\": 1.5e300, \"n\": 123456789012345678901234567890}"),
+      events(", ", 20000, -1, "").substr(0, 900000),
+  };
+  std::vector<std::string> files;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    files.push_back(tmp.path + "/big" + std::to_string(i) + ".json");
+    WriteTree(files.back(), cases[i]);
+  }
+  std::vector<std::string> argv = {"python3", Program(), "trace"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  const auto lines = RunProgram(argv);
+  ASSERT_EQ(lines.size(), files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto got = ParseJson(lines[i]);
+    ASSERT_TRUE(got.ok()) << lines[i];
+    auto want = CheckTraceViewJson(ReadAll(files[i]));
+    EXPECT_EQ((*got)["valid"], want.ok()) << files[i] << ": " << lines[i]
+                                          << (want.ok() ? "" : "\n reference: " + want.status().message());
+    if (want.ok() && (*got)["valid"] == true) {
+      EXPECT_EQ((*got)["event_count"], want->event_count) << files[i];
+    }
+  }
+  EXPECT_EQ(ParseJson(lines[0])->value("event_count", 0), 20000);  // the reference and the program alike
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #       Start-or-attach analyse() (when LAUNCH_SCRIPT is not empty: it is run
 #       as `sh -c LAUNCH_SCRIPT npuprof-analyse DIR MARKER`, the marker
 #       protocol of workers/profiling/remote_analyse.h), wait up to BUDGET_MS
-#       for MARKER.rc (polls 10 ms doubling to 250 ms, the process checked at
+#       for MARKER.rc (polls 10 ms doubling to 100 ms, the process checked at
 #       each poll), then print one JSON object (ASCII) on stdout. The rank's
 #       outputs are read only once analyse() has ended (or vanished), or when
 #       FINAL is 1. kernel_details.csv's summary and trace_view.json's check
@@ -16,17 +16,21 @@
 #       The kernel summary (or the trace_view.json check) of each file, one
 #       JSON line per file: the differential tests.
 #
-# Memory stays bounded whatever the files' size: the CSV is read in 1 MiB
+# Memory stays bounded whatever the files' size: the CSV is read in 128 KiB
 # pieces and aggregated per distinct kernel (a piece's durations are held
-# until the piece is folded in); trace_view.json is validated element by
-# element of its event array (no element above 64 MiB).
+# until the piece is folded in); trace_view.json is validated a run of whole
+# events of its event array at a time (no element above 64 MiB).
 #
-# Speed: KernelSummary takes whole lines itself while no record is open
-# (_lines: split at the commas up to the last column read, plain decimals
-# converted directly, sums folded per piece in the rows' order, so the
-# output is byte for byte CsvReader's); the header, records spanning lines
-# and lines whose quotes it cannot take go to CsvReader.
+# Speed: KernelSummary takes a piece of plain whole lines column by column
+# (_columns: each step one call over all the piece's lines), other whole
+# lines one by one (_lines: split at the commas up to the last column read,
+# plain decimals converted directly); both fold the sums per piece in the
+# rows' order, so the output is byte for byte CsvReader's; the header,
+# records spanning lines and lines whose quotes it cannot take go to
+# CsvReader. The pieces are small so that their objects reuse the memory
+# the allocator keeps (1 MiB pieces cost a page fault per 4 KiB of them).
 import codecs
+import collections
 import functools
 import json
 import math
@@ -36,6 +40,7 @@ import re
 import subprocess
 import sys
 import time
+from itertools import repeat
 
 MAX_NAME = 256
 OTHER = b"(other kernels)"
@@ -43,7 +48,7 @@ MAX_CELL = 64 * 1024
 MAX_CELLS = 4096
 TOP_N = 30
 MAX_TYPES = 64
-CHUNK = 1 << 20
+CHUNK = 128 << 10  # small pieces: their objects fit the allocator's kept arenas (no page faults per piece)
 LOG_PART = 16 * 1024
 MAX_JSON_VALUE = 64 << 20
 MAX_MAG = 9223372036854775808.0
@@ -280,6 +285,26 @@ NUMBER, NOT_A_NUMBER, OUT_OF_RANGE = 0, 1, 2
 _PLAIN = (b"", b".")  # what is left of a plain decimal once its digits are deleted
 
 
+def _fold(a):
+    """A kernel's or type's durations held in a[4] folded into its count,
+    sum (in the rows' order) and maximum."""
+    ds = a[4]
+    if ds:
+        a[1] += len(ds)
+        a[2] = functools.reduce(operator.add, ds, a[2])
+        m = max(ds)
+        if a[3] < m:
+            a[3] = m
+        del ds[:]
+
+
+def _plain(cells):
+    """Every cell a plain decimal (digits, at most one dot, a digit in it):
+    what float() reads as the rules of parse_number do."""
+    return (b"".join(cells).translate(None, b"0123456789.") == b"" and min(map(len, cells)) > 0
+            and max(map(bytes.count, cells, repeat(b"."))) <= 1 and b"." not in cells)
+
+
 def parse_number(s):
     if s[:1] == b"+":
         s = s[1:]
@@ -444,6 +469,9 @@ class KernelSummary(object):
                     self.carry = buf[pos:]
                     return
                 lines = buf[pos:last].split(b"\n")
+                if self._columns(lines):
+                    pos = last + 1
+                    continue
                 done = self._lines(lines)
                 if done == len(lines):
                     pos = last + 1
@@ -454,6 +482,107 @@ class KernelSummary(object):
             end = n if nl < 0 else nl + 1
             self.reader.feed(buf[pos:end])
             pos = end
+
+    def _columns(self, lines):
+        """The data records of whole lines taken column by column, each step
+        one call over every line (no Python per cell): when every line has
+        an even number of quotes, at least the columns read, no quote in an
+        unread one among them, read cells that are bare or one quoted span
+        ("123.456\t", the real start time), plain decimals for the
+        durations and start times, names and types within MAX_NAME, and
+        room for the piece's new kernels. Returns False, having changed
+        nothing, when a line is outside that; _lines then takes the piece
+        with the same rules row by row."""
+        r = self.reader
+        want = min(r.limit or MAX_CELLS, MAX_CELLS)
+        n = len(lines)
+        if not n or max(map(len, lines)) > MAX_CELL or any(map(operator.and_, map(bytes.count, lines, repeat(b'"')), repeat(1))):
+            return False
+        rows = list(map(bytes.split, lines, repeat(b","), repeat(want)))
+        if min(map(len, rows)) < want:
+            return False
+        cols = list(zip(*rows))
+        cc = self.core_col if self.core_col is not None else -1
+        sc = self.start_col if self.start_col is not None else -1
+        read = {self.name_col, self.type_col, self.dur_col, cc, sc}
+        cells = {}
+        for i in range(want):
+            col = cols[i]
+            if b'"' not in b"".join(col):
+                if i in read:
+                    cells[i] = list(map(bytes.strip, col, repeat(_SPACE)))
+                continue
+            if i not in read:
+                return False
+            col = list(map(bytes.strip, col, repeat(_SPACE)))
+            if (b"".join(col).count(b'"') != 2 * n or min(map(len, col)) < 2
+                    or not all(map(bytes.startswith, col, repeat(b'"')))
+                    or not all(map(bytes.endswith, col, repeat(b'"')))):
+                return False  # quotes other than one whole quoted span per cell
+            cells[i] = list(map(bytes.strip, map(operator.getitem, col, repeat(slice(1, -1))), repeat(_SPACE)))
+        names, types_, durs_ = cells[self.name_col], cells[self.type_col], cells[self.dur_col]
+        if max(map(len, names)) > MAX_NAME or max(map(len, types_)) > MAX_NAME or not _plain(durs_):
+            return False
+        cores = cells[cc] if cc >= 0 else [b""] * n
+        if cc >= 0 and max(map(len, cores)) > MAX_NAME:
+            return False
+        ds = list(map(float, durs_))
+        if max(ds) > MAX_MAG:
+            return False  # out of range: _lines says so at its row
+        if 0.0 in ds and any(s.strip(b".0") for s, d in zip(durs_, ds) if d == 0.0):
+            return False  # an underflow: _lines refuses it
+        sts = None
+        if sc >= 0:
+            starts = cells[sc]
+            if not _plain(starts) or max(map(len, starts)) >= 300:
+                return False
+            sts = list(map(float, starts))
+            if max(sts) > MAX_MAG:
+                return False
+        keys = list(zip(names, types_))
+        kernels = self.kernels
+        types = self.types
+        uniq = set(keys)
+        new = uniq.difference(kernels)
+        if new:
+            if len(kernels) + len(new) > self.max_distinct:
+                return False  # the kernels past the limit: _lines counts them row by row
+            first = dict(zip(reversed(keys), reversed(cores)))  # a key's first row's core
+            for key in new:
+                kernels[key] = [first[key], 0, 0.0, 0.0, []]
+        for typ, core in dict(zip(reversed(types_), reversed(cores))).items():
+            if typ not in types:
+                types[typ] = [core, 0, 0.0, 0.0, []]
+        for key, core in set(zip(keys, cores)):
+            k = kernels[key]
+            if k[0] != core:
+                k[0] = b"mixed"
+        for typ, core in set(zip(types_, cores)):
+            t = types[typ]
+            if t[0] != core:
+                t[0] = b"mixed"
+        # Only the piece's own kernels and types are touched and folded (a
+        # piece is small; the summary may hold thousands of kernels).
+        kd = {key: kernels[key][4] for key in uniq}
+        td = {typ: types[typ][4] for typ in set(types_)}
+        collections.deque(map(list.append, map(kd.__getitem__, keys), ds), 0)
+        collections.deque(map(list.append, map(td.__getitem__, types_), ds), 0)
+        for key in kd:
+            _fold(kernels[key])
+        for typ in td:
+            _fold(types[typ])
+        self.total = functools.reduce(operator.add, ds, self.total)
+        if sts is not None:
+            m = min(sts)
+            if self.first is None or m < self.first:
+                self.first = m
+            m = max(map(operator.add, sts, ds))
+            if self.last is None or m > self.last:
+                self.last = m
+        r.index += n
+        self.data_rows += n
+        self.counted += n
+        return True
 
     def _lines(self, lines):
         """The data records of whole lines (no '\\n' in them), summarised
@@ -715,6 +844,10 @@ def _finite(text):
     return v
 
 
+BATCH_MIN = 32 * 1024
+_NEXT_EVENT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*\{")
+
+
 class TraceChecker(object):
     """Valid JSON whose top level is an array of events or an object with a
     "traceEvents" array; counts the array's elements (and those that are no
@@ -728,6 +861,7 @@ class TraceChecker(object):
         self.base = 0   # characters dropped before buf
         self.eof = False
         self.json = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+        self.no_batch_until = 0  # (absolute) where a batch that failed ended: elements one by one up to it
         self.events = 0
         self.non_objects = 0
         self.saw_events = False
@@ -783,6 +917,38 @@ class TraceChecker(object):
                 self.fail("a value longer than %d characters" % MAX_JSON_VALUE)
             self.more()
 
+    def batch(self):
+        """The events from pos up to an event's end near the buffer's end
+        (a '}' followed by ',' and '{'), decoded at once as one array;
+        True when it took them. The cut is sound whatever it lands in: the
+        piece decodes as "[piece]" only when it is whole elements of the
+        event array. A piece that does not decode (a cut inside a string or
+        a nested array, or an error) is read element by element up to its
+        cut, where the error, if any, is named as before."""
+        start = self.pos
+        end = len(self.buf)
+        if end - start < BATCH_MIN or self.base + start < self.no_batch_until:
+            return False
+        c = end
+        for _ in range(64):
+            c = self.buf.rfind("}", start, c)
+            if c < 0:
+                break
+            if _NEXT_EVENT.match(self.buf, c + 1):
+                break
+        if c < 0 or not _NEXT_EVENT.match(self.buf, c + 1):
+            self.no_batch_until = self.base + end  # no cut here: one element at a time up to what is read
+            return False
+        try:
+            v = self.json.decode("[" + self.buf[start:c + 1] + "]")
+        except (ValueError, RecursionError):
+            self.no_batch_until = self.base + c + 1
+            return False
+        self.events += len(v)
+        self.non_objects += len(v) - sum(map(isinstance, v, repeat(dict)))
+        self.pos = c + 1
+        return True
+
     def events_array(self):
         self.saw_events = True
         self.pos += 1  # '['
@@ -790,10 +956,11 @@ class TraceChecker(object):
             self.pos += 1
             return
         while True:
-            v = self.value()
-            self.events += 1
-            if not isinstance(v, dict):
-                self.non_objects += 1
+            if not self.batch():
+                v = self.value()
+                self.events += 1
+                if not isinstance(v, dict):
+                    self.non_objects += 1
             c = self.peek()
             if c == ",":
                 self.pos += 1
@@ -1077,7 +1244,7 @@ def digest(d, marker, budget_ms, final, launch):
         if now >= deadline:
             break
         time.sleep(min(pause, deadline - now))
-        pause = min(pause * 2, 0.25)
+        pause = min(pause * 2, 0.1)  # at most 0.1 s late: a poll is two file looks
     out["polls"] = polls
     out["waited_ms"] = int((time.monotonic() - start) * 1000)
     out["finished"] = rc is not None
