@@ -28,7 +28,6 @@
 #include <fmt/ranges.h>
 
 #include "workers/handlers/handlers.h"
-#include "workers/profiling/target_interpreter.h"
 #include "workers/remote.h"
 #include "workers/ssh/ssh_session.h"
 
@@ -106,17 +105,7 @@ json MeasureOne(const tasks::Machine& machine, int samples, TaskContext& ctx) {
   auto session = ctx.pool.Acquire(*target);
   std::string method, last_error;
   std::vector<ssh::ClockSample> got;
-  // The interpreter the HTTP program reported for this machine, when this
-  // worker knows it (target_interpreter.h): no version manager's shim per
-  // measure. One that fails the exchange is forgotten and python3 asked.
-  const std::string key = profiling::InterpreterKey(target->Endpoint(), target->env_script);
-  const std::optional<std::string> python = profiling::WorkerInterpreters().Get(key);
-  auto exchanged = session->ClockExchange(samples, std::chrono::seconds(10), ssh::ClockMethod::kAuto,
-                                          python.value_or(""));
-  if (!exchanged.ok() && python && !ctx.cancelled.load()) {
-    profiling::WorkerInterpreters().Forget(key, *python);
-    exchanged = session->ClockExchange(samples, std::chrono::seconds(10));
-  }
+  auto exchanged = session->ClockExchange(samples, std::chrono::seconds(10));
   if (exchanged.ok()) {
     got = std::move(*exchanged);
   } else if (!ctx.cancelled.load() && FallBackAfter(exchanged.status())) {

@@ -22,7 +22,7 @@ constexpr size_t kStderrShown = 1024;
 }  // namespace
 
 Result<std::vector<ClockSample>> SshSession::ClockExchange(int samples, std::chrono::milliseconds timeout,
-                                                           ClockMethod prefer, std::string_view python_path) {
+                                                           ClockMethod prefer) {
   std::lock_guard<std::mutex> lock(mu_);
   OpScope op(this);
   if (samples < 1 || samples > 1000) {
@@ -30,7 +30,7 @@ Result<std::vector<ClockSample>> SshSession::ClockExchange(int samples, std::chr
                 fmt::format("clock exchange samples must be 1..1000 (got {})", samples));
   }
   const std::string ready = NewNonce();
-  auto opened = OpenExecChannelLocked(ClockExchangeScript(ready, prefer, target_.env_script, python_path));
+  auto opened = OpenExecChannelLocked(ClockExchangeScript(ready, prefer, target_.env_script));
   if (!opened.ok()) return opened.status();
   ssh_channel ch = opened.value();
   commands_.fetch_add(1);

@@ -51,15 +51,12 @@ const char* ClockMethodName(ClockMethod m) {
   return "auto";
 }
 
-std::string ClockExchangeScript(std::string_view ready_nonce, ClockMethod prefer, std::string_view env_script,
-                                std::string_view python_path) {
+std::string ClockExchangeScript(std::string_view ready_nonce, ClockMethod prefer, std::string_view env_script) {
   std::string s = env_script.empty() ? std::string() : EnvScriptPrefix(env_script);
-  s += fmt::format("__np_r={}; __np_m={}; __np_py={}; __np_sh={}; __np_px={}\n", ShellQuote(ready_nonce),
-                   ClockMethodName(prefer), ShellQuote(kPythonLoop), ShellQuote(kBashLoop),
-                   ShellQuote(python_path));
+  s += fmt::format("__np_r={}; __np_m={}; __np_py={}; __np_sh={}\n", ShellQuote(ready_nonce),
+                   ClockMethodName(prefer), ShellQuote(kPythonLoop), ShellQuote(kBashLoop));
   s +=
-      "case $__np_m in auto|python) if [ -n \"$__np_px\" ] && [ -f \"$__np_px\" ] && [ -x \"$__np_px\" ]; then "
-      "exec \"$__np_px\" -c \"$__np_py\" \"$__np_r\"; fi; if command -v python3 >/dev/null 2>&1; then "
+      "case $__np_m in auto|python) if command -v python3 >/dev/null 2>&1; then "
       "exec python3 -c \"$__np_py\" \"$__np_r\"; fi;; esac\n"
       "case $__np_m in auto|bash) if command -v bash >/dev/null 2>&1 && "
       "bash -c '[ -n \"${EPOCHREALTIME-}\" ]' </dev/null >/dev/null 2>&1; then "

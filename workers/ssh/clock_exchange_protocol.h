@@ -56,14 +56,8 @@ struct ClockSample {
 // machine's, sourced first when it exists (empty: none). prefer = kAuto tries
 // python, bash, date in that order; another method is the only one tried (a
 // target without it makes the script fail, naming it on stderr).
-//
-// python_path: the interpreter `python3` resolved to on that machine
-// (workers/profiling/target_interpreter.h; empty: not known). When it is
-// executable there the python reader starts it directly, so a version
-// manager's shim first on PATH is not paid per measure; else `python3` as
-// before.
 std::string ClockExchangeScript(std::string_view ready_nonce, ClockMethod prefer,
-                                std::string_view env_script = {}, std::string_view python_path = {});
+                                std::string_view env_script = {});
 
 struct ClockReady {
   ClockMethod method = ClockMethod::kAuto;

@@ -196,11 +196,8 @@ class SshSession {
   // or longer than kClockReplyMaxBytes is a remote_error showing what came
   // back; the channel is closed on every path. prefer: see
   // ClockExchangeScript (tests force one method).
-  // python_path: ClockExchangeScript's (the interpreter resolved for this
-  // machine, or empty).
   Result<std::vector<ClockSample>> ClockExchange(int samples, std::chrono::milliseconds timeout,
-                                                 ClockMethod prefer = ClockMethod::kAuto,
-                                                 std::string_view python_path = {});
+                                                 ClockMethod prefer = ClockMethod::kAuto);
 
   // Counters (lock-free reads). Process- and thread-wide totals over all
   // sessions: ssh_stats.h.
