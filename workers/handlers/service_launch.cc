@@ -88,14 +88,21 @@ std::optional<TaskOutcome> PickRpcPort(Call& c, json& rec) {
 // The head of a multi-node deployment told its data-parallel RPC port (the
 // spec's, or the one npuprof chose for the run so that every node could
 // launch at once): the port must be free there and not the API port, else
-// nothing starts. The API port, when not given, is picked in the same run.
-std::optional<TaskOutcome> CheckRpcPort(Call& c, json& rec) {
+// nothing starts. The API port, when not given, is picked in the same run:
+// by the runtime dir check's command on a first launch (`prepared`,
+// launch_prepare.h), else by a command of its own.
+std::optional<TaskOutcome> CheckRpcPort(Call& c, json& rec, const std::optional<HeadPorts>& prepared) {
   const int rpc = rec["deployment"].value("dp_rpc_port", 0);
   const bool pick_api = rec["port"].is_null();
-  auto run = RunRemote(*c.session, HeadPortsArgv(rpc, pick_api), std::chrono::seconds(30));
-  if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
-  auto ports = run->exit_status == 0 ? ParseHeadPorts(run->stdout_data, pick_api)
-                                     : Result<HeadPorts>(Status::Io(TailLines(run->stderr_data, 2)));
+  Result<HeadPorts> ports = Status::Internal("not checked");
+  if (prepared) {
+    ports = *prepared;
+  } else {
+    auto run = RunRemote(*c.session, HeadPortsArgv(rpc, pick_api), std::chrono::seconds(30));
+    if (!run.ok()) return OutcomeFromSsh(run.status(), c.target);
+    ports = run->exit_status == 0 ? ParseHeadPorts(run->stdout_data, pick_api)
+                                  : Result<HeadPorts>(Status::Io(TailLines(run->stderr_data, 2)));
+  }
   if (!ports.ok())
     return NotStarted("port_unavailable",
                       fmt::format("could not check the data-parallel RPC port {} on {} with python3 ({}): pass "
@@ -110,6 +117,19 @@ std::optional<TaskOutcome> CheckRpcPort(Call& c, json& rec) {
                                   rpc, c.target.Endpoint(), ports->rpc_free ? "it is the API port" : ports->rpc_why),
                       false);
   return std::nullopt;
+}
+
+// The head of a multi-node deployment told its RPC port, on a first launch
+// of the payload: (rpc port, pick the API port); nullopt for any other launch.
+std::optional<std::pair<int32_t, bool>> HeadPortsToCheck(const tasks::ServiceLaunch& p, const std::string& rt,
+                                                         const std::string& env_script) {
+  auto fresh = LaunchRecordFromPayload(p, rt, env_script);
+  if (!fresh.ok() || !fresh->contains("deployment")) return std::nullopt;
+  const json& dep = (*fresh)["deployment"];
+  if (!dep.is_object() || dep.value("nodes", 0) <= 1 || dep.value("headless", false) || !dep.contains("dp_rpc_port") ||
+      !dep["dp_rpc_port"].is_number_integer())
+    return std::nullopt;
+  return std::pair<int32_t, bool>(dep["dp_rpc_port"].get<int32_t>(), !fresh->contains("port") || (*fresh)["port"].is_null());
 }
 
 // Whether a first launch of this payload would pick its API port (a
@@ -127,15 +147,28 @@ bool WouldPickPort(const tasks::ServiceLaunch& p, const std::string& rt, const s
 // the port line could be read; a port line that cannot be read leaves it
 // unset (the port is then picked by a command of its own).
 Result<RuntimeDirReport> InspectAndPickPort(Call& c, const tasks::ServiceLaunch& p, const std::string& rt,
-                                            std::optional<PreparedPort>& prepared) {
+                                            std::optional<PreparedPort>& prepared,
+                                            std::optional<HeadPorts>& prepared_head) {
   const std::vector<std::string> entries = {"launch.json", ".started", "pid"};
   auto check = InspectRuntimeDirArgv(*c.session, p.machine(), rt, /*create=*/true, entries);
   if (!check.ok()) return check.status();
   const bool pick = WouldPickPort(p, rt, c.target.env_script);
-  auto r = RunRemote(*c.session, LaunchPrepareArgv(*check, rt, entries, pick), std::chrono::seconds(60));
+  const auto head = pick ? std::nullopt : HeadPortsToCheck(p, rt, c.target.env_script);
+  auto r = RunRemote(*c.session,
+                     head ? LaunchPrepareHeadArgv(*check, rt, entries, head->first, head->second)
+                          : LaunchPrepareArgv(*check, rt, entries, pick),
+                     std::chrono::seconds(60));
   if (!r.ok()) return r.status();
   auto report = RuntimeDirReportOf(*r, rt);
   if (!report.ok()) return report.status();
+  if (head) {
+    // Read where it can be; anything else leaves the check to a command of its own.
+    auto ports = ParsePreparedHeadPorts(r->stdout_data, head->second);
+    if (ports.ok() && ports->asked && ports->ports) prepared_head = ports->ports;
+    else if (!ports.ok())
+      spdlog::debug("launch in {}: {}; checking the head's ports with a command of its own", rt,
+                    ports.status().message());
+  }
   if (pick) {
     auto port = ParsePreparedPort(r->stdout_data);
     if (port.ok()) {
@@ -306,7 +339,8 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
 
   ctx.progress("checking the runtime dir " + rt);
   std::optional<PreparedPort> prepared;  // the port the check's command picked (a first launch)
-  auto dir = InspectAndPickPort(c, p, rt, prepared);
+  std::optional<HeadPorts> prepared_head;  // a head's ports checked by the same command (a first launch)
+  auto dir = InspectAndPickPort(c, p, rt, prepared, prepared_head);
   if (!dir.ok()) return ssh_failure(dir.status());
   nothing_started = dir->Entry(".started").type == "absent";
   for (const auto& [name, what] : std::vector<std::pair<std::string, std::string>>{
@@ -336,7 +370,7 @@ TaskOutcome Launch(const tasks::ServiceLaunch& p, const proto::Task& task, TaskC
     const bool multi = dep.is_object() && dep.value("nodes", 0) > 1;
     const bool headless = multi && dep.value("headless", false);
     if (multi && !headless && dep.contains("dp_rpc_port")) {
-      if (auto fail = CheckRpcPort(c, rec)) return before_start(*fail);
+      if (auto fail = CheckRpcPort(c, rec, prepared_head)) return before_start(*fail);
     } else {
       if (rec["port"].is_null() && !headless) {  // a headless node serves no API
         if (prepared && prepared->asked && !multi) {

@@ -15,6 +15,13 @@
 // as one remote command (stop_in_one.h, at most 10 s of waiting); what it
 // did is replayed through the decisions below, and what it left (the rest
 // of a grace, later signals) is taken step by step.
+//
+// The stop runs on a session lent to it alone (SshPool::Acquire): its
+// command waits on the target for up to 10 s, and the run lists the profile
+// dirs of the same node beside it (torch-profile), so on the worker's shared
+// session one would wait behind the other: the listing (the run's critical
+// path) behind the whole stop, or the stop's first signal behind the
+// listing (issue 37).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -109,6 +116,8 @@ Result<RuntimeDirReport> FoldedStop(Call& c, const tasks::ServiceStop& p, const 
 TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& ctx) {
   Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
+  c.session.reset();  // not held while asking: Acquire lends only a session nobody holds
+  c.session = ctx.pool.Acquire(c.target);
   const bool force = p.force();
   const int64_t grace_ms = std::clamp<int64_t>(p.grace_s(), 0, 3600) * 1000;
   int64_t pid = p.pid();

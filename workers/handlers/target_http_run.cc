@@ -1,17 +1,25 @@
 #include "workers/handlers/target_http_run.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "workers/remote.h"
 
 namespace npuprof::workers {
 
-Result<std::optional<profiling::TargetHttpDigest>> RunTargetHttp(ssh::SshSession& session,
-                                                                  const profiling::TargetHttpPlan& plan) {
+namespace {
+
+// One run of the program as plan says; *ran tells whether a command ran.
+Result<std::optional<profiling::TargetHttpDigest>> RunOnce(const RemoteArgvRunner& run_argv,
+                                                           const profiling::TargetHttpPlan& plan, bool* ran,
+                                                           int* exit_status) {
+  *ran = false;
   const auto argv = profiling::TargetHttpArgv(plan);
   if (!argv) return std::optional<profiling::TargetHttpDigest>();
-  auto run = RunRemote(session, *argv, profiling::TargetHttpDeadline(plan));
+  auto run = run_argv(*argv, profiling::TargetHttpDeadline(plan));
   if (!run.ok()) return run.status();
+  *ran = true;
+  *exit_status = run->exit_status;
   if (run->stdout_omitted > 0)
     return Status::Corruption(fmt::format(
         "the HTTP program on the target wrote more than {} bytes (its digest was cut); its requests may have "
@@ -23,6 +31,41 @@ Result<std::optional<profiling::TargetHttpDigest>> RunTargetHttp(ssh::SshSession
                                        "its requests may have been sent",
                                        profiling::TargetHttpDeadline(plan).count() / 1000));
   return digest;
+}
+
+}  // namespace
+
+Result<std::optional<profiling::TargetHttpDigest>> RunTargetHttpWith(const RemoteArgvRunner& run,
+                                                                     profiling::TargetInterpreters& cache,
+                                                                     const std::string& key,
+                                                                     profiling::TargetHttpPlan plan) {
+  const std::optional<std::string> cached = cache.Get(key);
+  plan.interpreter = cached.value_or(std::string(profiling::kDefaultInterpreter));
+  plan.report_interpreter = !cached.has_value();
+  bool ran = false;
+  int exit_status = 0;
+  auto got = RunOnce(run, plan, &ran, &exit_status);
+  if (cached && ran && got.ok() && !got->has_value()) {
+    // The path no longer starts the program (removed, replaced: 127, 126):
+    // nothing was sent, so the same exchange may run again as python3.
+    spdlog::info("the interpreter {} resolved for {} did not start the HTTP program (exit {}); asking python3 again",
+                 *cached, key, exit_status);
+    cache.Forget(key, *cached);
+    plan.interpreter = std::string(profiling::kDefaultInterpreter);
+    plan.report_interpreter = true;
+    got = RunOnce(run, plan, &ran, &exit_status);
+  }
+  if (got.ok() && got->has_value() && (*got)->interpreter) cache.Put(key, *(*got)->interpreter);
+  return got;
+}
+
+Result<std::optional<profiling::TargetHttpDigest>> RunTargetHttp(ssh::SshSession& session,
+                                                                  const profiling::TargetHttpPlan& plan) {
+  const RemoteArgvRunner run = [&session](const std::vector<std::string>& argv, std::chrono::milliseconds deadline) {
+    return RunRemote(session, argv, deadline);
+  };
+  return RunTargetHttpWith(run, profiling::WorkerInterpreters(),
+                           profiling::InterpreterKey(session.target().Endpoint(), session.target().env_script), plan);
 }
 
 Result<ssh::HttpResponse> AsHttpResponse(const profiling::TargetHttpAnswer& a, int port) {

@@ -9,6 +9,7 @@
 #include "common/base64.h"
 #include "common/json_depth.h"
 #include "workers/profiling/image_prep.h"
+#include "workers/profiling/target_interpreter.h"
 
 namespace npuprof::profiling {
 
@@ -18,7 +19,7 @@ using nlohmann::json;
 
 // The program (see the header). Standard library only; nothing is sent
 // before the magic line is out.
-constexpr const char* kProgram = R"PY(import base64, http.client, json, sys, threading, time
+constexpr const char* kProgram = R"PY(import base64, http.client, json, os, sys, threading, time
 w = sys.stdout
 w.write("npuprof-target-http 1\n")
 w.flush()
@@ -74,6 +75,10 @@ for t in ts:
 d["wall_ms"] = ms(t0)
 if plan["clock"]:
     d["clock"] = {"before_ns": before, "after_ns": clock()}
+if plan.get("exe"):
+    e = sys.executable or ""
+    ok = e and os.path.isabs(e) and os.access(e, os.X_OK)
+    d["exe"] = base64.b64encode(os.fsencode(e)).decode("ascii") if ok else ""
 d["results"] = out
 w.write(json.dumps(d, separators=(",", ":")) + "\n")
 )PY";
@@ -126,6 +131,7 @@ std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& pla
                     {"timeout_s", std::max<int64_t>(1, plan.timeout.count())},
                     {"max_body", std::clamp<uint64_t>(plan.max_body, 1, kMaxBodyRead)},
                     {"clock", plan.clock},
+                    {"exe", plan.report_interpreter},
                     {"requests", reqs}};
   // Method, path and content type are checked ASCII-clean above; everything
   // else is numbers and base64, so the dump cannot meet invalid UTF-8.
@@ -135,8 +141,9 @@ std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& pla
   // library is all it needs); a plan that reads the clock runs as npuprof's
   // clock exchange does (plain python3), so it reads the clock the target's
   // own Python programs see.
-  std::vector<std::string> argv = {"python3", "-c", kProgram};
-  if (!plan.clock) argv = {"python3", "-I", "-S", "-c", kProgram};
+  if (plan.interpreter != kDefaultInterpreter && !CheckInterpreterPath(plan.interpreter).ok()) return std::nullopt;
+  std::vector<std::string> argv = {plan.interpreter, "-c", kProgram};
+  if (!plan.clock) argv = {plan.interpreter, "-I", "-S", "-c", kProgram};
   for (size_t at = 0; at < text.size(); at += kArgPieceBytes) argv.push_back(text.substr(at, kArgPieceBytes));
   return argv;
 }
@@ -160,8 +167,8 @@ Result<std::optional<TargetHttpDigest>> ParseTargetHttpOutput(std::string_view o
   auto doc = ParseJson(rest.substr(0, rest.size() - 1), kMaxTargetJsonDepth);
   if (!doc.ok()) return Bad("is not JSON (" + doc.status().message() + ")", out, exit_status, err);
   const json& j = *doc;
-  if (!j.is_object() || !OnlyKeys(j, {"wall_ms", "clock", "results"}))
-    return Bad("is not an object of wall_ms, clock and results", out, exit_status, err);
+  if (!j.is_object() || !OnlyKeys(j, {"wall_ms", "clock", "exe", "results"}))
+    return Bad("is not an object of wall_ms, clock, exe and results", out, exit_status, err);
   TargetHttpDigest d;
   if (!Int(j, "wall_ms", 0, kMaxMs, &d.wall_ms)) return Bad("has no 'wall_ms' (ms, >= 0)", out, exit_status, err);
   if (j.contains("clock") != plan.clock)
@@ -174,6 +181,16 @@ Result<std::optional<TargetHttpDigest>> ParseTargetHttpOutput(std::string_view o
       return Bad("has a 'clock' that is not {before_ns, after_ns >= before_ns} (ns > 0)", out, exit_status, err);
     d.before_ns = b;
     d.after_ns = a;
+  }
+  if (j.contains("exe") != plan.report_interpreter)
+    return Bad(plan.report_interpreter ? "has no 'exe'" : "has an 'exe' it was not asked for", out, exit_status, err);
+  if (plan.report_interpreter) {
+    if (!j["exe"].is_string()) return Bad("has an 'exe' that is not text (base64)", out, exit_status, err);
+    auto exe = DecodeBase64(j["exe"].get_ref<const std::string&>());
+    if (!exe.ok()) return Bad("has an 'exe' that is not base64: " + exe.status().message(), out, exit_status, err);
+    // A path that fails the check is not used; the answers stand.
+    if (!exe->empty())
+      if (auto checked = CheckInterpreterPath(*exe); checked.ok()) d.interpreter = std::move(checked).value();
   }
   if (!j.contains("results") || !j["results"].is_array() || j["results"].size() != plan.requests.size())
     return Bad(fmt::format("has no 'results' list of {} answers", plan.requests.size()), out, exit_status, err);

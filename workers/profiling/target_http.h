@@ -9,7 +9,9 @@
 // handlers run it (workers/handlers/target_http_run.h) and keep the
 // direct-tcpip path for targets where it cannot run.
 //
-// The program (python3 -I -S -c, or python3 -c when it reads the clock;
+// The program (INTERPRETER -I -S -c, or INTERPRETER -c when it reads the
+// clock; INTERPRETER is `python3`, or the path a first exchange on that
+// machine reported: target_interpreter.h;
 // standard library only, Python 3.6+):
 //   argv[1..]: the plan as JSON (base64 request bodies), cut into pieces of
 //   at most kArgPieceBytes (one argv string may not exceed 128 KiB).
@@ -23,6 +25,10 @@
 //     {"wall_ms": W,                      first request sent -> last answer
 //      "clock": {"before_ns": B, "after_ns": A},   only when asked: the
 //                                         target's clock around the requests
+//      "exe": "<base64 of sys.executable>",  only when asked: the interpreter
+//                                         that ran it ("" unless an absolute
+//                                         path it may execute;
+//                                         target_interpreter.h)
 //      "results": [ {"status": S, "reason": R, "latency_ms": L,
 //                    "size": N, "body": "<base64 of the first max_body bytes>"}
 //                 | {"error": "<type: text, at most 300 chars>", "latency_ms": L}, ...]}
@@ -69,11 +75,16 @@ struct TargetHttpPlan {
   uint64_t max_body = kMaxBodyRead;  // bytes of each answer's body sent back
   bool clock = false;                // read the target's clock around the requests
   std::vector<TargetHttpRequest> requests;
+  // Started as this ("python3", or an absolute path checked by
+  // CheckInterpreterPath), and whether the program reports sys.executable.
+  std::string interpreter = "python3";
+  bool report_interpreter = false;
 };
 
-// The argv (python3 [-I -S] -c PROGRAM PIECE...), or nullopt when the plan is over
-// kMaxPlanBytes, its digest could pass kMaxDigestBytes, or it has a method
-// or path with CR, LF, NUL or a space.
+// The argv (INTERPRETER [-I -S] -c PROGRAM PIECE...), or nullopt when the plan is over
+// kMaxPlanBytes, its digest could pass kMaxDigestBytes, it has a method
+// or path with CR, LF, NUL or a space, or its interpreter is neither
+// "python3" nor a path CheckInterpreterPath accepts.
 std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& plan);
 
 // How long the whole program may run: every slot's requests one after
@@ -94,6 +105,10 @@ struct TargetHttpDigest {
   int64_t wall_ms = 0;
   std::optional<int64_t> before_ns, after_ns;
   std::vector<TargetHttpAnswer> answers;  // one per request, in input order
+  // When asked (report_interpreter): the interpreter's path, checked
+  // (CheckInterpreterPath); nullopt when it reported none or one that fails
+  // the check (the answers stand: the requests were sent).
+  std::optional<std::string> interpreter;
 };
 
 // Reads what the program wrote (stdout, the command's exit status and its

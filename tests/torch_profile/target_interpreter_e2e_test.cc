@@ -1,0 +1,116 @@
+// The target's interpreter resolved once per machine
+// (workers/profiling/target_interpreter.h), end to end: the simulated
+// host's env script puts a `python3` first on PATH that plays a version
+// manager's shim (it writes a line per start to a log, "http" when it
+// starts npuprof's HTTP program, and runs the interpreter a file names).
+// With one worker, a torch-profile's four exchanges (start, wave,
+// follow-up, stop) go through the shim once, the next run's not at all;
+// once the interpreter the first exchange reported is removed, the next
+// run's first exchange falls back to `python3` once and learns the new one.
+// Every run sends each request exactly once (the simulator's request log).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/npuprof_harness.h"
+
+namespace npuprof::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Shim {
+  std::string bin, log, real_file;
+};
+
+// The shim first on PATH once set_env.sh is sourced (no connection was
+// opened yet: machine add does not connect); it runs what real_file names.
+Shim InstallShim(NpuprofHarness& h) {
+  Shim s{h.SimRoot() + "/shim-bin", h.SimRoot() + "/shim-starts.log", h.SimRoot() + "/shim-real"};
+  fs::create_directories(s.bin);
+  {
+    std::ofstream py(s.bin + "/python3");
+    py << "#!/bin/sh\n"
+          "case \"$*\" in *npuprof-target-http*) echo http >> '" << s.log << "' ;; *) echo other >> '" << s.log
+       << "' ;; esac\n"
+          "read -r real < '" << s.real_file << "'\n"
+          "exec \"$real\" \"$@\"\n";
+  }
+  EXPECT_EQ(chmod((s.bin + "/python3").c_str(), 0755), 0);
+  std::ofstream env(h.SimRoot() + "/set_env.sh", std::ios::app);
+  env << "\nexport PATH='" << s.bin << "':\"$PATH\"\n";
+  return s;
+}
+
+// A link to the real interpreter at dir/python3 (sys.executable keeps the
+// link's path), and the shim pointed at it.
+std::string PointShimAt(const Shim& s, const std::string& dir) {
+  fs::create_directories(dir);
+  const std::string link = dir + "/python3";
+  fs::create_symlink(fs::canonical("/usr/bin/python3"), link);
+  std::ofstream(s.real_file, std::ios::trunc) << link << "\n";
+  return link;
+}
+
+int Lines(const std::string& log, const std::string& what) {
+  std::ifstream f(log);
+  int n = 0;
+  for (std::string line; std::getline(f, line);) n += line == what;
+  return n;
+}
+
+size_t Served(const NpuprofHarness& h) {
+  size_t served = 0;
+  for (const auto& t : h.SimTruthFiles()) served += t.value("requests_log", json::array()).size();
+  return served;
+}
+
+json Profile(NpuprofHarness& h, const std::string& model, const std::string& tag) {
+  CliResult r = h.Cli({"submit", "torch-profile", "--machine", "sim1", "--model", model, "--served-model-name", "qwen",
+                       "--tp", "2", "--tag", tag, "--mode", "enforce_eager", "--request-kind", "text",
+                       "--benchmark-output-tokens", "4", "--prompt-tokens", "32", "--benchmark-total-requests", "4",
+                       "--benchmark-concurrency", "2", "--flush-seconds", "0", "--health-timeout", "60",
+                       "--profile-control-timeout", "30", "--request-timeout", "30", "--wait"},
+                      170);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return r.json();
+}
+
+TEST(TargetInterpreterE2E, OnlyTheFirstExchangeOnAMachineStartsTheShimAndAGoneInterpreterIsAskedForAgain) {
+  NpuprofHarness h;
+  ASSERT_TRUE(h.Start({}, 1).ok());  // one worker: one cache
+  const std::string model = h.MakeModel({"--kind", "dense", "--layers", "4"});
+  ASSERT_FALSE(model.empty());
+  const Shim shim = InstallShim(h);
+  const std::string first = PointShimAt(shim, h.SimRoot() + "/py-a");
+
+  json m = Profile(h, model, "one");
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "ok") << m.dump(2);
+  EXPECT_EQ(m["workload_status"]["status"], "ok") << m["workload_status"].dump();
+  EXPECT_EQ(Lines(shim.log, "http"), 1);  // four exchanges, one through the shim
+  EXPECT_EQ(Served(h), 5u);               // the wave (4) and the follow-up (1), once each
+
+  m = Profile(h, model, "two");
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "ok") << m.dump(2);
+  EXPECT_EQ(Lines(shim.log, "http"), 1);  // none: the worker kept the path
+  EXPECT_EQ(Served(h), 10u);
+
+  // The interpreter it reported goes away; the shim now runs another one.
+  fs::remove(first);
+  PointShimAt(shim, h.SimRoot() + "/py-b");
+  m = Profile(h, model, "three");
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["status"], "ok") << m.dump(2);
+  EXPECT_EQ(m["workload_status"]["status"], "ok") << m["workload_status"].dump();
+  EXPECT_EQ(Lines(shim.log, "http"), 2);  // the first exchange fell back once
+  EXPECT_EQ(Served(h), 15u);              // and nothing was sent twice
+  EXPECT_TRUE(h.LiveServicePids().empty());
+}
+
+}  // namespace
+}  // namespace npuprof::testing
