@@ -107,6 +107,21 @@ bool EarlyPending(const RunState& s) {
   return false;
 }
 
+// A task of `step` is in flight (pending or waiting to retry).
+bool StepInFlight(const RunState& s, std::string_view step) {
+  for (const auto& [id, t] : s.tasks)
+    if (Unanswered(t) && StepOf(t) == step) return true;
+  return false;
+}
+
+// Abandons a flush wait scheduled beside the stop (its deadline is minutes):
+// on the failure or cancel path its answer is not needed.
+void AbandonEarlyFlush(Decision& d) {
+  for (const auto& [id, t] : d.state().tasks)
+    if (Unanswered(t) && t.kind == kMemWaitFlushTask)
+      d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the run is failing: msprof's flush is not collected"}});
+}
+
 // The start's clock measure has not answered: the collection cuts each
 // node's series by it (the end's, beside the stops, holds only the run's end).
 bool StartClockPending(const RunState& s) {
@@ -551,24 +566,32 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
   }
 }
 
-// A step marked early (memory_profile_steps.h) whose task runs beside the
-// step before it; only on the way to a good end, and once.
-const MemStep* EarlyStepAfter(const RunState& s, const std::string& step) {
+// The steps marked early (memory_profile_steps.h) right after `step`: their
+// tasks run beside it. Only on the way to a good end, and once each. A
+// deployment runs its per-node steps in turn (each node's answer is judged
+// with the others'); the flush wait waits for its minimum timer when the
+// spec asks for one.
+std::vector<const MemStep*> EarlyStepsAfter(const RunState& s, const std::string& step) {
+  std::vector<const MemStep*> out;
   const auto steps = MemoryStepsOf(Mode(s));
-  for (size_t i = 0; i + 1 < steps.size(); ++i)
-    if (steps[i].name == step && steps[i + 1].early) return &steps[i + 1];
-  return nullptr;
+  size_t i = 0;
+  while (i < steps.size() && steps[i].name != step) ++i;
+  for (++i; i < steps.size() && steps[i].early; ++i) {
+    if (Multi(s) && MemPerNodeStep(steps[i].name)) break;
+    if (steps[i].name == "flushed" && Spec(s).flush_s() > 0) break;
+    out.push_back(&steps[i]);
+  }
+  return out;
 }
 
 void ScheduleEarlyStep(Decision& d, const View& v, const std::string& step) {
   const RunState& s = v.s;
-  const MemStep* early = EarlyStepAfter(s, step);
-  if (early == nullptr || v.data.has_failure() || s.cancel_requested) return;
-  const std::string name(early->name);
-  if (v.Done(name)) return;
-  for (const auto& [id, t] : s.tasks)
-    if (StepOf(t) == name) return;  // scheduled already (and answered or still running)
-  ScheduleOn(d, v, name, 0);
+  if (v.data.has_failure() || s.cancel_requested) return;
+  for (const MemStep* early : EarlyStepsAfter(s, step)) {
+    const std::string name(early->name);
+    if (v.Done(name) || StepTaskSent(s, name)) continue;  // done, or scheduled already (answered or still running)
+    ScheduleOn(d, v, name, 0);
+  }
 }
 
 void Schedule(Decision& d, const View& v, const std::string& step) {
@@ -665,7 +688,9 @@ void Advance(Decision& d) {
     for (const MemStep& step : MemoryStepsOf(Mode(s))) {
       const bool runs = step.cleanup == MemCleanup::kOnFailureOrCancel ||
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
-      if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
+      if (!launched || !runs || v.Done(step.name)) continue;
+      if (StepInFlight(s, step.name)) return;  // it runs already (beside the step before): its answer comes first
+      return Schedule(d, v, std::string(step.name));
     }
     // A service that refused to start because its KV cache would be
     // negative: its model's config and headers are read after the stop (the
@@ -673,6 +698,9 @@ void Advance(Decision& d) {
     if (launched && !Multi(s) && !s.cancel_requested && KvRefused(s) && !v.Done("weights") &&
         !StepTaskSent(s, "weights"))
       return Schedule(d, v, "weights");
+    // A flush wait beside the stop waits for nothing now: msprof's data is
+    // not collected on this path.
+    AbandonEarlyFlush(d);
     if (ClockPending(s) || EarlyPending(s)) return;  // a run ends after every task it scheduled
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();

@@ -15,26 +15,30 @@ using C = MemCleanup;
 // preflight (msprof, torch_npu, wrap script) -> baseline npu-smi -> launch
 // under msprof -> ready -> npu-smi + logs -> one inference -> npu-smi -> stop
 // -> safetensors headers -> flush wait -> msprof export -> CSV collection.
-// The headers are read while the service stops (early): they need nothing
-// from the service, and the stop waits seconds for msprof's flush and export.
+// A step marked early runs beside the step before it (issue 42: a round trip
+// less on the run's path each): the baseline snapshot beside the preflight
+// (neither needs the other), the log read beside the after-ready snapshot
+// (both read a service that is up and idle), the headers and the flush wait
+// while the service stops (the headers need nothing from the service; the
+// flush wait polls for msprof's exit, which the stop waits for too).
 // With operator_memory (kNoOperatorMemory passes them over otherwise), the
 // inference runs between /start_profile and /stop_profile, and
 // operator_memory (analyse() + the digest of each rank's operator CSVs)
 // comes last; none of the three is critical.
 constexpr std::array<MemStep, 16> kStandalone = {{
     {.name = "preflight", .critical = true},
-    {.name = "baseline", .critical = true},
+    {.name = "baseline", .critical = true, .early = true},
     {.name = "service", .service_up = true, .critical = true},
     {.name = "ready", .service_up = true, .critical = true},
     {.name = "after_ready", .service_up = true},
-    {.name = "vllm_log", .service_up = true, .cleanup = C::kOnFailure},
+    {.name = "vllm_log", .service_up = true, .cleanup = C::kOnFailure, .early = true},
     {.name = "profile_start", .skip = S::kNoOperatorMemory, .service_up = true},
     {.name = "inference", .service_up = true},
     {.name = "profile_stop", .skip = S::kNoOperatorMemory, .service_up = true},
     {.name = "after_infer", .service_up = true},
     {.name = "stopped", .cleanup = C::kOnFailureOrCancel, .critical = true},
     {.name = "weights", .early = true},
-    {.name = "flushed"},
+    {.name = "flushed", .early = true},
     {.name = "export"},
     {.name = "msprof"},
     {.name = "operator_memory", .skip = S::kNoOperatorMemory},

@@ -258,7 +258,10 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
 TEST(MemoryMachine, MsprofMissingFailsBeforeAnythingIsLaunched) {
   Driver d("mp2");
   d.Submit(StandaloneSpec());
-  d.Fail("msprof_missing", "msprof is not on PATH");
+  d.Fail("msprof_missing", "msprof is not on PATH", json::object(), kMemPreflightTask);
+  EXPECT_FALSE(d.s().terminal) << "the baseline beside the preflight is answered first";
+  EXPECT_EQ(d.PendingKind(), kMemNpuSmiTask);
+  d.Succeed({{"hbm", Hbm(2862)}});
   EXPECT_TRUE(d.s().terminal);
   EXPECT_EQ(d.s().status, RunStatus::kFailed);
   EXPECT_NE(d.s().error.find("msprof"), std::string::npos);
@@ -350,6 +353,7 @@ TEST(MemoryMachine, TheHeadersAreReadBesideTheStopInEitherOrder) {
     ASSERT_EQ(d.s().state, "stopped");
     ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
     ASSERT_NE(d.Pending(kMemWeightsTask), nullptr) << "scheduled with the stop";
+    ASSERT_NE(d.Pending(kMemWaitFlushTask), nullptr) << "scheduled with the stop";
     EXPECT_EQ(d.Pending(kMemWeightsTask)->payload["model"], "/models/m");
     const json weights = {{"weights", {{"per_device_bytes", 7615691776.0}, {"total_bytes", 15230974976.0}}}};
     if (headers_first) {
@@ -360,13 +364,101 @@ TEST(MemoryMachine, TheHeadersAreReadBesideTheStopInEitherOrder) {
     } else {
       d.Succeed({{"stopped", true}}, json::object(), kServiceStopTask);
       EXPECT_EQ(d.s().state, "weights");
-      EXPECT_EQ(d.Pending(kMemWaitFlushTask), nullptr) << "the flush wait comes after the headers";
+      EXPECT_EQ(d.Pending(kMemExportTask), nullptr) << "the export comes after the headers and the flush";
       d.Succeed(weights, json::object(), kMemWeightsTask);
     }
     EXPECT_EQ(d.s().state, "flushed");
     EXPECT_EQ(d.PendingKind(), kMemWaitFlushTask);
     EXPECT_EQ(d.s().data["weights"]["total_bytes"], 15230974976.0);
   }
+}
+
+// The baseline snapshot runs beside the preflight, and the log read beside
+// the after-ready snapshot (issue 42): the launch waits for both answers, in
+// either order, and so does the inference.
+TEST(MemoryMachine, TheBaselineAndTheLogsRunBesideTheStepBeforeThemInEitherOrder) {
+  for (const bool second_first : {true, false}) {
+    Driver d(second_first ? "mp40" : "mp41");
+    d.Submit(StandaloneSpec());
+    ASSERT_NE(d.Pending(kMemPreflightTask), nullptr);
+    ASSERT_NE(d.Pending(kMemNpuSmiTask), nullptr) << "the baseline beside the preflight";
+    EXPECT_EQ(d.Pending(kMemNpuSmiTask)->payload["phase"], "baseline");
+    if (second_first) {
+      d.Succeed({{"hbm", Hbm(2862)}}, json::object(), kMemNpuSmiTask);
+      EXPECT_EQ(d.s().state, "preflight");
+      EXPECT_EQ(d.Pending(kServiceLaunchTask), nullptr) << "not before the preflight answered";
+      d.Succeed({{"wrap_script", "/w"}}, json::object(), kMemPreflightTask);
+    } else {
+      d.Succeed({{"wrap_script", "/w"}}, json::object(), kMemPreflightTask);
+      EXPECT_EQ(d.s().state, "baseline");
+      EXPECT_EQ(d.Pending(kServiceLaunchTask), nullptr) << "not before the baseline answered";
+      d.Succeed({{"hbm", Hbm(2862)}}, json::object(), kMemNpuSmiTask);
+    }
+    EXPECT_EQ(d.s().state, "service");
+    ASSERT_EQ(d.PendingKind(), kServiceLaunchTask);
+    EXPECT_EQ(d.s().data["baseline"]["hbm"]["0"]["used_mb"], 2862);
+    d.Succeed({{"runtime_dir", "/tmp/rt/" + d.s().run_id + "/service-1"}, {"pid", 5}, {"port", 18001}});
+    d.Succeed(json::object());  // ready
+    ASSERT_NE(d.Pending(kMemNpuSmiTask), nullptr);
+    ASSERT_NE(d.Pending(kMemLogsTask), nullptr) << "the logs beside the after-ready snapshot";
+    if (second_first) {
+      d.Succeed({{"summary", json::object()}}, json::object(), kMemLogsTask);
+      EXPECT_EQ(d.Pending(kMemInferTask), nullptr) << "not before the snapshot answered";
+      d.Succeed({{"hbm", Hbm(50000)}}, json::object(), kMemNpuSmiTask);
+    } else {
+      d.Succeed({{"hbm", Hbm(50000)}}, json::object(), kMemNpuSmiTask);
+      EXPECT_EQ(d.s().state, "vllm_log");
+      EXPECT_EQ(d.Pending(kMemInferTask), nullptr) << "not before the logs answered";
+      d.Succeed({{"summary", json::object()}}, json::object(), kMemLogsTask);
+    }
+    EXPECT_EQ(d.s().state, "inference");
+    EXPECT_EQ(d.PendingKind(), kMemInferTask);
+    int logs = 0;
+    for (const auto& [id, t] : d.s().tasks) logs += t.kind == kMemLogsTask;
+    EXPECT_EQ(logs, 1) << "the logs are read once";
+  }
+}
+
+// A run whose stop failed does not wait out the flush wait beside it.
+TEST(MemoryMachine, AFailedStopAbandonsTheFlushWaitBesideIt) {
+  Driver d("mp42");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp42/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Succeed(json::object());
+  d.Succeed({{"hbm", Hbm(50000)}});
+  d.Succeed({{"summary", json::object()}});
+  d.Succeed({{"ok", true}});
+  d.Succeed({{"hbm", Hbm(50100)}});
+  ASSERT_NE(d.Pending(kMemWaitFlushTask), nullptr);
+  d.Succeed({{"weights", {{"per_device_bytes", 1.0}, {"total_bytes", 2.0}}}}, json::object(), kMemWeightsTask);
+  d.Fail("still_running", "the service did not stop", json::object(), kServiceStopTask);  // escalates
+  ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
+  EXPECT_TRUE(d.Pending(kServiceStopTask)->payload.value("force", false));
+  d.Fail("still_running", "the service did not stop", json::object(), kServiceStopTask);
+  EXPECT_TRUE(d.s().terminal);
+  EXPECT_EQ(d.s().status, RunStatus::kFailed);
+  EXPECT_EQ(d.Pending(kMemWaitFlushTask), nullptr);
+}
+
+// With a flush minimum (flush_s) the flush wait is not started beside the
+// stop: its timer comes first.
+TEST(MemoryMachine, AFlushMinimumKeepsTheFlushWaitAfterTheStop) {
+  Driver d("mp43");
+  json spec = StandaloneSpec();
+  spec["flush_s"] = 5;
+  d.Submit(spec);
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp43/service-1"}, {"pid", 5}, {"port", 18001}});
+  d.Succeed(json::object());
+  d.Succeed({{"hbm", Hbm(50000)}});
+  d.Succeed({{"summary", json::object()}});
+  d.Succeed({{"ok", true}});
+  d.Succeed({{"hbm", Hbm(50100)}});
+  ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
+  EXPECT_EQ(d.Pending(kMemWaitFlushTask), nullptr);
 }
 
 // A failed run does not start the headers beside its cleanup stop.
