@@ -114,14 +114,6 @@ bool StepInFlight(const RunState& s, std::string_view step) {
   return false;
 }
 
-// Abandons a flush wait scheduled beside the stop (its deadline is minutes):
-// on the failure or cancel path its answer is not needed.
-void AbandonEarlyFlush(Decision& d) {
-  for (const auto& [id, t] : d.state().tasks)
-    if (Unanswered(t) && t.kind == kMemWaitFlushTask)
-      d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", "the run is failing: msprof's flush is not collected"}});
-}
-
 // The start's clock measure has not answered: the collection cuts each
 // node's series by it (the end's, beside the stops, holds only the run's end).
 bool StartClockPending(const RunState& s) {
@@ -569,8 +561,7 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
 // The steps marked early (memory_profile_steps.h) right after `step`: their
 // tasks run beside it. Only on the way to a good end, and once each. A
 // deployment runs its per-node steps in turn (each node's answer is judged
-// with the others'); the flush wait waits for its minimum timer when the
-// spec asks for one.
+// with the others').
 std::vector<const MemStep*> EarlyStepsAfter(const RunState& s, const std::string& step) {
   std::vector<const MemStep*> out;
   const auto steps = MemoryStepsOf(Mode(s));
@@ -578,7 +569,6 @@ std::vector<const MemStep*> EarlyStepsAfter(const RunState& s, const std::string
   while (i < steps.size() && steps[i].name != step) ++i;
   for (++i; i < steps.size() && steps[i].early; ++i) {
     if (Multi(s) && MemPerNodeStep(steps[i].name)) break;
-    if (steps[i].name == "flushed" && Spec(s).flush_s() > 0) break;
     out.push_back(&steps[i]);
   }
   return out;
@@ -698,9 +688,6 @@ void Advance(Decision& d) {
     if (launched && !Multi(s) && !s.cancel_requested && KvRefused(s) && !v.Done("weights") &&
         !StepTaskSent(s, "weights"))
       return Schedule(d, v, "weights");
-    // A flush wait beside the stop waits for nothing now: msprof's data is
-    // not collected on this path.
-    AbandonEarlyFlush(d);
     if (ClockPending(s) || EarlyPending(s)) return;  // a run ends after every task it scheduled
     if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
     std::string err = v.data.failure().error().empty() ? "memory-profile failed" : v.data.failure().error();

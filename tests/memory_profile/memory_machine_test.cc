@@ -353,7 +353,6 @@ TEST(MemoryMachine, TheHeadersAreReadBesideTheStopInEitherOrder) {
     ASSERT_EQ(d.s().state, "stopped");
     ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
     ASSERT_NE(d.Pending(kMemWeightsTask), nullptr) << "scheduled with the stop";
-    ASSERT_NE(d.Pending(kMemWaitFlushTask), nullptr) << "scheduled with the stop";
     EXPECT_EQ(d.Pending(kMemWeightsTask)->payload["model"], "/models/m");
     const json weights = {{"weights", {{"per_device_bytes", 7615691776.0}, {"total_bytes", 15230974976.0}}}};
     if (headers_first) {
@@ -364,7 +363,7 @@ TEST(MemoryMachine, TheHeadersAreReadBesideTheStopInEitherOrder) {
     } else {
       d.Succeed({{"stopped", true}}, json::object(), kServiceStopTask);
       EXPECT_EQ(d.s().state, "weights");
-      EXPECT_EQ(d.Pending(kMemExportTask), nullptr) << "the export comes after the headers and the flush";
+      EXPECT_EQ(d.Pending(kMemWaitFlushTask), nullptr) << "the flush wait comes after the headers";
       d.Succeed(weights, json::object(), kMemWeightsTask);
     }
     EXPECT_EQ(d.s().state, "flushed");
@@ -417,48 +416,6 @@ TEST(MemoryMachine, TheBaselineAndTheLogsRunBesideTheStepBeforeThemInEitherOrder
     for (const auto& [id, t] : d.s().tasks) logs += t.kind == kMemLogsTask;
     EXPECT_EQ(logs, 1) << "the logs are read once";
   }
-}
-
-// A run whose stop failed does not wait out the flush wait beside it.
-TEST(MemoryMachine, AFailedStopAbandonsTheFlushWaitBesideIt) {
-  Driver d("mp42");
-  d.Submit(StandaloneSpec());
-  d.Succeed({{"wrap_script", "/w"}});
-  d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/mp42/service-1"}, {"pid", 5}, {"port", 18001}});
-  d.Succeed(json::object());
-  d.Succeed({{"hbm", Hbm(50000)}});
-  d.Succeed({{"summary", json::object()}});
-  d.Succeed({{"ok", true}});
-  d.Succeed({{"hbm", Hbm(50100)}});
-  ASSERT_NE(d.Pending(kMemWaitFlushTask), nullptr);
-  d.Succeed({{"weights", {{"per_device_bytes", 1.0}, {"total_bytes", 2.0}}}}, json::object(), kMemWeightsTask);
-  d.Fail("still_running", "the service did not stop", json::object(), kServiceStopTask);  // escalates
-  ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
-  EXPECT_TRUE(d.Pending(kServiceStopTask)->payload.value("force", false));
-  d.Fail("still_running", "the service did not stop", json::object(), kServiceStopTask);
-  EXPECT_TRUE(d.s().terminal);
-  EXPECT_EQ(d.s().status, RunStatus::kFailed);
-  EXPECT_EQ(d.Pending(kMemWaitFlushTask), nullptr);
-}
-
-// With a flush minimum (flush_s) the flush wait is not started beside the
-// stop: its timer comes first.
-TEST(MemoryMachine, AFlushMinimumKeepsTheFlushWaitAfterTheStop) {
-  Driver d("mp43");
-  json spec = StandaloneSpec();
-  spec["flush_s"] = 5;
-  d.Submit(spec);
-  d.Succeed({{"wrap_script", "/w"}});
-  d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/mp43/service-1"}, {"pid", 5}, {"port", 18001}});
-  d.Succeed(json::object());
-  d.Succeed({{"hbm", Hbm(50000)}});
-  d.Succeed({{"summary", json::object()}});
-  d.Succeed({{"ok", true}});
-  d.Succeed({{"hbm", Hbm(50100)}});
-  ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
-  EXPECT_EQ(d.Pending(kMemWaitFlushTask), nullptr);
 }
 
 // A failed run does not start the headers beside its cleanup stop.

@@ -32,8 +32,8 @@ const Moves kWalk = {
     {"ready", "after_ready"}, {"after_ready", "vllm_log"}, {"vllm_log", "inference"},
     {"inference", "after_infer"}, {"after_infer", "stopped"}, {"stopped", "weights"},
     {"weights", "flushed"}, {"flushed", "export"}, {"export", "msprof"}, {"msprof", "completed"},
-    // standalone: the headers and the flush wait, beside the stop, may be done when it ends
-    {"stopped", "flushed"}, {"stopped", "export"}, {"weights", "export"},
+    // standalone: the headers, read beside the stop, may be done when it ends
+    {"stopped", "flushed"},
     // standalone: the baseline beside the preflight, the logs beside the after-ready snapshot
     {"preflight", "service"}, {"after_ready", "profile_start"}, {"after_ready", "inference"},
     // standalone cleanup: logs after a failed launch or readiness, stop on failure or cancel
@@ -75,8 +75,8 @@ TEST(MemorySteps, TableHasExactlyTheWalkAndTheFailureAndCancelPaths) {
 TEST(MemorySteps, SkipsTheStepsNeverMakeAreIllegal) {
   const Moves illegal = {{"baseline", "export"},  {"preflight", "ready"}, {"queued", "baseline"},
                          {"queued", "after_ready"}, {"stopped", "service"}, {"ready", "inference"},
-                         {"after_ready", "after_infer"}, {"stopped", "completed"}, {"weights", "msprof"},
-                         {"stopped", "msprof"}, {"preflight", "after_ready"},
+                         {"after_ready", "after_infer"}, {"stopped", "completed"}, {"weights", "export"},
+                         {"stopped", "export"}, {"preflight", "after_ready"},
                          {"flushed", "completed"}, {"export", "completed"}, {"flushed", "msprof"},
                          {"baseline", "completed"}, {"completed", "export"}, {"failed", "queued"},
                          {"awaiting_service_stop", "weights"}, {"weights", "stopped"}};
