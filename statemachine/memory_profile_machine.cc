@@ -107,6 +107,13 @@ bool EarlyPending(const RunState& s) {
   return false;
 }
 
+// A task of `step` is in flight (pending or waiting to retry).
+bool StepInFlight(const RunState& s, std::string_view step) {
+  for (const auto& [id, t] : s.tasks)
+    if (Unanswered(t) && StepOf(t) == step) return true;
+  return false;
+}
+
 // The start's clock measure has not answered: the collection cuts each
 // node's series by it (the end's, beside the stops, holds only the run's end).
 bool StartClockPending(const RunState& s) {
@@ -551,24 +558,30 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
   }
 }
 
-// A step marked early (memory_profile_steps.h) whose task runs beside the
-// step before it; only on the way to a good end, and once.
-const MemStep* EarlyStepAfter(const RunState& s, const std::string& step) {
+// The steps marked early (memory_profile_steps.h) right after `step`: their
+// tasks run beside it. Only on the way to a good end, and once each. A
+// deployment runs its per-node steps in turn (each node's answer is judged
+// with the others').
+std::vector<const MemStep*> EarlyStepsAfter(const RunState& s, const std::string& step) {
+  std::vector<const MemStep*> out;
   const auto steps = MemoryStepsOf(Mode(s));
-  for (size_t i = 0; i + 1 < steps.size(); ++i)
-    if (steps[i].name == step && steps[i + 1].early) return &steps[i + 1];
-  return nullptr;
+  size_t i = 0;
+  while (i < steps.size() && steps[i].name != step) ++i;
+  for (++i; i < steps.size() && steps[i].early; ++i) {
+    if (Multi(s) && MemPerNodeStep(steps[i].name)) break;
+    out.push_back(&steps[i]);
+  }
+  return out;
 }
 
 void ScheduleEarlyStep(Decision& d, const View& v, const std::string& step) {
   const RunState& s = v.s;
-  const MemStep* early = EarlyStepAfter(s, step);
-  if (early == nullptr || v.data.has_failure() || s.cancel_requested) return;
-  const std::string name(early->name);
-  if (v.Done(name)) return;
-  for (const auto& [id, t] : s.tasks)
-    if (StepOf(t) == name) return;  // scheduled already (and answered or still running)
-  ScheduleOn(d, v, name, 0);
+  if (v.data.has_failure() || s.cancel_requested) return;
+  for (const MemStep* early : EarlyStepsAfter(s, step)) {
+    const std::string name(early->name);
+    if (v.Done(name) || StepTaskSent(s, name)) continue;  // done, or scheduled already (answered or still running)
+    ScheduleOn(d, v, name, 0);
+  }
 }
 
 void Schedule(Decision& d, const View& v, const std::string& step) {
@@ -665,7 +678,9 @@ void Advance(Decision& d) {
     for (const MemStep& step : MemoryStepsOf(Mode(s))) {
       const bool runs = step.cleanup == MemCleanup::kOnFailureOrCancel ||
                         (step.cleanup == MemCleanup::kOnFailure && !s.cancel_requested);
-      if (launched && runs && !v.Done(step.name)) return Schedule(d, v, std::string(step.name));
+      if (!launched || !runs || v.Done(step.name)) continue;
+      if (StepInFlight(s, step.name)) return;  // it runs already (beside the step before): its answer comes first
+      return Schedule(d, v, std::string(step.name));
     }
     // A service that refused to start because its KV cache would be
     // negative: its model's config and headers are read after the stop (the

@@ -53,7 +53,9 @@ struct MemStep {
   bool service_up = false;  // a service this run launched may be running while the run is here
   MemCleanup cleanup = MemCleanup::kNo;
   bool critical = false;    // its failure fails the run (after the cleanup steps)
-  bool early = false;       // its task may run beside the step before it, so the walk may find it done
+  // Its task may run beside the step before it, so the walk may find it
+  // done (a deployment's per-node step waits for its turn: memory_profile_machine.cc).
+  bool early = false;
 };
 
 // The steps of a mode: "standalone", "install_wrapper", anything else = attach.

@@ -143,7 +143,10 @@ TEST(HostileTarget, EveryRunKindPassesWithoutAnSftpSubsystem) {
     const json ev = EventsJson(h, run);
     for (const auto& e : ev["events"]) EXPECT_NE(e["type"], "TaskFailed") << run << ": " << e.dump();
   }
-  EXPECT_NE(h.sshd().log().find("subsystem request for sftp"), std::string::npos) << "sshd was asked and refused";
+  // Whether any step still asks for SFTP here is not the point: since
+  // memory.export's look at the output dir went into its check (issue 42)
+  // none of these runs' steps needs a file operation on its path; each one
+  // that does falls back to the command channel (tests/ssh: FileOpsTest).
   if (::testing::Test::HasFailure()) dump_events();
 }
 

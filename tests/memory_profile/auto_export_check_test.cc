@@ -95,6 +95,23 @@ TEST(AutoExportCheck, NoCaptureOrNoLogIsNotExported) {
   EXPECT_FALSE(c.AllExported()) << "the CSVs alone do not prove msprof finished them";
 }
 
+TEST(AutoExportCheck, AMissingOutputDirIsSaidAloneAndNothingElse) {
+  TempDir t;
+  const AutoExportCheck c = Check(t.path + "/msprof", t.path + "/stdout.log");
+  EXPECT_TRUE(c.dir_missing);
+  EXPECT_EQ(c.unparsed, 0);
+  EXPECT_FALSE(c.AllExported());
+  fs::create_directories(t.path + "/msprof");
+  EXPECT_FALSE(Check(t.path + "/msprof", t.path + "/stdout.log").dir_missing) << "an empty dir exists";
+  // "no-dir" among other lines is not the check's: not missing, not exported.
+  for (const std::string bad : {"started=0\nno-dir\n", "no-dir\nstarted=0\n", "no-dir\nno-dir\n",
+                                "no-dir\nprof 1 1 1 PROF_a\n"}) {
+    const AutoExportCheck b = ParseAutoExportCheck(bad);
+    EXPECT_FALSE(b.dir_missing) << bad;
+    EXPECT_FALSE(b.AllExported()) << bad;
+  }
+}
+
 TEST(AutoExportCheck, OutputThatIsNotTheChecksIsNeverExported) {
   EXPECT_FALSE(ParseAutoExportCheck("").AllExported());
   EXPECT_FALSE(ParseAutoExportCheck("prof 1 1 1 PROF_a\n").AllExported()) << "no started= line";

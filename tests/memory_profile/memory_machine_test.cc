@@ -258,7 +258,10 @@ TEST(MemoryMachine, StandaloneHappyPathStepOrder) {
 TEST(MemoryMachine, MsprofMissingFailsBeforeAnythingIsLaunched) {
   Driver d("mp2");
   d.Submit(StandaloneSpec());
-  d.Fail("msprof_missing", "msprof is not on PATH");
+  d.Fail("msprof_missing", "msprof is not on PATH", json::object(), kMemPreflightTask);
+  EXPECT_FALSE(d.s().terminal) << "the baseline beside the preflight is answered first";
+  EXPECT_EQ(d.PendingKind(), kMemNpuSmiTask);
+  d.Succeed({{"hbm", Hbm(2862)}});
   EXPECT_TRUE(d.s().terminal);
   EXPECT_EQ(d.s().status, RunStatus::kFailed);
   EXPECT_NE(d.s().error.find("msprof"), std::string::npos);
@@ -366,6 +369,52 @@ TEST(MemoryMachine, TheHeadersAreReadBesideTheStopInEitherOrder) {
     EXPECT_EQ(d.s().state, "flushed");
     EXPECT_EQ(d.PendingKind(), kMemWaitFlushTask);
     EXPECT_EQ(d.s().data["weights"]["total_bytes"], 15230974976.0);
+  }
+}
+
+// The baseline snapshot runs beside the preflight, and the log read beside
+// the after-ready snapshot (issue 42): the launch waits for both answers, in
+// either order, and so does the inference.
+TEST(MemoryMachine, TheBaselineAndTheLogsRunBesideTheStepBeforeThemInEitherOrder) {
+  for (const bool second_first : {true, false}) {
+    Driver d(second_first ? "mp40" : "mp41");
+    d.Submit(StandaloneSpec());
+    ASSERT_NE(d.Pending(kMemPreflightTask), nullptr);
+    ASSERT_NE(d.Pending(kMemNpuSmiTask), nullptr) << "the baseline beside the preflight";
+    EXPECT_EQ(d.Pending(kMemNpuSmiTask)->payload["phase"], "baseline");
+    if (second_first) {
+      d.Succeed({{"hbm", Hbm(2862)}}, json::object(), kMemNpuSmiTask);
+      EXPECT_EQ(d.s().state, "preflight");
+      EXPECT_EQ(d.Pending(kServiceLaunchTask), nullptr) << "not before the preflight answered";
+      d.Succeed({{"wrap_script", "/w"}}, json::object(), kMemPreflightTask);
+    } else {
+      d.Succeed({{"wrap_script", "/w"}}, json::object(), kMemPreflightTask);
+      EXPECT_EQ(d.s().state, "baseline");
+      EXPECT_EQ(d.Pending(kServiceLaunchTask), nullptr) << "not before the baseline answered";
+      d.Succeed({{"hbm", Hbm(2862)}}, json::object(), kMemNpuSmiTask);
+    }
+    EXPECT_EQ(d.s().state, "service");
+    ASSERT_EQ(d.PendingKind(), kServiceLaunchTask);
+    EXPECT_EQ(d.s().data["baseline"]["hbm"]["0"]["used_mb"], 2862);
+    d.Succeed({{"runtime_dir", "/tmp/rt/" + d.s().run_id + "/service-1"}, {"pid", 5}, {"port", 18001}});
+    d.Succeed(json::object());  // ready
+    ASSERT_NE(d.Pending(kMemNpuSmiTask), nullptr);
+    ASSERT_NE(d.Pending(kMemLogsTask), nullptr) << "the logs beside the after-ready snapshot";
+    if (second_first) {
+      d.Succeed({{"summary", json::object()}}, json::object(), kMemLogsTask);
+      EXPECT_EQ(d.Pending(kMemInferTask), nullptr) << "not before the snapshot answered";
+      d.Succeed({{"hbm", Hbm(50000)}}, json::object(), kMemNpuSmiTask);
+    } else {
+      d.Succeed({{"hbm", Hbm(50000)}}, json::object(), kMemNpuSmiTask);
+      EXPECT_EQ(d.s().state, "vllm_log");
+      EXPECT_EQ(d.Pending(kMemInferTask), nullptr) << "not before the logs answered";
+      d.Succeed({{"summary", json::object()}}, json::object(), kMemLogsTask);
+    }
+    EXPECT_EQ(d.s().state, "inference");
+    EXPECT_EQ(d.PendingKind(), kMemInferTask);
+    int logs = 0;
+    for (const auto& [id, t] : d.s().tasks) logs += t.kind == kMemLogsTask;
+    EXPECT_EQ(logs, 1) << "the logs are read once";
   }
 }
 

@@ -34,6 +34,8 @@ const Moves kWalk = {
     {"weights", "flushed"}, {"flushed", "export"}, {"export", "msprof"}, {"msprof", "completed"},
     // standalone: the headers, read beside the stop, may be done when it ends
     {"stopped", "flushed"},
+    // standalone: the baseline beside the preflight, the logs beside the after-ready snapshot
+    {"preflight", "service"}, {"after_ready", "profile_start"}, {"after_ready", "inference"},
     // standalone cleanup: logs after a failed launch or readiness, stop on failure or cancel
     {"service", "vllm_log"}, {"service", "stopped"}, {"ready", "vllm_log"}, {"ready", "stopped"},
     {"after_ready", "stopped"}, {"vllm_log", "stopped"}, {"inference", "stopped"},
@@ -71,9 +73,10 @@ TEST(MemorySteps, TableHasExactlyTheWalkAndTheFailureAndCancelPaths) {
 }
 
 TEST(MemorySteps, SkipsTheStepsNeverMakeAreIllegal) {
-  const Moves illegal = {{"baseline", "export"},  {"preflight", "service"}, {"queued", "baseline"},
+  const Moves illegal = {{"baseline", "export"},  {"preflight", "ready"}, {"queued", "baseline"},
                          {"queued", "after_ready"}, {"stopped", "service"}, {"ready", "inference"},
-                         {"after_ready", "inference"}, {"stopped", "completed"}, {"weights", "export"},
+                         {"after_ready", "after_infer"}, {"stopped", "completed"}, {"weights", "export"},
+                         {"stopped", "export"}, {"preflight", "after_ready"},
                          {"flushed", "completed"}, {"export", "completed"}, {"flushed", "msprof"},
                          {"baseline", "completed"}, {"completed", "export"}, {"failed", "queued"},
                          {"awaiting_service_stop", "weights"}, {"weights", "stopped"}};

@@ -9,9 +9,11 @@ namespace npuprof::workers {
 
 namespace {
 
-// "started=0|1", then per PROF dir with device data:
+// "no-dir" alone when the output dir does not exist; else "started=0|1",
+// then per PROF dir with device data:
 // "prof <done_line> <npu_mem> <module_mem> <name>".
 constexpr const char* kCheck = R"SH(d=$1 log=$2
+if [ ! -e "$d" ]; then echo no-dir; exit 0; fi
 s=0; [ -e "$d.export.pid" ] && s=1
 echo "started=$s"
 for p in "$d"/PROF_*; do
@@ -53,6 +55,10 @@ AutoExportCheck ParseAutoExportCheck(const std::string& out) {
   bool saw_started = false;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
+    if (line == "no-dir" && !saw_started && !c.dir_missing && c.profs.empty() && c.unparsed == 0) {
+      c.dir_missing = true;
+      continue;
+    }
     if (line == "started=0" || line == "started=1") {
       c.export_started = line.back() == '1';
       saw_started = true;
@@ -77,7 +83,11 @@ AutoExportCheck ParseAutoExportCheck(const std::string& out) {
     }
     ++c.unparsed;
   }
-  if (!saw_started) ++c.unparsed;
+  if (c.dir_missing && (saw_started || !c.profs.empty() || c.unparsed > 0)) {  // "no-dir" is said alone
+    c.dir_missing = false;
+    ++c.unparsed;
+  }
+  if (!saw_started && !c.dir_missing) ++c.unparsed;
   return c;
 }
 

@@ -11,7 +11,9 @@
 // when both hold: its done line is in the console log, and its output dir has
 // an npu_mem_*.csv and an npu_module_mem_*.csv of more than 100 bytes (the
 // memory CSVs the collection reads; smaller files are headers only). A PROF
-// dir without device data is no capture and is not counted.
+// dir without device data is no capture and is not counted. The same command
+// says when the output dir does not exist at all (the service did not run
+// under the wrap script), so that memory.export needs no look before it.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@ struct AutoExportProf {
 };
 
 struct AutoExportCheck {
+  bool dir_missing = false;     // the msprof output dir does not exist (nothing else is said then)
   bool export_started = false;  // <dir>.export.pid exists: an earlier attempt started msprof --export
   std::vector<AutoExportProf> profs;
   int unparsed = 0;             // output lines not understood (any: not exported)

@@ -3,8 +3,9 @@
 // (finished, exit code), D.export.log (console). A new attempt (worker or
 // server restart) that finds the pid marker waits for that export instead of
 // starting another. First, when the payload names msprof's console log, one
-// command checks whether msprof's application mode already exported every
-// PROF dir (auto_export_check.h): then nothing is exported again.
+// command checks whether the output dir exists and whether msprof's
+// application mode already exported every PROF dir (auto_export_check.h):
+// then nothing is exported again, in one round trip (issue 42).
 
 #include <algorithm>
 
@@ -28,6 +29,12 @@ $S nohup sh -c 'msprof --export=on --output="$1" >"$1.export.log" 2>&1; echo $? 
 echo $! >"$d.export.pid"
 echo started)SH";
 
+TaskOutcome NoMsprofData(const std::string& dir) {
+  return TaskOutcome::Success(json{
+      {"status", "no_msprof_data"},
+      {"note", fmt::format("{} does not exist: the service did not run under the msprof wrap script", dir)}});
+}
+
 constexpr const char* kAlive = R"SH(p=$(cat "$1.export.pid" 2>/dev/null) && kill -0 "$p" 2>/dev/null && echo alive || echo gone)SH";
 
 }  // namespace
@@ -41,25 +48,28 @@ TaskOutcome MemExport(const tasks::MemoryExport& p, const proto::Task&, TaskCont
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "msprof_dir must be absolute", false);
   const int64_t timeout_s = std::clamp<int64_t>(p.timeout_s(), 1, 86400);
 
-  auto st = s.Stat(dir);
-  if (!st.ok()) {
-    if (ssh::ErrorKindOf(st.status()) == ssh::SshErrorKind::kRemoteError)
-      return TaskOutcome::Success(json{{"status", "no_msprof_data"},
-                                       {"note", fmt::format("{} does not exist: the service did not run under the "
-                                                            "msprof wrap script",
-                                                            dir)}});
-    return OutcomeFromSsh(st.status(), c->target);
-  }
-
+  // With msprof's console log named, one command says both whether the
+  // output dir exists and whether msprof already exported it; else (or when
+  // that command failed) the dir is looked at with a file operation.
+  bool dir_seen = false;
   if (!p.stdout_log().empty()) {
     auto check = RunRemote(s, AutoExportCheckArgv(dir, p.stdout_log()), std::chrono::seconds(60));
     if (!check.ok()) return OutcomeFromSsh(check.status(), c->target);
     const AutoExportCheck found = ParseAutoExportCheck(check->stdout_data);
+    if (check->exit_status == 0 && found.dir_missing) return NoMsprofData(dir);
     if (check->exit_status == 0 && !found.export_started && found.AllExported())
       return TaskOutcome::Success(json{{"status", "ok"},
                                        {"already_exported", true},
                                        {"prof_dirs", static_cast<int64_t>(found.profs.size())},
                                        {"note", found.Describe()}});
+    dir_seen = check->exit_status == 0 && found.unparsed == 0;
+  }
+  if (!dir_seen) {
+    auto st = s.Stat(dir);
+    if (!st.ok()) {
+      if (ssh::ErrorKindOf(st.status()) == ssh::SshErrorKind::kRemoteError) return NoMsprofData(dir);
+      return OutcomeFromSsh(st.status(), c->target);
+    }
   }
 
   bool adopted = false;
