@@ -697,10 +697,20 @@ void Advance(Decision& d) {
     return d.Finish(RunStatus::kFailed, err);
   }
 
+  const std::string at = s.state;  // the state this walk starts from
+  bool past_at = false;
   for (const MemStep& step : MemoryStepsOf(Mode(s))) {
     if (v.Skipped(step.skip)) continue;
     if (step.wait) return MoveTo(d, std::string(step.name));
-    if (v.Done(step.name)) continue;
+    if (v.Done(step.name)) {
+      // An early step whose task answered before the step it runs beside:
+      // the run still passes through its state, so the states (and the
+      // events) a run goes through do not depend on which of the two
+      // answered first.
+      if (step.early && past_at) MoveTo(d, std::string(step.name));
+      if (step.name == at) past_at = true;
+      continue;
+    }
     // Its task runs already (beside the step before): the walk waits for it here.
     if (step.early && EarlyPending(s)) return MoveTo(d, std::string(step.name));
     // A deployment's stop: once every node was checked alive after the inference.
