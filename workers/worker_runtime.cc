@@ -47,7 +47,9 @@ struct Job {
 struct WorkerRuntime::Impl {
   WorkerOptions opts;
   std::map<std::string, TaskHandler> handlers;
-  ssh::SshPool pool;
+  // Warms a spare connection beside a long call (ssh_pool.h): the call beside
+  // it then pays no handshake on its path.
+  ssh::SshPool pool{ssh::SshPool::Options{.warm_spare = true}};
   zmq::context_t ctx{1};
   std::mutex mu;                                 // guards outbox
   std::deque<proto::WorkerToBroker> outbox;      // results and progress from task threads

@@ -415,6 +415,59 @@ TEST_F(SshSessionTest, PoolOpensASecondConnectionOnlyForConcurrentUse) {
   EXPECT_EQ(pool.total_handshakes(), 2) << "the second connection was reused, not a third opened";
 }
 
+// The workers' pool (Options::warm_spare): a long call that takes the last
+// free session has a spare warmed beside it, so the short call that follows
+// at once pays no handshake, and no third connection is opened for it.
+TEST_F(SshSessionTest, PoolWarmsASpareBesideALongCallAndTheCallBesideItPaysNoHandshake) {
+  SshPool pool(SshPool::Options{.warm_spare = true});
+  {
+    auto s = pool.Get(sshd_.target());
+    ASSERT_TRUE(s->Exec("true", 10s).ok());
+  }
+  EXPECT_EQ(pool.connections(), 1u) << "short calls alone warm nothing";
+  {
+    auto lent = pool.Acquire(sshd_.target());
+    pool.WaitForWarmUps();
+    EXPECT_EQ(pool.connections(), 2u) << "the long call took the only session: a spare was warmed";
+    auto beside = pool.Get(sshd_.target());
+    EXPECT_NE(beside.get(), lent.get());
+    EXPECT_EQ(beside->handshakes(), 1) << "the spare was connected before its first user came";
+    SshStatsScope scope;
+    auto r = beside->Exec(BuildCommand({"echo", "beside"}), 10s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data, "beside\n");
+    const SshStats d = scope.totals();
+    EXPECT_EQ(d.handshakes, 0) << "the call beside the long one paid no handshake";
+    EXPECT_EQ(d.shell_channels, 0) << "the spare's command shell was started by the warm-up";
+    ASSERT_TRUE(lent->Exec("true", 10s).ok());
+  }
+  {
+    auto a = pool.Acquire(sshd_.target());
+    auto b = pool.Acquire(sshd_.target());
+    pool.WaitForWarmUps();
+    EXPECT_NE(a.get(), b.get());
+  }
+  EXPECT_EQ(pool.connections(), 2u) << "at most kSpareUpTo sessions are warmed ahead; two long calls reuse them";
+  EXPECT_EQ(pool.total_handshakes(), 2);
+}
+
+// A spare that cannot connect is left unconnected and fails nobody: its
+// first user connects it (and sees that connection's own error).
+TEST_F(SshSessionTest, PoolSpareThatCannotConnectFailsNobody) {
+  SshPool pool(SshPool::Options{.warm_spare = true});
+  SshTarget closed = sshd_.target();
+  closed.port = 1;  // nothing listens on 127.0.0.1:1
+  {
+    auto lent = pool.Acquire(closed);
+    pool.WaitForWarmUps();
+    EXPECT_EQ(pool.connections(), 2u);
+    auto beside = pool.Get(closed);
+    auto r = beside->Exec("true", 10s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(ErrorKindOf(r.status()), SshErrorKind::kUnreachable) << r.status().ToString();
+  }
+}
+
 // --- the command shell (workers/ssh/command_shell_protocol.h) ---
 
 TEST_F(SshSessionTest, CommandShellRunsCommandsWithoutChannelsOrShellStartups) {

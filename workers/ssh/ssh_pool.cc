@@ -1,14 +1,63 @@
 #include "workers/ssh/ssh_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
 
 #include "workers/ssh/ssh_internal.h"
+#include "workers/ssh/ssh_stats.h"
 
 namespace npuprof::ssh {
 
 SshPool::Key SshPool::KeyOf(const SshTarget& target) {
   return Key{target.host,       target.port,       target.user, target.identity_file, target.known_hosts_file,
              target.env_script, static_cast<int>(target.host_key_policy)};
+}
+
+SshPool::~SshPool() {
+  std::vector<std::thread> warmers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    warmers.swap(warmers_);
+  }
+  for (std::thread& t : warmers) t.join();
+}
+
+void SshPool::WaitForWarmUps() {
+  std::unique_lock<std::mutex> lock(mu_);
+  warm_cv_.wait(lock, [this] { return warming_ == 0; });
+}
+
+void SshPool::MaybeWarmSpareLocked(const Key& key, const SshTarget& target) {
+  if (!options_.warm_spare) return;
+  auto& list = entries_[key];
+  if (list.size() >= kSpareUpTo) return;
+  for (const Entry& e : list)
+    if (e.warming || (!e.lent && e.session.use_count() == 1)) return;  // one warming, or one free
+  list.push_back(Entry{std::make_shared<SshSession>(target), false, true});
+  ++warming_;
+  warmers_.emplace_back(&SshPool::WarmUp, this, key, list.back().session.get());
+}
+
+void SshPool::WarmUp(Key key, SshSession* session) {
+  // The entry is never erased while warming (GiveBack skips it; the
+  // destructor joins this thread first), so the raw pointer stays valid and
+  // the session's use count says only who uses it. The scope keeps the
+  // warm-up's work off the task whose Acquire() started it (the session's
+  // creator): it is on no task's path.
+  SshStatsScope off_every_task;
+  Status st = session->Connect();
+  if (st.ok()) {
+    auto r = session->Exec(":", std::chrono::seconds(30));  // starts the command shell
+    if (!r.ok()) st = r.status();
+  }
+  if (!st.ok()) spdlog::debug("a spare SSH connection could not be warmed ({}); its first user connects it", st.ToString());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Entry& e : entries_[key])
+    if (e.session.get() == session) e.warming = false;
+  --warming_;
+  warm_cv_.notify_all();
 }
 
 std::shared_ptr<SshSession> SshPool::Get(const SshTarget& target) {
@@ -37,6 +86,7 @@ std::shared_ptr<SshSession> SshPool::Acquire(const SshTarget& target) {
       free->lent = true;
       s = free->session;
     }
+    MaybeWarmSpareLocked(key, target);
   }
   // The caller's pointer shares no count with the pool's: dropping it gives
   // the session back. Until then its work counts to the caller's task, also
@@ -55,7 +105,7 @@ void SshPool::GiveBack(const Key& key, const SshSession* session) {
   it->lent = false;
   internal::Unlent(session);
   const auto idle = std::count_if(list.begin(), list.end(), [](const Entry& e) { return !e.lent; });
-  if (idle > static_cast<long>(kMaxIdle) + 1 && it != list.begin()) {
+  if (idle > static_cast<long>(kMaxIdle) + 1 && it != list.begin() && !it->warming) {
     closing = std::move(it->session);
     list.erase(it);
   }

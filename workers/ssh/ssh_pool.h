@@ -16,13 +16,28 @@
 //    (an idle one, or a new connection).
 //  * A session given back stays for the next caller; at most kMaxIdle
 //    sessions beyond the first are kept per target, the rest are closed.
+//  * With Options::warm_spare (the workers' pool): when Acquire() lends the
+//    last session of a key that nobody else could be lent, and the key has
+//    fewer than kSpareUpTo sessions, the pool opens one more connection in
+//    the background (connect, key exchange, auth and the command shell's
+//    start) so that the next concurrent call finds it ready instead of
+//    paying a handshake on its path (at a target 100 ms away a handshake is
+//    about 7 sequential round trips). A long call (a stop, an analysis, a
+//    wave) is what makes a short call beside it need a second connection;
+//    the spare is opened beside the long call's own work. A spare that fails
+//    to connect is left unconnected: its first user connects it as any new
+//    session would. The warm-up's round trips count to no task (they are on
+//    no task's path). At most one warm-up per key at a time; the pool's
+//    destructor waits for them (each bounded by the connect timeout).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -32,13 +47,26 @@ namespace npuprof::ssh {
 
 class SshPool {
  public:
+  struct Options {
+    bool warm_spare = false;
+  };
+  SshPool() = default;
+  explicit SshPool(Options options) : options_(options) {}
+  ~SshPool();
+  SshPool(const SshPool&) = delete;
+  SshPool& operator=(const SshPool&) = delete;
+
   std::shared_ptr<SshSession> Get(const SshTarget& target);
   std::shared_ptr<SshSession> Acquire(const SshTarget& target);
   static constexpr size_t kMaxIdle = 4;
+  // A spare is warmed only while a key has fewer sessions than this.
+  static constexpr size_t kSpareUpTo = 2;
 
   size_t sessions();           // distinct targets seen
   size_t connections();        // sessions held by the pool now, over all targets
   int64_t total_handshakes();  // sum of handshakes() over the sessions held now
+  // Blocks until no warm-up is running (tests).
+  void WaitForWarmUps();
 
  private:
   // The env script and host key policy are part of the key: two inventory
@@ -48,12 +76,21 @@ class SshPool {
   struct Entry {
     std::shared_ptr<SshSession> session;
     bool lent = false;
+    bool warming = false;  // a background warm-up is connecting it (never erased meanwhile)
   };
   static Key KeyOf(const SshTarget& target);
   void GiveBack(const Key& key, const SshSession* session);
+  // Under mu_: starts a spare's warm-up for key when Options::warm_spare
+  // says so and none of the key's sessions could be lent now.
+  void MaybeWarmSpareLocked(const Key& key, const SshTarget& target);
+  void WarmUp(Key key, SshSession* session);
 
+  Options options_;
   std::mutex mu_;
+  std::condition_variable warm_cv_;
   std::map<Key, std::vector<Entry>> entries_;
+  std::vector<std::thread> warmers_;
+  int warming_ = 0;
 };
 
 }  // namespace npuprof::ssh
