@@ -14,6 +14,10 @@
 //            TaskFailed link figures, views/task_link_table.h: what the
 //            workers counted, ssh_stats.h "Round trips"); rts/turn beside it
 //   link_s   the tasks' recorded time inside SSH calls, summed
+//   own_s    the target's own work inside the run: the union of the
+//            simulator's timeline pieces (state/timeline.jsonl, as in
+//            npuprof_bench_overhead), which the link does not stretch
+//   over_s   wall_s - own_s: npuprof's time and the link's
 //   s/turn   added_s / turns: near the RTT when the turns are what the run
 //            waited for one after another
 //   conns    SSH connections opened during the run
@@ -40,6 +44,7 @@
 
 #include "bench/reference_workloads.h"
 #include "bench/sim_bench_util.h"
+#include "bench/target_timeline.h"
 #include "bench/turn_attribution.h"
 #include "tests/support/latency_relay.h"
 #include "tests/support/sshd_fixture.h"
@@ -74,7 +79,7 @@ struct Row {
   int rtt_ms = 0;
   std::string kind, run_id, status;
   bool cold = false;
-  double wall_s = 0, client_s = 0;
+  double wall_s = 0, client_s = 0, own_s = 0;
   uint64_t turns = 0, conns = 0, to_target = 0, from_target = 0;
   int64_t round_trips = 0, link_ms = 0, recorded = 0, unrecorded = 0;
   std::map<std::string, double> rts_by_kind;  // recorded round trips per task kind
@@ -163,6 +168,8 @@ int Main(int argc, char** argv) {
         int64_t from_ms = -1, to_ms = -1;
         std::vector<TaskSpan> spans;
         FromEvents(events, row, &from_ms, &to_ms, &spans);
+        if (from_ms >= 0 && to_ms >= from_ms)
+          row.own_s = TimelineUnionSeconds(h.SimRoot() + "/state/timeline.jsonl", from_ms, to_ms);
         const views::TaskLinkTable links = views::BuildTaskLinkTable(events);
         row.round_trips = links.total.round_trips();
         row.link_ms = links.total.link_ms();
@@ -199,16 +206,17 @@ int Main(int argc, char** argv) {
   }
   std::printf("far targets: reference delays, behind the latency relay; load %s -> %s\n", load_before.c_str(),
               load_after.c_str());
-  std::printf("%6s %-14s %-5s %-9s %7s %8s %6s %6s %8s %7s %7s %5s %10s %11s\n", "rtt_ms", "kind", "run", "status",
-              "wall_s", "added_s", "turns", "rts", "rts/turn", "link_s", "s/turn", "conns", "to_target", "from_target");
+  std::printf("%6s %-14s %-5s %-9s %7s %8s %6s %6s %6s %6s %8s %7s %7s %5s %10s %11s\n", "rtt_ms", "kind", "run",
+              "status", "wall_s", "added_s", "own_s", "over_s", "turns", "rts", "rts/turn", "link_s", "s/turn", "conns", "to_target", "from_target");
   json out = {{"load_before", load_before}, {"load_after", load_after}, {"bytes_per_s", opt.bytes_per_s},
               {"runs", json::array()}};
   for (const auto& r : rows) {
     const bool has_base = base.count(r.kind) > 0;
     const double added = has_base ? r.wall_s - base[r.kind] : 0;
-    std::printf("%6d %-14s %-5s %-9s %7.2f %8s %6llu %6lld %8s %7.2f %7s %5llu %10s %11s\n", r.rtt_ms, r.kind.c_str(),
-                r.cold ? "cold" : "warm", r.status.c_str(), r.wall_s,
-                has_base ? fmt::format("{:.2f}", added).c_str() : "-", static_cast<unsigned long long>(r.turns),
+    std::printf("%6d %-14s %-5s %-9s %7.2f %8s %6.2f %6.2f %6llu %6lld %8s %7.2f %7s %5llu %10s %11s\n", r.rtt_ms,
+                r.kind.c_str(), r.cold ? "cold" : "warm", r.status.c_str(), r.wall_s,
+                has_base ? fmt::format("{:.2f}", added).c_str() : "-", r.own_s, r.wall_s - r.own_s,
+                static_cast<unsigned long long>(r.turns),
                 static_cast<long long>(r.round_trips),
                 r.turns > 0 ? fmt::format("{:.2f}", static_cast<double>(r.round_trips) / static_cast<double>(r.turns)).c_str()
                             : "-",
@@ -219,7 +227,8 @@ int Main(int argc, char** argv) {
                 HumanBytes(static_cast<double>(r.from_target)).c_str());
     out["runs"].push_back({{"rtt_ms", r.rtt_ms}, {"kind", r.kind}, {"run_id", r.run_id}, {"status", r.status},
                            {"cold", r.cold}, {"wall_s", r.wall_s}, {"client_s", r.client_s},
-                           {"added_s", has_base ? json(added) : json()}, {"turns", r.turns},
+                           {"added_s", has_base ? json(added) : json()}, {"own_s", r.own_s},
+                           {"over_s", r.wall_s - r.own_s}, {"turns", r.turns},
                            {"connections", r.conns}, {"bytes_to_target", r.to_target},
                            {"round_trips", r.round_trips}, {"link_ms", r.link_ms},
                            {"recorded_attempts", r.recorded}, {"unrecorded_attempts", r.unrecorded},

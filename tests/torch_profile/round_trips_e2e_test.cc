@@ -53,7 +53,7 @@ TEST(TorchRoundTripsE2E, ShowAndTraceListEachTasksRoundTripsNearTheRelaysTurns) 
   const json s = show.json();
   ASSERT_TRUE(s.contains("tasks")) << show.out;
   ASSERT_TRUE(s["link_total"].is_object()) << s["link_total"].dump();
-  int64_t sum = 0;
+  int64_t sum = 0, handshakes = 0;
   std::set<std::string> kinds;
   for (const auto& t : s["tasks"]) {
     SCOPED_TRACE(t.dump());
@@ -67,6 +67,7 @@ TEST(TorchRoundTripsE2E, ShowAndTraceListEachTasksRoundTripsNearTheRelaysTurns) 
     EXPECT_GE(t["link_ms"].get<int64_t>(), 0);
     EXPECT_TRUE(t["link"].is_object());
     sum += t["round_trips"].get<int64_t>();
+    handshakes += t["link"].value("handshakes", int64_t{0});
     kinds.insert(t["kind"].get<std::string>());
     if (t["kind"] == "service.wait_ready" && t["outcome"] == "succeeded") {
       // The readiness wait runs on the target (ready_probe.h): no HTTP over
@@ -82,11 +83,22 @@ TEST(TorchRoundTripsE2E, ShowAndTraceListEachTasksRoundTripsNearTheRelaysTurns) 
   EXPECT_EQ(s["link_total"]["unrecorded_attempts"], 0);
 
   const int64_t turns = static_cast<int64_t>(after.turns - before.turns);
-  std::cerr << "[round trips] recorded " << sum << ", relay turns " << turns << ", ratio "
-            << static_cast<double>(sum) / static_cast<double>(std::max<int64_t>(turns, 1)) << std::endl;
+  // The workers' pools warm a spare connection beside a long call
+  // (workers/ssh/ssh_pool.h): its handshake and command shell start are on
+  // no task's path, so no task records them. The relay sees each as a
+  // connection no task's handshake accounts for.
+  const int64_t connections = static_cast<int64_t>(after.connections - before.connections);
+  const int64_t warm_ups = connections - handshakes;
+  EXPECT_GE(warm_ups, 0) << connections << " connections, " << handshakes << " handshakes recorded by tasks";
+  EXPECT_LE(warm_ups, 2) << "at most one spare per worker (2 workers) on a cold run";
+  constexpr int64_t kWarmUpRoundTrips = 5 + 2;  // handshake and auth, the command shell's start
+  const int64_t expected = sum + kWarmUpRoundTrips * warm_ups;
+  std::cerr << "[round trips] recorded " << sum << " (+" << warm_ups << " warm-ups), relay turns " << turns
+            << ", ratio " << static_cast<double>(expected) / static_cast<double>(std::max<int64_t>(turns, 1))
+            << std::endl;
   EXPECT_GT(turns, 0);
-  EXPECT_LE(std::abs(static_cast<double>(sum - turns)), kTolerance * static_cast<double>(turns))
-      << "recorded " << sum << " round trips, the relay saw " << turns << " turns";
+  EXPECT_LE(std::abs(static_cast<double>(expected - turns)), kTolerance * static_cast<double>(turns))
+      << "recorded " << sum << " round trips and " << warm_ups << " warm-ups, the relay saw " << turns << " turns";
 
   CliResult text = h.Cli({"show", run, "--text"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
