@@ -8,6 +8,8 @@
 
 #include "common/utf8.h"
 #include "workers/log_tails.h"
+#include "workers/profiling/interpreter_command.h"
+#include "workers/profiling/target_interpreter.h"
 #include "workers/ssh/env_script_protocol.h"
 #include "workers/ssh/output_cap.h"
 #include "workers/ssh/shell_quote.h"
@@ -30,9 +32,11 @@ Result<ssh::SshTarget> TargetFromMachine(const tasks::Machine& m) {
 
 std::string MachineName(const tasks::Machine& machine) { return machine.name().empty() ? machine.host() : machine.name(); }
 
-Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<std::string>& argv,
-                                  std::chrono::milliseconds timeout,
-                                  const std::vector<std::pair<std::string, std::string>>& env) {
+namespace {
+
+Result<ssh::ExecResult> RunRemoteAsIs(ssh::SshSession& session, const std::vector<std::string>& argv,
+                                      std::chrono::milliseconds timeout,
+                                      const std::vector<std::pair<std::string, std::string>>& env) {
   auto script = ssh::BuildRemoteScriptChecked(session.target().env_script, env, argv);
   if (!script.ok()) return script.status();
   Result<ssh::ExecResult> r = session.Exec(*script, timeout);
@@ -44,6 +48,55 @@ Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<st
       return Status::Precondition(
           fmt::format("{}: {}", ssh::SshErrorKindName(ssh::SshErrorKind::kEnvScriptFailed),
                       ssh::DescribeEnvScriptFailure(*failed, session.target().env_script, session.target().Endpoint())));
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout,
+                                  const std::vector<std::pair<std::string, std::string>>& env) {
+  if (!profiling::StartsPython(argv)) return RunRemoteAsIs(session, argv, timeout, env);
+  return RunWithInterpreter(
+      session, argv, [&](const std::vector<std::string>& wrapped) { return RunRemoteAsIs(session, wrapped, timeout, env); });
+}
+
+Result<ssh::ExecResult> RunWithInterpreter(
+    ssh::SshSession& session, const std::vector<std::string>& argv,
+    const std::function<Result<ssh::ExecResult>(const std::vector<std::string>& wrapped)>& run) {
+  return RunWithInterpreterIn(profiling::WorkerInterpreters(),
+                              profiling::InterpreterKey(session.target().Endpoint(), session.target().env_script),
+                              argv, run);
+}
+
+Result<ssh::ExecResult> RunWithInterpreterIn(
+    profiling::TargetInterpreters& cache, const std::string& key, const std::vector<std::string>& argv,
+    const std::function<Result<ssh::ExecResult>(const std::vector<std::string>& wrapped)>& run) {
+  if (argv.empty()) return run(argv);
+  std::optional<std::string> cached = cache.Get(key);
+  Result<ssh::ExecResult> r = run(profiling::InterpreterArgv(argv, cached));
+  bool again = false;
+  if (r.ok()) {
+    const profiling::InterpreterNews news = profiling::TakeInterpreterNews(&r->stderr_data);
+    if (news.gone && cached) cache.Forget(key, *cached);
+    if (news.resolved) {
+      cache.Put(key, *news.resolved);
+    } else if (cached && !news.gone && argv[0] == profiling::kDefaultInterpreter &&
+               profiling::InterpreterDidNotStart(r->exit_status, r->stdout_data)) {
+      // An executable file that no longer starts: nothing ran; forget it
+      // and run once more as python3 (which asks again).
+      spdlog::info("the interpreter {} resolved for {} did not start (exit {}); asking python3 again", *cached, key,
+                   r->exit_status);
+      cache.Forget(key, *cached);
+      again = true;
+    }
+  }
+  if (!again) return r;
+  r = run(profiling::InterpreterArgv(argv, std::nullopt));
+  if (r.ok()) {
+    const profiling::InterpreterNews news = profiling::TakeInterpreterNews(&r->stderr_data);
+    if (news.resolved) cache.Put(key, *news.resolved);
   }
   return r;
 }

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "task_payloads.pb.h"
+#include "workers/profiling/target_interpreter.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_session.h"
 #include "workers/task_outcome.h"
@@ -30,6 +32,29 @@ std::string MachineName(const tasks::Machine& machine);
 Result<ssh::ExecResult> RunRemote(ssh::SshSession& session, const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout,
                                   const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// RunRemote starts every on-target Python program with the machine's
+// resolved interpreter (profiling/interpreter_command.h): an argv that
+// starts Python (argv[0] "python3", or a script spelling
+// "${NPUPROF_PYTHON:-python3}") is wrapped so that NPUPROF_PYTHON holds the
+// interpreter this worker resolved for the machine (WorkerInterpreters(),
+// key InterpreterKey(endpoint, env script)), learned on the first such
+// command on the machine from python3 itself in the same round trip. A
+// cached path that is no longer executable is forgotten within the command
+// (it resolves again); a python3 argv whose cached path did not start
+// (126/127, nothing on stdout) is forgotten and run once more: the cache
+// never fails a task. The wrapper's stderr lines are removed.
+//
+// RunWithInterpreter is that step for callers that run the command another
+// way (their own Exec, stdin, output cap): `run` gets the wrapped argv and
+// runs it after the machine's env script as RunRemote would.
+Result<ssh::ExecResult> RunWithInterpreter(
+    ssh::SshSession& session, const std::vector<std::string>& argv,
+    const std::function<Result<ssh::ExecResult>(const std::vector<std::string>& wrapped)>& run);
+// The same with the cache and key given (tests).
+Result<ssh::ExecResult> RunWithInterpreterIn(
+    profiling::TargetInterpreters& cache, const std::string& key, const std::vector<std::string>& argv,
+    const std::function<Result<ssh::ExecResult>(const std::vector<std::string>& wrapped)>& run);
 
 // How a remote command ended, for messages: "exited 3", or "timed out after
 // 60 s (stopped)" when it ran past its timeout (exit_status is then -1),

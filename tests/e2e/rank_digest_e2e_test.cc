@@ -130,7 +130,8 @@ TEST(RankDigestE2E, ALargeRanksAnalysisSendsOnlyItsDigest) {
 
 // The target's python3 (the simulator's bin/python3, first on its PATH)
 // becomes a script that answers the digest call with `body` (sh text) and
-// runs the real interpreter otherwise; the run's failure names the digest
+// runs the real interpreter otherwise (asked which interpreter it is, it
+// names itself); the run's failure names the digest
 // and what is wrong with it.
 TEST(RankDigestE2E, AGarbageOrOversizedDigestFailsTheRankNamingWhatIsWrong) {
   NpuprofHarness h;
@@ -156,8 +157,10 @@ TEST(RankDigestE2E, AGarbageOrOversizedDigestFailsTheRankNamingWhatIsWrong) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.tag);
     std::filesystem::remove(python, ec);
-    WriteTree(python, std::string("#!/bin/sh\nif [ \"$3\" = digest ]; then ") + c.body + "; exit 0; fi\nexec '" +
-                          real + "' \"$@\"\n");
+    // Asked which interpreter it is (workers/profiling/interpreter_command.h),
+    // it names itself, so the digest runs through it as the resolved path.
+    WriteTree(python, std::string("#!/bin/sh\ncase \"$2\" in *X_OK*) printf '%s' \"$0\"; exit 0 ;; esac\n") +
+                          "if [ \"$3\" = digest ]; then " + c.body + "; exit 0; fi\nexec '" + real + "' \"$@\"\n");
     std::filesystem::permissions(python, std::filesystem::perms::owner_all);
     CliResult r = h.Cli({"submit", "analyse-root", "--machine", "sim1", "--profile-root", root, "--expected-ranks",
                          "1", "--tag", c.tag, "--wait"},

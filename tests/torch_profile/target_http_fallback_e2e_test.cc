@@ -3,7 +3,9 @@
 // env script puts a `python3` first on PATH that refuses that program (exit
 // 127, as a missing interpreter, and a line in a log per refusal) and runs
 // every other Python program (the simulator's tools, the readiness probe,
-// analyse) with the real one. The run must take the direct-tcpip path for
+// analyse) with the real one. It does not answer npuprof's question which
+// interpreter it is (interpreter_command.h: exit 1), so every program keeps
+// starting it by name. The run must take the direct-tcpip path for
 // each exchange, send every request exactly once (the simulator's own
 // request log) and end as it does on a target with python3.
 #include <gtest/gtest.h>
@@ -31,7 +33,7 @@ std::string RefuseTheProgram(NpuprofHarness& h) {
     std::ofstream py(bin + "/python3");
     py << "#!/bin/sh\n"
           "case \"$2$4\" in *npuprof-target-http*) echo refused >> '" << refusals << "'; "
-          "echo 'python3: not found' >&2; exit 127 ;; esac\n"
+          "echo 'python3: not found' >&2; exit 127 ;; *X_OK*) exit 1 ;; esac\n"
           "exec /usr/bin/python3 \"$@\"\n";
   }
   EXPECT_EQ(chmod((bin + "/python3").c_str(), 0755), 0);

@@ -27,13 +27,13 @@ dir ok
 "*) ;; *) exit 0 ;; esac
 for e in $names; do if [ -e "$rt/$e" ] || [ -L "$rt/$e" ]; then exit 0; fi; done
 if [ "$pick" = 2 ]; then
-  if hp=$(python3 -c "$py" "$a1" "$a2" </dev/null); then
+  if hp=$("${NPUPROF_PYTHON:-python3}" -c "$py" "$a1" "$a2" </dev/null); then
     case $hp in *"
 "*) echo npuprof-head-ports-failed ;; *) printf 'npuprof-head-ports %s\n' "$hp" ;; esac
   else echo npuprof-head-ports-failed; fi
   exit 0
 fi
-if port=$(python3 -c "$py" </dev/null); then printf 'npuprof-port %s\n' "$port"; else echo npuprof-port-failed; fi
+if port=$("${NPUPROF_PYTHON:-python3}" -c "$py" </dev/null); then printf 'npuprof-port %s\n' "$port"; else echo npuprof-port-failed; fi
 exit 0)SH";
 
 std::vector<std::string> PrepareArgv(const std::vector<std::string>& runtime_dir_argv, const std::string& runtime_dir,

@@ -21,7 +21,7 @@ echo "msprof $(printf '%s' "$p" | base64 -w 0)"
 h=$(msprof --help 2>&1 </dev/null; printf '\nnpuprof-rc=%s' "$?")
 rc=${h##*npuprof-rc=}; h=${h%?npuprof-rc=*}
 echo "help $rc $(printf '%s' "$h" | head -c "$1" | base64 -w 0)"
-for c in python3 python; do
+for c in "${NPUPROF_PYTHON:-python3}" python; do
   if x=$("$c" -c 'import sys, torch_npu; print(sys.executable)' 2>/dev/null </dev/null); then
     echo "python $(printf '%s' "${x%%
 *}" | base64 -w 0)"

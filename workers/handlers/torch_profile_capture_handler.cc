@@ -53,7 +53,7 @@ sys.stdout.flush()
 
 std::string ProbeScript() {
   return std::string(kProbeHead) + "\n" + kMemAvailableLine + "\n" + DiskFreeLine("d") + "\n" +
-         "python3 -c \"$4\" \"$2\" \"$3\" 2>/dev/null || printf 'profiler_fields_error python3 could not run the "
+         "\"${NPUPROF_PYTHON:-python3}\" -c \"$4\" \"$2\" \"$3\" 2>/dev/null || printf 'profiler_fields_error python3 could not run the "
          "check (exit %s)\\n' \"$?\"\n";
 }
 

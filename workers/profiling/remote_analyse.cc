@@ -14,7 +14,7 @@ constexpr const char* kLaunch = R"SH(d="$1"; m="$2"
 if [ -f "$m.rc" ]; then echo done; exit 0; fi
 if [ -f "$m.pid" ] && kill -0 "$(cat "$m.pid" 2>/dev/null)" 2>/dev/null; then echo running; exit 0; fi
 rm -f "$m.pid" "$m.rc.tmp"
-nohup sh -c 'echo $$ > "$2.pid"; python3 -c "import os, sys; from torch_npu.profiler.profiler import analyse; e = os.environ.get(\"NPUPROF_ANALYSE_EXPORT_TYPE\"); analyse(sys.argv[1], export_type=e) if e else analyse(sys.argv[1])" "$1" > "$2.log" 2>&1; echo $? > "$2.rc.tmp"; mv -f "$2.rc.tmp" "$2.rc"' npuprof-analyse "$d" "$m" </dev/null >/dev/null 2>&1 &
+nohup sh -c 'echo $$ > "$2.pid"; "${NPUPROF_PYTHON:-python3}" -c "import os, sys; from torch_npu.profiler.profiler import analyse; e = os.environ.get(\"NPUPROF_ANALYSE_EXPORT_TYPE\"); analyse(sys.argv[1], export_type=e) if e else analyse(sys.argv[1])" "$1" > "$2.log" 2>&1; echo $? > "$2.rc.tmp"; mv -f "$2.rc.tmp" "$2.rc"' npuprof-analyse "$d" "$m" </dev/null >/dev/null 2>&1 &
 i=0; while [ ! -s "$m.pid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 echo started)SH";
 

@@ -20,6 +20,11 @@
 // the program's first line, so nothing was sent) is forgotten, and the same
 // exchange runs again with `python3`, which asks again.
 //
+// Since issue 38 the same cache serves every Python program npuprof starts
+// on the target, through the remote-command layer (RunRemote,
+// interpreter_command.h): the first such command on a machine learns the
+// path from `python3` in the same round trip.
+//
 // Pure apart from the cache's mutex: no I/O.
 #pragma once
 
