@@ -157,15 +157,16 @@ std::vector<pid_t> ProcessTree(pid_t pid) {
   return out;
 }
 
-Result<std::unique_ptr<CpuCgroups>> CpuCgroups::Create(int64_t period_us, const std::string& root) {
+Result<std::unique_ptr<CpuCgroups>> CpuCgroups::Create(bool caps, int64_t period_us, const std::string& root) {
   const std::string cpu = root + "/cpu", acct = root + "/cpuacct";
-  if (Status s = Usable(cpu, "cpu.cfs_quota_us"); !s.ok()) return s;
+  if (caps)
+    if (Status s = Usable(cpu, "cpu.cfs_quota_us"); !s.ok()) return s;
   if (Status s = Usable(acct, "cpuacct.usage"); !s.ok()) return s;
-  RemoveStale(cpu);
+  if (::access((cpu + "/cgroup.procs").c_str(), F_OK) == 0) RemoveStale(cpu);
   RemoveStale(acct);
   const std::string name = fmt::format("{}{}", kPrefix, ::getpid());
-  std::unique_ptr<CpuCgroups> g(new CpuCgroups(cpu + "/" + name, acct + "/" + name, period_us));
-  for (const std::string& dir : {g->cpu_parent_, g->acct_parent_})
+  std::unique_ptr<CpuCgroups> g(new CpuCgroups(caps ? cpu + "/" + name : "", acct + "/" + name, period_us));
+  for (const std::string& dir : g->Dirs(""))
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
       return Status::Denied(fmt::format("mkdir {}: {} (the CPU model needs a writable cgroup v1 mount; run without it)",
                                         dir, std::strerror(errno)));
@@ -173,17 +174,27 @@ Result<std::unique_ptr<CpuCgroups>> CpuCgroups::Create(int64_t period_us, const 
 }
 
 CpuCgroups::~CpuCgroups() {
-  Remove(cpu_parent_, fs::path(cpu_parent_).parent_path().string());
+  if (!cpu_parent_.empty()) Remove(cpu_parent_, fs::path(cpu_parent_).parent_path().string());
   Remove(acct_parent_, fs::path(acct_parent_).parent_path().string());
 }
 
-std::string CpuCgroups::CpuDir(const std::string& name) const { return cpu_parent_ + "/" + name; }
+std::vector<std::string> CpuCgroups::Dirs(const std::string& name) const {
+  const std::string tail = name.empty() ? "" : "/" + name;
+  std::vector<std::string> out = {acct_parent_ + tail};
+  if (!cpu_parent_.empty()) out.push_back(cpu_parent_ + tail);
+  return out;
+}
+
+std::string CpuCgroups::CpuDir(const std::string& name) const {
+  return (cpu_parent_.empty() ? acct_parent_ : cpu_parent_) + "/" + name;
+}
 
 Status CpuCgroups::AddGroup(const std::string& name, double cpus) {
-  for (const std::string& dir : {cpu_parent_ + "/" + name, acct_parent_ + "/" + name})
+  for (const std::string& dir : Dirs(name))
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
       return Status::Io(fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
   groups_.push_back(name);
+  if (cpu_parent_.empty()) return Status::Ok();  // accounting only
   const std::string dir = CpuDir(name);
   if (Status s = WriteValue(dir + "/cpu.cfs_period_us", std::to_string(period_us_)); !s.ok()) return s;
   const int64_t quota = cpus > 0 ? std::llround(cpus * static_cast<double>(period_us_)) : -1;
@@ -191,12 +202,13 @@ Status CpuCgroups::AddGroup(const std::string& name, double cpus) {
 }
 
 Status CpuCgroups::Prioritise(int64_t shares) {
+  if (cpu_parent_.empty()) return Status::Precondition("no cpu hierarchy groups: created without caps");
   return WriteValue(cpu_parent_ + "/cpu.shares", std::to_string(shares));
 }
 
 Status CpuCgroups::Move(const std::string& name, pid_t pid) {
   for (pid_t p : ProcessTree(pid))
-    for (const std::string& dir : {cpu_parent_ + "/" + name, acct_parent_ + "/" + name}) {
+    for (const std::string& dir : Dirs(name)) {
       Status s = WriteValue(dir + "/cgroup.procs", std::to_string(p));
       if (!s.ok() && ::kill(p, 0) == 0) return s;  // one that exited meanwhile is no error
     }
@@ -212,6 +224,7 @@ Result<CpuUsage> CpuCgroups::Usage(const std::string& name) const {
   auto ns = ParseInt(t);
   if (!ns.ok()) return Status::Corruption(fmt::format("cpuacct.usage of {}: {}", name, ns.status().message()));
   u.cpu_ns = *ns;
+  if (cpu_parent_.empty()) return u;  // no caps: never throttled
   auto stat_text = ReadSmall(CpuDir(name) + "/cpu.stat");
   if (!stat_text.ok()) return stat_text.status();
   auto st = ParseCpuStat(*stat_text);

@@ -3,11 +3,14 @@
 // (/sys/fs/cgroup/cpu, /sys/fs/cgroup/cpuacct; root, cgroup v1 mounted).
 //
 // Contract:
-// * CpuCgroups::Create makes one parent group "npuprof-bench-<pid>" in each
-//   hierarchy and refuses, naming the path and the reason, when a hierarchy
+// * CpuCgroups::Create makes one parent group "npuprof-bench-<pid>" in the
+//   cpuacct hierarchy and, with caps, in the cpu hierarchy too (without caps
+//   nothing moves in the cpu hierarchy: a group there weighs as one process
+//   against every process outside it, which would change what is measured);
+//   it refuses, naming the path and the reason, when a hierarchy
 //   is missing or not writable (cgroup v2 only, not root, read-only mount);
 //   it first removes parent groups of bench processes that are gone.
-// * AddGroup(name, cpus) makes a child group; with cpus > 0 its CFS quota is
+// * AddGroup(name, cpus) makes a child group; with caps and cpus > 0 its CFS quota is
 //   cpus × the period (a ceiling: the group's processes together never get
 //   more than `cpus` of a core's time per period, however many cores are
 //   idle); 0 = no ceiling, accounting only.
@@ -62,7 +65,7 @@ class CpuCgroups {
  public:
   // period_us: the CFS period of every ceiling (20 ms: a group at its
   // ceiling waits at most a quarter of that at 0.75 CPU).
-  static Result<std::unique_ptr<CpuCgroups>> Create(int64_t period_us = 20000,
+  static Result<std::unique_ptr<CpuCgroups>> Create(bool caps, int64_t period_us = 20000,
                                                     const std::string& root = "/sys/fs/cgroup");
   ~CpuCgroups();
   CpuCgroups(const CpuCgroups&) = delete;
@@ -72,13 +75,15 @@ class CpuCgroups {
   Status Prioritise(int64_t shares);
   Status Move(const std::string& name, pid_t pid);
   Result<CpuUsage> Usage(const std::string& name) const;
-  // The group's directory in the cpu hierarchy (for messages and tests).
+  // The group's directory in the cpu hierarchy, else cpuacct's (for messages and tests).
   std::string CpuDir(const std::string& name) const;
 
  private:
   CpuCgroups(std::string cpu_parent, std::string acct_parent, int64_t period_us)
       : cpu_parent_(std::move(cpu_parent)), acct_parent_(std::move(acct_parent)), period_us_(period_us) {}
-  std::string cpu_parent_, acct_parent_;
+  // The group's directories: cpuacct's, and cpu's with caps.
+  std::vector<std::string> Dirs(const std::string& name) const;
+  std::string cpu_parent_, acct_parent_;  // cpu_parent_ "" without caps
   int64_t period_us_;
   std::vector<std::string> groups_;
 };

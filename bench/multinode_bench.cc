@@ -46,8 +46,10 @@
 // processes (cpu.shares), so a build beside the bench takes little of the
 // caps; the caps add up to the 2 cores, so the groups never take more.
 // Refused with a message when the cgroup v1 mounts are missing or not
-// writable. --cpu-usage puts the same groups in place without caps: the
-// CPU time of each group per run (cpuacct), printed with every run.
+// writable. --cpu-usage puts the same groups in place in the cpuacct
+// hierarchy only (no caps, no change to scheduling): the CPU time of each
+// group per run, printed with every run; with --core-per-host it shows
+// what the old model's runs cost each host and npuprof.
 //
 // Usage: npuprof_bench_multinode [--runs N] [--spans] [--core-per-host]
 //          [--cgroup-cpu [--host-cpu 0.75] [--npuprof-cpu 0.5]] [--cpu-usage] [--json FILE]
@@ -216,7 +218,7 @@ int Main(int argc, char** argv) {
       host = *h;
       mine = *n;
     }
-    auto g = CpuCgroups::Create();
+    auto g = CpuCgroups::Create(opt.cgroup_cpu);
     if (!g.ok()) {
       std::fprintf(stderr, "--cgroup-cpu/--cpu-usage refused: %s\n", g.status().message().c_str());
       return 2;

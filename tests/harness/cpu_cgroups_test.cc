@@ -69,7 +69,7 @@ TEST(CpuCgroupsParse, CpusIsAPositiveNumberOfCoresAndAnErrorNamesTheField) {
 
 TEST(CpuCgroups, RefusedWithThePathWhereNoCgroupV1IsMounted) {
   TempDir root;
-  auto g = CpuCgroups::Create(20000, root.path.string());
+  auto g = CpuCgroups::Create(true, 20000, root.path.string());
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find(root.path.string() + "/cpu"), std::string::npos) << g.status().message();
   EXPECT_NE(g.status().message().find("run without it"), std::string::npos) << g.status().message();
@@ -81,6 +81,7 @@ TEST(CpuCgroups, WritesTheQuotaAndRemovesAGoneBenchsGroups) {
   TempDir root;
   for (const char* h : {"cpu", "cpuacct"}) fs::create_directories(root.path / h);
   std::ofstream(root.path / "cpu" / "cpu.cfs_quota_us") << "-1";
+  std::ofstream(root.path / "cpu" / "cgroup.procs") << "";
   std::ofstream(root.path / "cpuacct" / "cpuacct.usage") << "0";
   const pid_t gone = ::fork();
   if (gone == 0) ::_exit(0);
@@ -89,7 +90,7 @@ TEST(CpuCgroups, WritesTheQuotaAndRemovesAGoneBenchsGroups) {
   const fs::path stale = root.path / "cpu" / ("npuprof-bench-" + std::to_string(gone));
   fs::create_directories(stale);
   {
-    auto g = CpuCgroups::Create(20000, root.path.string());
+    auto g = CpuCgroups::Create(true, 20000, root.path.string());
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     EXPECT_FALSE(fs::exists(stale));
     ASSERT_TRUE((*g)->AddGroup("n0", 0.75).ok());
@@ -127,7 +128,7 @@ TEST(CpuCgroups, MovesAProcessTreeIntoACappedGroupAndOutAtTheEnd) {
   ASSERT_EQ(tree.size(), 2u);
   std::string dir;
   {
-    auto g = CpuCgroups::Create();
+    auto g = CpuCgroups::Create(true);
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     ASSERT_TRUE((*g)->AddGroup("host", 0.5).ok());
     dir = (*g)->CpuDir("host");
@@ -149,6 +150,35 @@ TEST(CpuCgroups, MovesAProcessTreeIntoACappedGroupAndOutAtTheEnd) {
     EXPECT_EQ(cg.find("npuprof-bench-"), std::string::npos) << cg;
   }
   for (pid_t p : tree) ::kill(p, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+// Accounting only: the processes go into the cpuacct hierarchy and nowhere
+// in the cpu hierarchy (where a group would change how they are scheduled).
+TEST(CpuCgroups, AccountingOnlyLeavesTheCpuHierarchyAlone) {
+  if (::access("/sys/fs/cgroup/cpuacct/cpuacct.usage", F_OK) != 0 || ::access("/sys/fs/cgroup/cpuacct", W_OK) != 0)
+    GTEST_SKIP() << "no writable cgroup v1 cpuacct here";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(child, 0);
+  {
+    auto g = CpuCgroups::Create(false);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    ASSERT_TRUE((*g)->AddGroup("host", 0.5).ok());
+    EXPECT_FALSE(fs::exists("/sys/fs/cgroup/cpu/npuprof-bench-" + std::to_string(::getpid())));
+    ASSERT_TRUE((*g)->Move("host", child).ok());
+    const std::string cg = ReadAll("/proc/" + std::to_string(child) + "/cgroup");
+    EXPECT_NE(cg.find("cpuacct:/npuprof-bench-"), std::string::npos) << cg;
+    EXPECT_EQ(cg.find(":cpu:/npuprof-bench-"), std::string::npos) << cg;
+    auto u = (*g)->Usage("host");
+    ASSERT_TRUE(u.ok()) << u.status().ToString();
+    EXPECT_EQ(u->throttled_ns, 0);
+  }
+  EXPECT_FALSE(fs::exists("/sys/fs/cgroup/cpuacct/npuprof-bench-" + std::to_string(::getpid())));
+  ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
 }
 
