@@ -20,9 +20,39 @@
 // run. --core-per-host models separate hosts: each node's sshd (and so every
 // process npuprof starts on that node) is pinned to a core of its own (node
 // i to core i mod the cores this process may use), in the 1-node run as in
-// the 2-node run; npuprof's own processes stay unpinned.
+// the 2-node run; npuprof's own processes stay unpinned. That is only half
+// of separate hosts: npuprof's server, workers and CLI still share the two
+// cores with the hosts, and in the 2-node shape both cores are some host's,
+// so npuprof competes with both hosts where in the 1-node shape it had a
+// core to itself.
 //
-// Usage: npuprof_bench_multinode [--runs N] [--spans] [--core-per-host] [--json FILE]
+// --cgroup-cpu models separate machines of fixed speed instead (cgroup v1's
+// cpu controller, bench/cpu_cgroups.h; root): each simulated host's sshd,
+// and so every process npuprof starts on that host, goes into a group of
+// its own capped at --host-cpu of a core (default 0.75), and this bench
+// process, with the npuprof server, its workers and every CLI call it
+// starts, into one capped at --npuprof-cpu (default 0.5): 0.75 + 0.75 +
+// 0.5 = the 2 cores of the machine the figures were taken on. The caps are
+// the same in both shapes, so the 1-node run's host is no faster than each
+// of the 2-node run's hosts and npuprof has the same CPU in both: what the
+// ratio then measures is how much of the two nodes' work runs in parallel,
+// not how many cores this machine has. What it does not model: a network
+// between the machines (loopback), processes outside the groups (another
+// user's load takes CPU from every group; a cap is a ceiling, not a
+// guarantee), and a host's cap is for all its processes together (a real
+// host has many cores; here the simulated service, its ranks and analyses
+// share 0.75 of one, as they shared one pinned core with --core-per-host).
+// While the machine is contended the groups together weigh as 64 busy
+// processes (cpu.shares), so a build beside the bench takes little of the
+// caps; the caps add up to the 2 cores, so the groups never take more.
+// Refused with a message when the cgroup v1 mounts are missing or not
+// writable. --cpu-usage puts the same groups in place in the cpuacct
+// hierarchy only (no caps, no change to scheduling): the CPU time of each
+// group per run, printed with every run; with --core-per-host it shows
+// what the old model's runs cost each host and npuprof.
+//
+// Usage: npuprof_bench_multinode [--runs N] [--spans] [--core-per-host]
+//          [--cgroup-cpu [--host-cpu 0.75] [--npuprof-cpu 0.5]] [--cpu-usage] [--json FILE]
 // Figures and the exact command: docs/PERFORMANCE.md "Multi-node".
 #include <sched.h>
 
@@ -31,6 +61,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_cgroups.h"
 #include "bench/sim_bench_util.h"
 
 namespace npuprof::bench {
@@ -40,6 +71,9 @@ struct Options {
   int runs = 3;
   bool spans = false;
   bool core_per_host = false;
+  bool cgroup_cpu = false;
+  bool cpu_usage = false;
+  std::string host_cpu = "0.75", npuprof_cpu = "0.5";
   std::string json_out;
 };
 
@@ -50,6 +84,11 @@ Options Parse(int argc, char** argv) {
   app.add_flag("--spans", o.spans, "print every task's span per run (where the time goes)");
   app.add_flag("--core-per-host", o.core_per_host,
                "pin each simulated host to a core of its own (separate hosts on one machine)");
+  app.add_flag("--cgroup-cpu", o.cgroup_cpu,
+               "cap each simulated host and npuprof at a fixed CPU share (cgroup v1, root): separate machines");
+  app.add_option("--host-cpu", o.host_cpu, "with --cgroup-cpu: each host's cap in cores (default 0.75)");
+  app.add_option("--npuprof-cpu", o.npuprof_cpu, "with --cgroup-cpu: npuprof's cap in cores (default 0.5)");
+  app.add_flag("--cpu-usage", o.cpu_usage, "account each host's and npuprof's CPU per run (cgroups, no caps)");
   app.add_option("--json", o.json_out, "write the figures as JSON here");
   ParseOrExit(app, argc, argv);
   return o;
@@ -104,7 +143,27 @@ struct Row {
   std::string shape, run_id, status;
   double client_s = 0, server_s = 0;
   std::vector<Span> spans;
+  std::map<std::string, CpuUsage> cpu;  // per group ("npuprof", "n0", "n1"): what the run cost
 };
+
+const std::vector<std::string> kGroups = {"npuprof", "n0", "n1"};
+constexpr int64_t kCappedShares = 64 * 1024;
+
+std::map<std::string, CpuUsage> ReadUsage(const CpuCgroups* g) {
+  std::map<std::string, CpuUsage> out;
+  if (!g) return out;
+  for (const auto& name : kGroups)
+    if (auto u = g->Usage(name); u.ok()) out[name] = *u;
+  return out;
+}
+
+std::string UsageLine(const std::map<std::string, CpuUsage>& cpu) {
+  std::string out;
+  for (const auto& [name, u] : cpu)
+    out += fmt::format(" {} cpu {:.2f} s (throttled {:.2f} s)", name, static_cast<double>(u.cpu_ns) / 1e9,
+                       static_cast<double>(u.throttled_ns) / 1e9);
+  return out;
+}
 
 void FromEvents(const json& events, Row& row) {
   int64_t t0 = -1, t1 = -1;
@@ -144,6 +203,48 @@ void FromEvents(const json& events, Row& row) {
 
 int Main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
+  // The groups outlive the harness (declared first): their destructor moves
+  // what is left in them back to the root group and removes them.
+  std::unique_ptr<CpuCgroups> groups;
+  if (opt.cgroup_cpu || opt.cpu_usage) {
+    double host = 0, mine = 0;  // 0: accounting only
+    if (opt.cgroup_cpu) {
+      auto h = ParseCpus(opt.host_cpu, "--host-cpu");
+      auto n = ParseCpus(opt.npuprof_cpu, "--npuprof-cpu");
+      if (!h.ok() || !n.ok()) {
+        std::fprintf(stderr, "%s\n", (!h.ok() ? h.status() : n.status()).message().c_str());
+        return 2;
+      }
+      host = *h;
+      mine = *n;
+    }
+    auto g = CpuCgroups::Create(opt.cgroup_cpu);
+    if (!g.ok()) {
+      std::fprintf(stderr, "--cgroup-cpu/--cpu-usage refused: %s\n", g.status().message().c_str());
+      return 2;
+    }
+    groups = std::move(g).value();
+    // With caps: the groups weigh 64 processes of the root group while the
+    // machine is contended, so another user's load (a build) does not take
+    // their caps from them (the caps keep them from taking more than 2 cores).
+    if (opt.cgroup_cpu)
+      if (Status s = groups->Prioritise(kCappedShares); !s.ok()) {
+        std::fprintf(stderr, "cgroup shares: %s\n", s.ToString().c_str());
+        return 2;
+      }
+    for (const auto& name : kGroups)
+      if (Status s = groups->AddGroup(name, name == "npuprof" ? mine : host); !s.ok()) {
+        std::fprintf(stderr, "cgroup %s: %s\n", name.c_str(), s.ToString().c_str());
+        return 2;
+      }
+    // This process first: the server, its workers and every CLI call start from it.
+    if (Status s = groups->Move("npuprof", ::getpid()); !s.ok()) {
+      std::fprintf(stderr, "cgroup npuprof: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "# cgroups under %s: hosts %s, npuprof %s\n", groups->CpuDir("").c_str(),
+                 opt.cgroup_cpu ? opt.host_cpu.c_str() : "uncapped", opt.cgroup_cpu ? opt.npuprof_cpu.c_str() : "uncapped");
+  }
   const std::string load_before = LoadAvg();
   testing::NpuprofHarness h;
   if (Status s = h.Start(ReferenceDelays(), 2); !s.ok()) {
@@ -156,6 +257,10 @@ int Main(int argc, char** argv) {
     args.insert(args.end(), {"--devices", "2"});
     Status s = h.AddNode(n, args);
     if (s.ok() && opt.core_per_host) s = PinHost(h, n, index);
+    if (s.ok() && groups) {
+      testing::SshdFixture* sshd = h.NodeSshd(n);
+      s = sshd ? groups->Move(n, sshd->sshd_pid()) : Status::Internal(std::string("no sshd for node ") + n);
+    }
     if (!s.ok()) {
       std::fprintf(stderr, "node %s: %s\n", n, s.ToString().c_str());
       return 1;
@@ -175,9 +280,19 @@ int Main(int argc, char** argv) {
       row.shape = shape;
       const auto where = shape == "1-node" ? std::vector<std::string>{"--machine", "n0"}
                                            : std::vector<std::string>{"--node", "n0", "--node", "n1"};
+      const auto cpu0 = ReadUsage(groups.get());
       const auto t0 = SteadyClock::now();
       testing::CliResult r = h.Cli(TorchArgs(where, shape == "1-node" ? "1" : "2", model, fmt::format("mn{}", i)), 300);
       row.client_s = SecondsSince(t0);
+      for (auto [name, u] : ReadUsage(groups.get())) {
+        const auto before = cpu0.find(name);
+        if (before != cpu0.end()) {
+          u.cpu_ns -= before->second.cpu_ns;
+          u.throttled_ns -= before->second.throttled_ns;
+          u.nr_throttled -= before->second.nr_throttled;
+        }
+        row.cpu[name] = u;
+      }
       const json m = r.json();
       row.run_id = m.is_object() ? m.value("run_id", "") : "";
       row.status = m.is_object() ? m.value("status", "?") : "?";
@@ -186,8 +301,8 @@ int Main(int argc, char** argv) {
         return 1;
       }
       FromEvents(h.Cli({"events", row.run_id, "--json"}).json().value("events", json::array()), row);
-      std::fprintf(stderr, "# %s %s: %s, client %.2f s, server %.2f s\n", shape.c_str(), row.run_id.c_str(),
-                   row.status.c_str(), row.client_s, row.server_s);
+      std::fprintf(stderr, "# %s %s: %s, client %.2f s, server %.2f s%s\n", shape.c_str(), row.run_id.c_str(),
+                   row.status.c_str(), row.client_s, row.server_s, UsageLine(row.cpu).c_str());
       if (opt.spans)
         for (const auto& s : row.spans)
           std::fprintf(stderr, "    %7lld - %7lld ms  %-34s %-4s %s\n", static_cast<long long>(s.start),
@@ -211,8 +326,12 @@ int Main(int argc, char** argv) {
   }
   const double one = Median(server["1-node"]), two = Median(server["2-node"]);
   const double ratio = one > 0 ? two / one : 0;
-  std::printf("torch-profile, tp 2 per node, reference target delays%s; load %s -> %s\n",
-              opt.core_per_host ? ", a core per simulated host" : "", load_before.c_str(), load_after.c_str());
+  const std::string cpu_model =
+      std::string(opt.core_per_host ? ", a core per simulated host" : "") +
+      (opt.cgroup_cpu ? fmt::format(", cgroup caps: {} CPU per host, {} CPU npuprof", opt.host_cpu, opt.npuprof_cpu)
+                      : "");
+  std::printf("torch-profile, tp 2 per node, reference target delays%s; load %s -> %s\n", cpu_model.c_str(),
+              load_before.c_str(), load_after.c_str());
   std::printf("%-8s %5s %12s %12s   %s\n", "shape", "runs", "server_med_s", "client_med_s", "server_s of each run");
   for (const std::string shape : {"1-node", "2-node"}) {
     std::string each;
@@ -220,16 +339,37 @@ int Main(int argc, char** argv) {
     std::printf("%-8s %5zu %12.2f %12.2f   %s\n", shape.c_str(), server[shape].size(), Median(server[shape]),
                 Median(client[shape]), each.c_str());
   }
+  if (groups) {  // CPU seconds per run and group, medians per shape
+    for (const std::string shape : {"1-node", "2-node"}) {
+      std::string line;
+      for (const auto& name : kGroups) {
+        std::vector<double> cpu, thr;
+        for (const auto& r : rows)
+          if (r.shape == shape && r.cpu.count(name)) {
+            cpu.push_back(static_cast<double>(r.cpu.at(name).cpu_ns) / 1e9);
+            thr.push_back(static_cast<double>(r.cpu.at(name).throttled_ns) / 1e9);
+          }
+        line += fmt::format("  {} {:.2f} s (throttled {:.2f} s)", name, Median(cpu), Median(thr));
+      }
+      std::printf("%-8s cpu per run (medians):%s\n", shape.c_str(), line.c_str());
+    }
+  }
   const bool met = all_ok && ratio <= 1.10;
   std::printf("2-node / 1-node = %.3f (goal <= 1.10): %s%s\n", ratio, met ? "met" : "missed",
               all_ok ? "" : " (a run did not end ok)");
   if (!opt.json_out.empty()) {
     json out = {{"load_before", load_before}, {"load_after", load_after}, {"core_per_host", opt.core_per_host},
+                {"cgroup_cpu", opt.cgroup_cpu ? json{{"host_cpu", opt.host_cpu}, {"npuprof_cpu", opt.npuprof_cpu}} : json(nullptr)},
                 {"ratio", ratio}, {"goal_met", met},
                 {"runs", json::array()}};
-    for (const auto& r : rows)
+    for (const auto& r : rows) {
+      json cpu = json::object();
+      for (const auto& [name, u] : r.cpu)
+        cpu[name] = {{"cpu_s", static_cast<double>(u.cpu_ns) / 1e9},
+                     {"throttled_s", static_cast<double>(u.throttled_ns) / 1e9}};
       out["runs"].push_back({{"shape", r.shape}, {"run_id", r.run_id}, {"status", r.status},
-                             {"client_s", r.client_s}, {"server_s", r.server_s}});
+                             {"client_s", r.client_s}, {"server_s", r.server_s}, {"cpu", cpu}});
+    }
     std::ofstream(opt.json_out) << out.dump(2) << "\n";
   }
   return all_ok ? 0 : 1;

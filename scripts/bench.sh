@@ -14,6 +14,9 @@
 #                                          # (docs/PERFORMANCE.md "Against the one-shot scripts")
 #   SCALE_RUNS=20,200 SCALE_TARGETS=20 scripts/bench.sh   # concurrent probe runs / simulated targets
 #   BENCHES=multinode MULTINODE_RUNS=3 scripts/bench.sh     # 2-node vs 1-node torch-profile, reference delays
+#   BENCHES=multinode MULTINODE_ARGS=--cgroup-cpu scripts/bench.sh
+#                                          # the same, each simulated host and npuprof at a fixed CPU share (root,
+#                                          # cgroup v1; docs/PERFORMANCE.md "Multi-node", run 49); or --core-per-host
 #   BENCHES=far FAR_RUNS=2 FAR_RTT_MS=0,50,200 scripts/bench.sh
 #                                          # torch-profile and memory-profile, reference delays, behind the
 #                                          # latency relay at each round trip time (docs/PERFORMANCE.md "Far targets")
@@ -67,7 +70,9 @@ for b in "${BENCH_LIST[@]}"; do
     overhead) args=(--runs "$OVERHEAD_RUNS" --delays "$OVERHEAD_DELAYS" --json "$OUT_DIR/$b.result.json") ;;
     scale) args=(--runs "$SCALE_RUNS" --targets "$SCALE_TARGETS" --json "$OUT_DIR/$b.result.json") ;;
     compare) args=(--points "${COMPARE_POINTS:-16}" --json "$OUT_DIR/$b.result.json") ;;
-    multinode) args=(--runs "${MULTINODE_RUNS:-3}" --spans --json "$OUT_DIR/$b.result.json") ;;
+    multinode)
+      read -r -a mn_extra <<<"${MULTINODE_ARGS:-}"
+      args=(--runs "${MULTINODE_RUNS:-3}" --spans "${mn_extra[@]}" --json "$OUT_DIR/$b.result.json") ;;
     far) args=(--runs "${FAR_RUNS:-2}" --rtt-ms "${FAR_RTT_MS:-0,50,200}" --json "$OUT_DIR/$b.result.json") ;;
     drift) args=(--samples "${DRIFT_SAMPLES:-30}" --json "$OUT_DIR/$b.result.json") ;;
     real_scale)
