@@ -914,8 +914,8 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
                                    {"blob", BlobOf(task, "config.json")}, {"file", "model_config.json"}});
   } else if (task.kind == kMemWaitFlushTask) {
     // With msprof's own export found complete, the wait's command also
-    // answered for the export and the collection: three records, in the
-    // walk's order, whatever answered it.
+    // answered for the export and the collection: three records and the
+    // states between them, in the walk's order.
     const auto& flushed = result.As<results::MemoryWaitFlushResult>();
     json r = answer;
     r.erase("exported");
@@ -923,7 +923,10 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     r["min_wait_s"] = Spec(d.state()).flush_s();
     RecordOn(d, node, "flushed", r);
     if (flushed.has_exported() && flushed.has_collected()) {
+      // The run passes through both states, as when their tasks ran.
+      MoveTo(d, "export");
       RecordOn(d, node, "export", answer.at("exported"));
+      MoveTo(d, "msprof");
       RecordCollected(d, answer.at("collected"), Field(task.result, "blobs"), node);
     }
   } else if (task.kind == kMemExportTask) {

@@ -46,7 +46,7 @@ struct Ran {
   std::string out;
 };
 
-Ran Run(const std::string& d, const std::string& log) {
+Ran RunFolded(const std::string& d, const std::string& log) {
   auto poll = MsprofFlushPollArgv(d, log, 0, "");
   EXPECT_TRUE(poll.ok()) << poll.status().message();
   auto r = RunLocalArgv(FlushThenCollectArgv(*poll, AutoExportCheckArgv(d, log, CsvStreamScript())), "");
@@ -61,7 +61,7 @@ TEST(FlushThenCollect, ThePollThenTheCheckThenTheCsvsWhenMsprofExportedEverythin
   Prof(d, "PROF_000001_a", true);
   Write(log, "[INFO] Export all data in PROF_000001_a done.\n"
              "[INFO] Process profiling data complete. Data is saved in PROF_000001_a\n");
-  const Ran r = Run(d, log);
+  const Ran r = RunFolded(d, log);
   EXPECT_EQ(r.split.poll_exit, 0);
   // The poll's part reads as the poll alone reads.
   auto alone = RunLocalArgv(*MsprofFlushPollArgv(d, log, 0, ""), "");
@@ -89,12 +89,12 @@ TEST(FlushThenCollect, NoCsvsWhereMsprofDidNotExportEverything) {
   Prof(d, "PROF_000001_a", true);
   Prof(d, "PROF_000002_b", false);  // flushed, not exported
   Write(log, "[INFO] Export all data in PROF_000001_a done.\n");
-  const Ran r = Run(d, log);
+  const Ran r = RunFolded(d, log);
   EXPECT_EQ(MsprofFlushSignal(ParseMsprofFlushPoll(r.split.poll, false)), std::optional<std::string>("end_info"));
   EXPECT_FALSE(SplitAtThen(r.split.check).second.has_value()) << r.out;
   EXPECT_FALSE(ParseAutoExportCheck(r.split.check).AllExported());
   // No output dir at all: the poll says so, the check says "no-dir".
-  const Ran none = Run(t.path + "/none", log);
+  const Ran none = RunFolded(t.path + "/none", log);
   EXPECT_EQ(MsprofFlushSignal(ParseMsprofFlushPoll(none.split.poll, false)),
             std::optional<std::string>("no_msprof_data"));
   EXPECT_TRUE(ParseAutoExportCheck(none.split.check).dir_missing);
@@ -107,7 +107,7 @@ TEST(FlushThenCollect, APROFDirsNameCannotMoveWhereThePollEnds) {
   Prof(d, "PROF_000001_a", true);
   Write(d + "/" + evil + "/host/end_info", "");
   Write(log, "[INFO] Export all data in PROF_000001_a done.\n");
-  const Ran r = Run(d, log);
+  const Ran r = RunFolded(d, log);
   // The whole of what the poll printed is its part; the check's starts after it.
   EXPECT_NE(r.split.poll.find("npuprof-flush 0 0"), std::string::npos) << r.out;
   EXPECT_EQ(r.split.check.rfind("started=0\n", 0), 0u) << r.split.check;
