@@ -428,6 +428,17 @@ void ScheduleNodeStops(Decision& d) {
   Advance(d);
 }
 
+// The collection's payload (memory.collect_csvs, or the flush wait's `collect`).
+tasks::MemoryCollectCsvs CollectPayload(const RunState& s, const std::string& msprof_dir, int node) {
+  tasks::MemoryCollectCsvs p;
+  p.set_step("msprof");
+  p.set_msprof_dir(msprof_dir);
+  // The window the handler cuts each device's npu_mem series at (the
+  // activation peak), on this node's clock; absent when the inference gave none.
+  if (auto w = NodeWindowOf(s, node).window) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
+  return p;
+}
+
 // Schedules step on node i (the head's payloads are those of a one-node
 // run; another node's go to its machine and read its own service record).
 void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
@@ -533,6 +544,11 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     p.set_stdout_log(v.LogOf(svc.stdout_log(), svc.runtime_dir(), "stdout.log"));
     p.set_timeout_s(timeout_s);
     p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
+    // One node: where msprof exported by itself, the same command looks for
+    // that export and reads the CSVs (issue 38; the export and collection
+    // steps are then done with the wait). A deployment cuts each node's
+    // series on its clock, measured meanwhile: its steps stay apart.
+    if (!Multi(s)) *p.mutable_collect() = CollectPayload(s, msprof_dir, node);
     send(p);
   } else if (step == "export") {
     tasks::MemoryExport p;
@@ -548,12 +564,7 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     auto p = OperatorMemoryTask(Spec(s), rt, step);
     send(p);
   } else if (step == "msprof") {
-    tasks::MemoryCollectCsvs p;
-    p.set_step(step);
-    p.set_msprof_dir(msprof_dir);
-    // The window the handler cuts each device's npu_mem series at (the
-    // activation peak), on this node's clock; absent when the inference gave none.
-    if (auto w = NodeWindowOf(s, node).window) *p.mutable_inference_window() = ChosenWindowToMessage(*w);
+    tasks::MemoryCollectCsvs p = CollectPayload(s, msprof_dir, node);
     send(p);
   }
 }
@@ -724,6 +735,33 @@ void Advance(Decision& d) {
   d.Finish(RunStatus::kOk);
 }
 
+// The collection's answer (memory.collect_csvs', or the flush wait's
+// `collected`) as node i's msprof record: each row's CSV blob, the blobs,
+// the export's status, the clock its series was cut on.
+void RecordCollected(Decision& d, const json& answer, const json& blobs, int node) {
+  json m = answer;
+  for (const char* part : {"module_mem", "npu_mem", "activation_peaks"}) {
+    if (!m.contains(part) || !m[part].is_array()) continue;
+    for (auto& r : m[part])
+      r["blob"] = blobs.is_object() ? blobs.value("msprof_csvs/" + r.value("file", ""), "") : "";
+  }
+  json csv_blobs = json::object();
+  if (blobs.is_object())
+    for (const auto& [name, sha] : blobs.items())
+      if (name.rfind("msprof_csvs/", 0) == 0) csv_blobs[name] = sha;
+  m["blobs"] = csv_blobs;
+  const json& exported = MemNodeField(d.state(), node, "export");
+  const std::string export_status = exported.is_object() ? exported.value("status", "") : "";
+  m["status"] = !exported.is_object()  ? "not_exported"
+                : export_status.empty() ? "ok"
+                                        : export_status;
+  // A deployment's other node: on which clock its series was cut (the
+  // head's is cut on its own clock, or on the server's as for one node).
+  if (node > 0)
+    if (json clock = NodeWindowOf(d.state(), node).clock; !clock.is_null()) m["window_clock"] = std::move(clock);
+  RecordOn(d, node, "msprof", m);
+}
+
 bool CriticalStep(const RunState& s, const std::string& step) {
   for (const MemStep& st : MemoryStepsOf(Mode(s)))
     if (st.name == step) return st.critical;
@@ -875,9 +913,22 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     Record(d, "model_config", json{{"content", answer.value("config", json(nullptr))},
                                    {"blob", BlobOf(task, "config.json")}, {"file", "model_config.json"}});
   } else if (task.kind == kMemWaitFlushTask) {
+    // With msprof's own export found complete, the wait's command also
+    // answered for the export and the collection: three records and the
+    // states between them, in the walk's order.
+    const auto& flushed = result.As<results::MemoryWaitFlushResult>();
     json r = answer;
+    r.erase("exported");
+    r.erase("collected");
     r["min_wait_s"] = Spec(d.state()).flush_s();
     RecordOn(d, node, "flushed", r);
+    if (flushed.has_exported() && flushed.has_collected()) {
+      // The run passes through both states, as when their tasks ran.
+      MoveTo(d, "export");
+      RecordOn(d, node, "export", answer.at("exported"));
+      MoveTo(d, "msprof");
+      RecordCollected(d, answer.at("collected"), Field(task.result, "blobs"), node);
+    }
   } else if (task.kind == kMemExportTask) {
     RecordOn(d, node, "export", answer);
     if (View(d.state()).Done("export"))  // every node's
@@ -900,27 +951,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     r["file"] = "operator_memory_digest.json";
     Record(d, "operator_memory", r);
   } else if (task.kind == kMemCollectTask) {
-    json m = answer;
-    const json& blobs = Field(task.result, "blobs");
-    for (const char* part : {"module_mem", "npu_mem", "activation_peaks"}) {
-      if (!m.contains(part) || !m[part].is_array()) continue;
-      for (auto& r : m[part])
-        r["blob"] = blobs.is_object() ? blobs.value("msprof_csvs/" + r.value("file", ""), "") : "";
-    }
-    json csv_blobs = json::object();
-    if (blobs.is_object())
-      for (const auto& [name, sha] : blobs.items()) csv_blobs[name] = sha;
-    m["blobs"] = csv_blobs;
-    const json& exported = MemNodeField(d.state(), node, "export");
-    const std::string export_status = exported.is_object() ? exported.value("status", "") : "";
-    m["status"] = !exported.is_object()  ? "not_exported"
-                  : export_status.empty() ? "ok"
-                                          : export_status;
-    // A deployment's other node: on which clock its series was cut (the
-    // head's is cut on its own clock, or on the server's as for one node).
-    if (node > 0)
-      if (json clock = NodeWindowOf(d.state(), node).clock; !clock.is_null()) m["window_clock"] = std::move(clock);
-    RecordOn(d, node, "msprof", m);
+    RecordCollected(d, answer, Field(task.result, "blobs"), node);
   }
   Advance(d);
 }

@@ -50,6 +50,20 @@ std::map<std::string, TaskTimes> Tasks(const json& events_doc) {
       task.answered_ms = t.get<double>();
     }
   }
+  // A memory.wait_flush that also collected the CSVs (its result's
+  // `collected`, its payload's `collect`) is read as the memory.collect_csvs
+  // it stands for.
+  std::map<std::string, TaskTimes> folded;
+  for (const auto& [id, t] : out) {
+    if (t.kind != "memory.wait_flush" || t.answered_ms < 0 || !Field(t.result, "collected").is_object()) continue;
+    TaskTimes c = t;
+    c.kind = "memory.collect_csvs";
+    c.result = Field(t.result, "collected");
+    c.payload = Field(t.payload, "collect").is_object() ? Field(t.payload, "collect") : json::object();
+    if (Field(t.payload, "machine").is_object()) c.payload["machine"] = Field(t.payload, "machine");
+    folded.emplace(id + "/collected", std::move(c));
+  }
+  out.merge(folded);
   return out;
 }
 

@@ -112,6 +112,45 @@ TEST(AutoExportCheck, AMissingOutputDirIsSaidAloneAndNothingElse) {
   }
 }
 
+// With a script to run after it (memory.export's CSV collection), the
+// command runs it only where the check itself finds every PROF dir exported
+// and no export started; its output follows the "npuprof-then" line.
+TEST(AutoExportCheck, TheScriptAfterItRunsOnlyWhenEverythingWasExported) {
+  TempDir t;
+  const std::string d = t.path + "/msprof", log = t.path + "/stdout.log";
+  const std::string then = "echo \"then in $1\"; exit 4";
+  const auto run = [&] { return RunLocalArgv(AutoExportCheckArgv(d, log, then), ""); };
+  Prof(d, "PROF_000001_a", true);
+  Prof(d, "PROF_000002_b", true);
+  Write(log, "[INFO] Export all data in PROF_000001_a done.\n");
+  auto r = run();
+  EXPECT_EQ(r.status, 0);
+  EXPECT_FALSE(SplitAtThen(r.out).second.has_value()) << r.out;
+  EXPECT_FALSE(ParseAutoExportCheck(r.out).AllExported());
+
+  Write(log, "[INFO] Export all data in PROF_000001_a done.\n[INFO] Export all data in PROF_000002_b done.\n");
+  r = run();
+  EXPECT_EQ(r.status, 4) << "the script's status is the command's";
+  const auto [check, after] = SplitAtThen(r.out);
+  ASSERT_TRUE(after.has_value()) << r.out;
+  EXPECT_EQ(*after, "then in " + d + "\n");
+  const AutoExportCheck c = ParseAutoExportCheck(std::string(check));
+  EXPECT_EQ(c.unparsed, 0) << check;
+  EXPECT_TRUE(c.AllExported());
+
+  Write(d + ".export.pid", "1");  // an earlier attempt started an export: it is waited for, not read over
+  r = run();
+  EXPECT_FALSE(SplitAtThen(r.out).second.has_value()) << r.out;
+  fs::remove(d + ".export.pid");
+  r = RunLocalArgv(AutoExportCheckArgv(d, log), "");  // no script: the check alone
+  EXPECT_EQ(r.status, 0);
+  EXPECT_FALSE(SplitAtThen(r.out).second.has_value());
+  EXPECT_TRUE(ParseAutoExportCheck(r.out).AllExported());
+  r = RunLocalArgv(AutoExportCheckArgv(t.path + "/none", log, then), "");
+  EXPECT_FALSE(SplitAtThen(r.out).second.has_value());
+  EXPECT_TRUE(ParseAutoExportCheck(r.out).dir_missing);
+}
+
 TEST(AutoExportCheck, OutputThatIsNotTheChecksIsNeverExported) {
   EXPECT_FALSE(ParseAutoExportCheck("").AllExported());
   EXPECT_FALSE(ParseAutoExportCheck("prof 1 1 1 PROF_a\n").AllExported()) << "no started= line";

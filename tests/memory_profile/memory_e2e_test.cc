@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -131,6 +132,16 @@ class MemoryE2E : public ::testing::Test {
     ExpectMatchesTruth(m["report"], TruthForPort(port));
     EXPECT_EQ(m["msprof_export"]["status"], "ok") << m["msprof_export"].dump();
     return m["msprof_export"].is_object() ? m["msprof_export"] : json::object();
+  }
+  // How many tasks of each kind the last run scheduled (from its events).
+  std::map<std::string, int> TaskKindsOfLastRun() {
+    std::map<std::string, int> n;
+    if (runs_.empty()) return n;
+    json ev = h_.Cli({"events", runs_.back(), "--json"}).json();
+    const json events = ev.is_array() ? ev : ev.value("events", json::array());
+    for (const auto& e : events)
+      if (e["type"] == "TaskScheduled") ++n[e["payload"]["kind"].get<std::string>()];
+    return n;
   }
   // The activation peak came from the msprof series (cut on the target's
   // clock) and equals the truth; the npu-smi delta beside it shows the
@@ -447,6 +458,13 @@ TEST_F(MemoryE2E, MsprofsOwnExportAtTheServicesExitIsNotDoneTwice) {
   EXPECT_GE(ex.value("prof_dirs", 0), 2) << "the ranks' PROF dirs, each checked: " << ex.dump();
   EXPECT_NE(ex.value("note", "").find("not exported again"), std::string::npos) << ex.dump();
   EXPECT_TRUE(h_.InvocationLogs(".sim_export_invocations").empty()) << "msprof --export ran";
+  // The flush wait's one command also found that export and read the CSVs
+  // (the report above matches the simulator's truth): neither the export
+  // nor the collection ran as a task of its own (issue 38).
+  const auto kinds = TaskKindsOfLastRun();
+  EXPECT_EQ(kinds.count("memory.wait_flush") ? kinds.at("memory.wait_flush") : 0, 1);
+  EXPECT_EQ(kinds.count("memory.export"), 0u) << "memory.export was scheduled";
+  EXPECT_EQ(kinds.count("memory.collect_csvs"), 0u) << "memory.collect_csvs was scheduled";
 }
 
 // Without msprof's own export (or with it incomplete) the run exports once.
@@ -457,6 +475,10 @@ TEST_F(MemoryE2E, WithoutMsprofsOwnExportTheRunExportsOnce) {
   const auto exported = h_.InvocationLogs(".sim_export_invocations");
   EXPECT_EQ(exported.size(), 1u);
   for (const auto& [dir, n] : exported) EXPECT_EQ(n, 1u) << "msprof exports of " << dir;
+  // Nothing exported at the flush: the export and the collection are tasks.
+  const auto kinds = TaskKindsOfLastRun();
+  EXPECT_EQ(kinds.count("memory.export") ? kinds.at("memory.export") : 0, 1);
+  EXPECT_EQ(kinds.count("memory.collect_csvs") ? kinds.at("memory.collect_csvs") : 0, 1);
 }
 
 

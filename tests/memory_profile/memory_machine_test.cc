@@ -478,6 +478,61 @@ TEST(MemoryMachine, ExportTimeoutReportsWhatExists) {
   EXPECT_EQ(m["msprof_flush"]["flush_timed_out"], true);
 }
 
+// Where msprof exported by itself, the flush wait's one command also
+// answered for the export and the collection (issue 38): the run records all
+// three from it, in the walk's order, and schedules neither task; the
+// manifest reads as when the three ran apart.
+TEST(MemoryMachine, AFlushWaitThatCollectedStandsForTheExportAndTheCollection) {
+  Driver d("mp12");
+  RunToFlushing(d, StandaloneSpec());
+  ASSERT_EQ(d.PendingKind(), kMemWaitFlushTask);
+  const json payload = d.Pending()->payload;
+  ASSERT_TRUE(payload.contains("collect")) << payload.dump();
+  EXPECT_EQ(payload["collect"]["msprof_dir"], payload["msprof_dir"]);
+  EXPECT_EQ(payload["collect"]["step"], "msprof");
+  const json collected = {
+      {"csv_count", 2},
+      {"module_mem", json::array({{{"file", "npu_module_mem_1.csv"}, {"component", "HCCL"}, {"device_id", 0},
+                                   {"max_mb", 597.65625}, {"row", 2}}})},
+      {"npu_mem", json::array()},
+      {"__prof_device_map__", {{"npu_module_mem_1.csv", {0}}}}};
+  d.Succeed({{"signal", "end_info"}, {"flush_timed_out", false}, {"waited_ms", 40}, {"polls", 1},
+             {"exported", {{"status", "ok"}, {"already_exported", true}, {"prof_dirs", 1}, {"note", "1 PROF dir"}}},
+             {"collected", collected}},
+            {{"msprof_csvs/npu_module_mem_1.csv", "sha-c"}});
+  EXPECT_EQ(d.Pending(), nullptr) << d.PendingKind();
+  EXPECT_TRUE(d.s().terminal);
+  EXPECT_EQ(d.s().status, RunStatus::kOk);
+  for (const auto& [id, t] : d.s().tasks) EXPECT_NE(t.kind, kMemExportTask) << id;
+  for (const auto& [id, t] : d.s().tasks) EXPECT_NE(t.kind, kMemCollectTask) << id;
+  const auto& types = d.types();
+  for (const char* t : {"MsprofFlushed", "MsprofExported", "MsprofCollected"})
+    EXPECT_EQ(std::count(types.begin(), types.end(), t), 1) << t;
+  const auto at = [&](const char* t) { return std::find(types.begin(), types.end(), t) - types.begin(); };
+  EXPECT_LT(at("MsprofFlushed"), at("MsprofExported"));
+  EXPECT_LT(at("MsprofExported"), at("MsprofCollected"));
+  const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
+  EXPECT_EQ(m["report"]["msprof"]["status"], "ok");
+  EXPECT_EQ(m["msprof_flush"]["signal"], "end_info");
+  EXPECT_FALSE(m["msprof_flush"].contains("collected")) << m["msprof_flush"].dump();
+  EXPECT_EQ(m["files"]["msprof_csvs/npu_module_mem_1.csv"], "sha-c");
+  EXPECT_EQ(m["report"]["devices"][0]["components"][4]["key"], "hccl");
+  EXPECT_EQ(m["report"]["devices"][0]["components"][4]["evidence"][0]["blob"], "sha-c");
+}
+
+// A wait that did not collect (an export missing, a stream not read whole)
+// leaves the export and the collection to their own tasks, as before.
+TEST(MemoryMachine, AFlushWaitThatDidNotCollectLeavesBothStepsToTheirTasks) {
+  Driver d("mp13");
+  RunToFlushing(d, StandaloneSpec());
+  d.Succeed({{"signal", "end_info"}, {"flush_timed_out", false}, {"waited_ms", 40}, {"polls", 1}});
+  ASSERT_EQ(d.PendingKind(), kMemExportTask);
+  d.Succeed({{"status", "ok"}, {"exit_code", 0}});
+  ASSERT_EQ(d.PendingKind(), kMemCollectTask);
+  d.Succeed({{"module_mem", json::array()}, {"npu_mem", json::array()}});
+  EXPECT_EQ(d.s().status, RunStatus::kOk);
+}
+
 TEST(MemoryMachine, FlushSecondsIsAMinimumThenTheWaitAndAFailedWaitGoesOn) {
   Driver d("mp9");
   json spec = StandaloneSpec();

@@ -152,6 +152,39 @@ TEST(HbmSeriesFromRun, NamesTheCsvsToFetch) {
   EXPECT_TRUE(NpuMemCsvsOfRun(json("garbage")).empty());
 }
 
+// A flush wait that also collected (its result's `collected`, its payload's
+// `collect`, issue 38) is read as the collection it stands for: the same
+// CSVs and the same window as the log whose collection ran apart.
+TEST(HbmSeriesFromRun, AFlushWaitThatCollectedIsReadAsTheCollection) {
+  json log = Log(0.0);
+  json folded = json::array();
+  for (auto e : log["events"]) {
+    if (e["payload"]["task_id"] == "t6" && e["type"] == "TaskScheduled") {
+      e["payload"]["kind"] = "memory.wait_flush";
+      e["payload"]["payload"] = {{"msprof_dir", "/rt/msprof_data"}, {"collect", e["payload"]["payload"]}};
+    } else if (e["payload"]["task_id"] == "t6") {
+      e["payload"]["result"] = {{"signal", "end_info"}, {"collected", e["payload"]["result"]}};
+    }
+    folded.push_back(e);
+  }
+  const json flog = {{"events", folded}};
+  const auto csvs = NpuMemCsvsOfRun(flog), apart = NpuMemCsvsOfRun(log);
+  ASSERT_EQ(csvs.size(), apart.size());
+  ASSERT_EQ(csvs.size(), 2u);
+  for (size_t i = 0; i < csvs.size(); ++i) {
+    EXPECT_EQ(csvs[i].file, apart[i].file);
+    EXPECT_EQ(csvs[i].blob, apart[i].blob);
+    EXPECT_EQ(csvs[i].device_id, apart[i].device_id);
+  }
+  const auto w = InferenceWindowOfRun(flog), wa = InferenceWindowOfRun(log);
+  ASSERT_TRUE(w && wa);
+  EXPECT_DOUBLE_EQ(w->window.start_us, wa->window.start_us);
+  EXPECT_EQ(w->clock, wa->clock);
+  // A wait that did not collect stands for no collection.
+  folded[folded.size() - 1]["payload"]["result"].erase("collected");
+  EXPECT_TRUE(NpuMemCsvsOfRun(json{{"events", folded}}).empty());
+}
+
 // A run over several machines collects on every node: the curve reads the
 // head's collect (the run's machine), not the node that answered last.
 TEST(HbmSeriesFromRun, ADeploymentsCurveIsTheHeadsSeries) {

@@ -12,10 +12,14 @@ namespace {
 // "no-dir" alone when the output dir does not exist; else "started=0|1",
 // then per PROF dir with device data:
 // "prof <done_line> <npu_mem> <module_mem> <name>".
-constexpr const char* kCheck = R"SH(d=$1 log=$2
+// With $3 (a script), when no export was started and every PROF dir counts
+// as exported (and there is one), "npuprof-then" and that script's output
+// follow, its exit status the command's.
+constexpr const char* kCheck = R"SH(d=$1 log=$2 then=$3
 if [ ! -e "$d" ]; then echo no-dir; exit 0; fi
 s=0; [ -e "$d.export.pid" ] && s=1
 echo "started=$s"
+all=1 np=0
 for p in "$d"/PROF_*; do
   [ -d "$p" ] || continue
   v=0
@@ -31,7 +35,12 @@ for p in "$d"/PROF_*; do
     k=$(find "$o" -maxdepth 1 -type f -name 'npu_module_mem_*.csv' -size +100c 2>/dev/null | wc -l)
   fi
   printf 'prof %s %s %s %s\n' "$l" "$m" "$k" "$n"
+  np=$((np+1))
+  [ "$l" = 1 ] && [ $m -gt 0 ] && [ $k -gt 0 ] || all=0
 done
+[ -n "$then" ] && [ "$s" = 0 ] && [ "$all" = 1 ] && [ "$np" -gt 0 ] || exit 0
+echo npuprof-then
+exec sh -c "$then" sh "$d"
 )SH";
 
 bool ParseCount(const std::string& s, int* out) {
@@ -44,8 +53,17 @@ bool ParseCount(const std::string& s, int* out) {
 
 }  // namespace
 
-std::vector<std::string> AutoExportCheckArgv(const std::string& msprof_dir, const std::string& console_log) {
-  return {"sh", "-c", kCheck, "sh", msprof_dir, console_log};
+std::vector<std::string> AutoExportCheckArgv(const std::string& msprof_dir, const std::string& console_log,
+                                             const std::string& then_script) {
+  return {"sh", "-c", kCheck, "sh", msprof_dir, console_log, then_script};
+}
+
+std::pair<std::string_view, std::optional<std::string_view>> SplitAtThen(std::string_view out) {
+  constexpr std::string_view kThen = "npuprof-then\n";
+  size_t at = out.rfind(kThen, 0) == 0 ? 0 : out.find("\n" + std::string(kThen));
+  if (at == std::string_view::npos) return {out, std::nullopt};
+  if (at > 0) ++at;  // keep the check's last newline
+  return {out.substr(0, at), out.substr(at + kThen.size())};
 }
 
 AutoExportCheck ParseAutoExportCheck(const std::string& out) {

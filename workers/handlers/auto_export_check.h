@@ -17,7 +17,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace npuprof::workers {
@@ -43,7 +46,16 @@ struct AutoExportCheck {
 };
 
 // argv of the check: $1 = msprof output dir, $2 = msprof's console log.
-std::vector<std::string> AutoExportCheckArgv(const std::string& msprof_dir, const std::string& console_log);
+// then_script (optional): a script run in the same command, with the output
+// dir as $1, when the check found no export started and every PROF dir
+// exported (the shell's own reading of the same rule, which the caller
+// confirms with ParseAutoExportCheck): its output follows the line
+// "npuprof-then" and its exit status is the command's (memory.wait_flush
+// collects the CSVs so, flush_then_collect.h).
+std::vector<std::string> AutoExportCheckArgv(const std::string& msprof_dir, const std::string& console_log,
+                                             const std::string& then_script = "");
+// The check's output and, after its "npuprof-then" line, the script's (pure).
+std::pair<std::string_view, std::optional<std::string_view>> SplitAtThen(std::string_view out);
 AutoExportCheck ParseAutoExportCheck(const std::string& out);
 
 }  // namespace npuprof::workers

@@ -2,7 +2,10 @@
 // command (a length-prefixed stream), PROF -> device mapping, the
 // component maxima / APP peaks of the newest npu_module_mem / npu_mem export,
 // and per device the activation peak of its npu_mem "Device" series inside
-// the payload's "inference_window" (statemachine/inference_window.h).
+// the payload's "inference_window" (statemachine/inference_window.h). The
+// script and the reading of its output are shared (workers/memory/
+// csv_collection.h): memory.wait_flush runs the same script in its own
+// command when msprof exported by itself.
 #include <fmt/format.h>
 
 #include "parsers/file_stream.h"
@@ -10,17 +13,20 @@
 #include "parsers/prof_device_map.h"
 #include "statemachine/activation_peak.h"
 #include "statemachine/inference_window.h"
+#include "workers/memory/csv_collection.h"
 #include "workers/memory/memory_common.h"
 #include "workers/memory/memory_tasks.h"
 
 namespace npuprof::workers {
 
-namespace {
-
 // $1 = msprof output dir. Lists PROF_*/device_<N> dirs, then streams each CSV.
 constexpr const char* kCollect = R"SH(cd "$1" || exit 3
 find . -maxdepth 2 -type d -name 'device_*'
 find . -type f -name '*.csv' -size +100c -exec sh -c 'for f; do printf "@@NPUPROF_FILE %s %s\n" "$(wc -c <"$f" | tr -d " ")" "$f"; cat "$f"; done' sh {} +)SH";
+
+const char* CsvStreamScript() { return kCollect; }
+
+namespace {
 
 json ComponentRow(const ProfCsvEntry& e, const ModuleMemComponent& m) {
   std::optional<int> dev = m.device_id;
@@ -88,6 +94,12 @@ TaskOutcome MemCollectCsvs(const tasks::MemoryCollectCsvs& p, const proto::Task&
   if (dir.empty() || dir[0] != '/') return TaskOutcome::Failure("bad_payload", "msprof_dir must be absolute", false);
   auto run = RunRemote(*c->session, {"sh", "-c", kCollect, "sh", dir}, std::chrono::seconds(600));
   if (!run.ok()) return OutcomeFromSsh(run.status(), c->target);
+  return CsvsFromStream(p, *run);
+}
+
+TaskOutcome CsvsFromStream(const tasks::MemoryCollectCsvs& p, const ssh::ExecResult& ran) {
+  const ssh::ExecResult* run = &ran;
+  const std::string& dir = p.msprof_dir();
   if (run->stdout_omitted > 0)
     return TaskOutcome::Failure("collect_too_large",
                                 fmt::format("the CSVs under {} are larger than the {}-byte output cap of one command",

@@ -27,7 +27,11 @@
 //   has its end_info markers (or msprof logged its completion), or until
 //   deadline_ms. -> {signal: end_info|completion_line|no_msprof_data|
 //   msprof_exited_incomplete|timeout, flush_timed_out, waited_ms, polls,
-//   prof_dirs, complete_lines, msprof_alive, msprof_dir}. Read-only.
+//   prof_dirs, complete_lines, msprof_alive, msprof_dir}. With `collect`
+//   (one-node runs) the same command also looks for msprof's own export and
+//   streams the CSVs (workers/handlers/flush_then_collect.h): then
+//   {exported, collected} too, and the export and collection need no task.
+//   Read-only.
 // memory.collect_csvs
 //   ONE command streams every *.csv > 100 bytes (and lists device_<N> dirs);
 //   PROF -> device map; npu_module_mem / npu_mem parsed (newest export only).
