@@ -37,6 +37,34 @@ def free_port():
         return s.getsockname()[1]
 
 
+def api_and_rpc_ports(api_span=1, tries=50):
+    """(api, rpc): api .. api+api_span-1 and rpc all free and distinct, all held at once while
+    chosen (a node i of a hybrid deployment serves on api+i, so those neighbours must be free too)."""
+    for _ in range(tries):
+        held = []
+        try:
+            first = socket.socket()
+            held.append(first)
+            first.bind(("0.0.0.0", 0))
+            api = first.getsockname()[1]
+            if api + api_span > 65536:
+                continue
+            for k in range(1, api_span):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("0.0.0.0", api + k))
+            rpc_sock = socket.socket()
+            held.append(rpc_sock)
+            rpc_sock.bind(("0.0.0.0", 0))
+            return api, rpc_sock.getsockname()[1]
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError("no %d free neighbouring ports found in %d tries" % (api_span, tries))
+
+
 def small_model(kind="dense", **kw):
     key = (kind, tuple(sorted(kw.items())))
     if key not in _MODEL_CACHE:

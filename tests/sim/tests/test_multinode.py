@@ -13,7 +13,7 @@ import time
 import unittest
 
 from .test_hbm_series import series
-from .sim_harness import (PROFILE_CFG, SimTestCase, complete, free_port, http, parse_npu_smi, small_model,
+from .sim_harness import (PROFILE_CFG, SimTestCase, complete, api_and_rpc_ports, http, parse_npu_smi, small_model,
                                wait_for)
 
 ADDRS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
@@ -42,7 +42,7 @@ class MultiNodeCase(SimTestCase):
         """Start every node of the deployment (the head first), each in its own working dir;
         -> (processes, api port, rpc port)."""
         n = len(targets)
-        api, rpc = free_port(), free_port()
+        api, rpc = api_and_rpc_ports()
         procs = []
         for i, t in enumerate(targets):
             if only is not None and i not in only:
@@ -150,7 +150,7 @@ class TwoNodes(MultiNodeCase):
 
     def test_msprof_wrapping_a_headless_node_sees_that_nodes_series(self):
         targets = self.nodes(2, token_delay=0.004)
-        api, rpc = free_port(), free_port()
+        api, rpc = api_and_rpc_ports()
         procs = []
         for i, t in enumerate(targets):
             cwd = os.path.join(self.tmp, "cwd%d" % i)
@@ -294,7 +294,7 @@ class ThreeNodes(MultiNodeCase):
 class HybridLoadBalancing(MultiNodeCase):
     def test_secondary_node_runs_its_own_api_server_for_its_ranks(self):
         targets = self.nodes(2)
-        api, rpc = free_port(), free_port()
+        api, rpc = api_and_rpc_ports(api_span=2)
         procs = []
         for i, t in enumerate(targets):
             cwd = os.path.join(self.tmp, "cwd%d" % i)
