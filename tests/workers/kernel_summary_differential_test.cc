@@ -395,5 +395,95 @@ TEST(KernelSummaryDifferential, LargeTracesInRunsOfEvents) {
   EXPECT_EQ(ParseJson(lines[0])->value("event_count", 0), 20000);  // the reference and the program alike
 }
 
+// Records that go on past their line (a quote left open in a column not
+// read) among pieces of plain lines: the line after such a line can look
+// like a whole row of its own, which the program's regular-expression path
+// must not take as one (it checks every line's quotes are even first).
+TEST(KernelSummaryDifferential, RecordsSpanningLinesAmongPlainLines) {
+  TempDir tmp;
+  std::string text =
+      "Step Id,Model ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),Input Shapes,Wait Time(us)\n";
+  for (int i = 0; i < 12000; ++i) {
+    if (i % 997 == 996) {
+      text += "1,2,kA,T,dyn,AI_CORE,\"5\t\",3.5,\"open\n1,2,kB,T2,dyn,AI_CORE,\"6\t\",4.5,close\"\n";
+      continue;
+    }
+    text += "1,2,k" + std::to_string(i % 13) + ",T" + std::to_string(i % 4) + ",dyn,AI_CORE,\"" +
+            std::to_string(1000 + i) + ".5\t\"," + std::to_string(i % 90) + ".25,\"\"\"4,8\"\"\",1\n";
+  }
+  const std::string file = tmp.path + "/spanning.csv";
+  WriteTree(file, text);
+  ExpectSameSummaries({file}, 20000);
+}
+
+// trace_view.json of flat events (no "}, {" inside one), which the program
+// takes by their shapes (every digit read as 1, each shape checked once):
+// an error late in the file of each kind the digits' values decide (a
+// leading zero, a number that overflows only at its digits' values) and
+// valid events the shapes must send to the exact check (exponents,
+// non-ASCII text, "}, {" inside a string, another separator).
+TEST(KernelSummaryDifferential, LargeTracesInShapes) {
+  TempDir tmp;
+  auto events = [](const std::string& sep, int n, int bad_at, const std::string& bad) {
+    std::string t = "[";
+    for (int i = 0; i < n; ++i) {
+      if (i) t += sep;
+      if (i == bad_at) {
+        t += bad;
+        continue;
+      }
+      t += "{\"name\": \"k" + std::to_string(i % 37) + "\", \"pid\": 800, \"tid\": " + std::to_string(i % 3) +
+           ", \"ts\": \"" + std::to_string(1000 + i) + ".5\", \"dur\": " + std::to_string(i % 90) +
+           ".025, \"args\": {\"Model Id\": 4294967295, \"Task Type\": \"AI_CORE\", \"Task Id\": " +
+           std::to_string(i) + "}, \"ph\": \"X\"}";
+    }
+    return t + "]";
+  };
+  const std::vector<std::string> cases = {
+      events(", ", 20000, -1, ""),
+      events(",\n", 20000, -1, ""),
+      events(",", 20000, -1, ""),
+      "{\"traceEvents\": " + events(", ", 20000, -1, "") + "}",
+      events(", ", 20000, 15000, "{\"dur\": 03.25}"),
+      events(", ", 20000, 15000, "{\"tid\": -02}"),
+      events(", ", 20000, 15000, "{\"n\": [1, 00]}"),
+      events(", ", 20000, 15000, "{\"dur\": 1e999}"),
+      events(", ", 20000, 15000, "{\"dur\": 2e308}"),
+      events(", ", 20000, 15000, "{\"dur\": " + std::string(400, '9') + ".5}"),
+      events(", ", 20000, 15000, "{\"dur\": 1e5, \"x\": 1E+05, \"y\": 0.5, \"z\": -0, \"w\": 10, \"v\": 1.5e300}"),
+      events(", ", 20000, 15000, "{\"name\": \"k\xC3\xA9 \xE5\x90\x8D\"}"),
+      events(", ", 20000, 15000, "{\"name\": \"a}, {b\"}"),
+      events(", ", 20000, 15000, "{\"a\": 1},\n{\"b\": 2}"),
+      events(", ", 20000, 15000, "{\"s\": \"\\u12G4\"}"),
+      events(", ", 20000, 15000, "{\"s\": \"\\u0041\\ud83d\\ude00\"}"),
+      events(", ", 20000, 15000, "{\"a\" 1}"),
+      events(", ", 20000, 15000, "{\"a\": 1,}"),
+      events(", ", 20000, 15000, "{\"a\": Infinity}"),
+      events(", ", 20000, -1, "").substr(0, 1000000),
+  };
+  std::vector<std::string> files;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    files.push_back(tmp.path + "/flat" + std::to_string(i) + ".json");
+    WriteTree(files.back(), cases[i]);
+  }
+  std::vector<std::string> argv = {"python3", Program(), "trace"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  const auto lines = RunProgram(argv);
+  ASSERT_EQ(lines.size(), files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto got = ParseJson(lines[i]);
+    ASSERT_TRUE(got.ok()) << lines[i];
+    auto want = CheckTraceViewJson(ReadAll(files[i]));
+    EXPECT_EQ((*got)["valid"], want.ok()) << files[i] << ": " << lines[i]
+                                          << (want.ok() ? "" : "\n reference: " + want.status().message());
+    if (want.ok() && (*got)["valid"] == true) {
+      EXPECT_EQ((*got)["event_count"], want->event_count) << files[i];
+    }
+  }
+  EXPECT_EQ(ParseJson(lines[0])->value("event_count", 0), 20000);
+  EXPECT_EQ(ParseJson(lines[13])->value("event_count", 0), 20001);  // the other separator: one event more
+  for (size_t i : {4, 5, 6, 7, 8, 9}) EXPECT_EQ(ParseJson(lines[i])->value("valid", true), false) << files[i];
+}
+
 }  // namespace
 }  // namespace npuprof::testing

@@ -16,12 +16,17 @@
 #       The kernel summary (or the trace_view.json check) of each file, one
 #       JSON line per file: the differential tests.
 #
-# Memory stays bounded whatever the files' size: the CSV is read in 128 KiB
+# Memory stays bounded whatever the files' size: the CSV is read in 64 KiB
 # pieces and aggregated per distinct kernel (a piece's durations are held
 # until the piece is folded in); trace_view.json is validated a run of whole
-# events of its event array at a time (no element above 64 MiB).
+# events of its event array at a time (no element above 64 MiB; at most 8 MiB
+# of event shapes kept).
 #
-# Speed: KernelSummary takes a piece of plain whole lines column by column
+# Speed: KernelSummary takes a piece of whole lines with one regular
+# expression first (_rows: one findall gives only the columns read, the
+# names, types and cores as one group split once per distinct value, the
+# start times and durations as plain decimals), then
+# column by column
 # (_columns: each step one call over all the piece's lines), other whole
 # lines one by one (_lines: split at the commas up to the last column read,
 # plain decimals converted directly); both fold the sums per piece in the
@@ -29,6 +34,9 @@
 # records spanning lines and lines whose quotes it cannot take go to
 # CsvReader. The pieces are small so that their objects reuse the memory
 # the allocator keeps (1 MiB pieces cost a page fault per 4 KiB of them).
+# trace_view.json's runs of whole events are taken by their shapes when
+# they can (TraceChecker.shaped: every digit read as 1, each distinct shape
+# decoded once), else decoded at once with the C scanner.
 import codecs
 import collections
 import functools
@@ -48,7 +56,7 @@ MAX_CELL = 64 * 1024
 MAX_CELLS = 4096
 TOP_N = 30
 MAX_TYPES = 64
-CHUNK = 128 << 10  # small pieces: their objects fit the allocator's kept arenas (no page faults per piece)
+CHUNK = 64 << 10  # small pieces: they and their objects stay below the allocator's mmap threshold (no page faults per piece)
 LOG_PART = 16 * 1024
 MAX_JSON_VALUE = 64 << 20
 MAX_MAG = 9223372036854775808.0
@@ -253,6 +261,7 @@ class CsvReader(object):
 
 
 _SPECIAL = re.compile(b'[,\n"]')
+_NOT_QUOTE_NL = bytes(b for b in range(256) if b not in b'"\n')
 
 
 def _unquote(c):
@@ -348,6 +357,7 @@ class KernelSummary(object):
         self.check = check
         self.error = None
         self.header = None
+        self.rows_re = None     # _rows_pattern, once the header is read
         self.problem = None     # the kernel_details check's (five columns) refusal
         self.data_rows = 0
         self.counted = 0
@@ -387,6 +397,129 @@ class KernelSummary(object):
         self.need = max(self.name_col, self.type_col, self.dur_col) + 1
         self.reader.limit = max(c for c in (self.name_col, self.type_col, self.dur_col, self.core_col,
                                             self.start_col) if c is not None) + 1
+        self.rows_re = self._rows_pattern()
+        return True
+
+    def _rows_pattern(self):
+        """The regular expression _rows takes a piece's lines with (None when
+        the header does not suit it): per line, the columns up to the last
+        one read with no quote among them but around a start time or a
+        duration, the columns from the first to the last of name, type and
+        core as one group (their "cells", split per distinct value), each
+        start time and duration a plain decimal of at most 100 digits each
+        side of its point (so no value underflows; above 2^63 is checked
+        after) with at most 64 spaces around it, quoted or bare, then
+        anything to the line's end."""
+        want = self.reader.limit
+        span = [c for c in (self.name_col, self.type_col, self.core_col) if c is not None]
+        lo, hi = min(span), max(span)
+        nums = {self.dur_col: "d"}
+        if self.start_col is not None:
+            nums[self.start_col] = "s"
+        if any(lo <= c <= hi for c in nums) or want > 512:
+            return None
+        sp = r"[ \t\r\f\v]{0,64}"
+        num = r"([0-9]{1,100}(?:\.[0-9]{0,100})?|\.[0-9]{1,100})"
+        parts = []
+        groups = 0
+        self.rows_groups = {}
+        for i in range(want):
+            if i == lo:
+                parts.append(r"(" + r",".join([r'[^,\n"]*'] * (hi - lo + 1)) + r")")
+                groups += 1
+                self.rows_groups["cells"] = groups - 1
+            elif lo < i <= hi:
+                continue
+            elif i in nums:
+                q = "q" + nums[i]
+                parts.append(sp + r'(?P<%s>")?' % q + sp + num + sp + r"(?(%s)\")" % q + sp)
+                groups += 2
+                self.rows_groups[nums[i]] = groups - 1
+            else:
+                parts.append(r'[^,\n"]*')
+        self.cells_of = {}  # a line's cells group -> ((name, type), type, core)
+        return re.compile((r"^" + r",".join(parts) + r"(?:,[^\n]*)?\n").encode("ascii"), re.M)
+
+    def _cells(self, cells):
+        """((name, type), type, core) of a cells group, as the reader cuts
+        and trims each cell."""
+        c = cells.split(b",")
+        lo = min(x for x in (self.name_col, self.type_col, self.core_col) if x is not None)
+        cut = lambda i: c[i - lo][:MAX_CELL].strip(_SPACE)[:MAX_NAME]
+        name, typ = cut(self.name_col), cut(self.type_col)
+        core = cut(self.core_col) if self.core_col is not None else b""
+        if len(self.cells_of) >= 100000:
+            self.cells_of.clear()
+        got = self.cells_of[cells] = ((name, typ), typ, core)
+        return got
+
+    def _rows(self, piece):
+        """The data records of a piece of whole lines taken by rows_re, one
+        findall for the piece: only the columns read come out, the names,
+        types and cores once per distinct line prefix. False, having changed
+        nothing, when a line is outside it (or a line's quotes are odd, or a
+        value above 2^63, or more new kernels than there is room for): the
+        other paths take the piece."""
+        if self.rows_re is None:
+            return False
+        if b'"' in piece and b'"' in piece.translate(None, _NOT_QUOTE_NL).replace(b'""', b""):
+            return False  # a line of odd quotes: its record goes on past it
+        rows = self.rows_re.findall(piece)
+        n = len(rows)
+        if n != piece.count(b"\n") or not n:
+            return False
+        cols = list(zip(*rows))
+        g = self.rows_groups
+        cells = cols[g["cells"]]
+        ds = list(map(float, cols[g["d"]]))
+        if max(ds) > MAX_MAG:
+            return False  # out of range: _lines says so at its row
+        sts = None
+        if "s" in g:
+            sts = list(map(float, cols[g["s"]]))
+            if max(sts) > MAX_MAG:
+                return False
+        kernels = self.kernels
+        types = self.types
+        of = self.cells_of
+        uniq = set(cells)
+        infos = [of.get(c) or self._cells(c) for c in uniq]
+        keys = {i[0] for i in infos}
+        new = keys.difference(kernels)
+        if new and len(kernels) + len(new) > self.max_distinct:
+            return False  # the kernels past the limit: _lines counts them row by row
+        for key, typ, core in infos:
+            k = kernels.get(key)
+            if k is None:
+                kernels[key] = [core, 0, 0.0, 0.0, []]
+            elif k[0] != core:
+                k[0] = b"mixed"
+            t = types.get(typ)
+            if t is None:
+                types[typ] = [core, 0, 0.0, 0.0, []]
+            elif t[0] != core:
+                t[0] = b"mixed"
+        # Each row's duration appended to its kernel's and its type's list
+        # in the rows' order, then folded (the same additions as _add's).
+        kl = {c: kernels[i[0]][4] for c, i in zip(uniq, infos)}
+        tl = {c: types[i[1]][4] for c, i in zip(uniq, infos)}
+        collections.deque(map(list.append, map(kl.__getitem__, cells), ds), 0)
+        collections.deque(map(list.append, map(tl.__getitem__, cells), ds), 0)
+        for key in keys:
+            _fold(kernels[key])
+        for typ in {i[1] for i in infos}:
+            _fold(types[typ])
+        self.total = functools.reduce(operator.add, ds, self.total)
+        if sts is not None:
+            m = min(sts)
+            if self.first is None or m < self.first:
+                self.first = m
+            m = max(map(operator.add, sts, ds))
+            if self.last is None or m > self.last:
+                self.last = m
+        self.reader.index += n
+        self.data_rows += n
+        self.counted += n
         return True
 
     def _record(self, cells, index):
@@ -468,6 +601,9 @@ class KernelSummary(object):
                 if last < 0:
                     self.carry = buf[pos:]
                     return
+                if self._rows(buf[pos:last + 1]):
+                    pos = last + 1
+                    continue
                 lines = buf[pos:last].split(b"\n")
                 if self._columns(lines):
                     pos = last + 1
@@ -844,8 +980,20 @@ def _finite(text):
     return v
 
 
-BATCH_MIN = 32 * 1024
+BATCH_MIN = 16 * 1024
+# trace_view.json's reads: smaller than the CSV's, as the run's text is copied a few
+# times (shaped); larger ones page-fault in the forked child (the allocator trims
+# and regrows the heap's top).
+TRACE_CHUNK = 32 << 10
 _NEXT_EVENT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*\{")
+# The shapes of events (TraceChecker.shaped): every ASCII digit read as 1.
+_DIGITS_AS_ONE = bytes.maketrans(b"0123456789", b"1111111111")
+# A 0 after a character that is no digit nor '.', followed by a digit: where
+# a number could start with a leading zero ("01", "-01"; also "1e05" and
+# text in strings, which only sends the run to the exact check). Its literal
+# comes first so the search skips to the zeros.
+_LEADING_ZERO = re.compile(rb"0(?<=[^0-9.]0)[0-9]")
+MAX_SHAPE_BYTES = 8 << 20  # the shapes kept, at most
 
 
 class TraceChecker(object):
@@ -862,6 +1010,11 @@ class TraceChecker(object):
         self.eof = False
         self.json = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
         self.no_batch_until = 0  # (absolute) where a batch that failed ended: elements one by one up to it
+        self.shapes = set()      # event shapes known to be whole valid objects (shaped)
+        self.shape_bytes = 0
+        self.novel = 0           # runs in a row whose shapes were mostly new (8: shapes no longer tried)
+        self.unsafe = False
+        self.shape_json = json.JSONDecoder(parse_constant=_no_constant, parse_float=self._shape_float)
         self.events = 0
         self.non_objects = 0
         self.saw_events = False
@@ -870,7 +1023,7 @@ class TraceChecker(object):
     def more(self):
         if self.eof:
             return False
-        data = self.f.read(CHUNK)
+        data = self.f.read(TRACE_CHUNK)
         try:
             s = self.dec.decode(data, final=not data)
         except UnicodeDecodeError:
@@ -936,9 +1089,13 @@ class TraceChecker(object):
                 break
             if _NEXT_EVENT.match(self.buf, c + 1):
                 break
-        if c < 0 or not _NEXT_EVENT.match(self.buf, c + 1):
+        m = _NEXT_EVENT.match(self.buf, c + 1) if c >= 0 else None
+        if m is None:
             self.no_batch_until = self.base + end  # no cut here: one element at a time up to what is read
             return False
+        if self.novel < 8 and self.shaped(start, c, m.group()):
+            self.pos = c + 1
+            return True
         try:
             v = self.json.decode("[" + self.buf[start:c + 1] + "]")
         except (ValueError, RecursionError):
@@ -947,6 +1104,56 @@ class TraceChecker(object):
         self.events += len(v)
         self.non_objects += len(v) - sum(map(isinstance, v, repeat(dict)))
         self.pos = c + 1
+        return True
+
+    def _shape_float(self, text):
+        # A fraction or exponent in a shape: without an exponent and under
+        # 309 characters no value overflows, whatever its digits.
+        if "e" in text or "E" in text or len(text) >= 309:
+            self.unsafe = True
+        return 0.0
+
+    def shaped(self, start, c, sep):
+        """The events from start to c (a '}' followed by sep, up to the next
+        '{') taken by their shapes: ASCII, no number that could start with a
+        leading zero, cut at "}" + sep + "{" into events each of which, with
+        every digit read as 1, is an object already seen valid (or checked
+        now, the C scanner's rules, refusing exponents: only digits' values
+        differ between an event and its shape, and with no leading zero and
+        no exponent they change no verdict). Whole valid objects joined by
+        the array's separator are a valid run of that many elements. False,
+        having changed nothing, when any event is outside that: the run is
+        decoded as before (which names an error)."""
+        buf = self.buf
+        while buf[start] in " \t\n\r":
+            start += 1
+        if buf[start] != "{":
+            return False
+        piece = buf[start:c + 1]
+        if not piece.isascii():
+            return False
+        raw = piece.encode("ascii")
+        if _LEADING_ZERO.search(raw):
+            return False
+        events = raw.translate(_DIGITS_AS_ONE)[1:-1].split(("}" + sep).encode("ascii"))
+        new = set(events).difference(self.shapes)
+        if new:
+            if 2 * len(new) > len(events):
+                self.novel += 1  # mostly new shapes: decoding the run is cheaper
+                return False
+            for shape in new:
+                self.unsafe = False
+                try:
+                    v = self.shape_json.decode("{" + shape.decode("ascii") + "}")
+                except (ValueError, RecursionError):
+                    return False
+                if self.unsafe or not isinstance(v, dict):
+                    return False
+            if self.shape_bytes < MAX_SHAPE_BYTES:
+                self.shapes.update(new)
+                self.shape_bytes += sum(map(len, new))
+        self.novel = 0
+        self.events += len(events)
         return True
 
     def events_array(self):
