@@ -108,7 +108,7 @@ std::vector<std::string> TorchArgs(const Shape& s, const std::string& model, con
 }
 
 struct TaskSpan {
-  std::string id, kind;
+  std::string id, kind, dir;     // dir: an analyse_rank's *_ascend_pt directory
   int64_t start = -1, end = -1;  // ms since the epoch; end -1: not ended
 };
 
@@ -137,7 +137,9 @@ void FromEvents(const json& events, Row& row) {
     if (id.empty()) continue;
     if (type == "TaskScheduled" && !at.count(id)) {
       at[id] = row.spans.size();
-      row.spans.push_back({id, p.value("kind", ""), t, -1});
+      const json task_payload = p.value("payload", json::object());
+      row.spans.push_back({id, p.value("kind", ""),
+                           task_payload.is_object() ? task_payload.value("dir", "") : std::string(), t, -1});
     } else if ((type == "TaskSucceeded" || type == "TaskFailed" || type == "TaskAbandoned") && at.count(id)) {
       row.spans[at[id]].end = t;
     }
@@ -175,6 +177,37 @@ void PrintSpans(const Row& row, const std::vector<TimelinePiece>& pieces) {
                      : fmt::format("round trips {}, in SSH calls {} ms (the longest attempt)", link->second.first,
                                    link->second.second)
                            .c_str());
+  }
+  // Per rank: its analyse() on the target's timeline, then its analyse_rank
+  // task's end (the digest reads the outputs between the two), by end.
+  struct RankLine {
+    double analyse_start = -1, analyse_end = -1;
+    int64_t task_start = -1, task_end = -1;
+  };
+  std::map<std::string, RankLine> ranks;
+  for (const auto& p : pieces) {
+    if (p.what != "analyse" || !p.line.is_object() || p.start * 1000.0 < t0) continue;
+    RankLine& r = ranks[p.line.value("path", "")];
+    r.analyse_start = p.start * 1000.0 - t0;
+    r.analyse_end = p.end * 1000.0 - t0;
+  }
+  for (const auto& t : row.spans) {
+    if (t.kind != "torch_profile.analyse_rank" || t.dir.empty()) continue;
+    RankLine& r = ranks[t.dir];
+    r.task_start = t.start;
+    r.task_end = t.end;
+  }
+  std::vector<std::pair<std::string, RankLine>> by_end(ranks.begin(), ranks.end());
+  std::sort(by_end.begin(), by_end.end(),
+            [](const auto& a, const auto& b) { return a.second.analyse_end < b.second.analyse_end; });
+  std::fprintf(stderr, "## per rank (ms since RunSubmitted): task scheduled, analyse() start - end, task end "
+                       "(the digest after analyse())\n");
+  for (const auto& [dir, r] : by_end) {
+    const std::string name = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+    std::fprintf(stderr, "  %8.0f  %8.0f - %8.0f  %8.0f  (+%5.0f ms)  %s\n",
+                 r.task_start < 0 ? -1.0 : static_cast<double>(r.task_start) - t0, r.analyse_start, r.analyse_end,
+                 r.task_end < 0 ? -1.0 : static_cast<double>(r.task_end) - t0,
+                 r.task_end < 0 ? 0.0 : static_cast<double>(r.task_end) - t0 - r.analyse_end, name.c_str());
   }
   std::fprintf(stderr, "## stretches of 100 ms or more no piece of the target's timeline covers:\n");
   const auto gaps = UncoveredStretches(pieces, t0 / 1000.0, static_cast<double>(row.finished_ms) / 1000.0);
