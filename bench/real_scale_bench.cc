@@ -32,6 +32,8 @@
 //   peak RSS    VmHWM of the server process and of each local worker
 //               (/proc/<pid>/status) right after the run; each
 //               installation runs only this run
+//   npuprof_cpu_s  user + system CPU of the server and the workers over the
+//               run (/proc/<pid>/stat before and after)
 // and with --spans, every task kind's span (first start, last end, count,
 // its attempts' recorded round trips and the longest one's time in SSH calls)
 // and each stretch of at least 100 ms of the run that no piece of the
@@ -42,10 +44,14 @@
 //                                 [--rtt-ms 1] [--runs 1] [--spans] [--json FILE]
 // Figures and the exact command: docs/PERFORMANCE.md run 31.
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -107,6 +113,27 @@ std::vector<std::string> TorchArgs(const Shape& s, const std::string& model, con
           "--health-timeout", "120", "--wait"};
 }
 
+// utime + stime of a process (/proc/<pid>/stat), seconds; -1 when unreadable.
+double ProcCpuSeconds(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return -1;
+  std::istringstream in(text.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i)
+    if (i == 14 || i == 15) ticks += std::strtod(field.c_str(), nullptr);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds of npuprof's server and local workers together.
+double NpuprofCpuSeconds(testing::NpuprofHarness& h) {
+  double total = std::max(0.0, ProcCpuSeconds(h.server_pid()));
+  for (pid_t pid : h.WorkerPids()) total += std::max(0.0, ProcCpuSeconds(pid));
+  return total;
+}
+
 struct TaskSpan {
   std::string id, kind, dir;     // dir: an analyse_rank's *_ascend_pt directory
   int64_t start = -1, end = -1;  // ms since the epoch; end -1: not ended
@@ -120,6 +147,7 @@ struct Row {
   double client_s = 0, wall_s = 0, own_s = 0, own_no_startups_s = 0, batch_s = 0, analyse_sum_s = 0;
   uint64_t relay_in = 0, relay_out = 0, relay_turns = 0, recorded_in = 0, rank_in_max = 0, csv_bytes = 0;
   int64_t server_hwm_kb = -1, worker_hwm_kb = -1;
+  double npuprof_cpu_s = 0;  // server + workers, over the run (the CLI's submit and wait)
   std::vector<TaskSpan> spans;
   std::map<std::string, std::pair<int64_t, int64_t>> link_by_kind;  // kind -> round trips (sum), link_ms (largest)
   bool goal_met() const { return status == "ok" && wall_s <= 1.2 * own_s + 2.0; }
@@ -238,9 +266,11 @@ Row RunOnce(const Shape& shape, const Options& opt, int index) {
   std::fprintf(stderr, "# %d ranks (tp %d, dp %d, %d NPUs): installation in %s\n", shape.ranks, shape.tp, shape.dp,
                shape.devices, h.Dir().c_str());
   const testing::RelayStats before = h.Relay()->Stats();
+  const double cpu_before = NpuprofCpuSeconds(h);
   const auto t0 = SteadyClock::now();
   const testing::CliResult r = h.Cli(TorchArgs(shape, model, fmt::format("scale{}", index)), 1800);
   row.client_s = SecondsSince(t0);
+  row.npuprof_cpu_s = NpuprofCpuSeconds(h) - cpu_before;
   const testing::RelayStats after = h.Relay()->Stats();
   row.relay_in = after.bytes_to_client - before.bytes_to_client;
   row.relay_out = after.bytes_to_server - before.bytes_to_server;
@@ -288,8 +318,9 @@ Row RunOnce(const Shape& shape, const Options& opt, int index) {
     row.analyse_sum_s += p.end - p.start;
   }
   row.batch_s = first >= 0 ? last - first : 0;
-  std::fprintf(stderr, "# %d ranks %s: %s, wall %.2f s, own work %.2f s, analyse batch %.2f s\n", shape.ranks,
-               row.run_id.c_str(), row.status.c_str(), row.wall_s, row.own_s, row.batch_s);
+  std::fprintf(stderr, "# %d ranks %s: %s, wall %.2f s, own work %.2f s, analyse batch %.2f s, npuprof's CPU %.2f s\n",
+               shape.ranks, row.run_id.c_str(), row.status.c_str(), row.wall_s, row.own_s, row.batch_s,
+               row.npuprof_cpu_s);
   if (opt.spans) PrintSpans(row, pieces);
   h.Stop();
   return row;
@@ -332,7 +363,8 @@ int Main(int argc, char** argv) {
                            {"relay_bytes_to_npuprof", r.relay_in}, {"relay_bytes_to_target", r.relay_out},
                            {"relay_turns", r.relay_turns}, {"recorded_bytes_in", r.recorded_in},
                            {"largest_analyse_rank_bytes_in", r.rank_in_max}, {"server_hwm_kb", r.server_hwm_kb},
-                           {"worker_hwm_kb", r.worker_hwm_kb}, {"load_before", r.load_before},
+                           {"worker_hwm_kb", r.worker_hwm_kb}, {"npuprof_cpu_s", r.npuprof_cpu_s},
+                           {"load_before", r.load_before},
                            {"load_after", r.load_after}});
   }
   if (!opt.json_out.empty()) std::ofstream(opt.json_out) << out.dump(2) << "\n";

@@ -406,10 +406,10 @@ class KernelSummary(object):
         one read with no quote among them but around a start time or a
         duration, the columns from the first to the last of name, type and
         core as one group (their "cells", split per distinct value), each
-        start time and duration a plain decimal of at most 100 digits each
-        side of its point (so no value underflows; above 2^63 is checked
-        after) with at most 64 spaces around it, quoted or bare, then
-        anything to the line's end."""
+        start time and duration a plain decimal of at most 18 digits before
+        its point and 100 after (so no value underflows nor reaches 2^63)
+        with at most 64 spaces around it, quoted or bare, then anything to
+        the line's end."""
         want = self.reader.limit
         span = [c for c in (self.name_col, self.type_col, self.core_col) if c is not None]
         lo, hi = min(span), max(span)
@@ -419,7 +419,7 @@ class KernelSummary(object):
         if any(lo <= c <= hi for c in nums) or want > 512:
             return None
         sp = r"[ \t\r\f\v]{0,64}"
-        num = r"([0-9]{1,100}(?:\.[0-9]{0,100})?|\.[0-9]{1,100})"
+        num = r"([0-9]{1,18}(?:\.[0-9]{0,100})?|\.[0-9]{1,100})"
         parts = []
         groups = 0
         self.rows_groups = {}
@@ -457,28 +457,27 @@ class KernelSummary(object):
         """The data records of a piece of whole lines taken by rows_re, one
         findall for the piece: only the columns read come out, the names,
         types and cores once per distinct line prefix. False, having changed
-        nothing, when a line is outside it (or a line's quotes are odd, or a
-        value above 2^63, or more new kernels than there is room for): the
+        nothing, when a line is outside it (or a line's quotes are odd, or
+        more new kernels than there is room for): the
         other paths take the piece."""
         if self.rows_re is None:
             return False
-        if b'"' in piece and b'"' in piece.translate(None, _NOT_QUOTE_NL).replace(b'""', b""):
-            return False  # a line of odd quotes: its record goes on past it
+        if b'"' in piece:
+            quotes = piece.translate(None, _NOT_QUOTE_NL)  # each line's quotes, then its '\n'
+            if b'"' in quotes.replace(b'""', b""):
+                return False  # a line of odd quotes: its record goes on past it
+            lines = quotes.count(b"\n")
+        else:
+            lines = piece.count(b"\n")
         rows = self.rows_re.findall(piece)
         n = len(rows)
-        if n != piece.count(b"\n") or not n:
+        if n != lines or not n:
             return False
         cols = list(zip(*rows))
         g = self.rows_groups
         cells = cols[g["cells"]]
         ds = list(map(float, cols[g["d"]]))
-        if max(ds) > MAX_MAG:
-            return False  # out of range: _lines says so at its row
-        sts = None
-        if "s" in g:
-            sts = list(map(float, cols[g["s"]]))
-            if max(sts) > MAX_MAG:
-                return False
+        sts = list(map(float, cols[g["s"]])) if "s" in g else None
         kernels = self.kernels
         types = self.types
         of = self.cells_of
