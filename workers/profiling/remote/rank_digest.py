@@ -448,9 +448,11 @@ class KernelSummary(object):
         cut = lambda i: c[i - lo][:MAX_CELL].strip(_SPACE)[:MAX_NAME]
         name, typ = cut(self.name_col), cut(self.type_col)
         core = cut(self.core_col) if self.core_col is not None else b""
-        if len(self.cells_of) >= 100000:
-            self.cells_of.clear()
-        got = self.cells_of[cells] = ((name, typ), typ, core)
+        got = ((name, typ), typ, core)
+        if len(cells) <= 1024:  # kept for the next pieces: at most 20,000 of at most 1 KiB
+            if len(self.cells_of) >= 20000:
+                self.cells_of.clear()
+            self.cells_of[cells] = got
         return got
 
     def _rows(self, piece):
