@@ -35,14 +35,16 @@
 //   npuprof_cpu_s  user + system CPU of the server and the workers over the
 //               run (/proc/<pid>/stat before and after)
 // and with --spans, every task kind's span (first start, last end, count,
-// its attempts' recorded round trips and the longest one's time in SSH calls)
-// and each stretch of at least 100 ms of the run that no piece of the
-// target's timeline covers, with the tasks in flight then: npuprof's own
-// time, located.
+// its attempts' recorded round trips and the longest one's time in SSH calls),
+// per rank its analyse_rank task's scheduling, its analyse() on the target's
+// timeline and its task's end (the digest reads the outputs in between), and
+// each stretch of at least 100 ms of the run that no piece of the target's
+// timeline covers, with the tasks in flight then: npuprof's own time,
+// located.
 //
 // Usage: npuprof_bench_real_scale [--ranks 1,8,16] [--rows 400000] [--analyse-per-mb 0.25]
 //                                 [--rtt-ms 1] [--runs 1] [--spans] [--json FILE]
-// Figures and the exact command: docs/PERFORMANCE.md run 31.
+// Figures and the exact command: docs/PERFORMANCE.md runs 31 and 52.
 #include <sys/types.h>
 #include <unistd.h>
 
