@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/split_lines.h"
 #include "workers/handlers/service_scripts.h"
 #include "workers/log_tails.h"
 #include "workers/remote_wait.h"
@@ -80,17 +81,6 @@ fin ladder
 )SH";
 
 constexpr uint64_t kRecordsBytes = 64 << 10;
-
-std::vector<std::string_view> SplitLines(std::string_view s) {
-  std::vector<std::string_view> lines;
-  for (size_t at = 0; at < s.size();) {
-    size_t eol = s.find('\n', at);
-    if (eol == std::string_view::npos) eol = s.size();
-    lines.push_back(s.substr(at, eol - at));
-    at = eol + 1;
-  }
-  return lines;
-}
 
 bool Digits(std::string_view t, size_t max = 9) {
   return !t.empty() && t.size() <= max && t.find_first_not_of("0123456789") == std::string_view::npos;
