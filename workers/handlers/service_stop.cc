@@ -164,12 +164,18 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& c
   };
 
   if (!dir.ok()) {
-    if (!IsRuntimeDirRefusal(dir.status())) return RemoteFailure(dir.status(), c.target);
+    // The one command may have signalled the known pid before its check
+    // (stop_in_one.h): then a check that failed does not end the stop (a
+    // retry would signal again); the ladder goes on from that signal.
+    const bool signalled = replay && !fold->steps.empty();
+    const bool refused = IsRuntimeDirRefusal(dir.status());
+    if (!refused && !signalled) return RemoteFailure(dir.status(), c.target);
     if (pid <= 0)
       return TaskOutcome::Failure("unsafe_runtime_dir",
                                   dir.status().message() + " — its pid file is not read; stop the service by hand",
                                   false);
-    out.result["runtime_dir_refused"] = dir.status().message();  // the known pid is still checked and stopped
+    // the known pid is still checked and stopped
+    out.result[refused ? "runtime_dir_refused" : "runtime_dir_unchecked"] = dir.status().message();
   } else if (!dir->exists || dir->Entry(".started").type == "absent") {
     if (pid <= 0) {
       out.result["never_started"] = true;

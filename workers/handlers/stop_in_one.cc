@@ -17,15 +17,47 @@ namespace {
 // "SIG:wait_ms", then the check's argv. The time comes from /proc/uptime
 // (the shell's `read`), or from the summed sleeps where it cannot be read,
 // as workers/remote_wait.h's loop does.
+//
+// The first step's signal goes before the dir check when the leader is
+// alive and its environment holds the marker (one grep): every path of
+// service.stop with a known pid sends it then, whatever the check says, so
+// only its moment moves; its record is printed where the ladder's first
+// signal record would be (before an early "live" end too, so that the
+// handler replays it rather than signalling again). Its members count is
+// the group's, marker-checked, right after the signal. The group and tails
+// scripts run in a subshell of this one (no new shell started). While the
+// leader is alive the wait blocks in `tail --pid` (which looks every 10 ms
+// and costs no process per look) for at most 250 ms at a time; without
+// tail --pid, timeout or a readable /proc/uptime it naps as before.
 constexpr const char* kStop = R"SH(
 grp=$1 tails=$2 tmax=$3 pid=$4 marker=$5 rt=$6 budget=$7 ns=$8; shift 8
 steps=
 while [ "$ns" -gt 0 ]; do steps="$steps $1"; shift; ns=$((ns-1)); done
+early= said=
+case $pid in ''|0|*[!0-9]*) ;; *)
+  first=${steps# }; first=${first%% *}; esig=${first%%:*}
+  if [ -n "$esig" ] && [ -n "$marker" ]; then
+    s=; { read -r s < "/proc/$pid/stat"; } 2>/dev/null; s=${s##*) }; st=${s%% *}
+    if [ -n "$st" ] && [ "$st" != Z ] &&
+       LC_ALL=C grep -qszxF -e "NPUPROF_SERVICE=$marker" -- "/proc/$pid/environ" 2>/dev/null; then
+      kill -s "$esig" -- "-$pid" 2>/dev/null || kill -s "$esig" "$pid" 2>/dev/null
+      early=$esig
+    fi
+  fi ;;
+esac
+say_early() {
+  [ -n "$early" ] && [ -z "$said" ] || return 0
+  said=1
+  gs=$(set -- status "$pid" "$marker" ""; eval "$grp")
+  n=${gs#*members=}; n=${n%% *}
+  case $n in ''|*[!0-9]*) n=0 ;; esac
+  echo "npuprof-stop-signal $early 0 leader=alive members=$n signalled=yes"
+}
 out=$("$@"); rc=$?
 echo "npuprof-stop-dir $rc"
 [ -n "$out" ] && printf '%s\n' "$out"
-fin() { echo "npuprof-stop-end $1"; exit 0; }
-logs() { echo "npuprof-stop-end ladder"; sh -c "$tails" npuprof-tails "$tmax" "$rt/stderr.log" "$rt/stdout.log"; exit 0; }
+fin() { say_early; echo "npuprof-stop-end $1"; exit 0; }
+logs() { echo "npuprof-stop-end ladder"; (set -- "$tmax" "$rt/stderr.log" "$rt/stdout.log"; eval "$tails"); exit 0; }
 [ "$rc" -eq 0 ] || fin live
 case "
 $out
@@ -45,33 +77,46 @@ _ms() {
     *) now= ;;
   esac
 }
-slept=0
+slept=0 notail= tz=
 _ms; t0=$now
 el() { _ms; if [ -n "$now" ] && [ -n "$t0" ]; then e=$((now - t0)); else e=$slept; fi; [ "$e" -lt "$slept" ] && e=$slept; }
 nap() {
   if sleep "0.0$z" 2>/dev/null; then slept=$((slept + z)); else sleep 1; slept=$((slept + 1000)); fi
   z=$((z * 2)); [ "$z" -gt 50 ] && z=50
 }
+block() {
+  t=$((w - (e - s0))); u=$((1000 - (e - q))); [ "$u" -lt "$t" ] && t=$u
+  u=$((budget - e)); [ "$u" -lt "$t" ] && t=$u
+  [ "$t" -gt 250 ] && t=250; [ "$t" -lt 10 ] && t=10
+  timeout "$((t / 1000)).$(printf '%03d' $((t % 1000)))" tail --pid="$pid" -s 0.01 -f /dev/null >/dev/null 2>&1
+  case $? in 0) tz=1 ;; 124) ;; *) notail=1 ;; esac
+}
 alive() { case "$gs" in *leader=alive*|*members=[1-9]*) return 0 ;; esac; return 1; }
 for step in $steps; do
   sig=${step%%:*} w=${step#*:}
   el; [ "$e" -lt "$budget" ] || fin budget
-  gs=$(sh -c "$grp" npuprof-signal "$sig" "$pid" "$marker" "$rt"); src=$?
-  printf 'npuprof-stop-signal %s %s %s\n' "$sig" "$src" "$gs"
-  [ "$src" -eq 0 ] || fin failed
-  case "$gs" in *signalled=yes*) ;; *) logs ;; esac
+  if [ -n "$early" ] && [ -z "$said" ]; then
+    say_early
+  else
+    gs=$(set -- "$sig" "$pid" "$marker" "$rt"; eval "$grp"); src=$?
+    printf 'npuprof-stop-signal %s %s %s\n' "$sig" "$src" "$gs"
+    [ "$src" -eq 0 ] || fin failed
+    case "$gs" in *signalled=yes*) ;; *) logs ;; esac
+  fi
   el; s0=$e; q=$e; z=10; res=
   while :; do
     if gonecheck "$pid"; then res=gone; break; fi
+    if [ -n "$tz" ] && [ "$obs" = leader=alive ]; then notail=1; fi
+    tz=
     el
     if [ $((e - s0)) -ge "$w" ] || [ $((e - q)) -ge 1000 ]; then
-      gs=$(sh -c "$grp" npuprof-status status "$pid" "$marker" "$rt") || { res=failed; break; }
+      gs=$(set -- status "$pid" "$marker" "$rt"; eval "$grp") || { res=failed; break; }
       q=$e
       if ! alive; then res=gone; break; fi
       if [ $((e - s0)) -ge "$w" ]; then res=alive; break; fi
     fi
     if [ "$e" -ge "$budget" ]; then res=pending; break; fi
-    nap
+    if [ "$obs" = leader=alive ] && [ -z "$notail" ] && [ -n "$now" ]; then block; else nap; fi
   done
   el
   printf 'npuprof-stop-wait %s %s %s\n' "$sig" "$res" "$((e - s0))"

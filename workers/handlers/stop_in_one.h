@@ -14,6 +14,14 @@
 // for at most `budget` of waiting; then it says where it stopped, and the
 // handler takes the rest step by step, live (StopFold::end).
 //
+// The first signal is not held up by the check (issue 38): when the pid is
+// known and its process is alive with the marker in its environment, the
+// command signals it first and checks the dir after; service.stop sends that
+// signal on every path then (a refused or missing dir with a known pid is
+// still stopped by marker), so only its moment moves. Its record comes where
+// the first signal's would, also before an early "live" end, and the
+// handler replays it rather than signalling again.
+//
 // Output, one record a line:
 //   npuprof-stop-dir <exit status of the check>, then the check's report
 //   npuprof-stop-signal <SIG> <exit status> <the group script's line>
