@@ -16,9 +16,11 @@ namespace {
 // as exported (and there is one), "npuprof-then" and that script's output
 // follow, its exit status the command's.
 // A fixed number of processes whatever the PROF dirs (issue 38): one grep
-// takes the console log's done lines (at most 4096, each cut at about 1 KiB
-// of name), one find the memory CSVs over 100 bytes of every output dir; the
-// shell matches them to each PROF dir (a done line not taken counts as
+// takes the console log's done lines (of at most 4096 lines, each from its
+// first "Export all data in " to its last " done": every such phrase of the
+// line is in it; a bounded repeat such as .{1,1024} costs grep half a second
+// to compile), one find the memory CSVs over 100 bytes of every output dir;
+// the shell matches them to each PROF dir (a done line not taken counts as
 // missing: the run then exports, as it would without it).
 constexpr const char* kCheck = R"SH(d=$1 log=$2 then=$3
 if [ ! -e "$d" ]; then echo no-dir; exit 0; fi
@@ -27,7 +29,7 @@ echo "started=$s"
 nl='
 '
 dl=
-[ -n "$log" ] && [ -f "$log" ] && dl=$(LC_ALL=C grep -oE -m 4096 'Export all data in .{1,1024} done' "$log" 2>/dev/null)
+[ -n "$log" ] && [ -f "$log" ] && dl=$(LC_ALL=C grep -oE -m 4096 'Export all data in .* done' "$log" 2>/dev/null)
 fl=
 set -- "$d"/PROF_*/mindstudio_profiler_output
 [ -d "$1" ] && fl=$(find "$@" -maxdepth 1 -type f -size +100c \( -name 'npu_mem_*.csv' -o -name 'npu_module_mem_*.csv' \) 2>/dev/null)
