@@ -2,11 +2,9 @@
 // exit, and the group script's one look at every member's marker
 // (workers/handlers/stop_in_one.h, service_scripts.h; issue 38). The
 // commands run locally with /bin/sh against real directories and process
-// groups; a target without `timeout` or without `tail --pid` is played by a
-// PATH of its own.
+// groups; a target without python3 is played by a PATH of its own.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,9 +38,9 @@ struct Service {
     std::ofstream(rt + "/_start.sh") << "#!/bin/sh\n# npuprof\n#\nNPUPROF_SERVICE='r1/service-1'; export NPUPROF_SERVICE\n";
     std::ofstream(rt + "/stderr.log") << "INFO shutting down\n";
   }
-  LocalRun Stop(pid_t pid, const std::string& path_env = "") const {
+  LocalRun Stop(pid_t pid, bool exit_wait = false, const std::string& path_env = "") const {
     return RunLocalArgv(StopInOneArgv(RuntimeDirArgv(false, base, below, {"pid", ".started"}), pid, "r1/service-1",
-                                      rt, kLadder, std::chrono::milliseconds(10000), 4096),
+                                      rt, kLadder, std::chrono::milliseconds(10000), 4096, exit_wait),
                         "", path_env);
   }
 };
@@ -123,42 +121,74 @@ TEST(StopFirstSignal, AnAcceptedDirGetsOneSignalRecordAndTheWaitSeesTheLeaderGo)
   EXPECT_TRUE(WIFEXITED(status));
 }
 
-// A PATH of this machine's tools, `timeout` left out or `tail` refusing --pid.
-struct Tools {
+// A PATH of this machine's tools without python3 (the exit wait then fails
+// to start and the wait naps).
+struct NoPython {
   npuprof::testing::TempDir t;
-  explicit Tools(bool with_timeout, bool tail_pid) {
-    for (const char* tool : {"sh", "id", "stat", "grep", "tr", "sleep", "base64", "cat", "head", "wc", "env"}) {
+  NoPython() {
+    for (const char* tool : {"sh", "id", "stat", "grep", "tr", "sleep", "tail", "base64", "cat", "head", "wc",
+                             "env"}) {
       const std::string from = "/usr/bin/" + std::string(tool);
       fs::create_symlink(fs::exists(from) ? from : "/bin/" + std::string(tool), t.path + "/" + tool);
-    }
-    if (with_timeout) fs::create_symlink("/usr/bin/timeout", t.path + "/timeout");
-    if (tail_pid) {
-      fs::create_symlink("/usr/bin/tail", t.path + "/tail");
-    } else {
-      std::ofstream(t.path + "/tail") << "#!/bin/sh\ncase $1 in --pid=*) echo 'tail: unrecognized option' >&2; "
-                                         "exit 1 ;; esac\nexec /usr/bin/tail \"$@\"\n";
-      chmod((t.path + "/tail").c_str(), 0755);
     }
   }
 };
 
-TEST(StopFirstSignal, WithoutTimeoutOrTailPidTheWaitNapsAndStillSeesTheGroupGone) {
-  for (const bool with_timeout : {false, true}) {
-    Tools tools(with_timeout, /*tail_pid=*/!with_timeout);
+TEST(StopFirstSignal, TheExitWaitSeesAZombieLeaderGoneAndWithoutPythonTheWaitNaps) {
+  // The leader is this test's child: after its exit it stays a zombie until
+  // reaped below, as a service's leader does under an init that reaps late.
+  for (const bool python : {true, false}) {
+    NoPython no_python;
     Service s;
     const pid_t pid = StartService("0.3");
     ASSERT_GT(pid, 0);
-    const LocalRun r = s.Stop(pid, tools.t.path);
+    const LocalRun r = s.Stop(pid, /*exit_wait=*/true, python ? "" : no_python.t.path);
     ASSERT_EQ(r.status, 0) << r.err;
     auto f = ParseStopInOne(r.out, kLadder);
     ASSERT_TRUE(f.ok()) << f.status().ToString() << "\n" << r.out;
     ASSERT_EQ(f->steps.size(), 1u) << r.out;
     ASSERT_TRUE(f->steps[0].second.has_value());
-    EXPECT_EQ(f->steps[0].second->result, "gone") << (with_timeout ? "tail without --pid" : "no timeout");
+    EXPECT_EQ(f->steps[0].second->result, "gone") << (python ? "with the exit wait" : "without python3");
     EXPECT_EQ(f->end, "ladder");
     int status = 0;
     ASSERT_TRUE(DiedOf(pid, status));
   }
+}
+
+TEST(StopFirstSignal, WithTheExitWaitASigintThatIsNotObeyedStillEscalatesAfterItsGrace) {
+  Service s;
+  const pid_t pid = StartService("30");  // its INT trap outlasts the grace
+  ASSERT_GT(pid, 0);
+  const std::vector<StopStep> ladder = {{"INT", 400}, {"TERM", 5000}};
+  const LocalRun r = RunLocalArgv(StopInOneArgv(RuntimeDirArgv(false, s.base, s.below, {"pid", ".started"}), pid,
+                                                "r1/service-1", s.rt, ladder, std::chrono::milliseconds(10000), 4096,
+                                                /*exit_wait=*/true),
+                                  "");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto f = ParseStopInOne(r.out, ladder);
+  ASSERT_TRUE(f.ok()) << f.status().ToString() << "\n" << r.out;
+  ASSERT_EQ(f->steps.size(), 2u) << r.out;
+  EXPECT_EQ(f->steps[0].second->result, "alive");
+  EXPECT_EQ(f->steps[1].first.signal, "TERM");
+  EXPECT_EQ(f->steps[1].second->result, "gone");
+  int status = 0;
+  ASSERT_TRUE(DiedOf(pid, status));
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  kill(-pid, SIGKILL);
+}
+
+TEST(StopFirstSignal, WithTheExitWaitTheCommandStartsPythonAsTheMachinesInterpreter) {
+  const auto with = StopInOneArgv({"true"}, 1, "r1/service-1", "/rt/r1/service-1", kLadder,
+                                  std::chrono::milliseconds(1000), 4096, true);
+  const auto without = StopInOneArgv({"true"}, 1, "r1/service-1", "/rt/r1/service-1", kLadder,
+                                     std::chrono::milliseconds(1000), 4096, false);
+  auto names_python = [](const std::vector<std::string>& argv) {
+    for (const auto& a : argv)
+      if (a.find("NPUPROF_PYTHON") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(names_python(with));
+  EXPECT_FALSE(names_python(without));  // no interpreter to resolve before the first signal
 }
 
 TEST(StopFirstSignal, AGroupsMembersAreJudgedByTheirOwnMarkerInOneLook) {

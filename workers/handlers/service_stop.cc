@@ -32,6 +32,7 @@
 #include "workers/handlers/stop_in_one.h"
 #include "workers/log_tails.h"
 #include "workers/poll_backoff.h"
+#include "workers/profiling/target_interpreter.h"
 #include "workers/handlers/service_handlers.h"
 
 namespace npuprof::workers::service {
@@ -93,7 +94,15 @@ Result<RuntimeDirReport> FoldedStop(Call& c, const tasks::ServiceStop& p, const 
   const std::vector<std::string> entries = {"pid", ".started"};
   auto check = InspectRuntimeDirArgv(*c.session, p.machine(), rt, /*create=*/false, entries);
   if (!check.ok()) return check.status();
-  auto r = RunRemote(*c.session, StopInOneArgv(*check, pid, marker, rt, steps, kFoldBudget, kServiceLogTailBytes),
+  // The exit wait starts Python: asked only where this worker already knows
+  // the machine's interpreter, so that no interpreter is resolved before the
+  // first signal (stop_in_one.h).
+  const bool exit_wait = profiling::WorkerInterpreters()
+                             .Get(profiling::InterpreterKey(c.session->target().Endpoint(),
+                                                            c.session->target().env_script))
+                             .has_value();
+  auto r = RunRemote(*c.session,
+                     StopInOneArgv(*check, pid, marker, rt, steps, kFoldBudget, kServiceLogTailBytes, exit_wait),
                      kFoldBudget + std::chrono::seconds(60));
   if (!r.ok()) return r.status();
   auto parsed = r->stdout_omitted == 0 ? ParseStopInOne(r->stdout_data, steps)

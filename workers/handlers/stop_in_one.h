@@ -49,11 +49,16 @@ struct StopStep {
 
 // runtime_dir_argv: the check's argv (InspectRuntimeDirArgv, check mode,
 // entries pid and .started); pid 0 when the handler does not know it (the
-// command then ends after the check).
+// command then ends after the check). exit_wait: while the leader is alive,
+// the waits block until it exits (a pidfd, in the machine's Python started as
+// "${NPUPROF_PYTHON:-python3}": the command then starts Python, so the
+// caller asks for it only where the worker already knows the machine's
+// interpreter) instead of looking every 10-50 ms; where that cannot run the
+// command naps as without it.
 std::vector<std::string> StopInOneArgv(const std::vector<std::string>& runtime_dir_argv, int64_t pid,
                                        const std::string& marker, const std::string& runtime_dir,
                                        const std::vector<StopStep>& steps, std::chrono::milliseconds budget,
-                                       uint64_t tail_max_bytes);
+                                       uint64_t tail_max_bytes, bool exit_wait = false);
 
 // The most the command prints (its output cap).
 size_t StopInOneOutputCap(uint64_t tail_max_bytes);
