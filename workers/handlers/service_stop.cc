@@ -184,7 +184,8 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& c
                                   dir.status().message() + " — its pid file is not read; stop the service by hand",
                                   false);
     // the known pid is still checked and stopped
-    out.result[refused ? "runtime_dir_refused" : "runtime_dir_unchecked"] = dir.status().message();
+    out.result["runtime_dir_refused"] =
+        refused ? dir.status().message() : "the runtime dir's check failed: " + dir.status().message();
   } else if (!dir->exists || dir->Entry(".started").type == "absent") {
     if (pid <= 0) {
       out.result["never_started"] = true;
