@@ -12,7 +12,7 @@ namespace {
 // file; base64 -w 0 prints it on one line (a target without it fails the
 // command, and the caller reads the files one by one).
 constexpr const char* kTails = R"SH(m=$1; shift
-printf '' | base64 -w 0 >/dev/null 2>&1 || { echo "no base64 -w here" >&2; exit 3; }
+base64 -w 0 </dev/null >/dev/null 2>&1 || { echo "no base64 -w here" >&2; exit 3; }
 echo npuprof-tails
 i=0
 for f in "$@"; do
@@ -27,7 +27,7 @@ done)SH";
 // $1 = cap, then the paths. A file of at most cap bytes is read whole
 // (head -c cap: a file that grew since its size was taken is cut at cap).
 constexpr const char* kHeadTails = R"SH(c=$1; shift
-printf '' | base64 -w 0 >/dev/null 2>&1 || { echo "no base64 -w here" >&2; exit 3; }
+base64 -w 0 </dev/null >/dev/null 2>&1 || { echo "no base64 -w here" >&2; exit 3; }
 hb=$((c / 2)); tb=$((c - c / 2))
 echo npuprof-headtails
 i=0

@@ -15,10 +15,24 @@ namespace {
 // With $3 (a script), when no export was started and every PROF dir counts
 // as exported (and there is one), "npuprof-then" and that script's output
 // follow, its exit status the command's.
+// A fixed number of processes whatever the PROF dirs (issue 38): one grep
+// takes the console log's done lines (of at most 4096 lines, each from its
+// first "Export all data in " to its last " done": every such phrase of the
+// line is in it; a bounded repeat such as .{1,1024} costs grep half a second
+// to compile), one find the memory CSVs over 100 bytes of every output dir;
+// the shell matches them to each PROF dir (a done line not taken counts as
+// missing: the run then exports, as it would without it).
 constexpr const char* kCheck = R"SH(d=$1 log=$2 then=$3
 if [ ! -e "$d" ]; then echo no-dir; exit 0; fi
 s=0; [ -e "$d.export.pid" ] && s=1
 echo "started=$s"
+nl='
+'
+dl=
+[ -n "$log" ] && [ -f "$log" ] && dl=$(LC_ALL=C grep -oE -m 4096 'Export all data in .* done' "$log" 2>/dev/null)
+fl=
+set -- "$d"/PROF_*/mindstudio_profiler_output
+[ -d "$1" ] && fl=$(find "$@" -maxdepth 1 -type f -size +100c \( -name 'npu_mem_*.csv' -o -name 'npu_module_mem_*.csv' \) 2>/dev/null)
 all=1 np=0
 for p in "$d"/PROF_*; do
   [ -d "$p" ] || continue
@@ -27,12 +41,19 @@ for p in "$d"/PROF_*; do
   [ "$v" = 1 ] || continue
   n=${p##*/}
   l=0
-  [ -n "$log" ] && [ -f "$log" ] && grep -qF "Export all data in $n done" "$log" 2>/dev/null && l=1
+  case "$nl$dl$nl" in *"Export all data in $n done"*) l=1 ;; esac
   o=$p/mindstudio_profiler_output
   m=0; k=0
   if [ -d "$o" ]; then
-    m=$(find "$o" -maxdepth 1 -type f -name 'npu_mem_*.csv' -size +100c 2>/dev/null | wc -l)
-    k=$(find "$o" -maxdepth 1 -type f -name 'npu_module_mem_*.csv' -size +100c 2>/dev/null | wc -l)
+    r=$fl
+    while [ -n "$r" ]; do
+      x=${r%%"$nl"*}
+      case $r in *"$nl"*) r=${r#*"$nl"} ;; *) r= ;; esac
+      case $x in
+        "$o/npu_mem_"*) m=$((m+1)) ;;
+        "$o/npu_module_mem_"*) k=$((k+1)) ;;
+      esac
+    done
   fi
   printf 'prof %s %s %s %s\n' "$l" "$m" "$k" "$n"
   np=$((np+1))

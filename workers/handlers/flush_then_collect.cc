@@ -6,12 +6,14 @@ namespace npuprof::workers {
 
 namespace {
 
-// $1 = N, the next N words the poll's argv, the rest the check's argv.
+// $1 = N, the next N words the poll's argv, the rest the check's argv. The
+// poll's output is counted by the shell in bytes (C locale: ${#} counts
+// bytes, not characters), with no process of its own.
 constexpr const char* kThen = R"SH(n=$1; shift
 cmd= i=1
 while [ "$i" -le "$n" ]; do cmd="$cmd \"\${$i}\""; i=$((i+1)); done
 po=$(eval "$cmd"); prc=$?
-nb=$(printf '%s' "$po" | wc -c)
+LC_ALL=C; nb=${#po}
 printf 'npuprof-flush %d %d\n' "$prc" "$((nb + 0))"
 printf '%s\n' "$po"
 case "$po" in *leader=alive*|*" members="[1-9]*) echo npuprof-check-skipped; exit 0 ;; esac

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/split_lines.h"
 #include "workers/handlers/service_scripts.h"
 
 namespace npuprof::workers::service {
@@ -66,11 +67,7 @@ std::vector<std::string> LaunchPrepareHeadArgv(const std::vector<std::string>& r
 Result<PreparedHeadPorts> ParsePreparedHeadPorts(std::string_view out, bool pick_api) {
   constexpr std::string_view kLine = "npuprof-head-ports";
   PreparedHeadPorts p;
-  for (size_t at = 0; at < out.size();) {
-    size_t eol = out.find('\n', at);
-    if (eol == std::string_view::npos) eol = out.size();
-    const std::string_view line = out.substr(at, eol - at);
-    at = eol + 1;
+  for (const std::string_view line : SplitLines(out)) {
     if (line.rfind(kLine, 0) != 0) continue;
     if (p.asked) return Status::Corruption("the launch's head port check printed more than one line");
     p.asked = true;
@@ -88,11 +85,7 @@ Result<PreparedHeadPorts> ParsePreparedHeadPorts(std::string_view out, bool pick
 
 Result<PreparedPort> ParsePreparedPort(std::string_view out) {
   PreparedPort p;
-  for (size_t at = 0; at < out.size();) {
-    size_t eol = out.find('\n', at);
-    if (eol == std::string_view::npos) eol = out.size();
-    const std::string_view line = out.substr(at, eol - at);
-    at = eol + 1;
+  for (const std::string_view line : SplitLines(out)) {
     if (line.rfind("npuprof-port", 0) != 0) continue;
     if (p.asked) return Status::Corruption("the launch's port pick printed more than one port line");
     p.asked = true;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/split_lines.h"
 #include "workers/handlers/preflight_tools.h"
 
 namespace npuprof::workers {
@@ -49,11 +50,7 @@ std::vector<std::string> PreflightInOneArgv(const std::vector<std::string>& runt
 
 Result<PreflightInOne> SplitPreflightInOne(std::string_view out) {
   PreflightInOne p;
-  for (size_t at = 0; at < out.size();) {
-    size_t eol = out.find('\n', at);
-    if (eol == std::string_view::npos) eol = out.size();
-    const std::string_view line = out.substr(at, eol - at);
-    at = eol + 1;
+  for (const std::string_view line : SplitLines(out)) {
     if (line == kDirMarker) {
       if (p.dir_checked) return Status::Corruption("the preflight printed its dir-check marker twice");
       p.dir_checked = true;

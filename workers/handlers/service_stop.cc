@@ -32,6 +32,7 @@
 #include "workers/handlers/stop_in_one.h"
 #include "workers/log_tails.h"
 #include "workers/poll_backoff.h"
+#include "workers/profiling/target_interpreter.h"
 #include "workers/handlers/service_handlers.h"
 
 namespace npuprof::workers::service {
@@ -93,7 +94,15 @@ Result<RuntimeDirReport> FoldedStop(Call& c, const tasks::ServiceStop& p, const 
   const std::vector<std::string> entries = {"pid", ".started"};
   auto check = InspectRuntimeDirArgv(*c.session, p.machine(), rt, /*create=*/false, entries);
   if (!check.ok()) return check.status();
-  auto r = RunRemote(*c.session, StopInOneArgv(*check, pid, marker, rt, steps, kFoldBudget, kServiceLogTailBytes),
+  // The exit wait starts Python: asked only where this worker already knows
+  // the machine's interpreter, so that no interpreter is resolved before the
+  // first signal (stop_in_one.h).
+  const bool exit_wait = profiling::WorkerInterpreters()
+                             .Get(profiling::InterpreterKey(c.session->target().Endpoint(),
+                                                            c.session->target().env_script))
+                             .has_value();
+  auto r = RunRemote(*c.session,
+                     StopInOneArgv(*check, pid, marker, rt, steps, kFoldBudget, kServiceLogTailBytes, exit_wait),
                      kFoldBudget + std::chrono::seconds(60));
   if (!r.ok()) return r.status();
   auto parsed = r->stdout_omitted == 0 ? ParseStopInOne(r->stdout_data, steps)
@@ -164,12 +173,19 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& c
   };
 
   if (!dir.ok()) {
-    if (!IsRuntimeDirRefusal(dir.status())) return RemoteFailure(dir.status(), c.target);
+    // The one command may have signalled the known pid before its check
+    // (stop_in_one.h): then a check that failed does not end the stop (a
+    // retry would signal again); the ladder goes on from that signal.
+    const bool signalled = replay && !fold->steps.empty();
+    const bool refused = IsRuntimeDirRefusal(dir.status());
+    if (!refused && !signalled) return RemoteFailure(dir.status(), c.target);
     if (pid <= 0)
       return TaskOutcome::Failure("unsafe_runtime_dir",
                                   dir.status().message() + " — its pid file is not read; stop the service by hand",
                                   false);
-    out.result["runtime_dir_refused"] = dir.status().message();  // the known pid is still checked and stopped
+    // the known pid is still checked and stopped
+    out.result["runtime_dir_refused"] =
+        refused ? dir.status().message() : "the runtime dir's check failed: " + dir.status().message();
   } else if (!dir->exists || dir->Entry(".started").type == "absent") {
     if (pid <= 0) {
       out.result["never_started"] = true;

@@ -14,6 +14,14 @@
 // for at most `budget` of waiting; then it says where it stopped, and the
 // handler takes the rest step by step, live (StopFold::end).
 //
+// The first signal is not held up by the check (issue 38): when the pid is
+// known and its process is alive with the marker in its environment, the
+// command signals it first and checks the dir after; service.stop sends that
+// signal on every path then (a refused or missing dir with a known pid is
+// still stopped by marker), so only its moment moves. Its record comes where
+// the first signal's would, also before an early "live" end, and the
+// handler replays it rather than signalling again.
+//
 // Output, one record a line:
 //   npuprof-stop-dir <exit status of the check>, then the check's report
 //   npuprof-stop-signal <SIG> <exit status> <the group script's line>
@@ -41,11 +49,16 @@ struct StopStep {
 
 // runtime_dir_argv: the check's argv (InspectRuntimeDirArgv, check mode,
 // entries pid and .started); pid 0 when the handler does not know it (the
-// command then ends after the check).
+// command then ends after the check). exit_wait: while the leader is alive,
+// the waits block until it exits (a pidfd, in the machine's Python started as
+// "${NPUPROF_PYTHON:-python3}": the command then starts Python, so the
+// caller asks for it only where the worker already knows the machine's
+// interpreter) instead of looking every 10-50 ms; where that cannot run the
+// command naps as without it.
 std::vector<std::string> StopInOneArgv(const std::vector<std::string>& runtime_dir_argv, int64_t pid,
                                        const std::string& marker, const std::string& runtime_dir,
                                        const std::vector<StopStep>& steps, std::chrono::milliseconds budget,
-                                       uint64_t tail_max_bytes);
+                                       uint64_t tail_max_bytes, bool exit_wait = false);
 
 // The most the command prints (its output cap).
 size_t StopInOneOutputCap(uint64_t tail_max_bytes);
