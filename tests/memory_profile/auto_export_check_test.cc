@@ -9,18 +9,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/ssh/local_shell.h"
-#include "tests/support/temp_dir.h"
+#include "tests/ssh/script_test_kit.h"
 #include "workers/handlers/auto_export_check.h"
 
 namespace npuprof::workers {
 namespace {
 
 namespace fs = std::filesystem;
-using ssh::testing::RunLocalArgv;
-using TempDir = npuprof::testing::TempDir;
-
-void Write(const std::string& path, const std::string& body) { npuprof::testing::WriteTree(path, body); }
+using namespace npuprof::testing::script_kit;
 
 const std::string kRows(200, 'x');  // a CSV with rows (over 100 bytes)
 

@@ -9,8 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/ssh/local_shell.h"
-#include "tests/support/temp_dir.h"
+#include "tests/ssh/script_test_kit.h"
 #include "workers/handlers/auto_export_check.h"
 #include "workers/memory/csv_collection.h"
 
@@ -19,9 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ssh::testing::LocalRun;
-using ssh::testing::RunLocalArgv;
-
-void Write(const std::string& path, const std::string& body) { npuprof::testing::WriteTree(path, body); }
+using namespace npuprof::testing::script_kit;
 
 // A PATH with the tools the stream uses, without stat.
 struct NoStat {

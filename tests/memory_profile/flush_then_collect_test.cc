@@ -10,8 +10,7 @@
 #include <filesystem>
 
 #include "parsers/file_stream.h"
-#include "tests/ssh/local_shell.h"
-#include "tests/support/temp_dir.h"
+#include "tests/ssh/script_test_kit.h"
 #include "workers/handlers/auto_export_check.h"
 #include "workers/handlers/flush_signals.h"
 #include "workers/handlers/flush_then_collect.h"
@@ -21,10 +20,7 @@ namespace npuprof::workers {
 namespace {
 
 namespace fs = std::filesystem;
-using ssh::testing::RunLocalArgv;
-using TempDir = npuprof::testing::TempDir;
-
-void Write(const std::string& path, const std::string& body) { npuprof::testing::WriteTree(path, body); }
+using namespace npuprof::testing::script_kit;
 
 const std::string kMem = "Device_id,event,HBM(MB)\n" + std::string(200, '1') + "\n";
 const std::string kModule = "Device_id,Component,Total Reserved(MB)\n" + std::string(200, '2') + "\n";

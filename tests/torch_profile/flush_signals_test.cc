@@ -11,19 +11,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/ssh/local_shell.h"
+#include "tests/ssh/script_test_kit.h"
 #include "workers/handlers/flush_signals.h"
-#include "tests/support/temp_dir.h"
 
 namespace npuprof::workers {
 namespace {
 
 namespace fs = std::filesystem;
-using ssh::testing::RunLocalArgv;
-
-using TempDir = npuprof::testing::TempDir;
-
-void Write(const std::string& path, const std::string& body) { npuprof::testing::WriteTree(path, body); }
+using namespace npuprof::testing::script_kit;
 
 TorchFlushPoll PollTorch(const std::string& root) {
   auto r = RunLocalArgv(TorchFlushPollArgv(root), "");
