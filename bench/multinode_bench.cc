@@ -56,6 +56,7 @@
 // Figures and the exact command: docs/PERFORMANCE.md "Multi-node".
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -87,7 +88,8 @@ Options Parse(int argc, char** argv) {
   app.add_flag("--cgroup-cpu", o.cgroup_cpu,
                "cap each simulated host and npuprof at a fixed CPU share (cgroup v1, root): separate machines");
   app.add_option("--host-cpu", o.host_cpu, "with --cgroup-cpu: each host's cap in cores (default 0.75)");
-  app.add_option("--npuprof-cpu", o.npuprof_cpu, "with --cgroup-cpu: npuprof's cap in cores (default 0.5)");
+  app.add_option("--npuprof-cpu", o.npuprof_cpu,
+                 "with --cgroup-cpu: npuprof's cap in cores (default 0.5), or none: accounted, weighted, not capped");
   app.add_flag("--cpu-usage", o.cpu_usage, "account each host's and npuprof's CPU per run (cgroups, no caps)");
   app.add_option("--json", o.json_out, "write the figures as JSON here");
   ParseOrExit(app, argc, argv);
@@ -160,8 +162,8 @@ std::map<std::string, CpuUsage> ReadUsage(const CpuCgroups* g) {
 std::string UsageLine(const std::map<std::string, CpuUsage>& cpu) {
   std::string out;
   for (const auto& [name, u] : cpu)
-    out += fmt::format(" {} cpu {:.2f} s (throttled {:.2f} s)", name, static_cast<double>(u.cpu_ns) / 1e9,
-                       static_cast<double>(u.throttled_ns) / 1e9);
+    out += fmt::format(" {} cpu {:.2f} s (throttled {} times, {:.2f} s)", name, static_cast<double>(u.cpu_ns) / 1e9,
+                       u.nr_throttled, static_cast<double>(u.throttled_ns) / 1e9);
   return out;
 }
 
@@ -201,6 +203,54 @@ void FromEvents(const json& events, Row& row) {
   }
 }
 
+// Each step's span per shape (medians over the warm runs: every run but
+// each shape's first when there are more): "kind machine #k" is the k-th
+// task of that kind on that machine in a run. Where the 2-node run's extra
+// time goes, step by step (run 53).
+void PrintSteps(const std::vector<Row>& rows) {
+  struct Acc {
+    std::vector<double> start, len, end;
+  };
+  std::map<std::string, std::map<std::string, Acc>> by;  // step -> shape -> spans
+  std::map<std::string, int64_t> first_start;            // step -> earliest start (the table's order)
+  std::map<std::string, int> seen;                       // shape -> runs seen
+  for (const auto& r : rows) {
+    const int n = seen[r.shape]++;
+    if (n == 0 && rows.size() > 2) continue;  // the shape's first run is cold
+    std::map<std::string, int> k;
+    for (const auto& sp : r.spans) {
+      if (sp.end < 0) continue;
+      const std::string key = fmt::format("{} {} #{}", sp.kind, sp.machine, k[sp.kind + " " + sp.machine]++);
+      Acc& a = by[key][r.shape];
+      a.start.push_back(static_cast<double>(sp.start));
+      a.end.push_back(static_cast<double>(sp.end));
+      a.len.push_back(static_cast<double>(sp.end - sp.start));
+      auto it = first_start.find(key);
+      if (it == first_start.end() || sp.start < it->second) first_start[key] = sp.start;
+    }
+  }
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [key, t] : first_start) order.push_back({t, key});
+  std::sort(order.begin(), order.end());
+  std::printf("step spans, ms (medians of the warm runs: start - end, length)\n%-44s %22s %22s %8s\n", "step",
+              "1-node", "2-node", "len +/-");
+  for (const auto& [t, key] : order) {
+    std::string cell[2];
+    double len[2] = {-1, -1};
+    int i = 0;
+    for (const std::string shape : {"1-node", "2-node"}) {
+      auto it = by[key].find(shape);
+      if (it != by[key].end()) {
+        len[i] = Median(it->second.len);
+        cell[i] = fmt::format("{:.0f}-{:.0f} {:.0f}", Median(it->second.start), Median(it->second.end), len[i]);
+      }
+      ++i;
+    }
+    std::printf("%-44s %22s %22s %8s\n", key.c_str(), cell[0].c_str(), cell[1].c_str(),
+                len[0] >= 0 && len[1] >= 0 ? fmt::format("{:+.0f}", len[1] - len[0]).c_str() : "");
+  }
+}
+
 int Main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
   // The groups outlive the harness (declared first): their destructor moves
@@ -210,7 +260,7 @@ int Main(int argc, char** argv) {
     double host = 0, mine = 0;  // 0: accounting only
     if (opt.cgroup_cpu) {
       auto h = ParseCpus(opt.host_cpu, "--host-cpu");
-      auto n = ParseCpus(opt.npuprof_cpu, "--npuprof-cpu");
+      auto n = opt.npuprof_cpu == "none" ? Result<double>(0.0) : ParseCpus(opt.npuprof_cpu, "--npuprof-cpu");
       if (!h.ok() || !n.ok()) {
         std::fprintf(stderr, "%s\n", (!h.ok() ? h.status() : n.status()).message().c_str());
         return 2;
@@ -343,17 +393,20 @@ int Main(int argc, char** argv) {
     for (const std::string shape : {"1-node", "2-node"}) {
       std::string line;
       for (const auto& name : kGroups) {
-        std::vector<double> cpu, thr;
+        std::vector<double> cpu, thr, nthr;
         for (const auto& r : rows)
           if (r.shape == shape && r.cpu.count(name)) {
             cpu.push_back(static_cast<double>(r.cpu.at(name).cpu_ns) / 1e9);
             thr.push_back(static_cast<double>(r.cpu.at(name).throttled_ns) / 1e9);
+            nthr.push_back(static_cast<double>(r.cpu.at(name).nr_throttled));
           }
-        line += fmt::format("  {} {:.2f} s (throttled {:.2f} s)", name, Median(cpu), Median(thr));
+        line += fmt::format("  {} {:.2f} s (throttled {:.0f} times, {:.2f} s)", name, Median(cpu), Median(nthr),
+                            Median(thr));
       }
       std::printf("%-8s cpu per run (medians):%s\n", shape.c_str(), line.c_str());
     }
   }
+  PrintSteps(rows);
   const bool met = all_ok && ratio <= 1.10;
   std::printf("2-node / 1-node = %.3f (goal <= 1.10): %s%s\n", ratio, met ? "met" : "missed",
               all_ok ? "" : " (a run did not end ok)");
