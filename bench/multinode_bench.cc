@@ -45,14 +45,26 @@
 // While the machine is contended the groups together weigh as 64 busy
 // processes (cpu.shares), so a build beside the bench takes little of the
 // caps; the caps add up to the 2 cores, so the groups never take more.
+// With --npuprof-cpu none npuprof's group is accounted and weighted but
+// not capped: the model where npuprof's host is a machine of its own (its
+// CPU is not what the hosts' runs wait for) and only the hosts are of fixed
+// speed; npuprof then takes what the hosts leave of the 2 cores (0.5 when
+// both hosts are at their caps, up to 1.25 beside one). Run 53 reports both.
 // Refused with a message when the cgroup v1 mounts are missing or not
 // writable. --cpu-usage puts the same groups in place in the cpuacct
 // hierarchy only (no caps, no change to scheduling): the CPU time of each
 // group per run, printed with every run; with --core-per-host it shows
-// what the old model's runs cost each host and npuprof.
+// what the old model's runs cost each host and npuprof. With either, each
+// run prints each group's CPU seconds and how often and how long it was
+// throttled at its cap (cpu.stat nr_throttled, throttled_time, summed over
+// the cores), and the summary the medians per shape.
+//
+// After every series: each step's span per shape (medians over the warm
+// runs, "kind machine #k"), and the difference of their lengths: where the
+// 2-node run's extra time goes, step by step.
 //
 // Usage: npuprof_bench_multinode [--runs N] [--spans] [--core-per-host]
-//          [--cgroup-cpu [--host-cpu 0.75] [--npuprof-cpu 0.5]] [--cpu-usage] [--json FILE]
+//          [--cgroup-cpu [--host-cpu 0.75] [--npuprof-cpu 0.5|none]] [--cpu-usage] [--json FILE]
 // Figures and the exact command: docs/PERFORMANCE.md "Multi-node".
 #include <sched.h>
 
@@ -378,7 +390,9 @@ int Main(int argc, char** argv) {
   const double ratio = one > 0 ? two / one : 0;
   const std::string cpu_model =
       std::string(opt.core_per_host ? ", a core per simulated host" : "") +
-      (opt.cgroup_cpu ? fmt::format(", cgroup caps: {} CPU per host, {} CPU npuprof", opt.host_cpu, opt.npuprof_cpu)
+      (opt.cgroup_cpu ? fmt::format(", cgroup caps: {} CPU per host, {}", opt.host_cpu,
+                                    opt.npuprof_cpu == "none" ? std::string("npuprof uncapped")
+                                                              : opt.npuprof_cpu + " CPU npuprof")
                       : "");
   std::printf("torch-profile, tp 2 per node, reference target delays%s; load %s -> %s\n", cpu_model.c_str(),
               load_before.c_str(), load_after.c_str());
