@@ -341,14 +341,6 @@ void ListEveryNode(Decision& d) {
   }
 }
 
-// The flush wait has ended (by a signal, its timeout or a failed task): the
-// outcome is recorded and the service is stopped; the gates judge the outputs.
-// A flush that ended by its signal says torch_npu finalised every rank (each
-// has its profiler_info and its files stopped growing): nothing writes into
-// the rank dirs any more, so they are listed, and analysed, while the
-// service stops (the stop was on the run's critical path: docs/PERFORMANCE.md
-// run 40). A flush that timed out or failed lists only once the service is
-// down, as before (an unfinalised rank may still be written).
 // A multi-node run's clocks again at the end: once its profile window has
 // closed, beside the stops, the listings and the analyses (each node's
 // measure on a connection of its own: it holds no stop up). Measured after
@@ -360,6 +352,14 @@ void ScheduleEndClock(Decision& d) {
   if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
 }
 
+// The flush wait has ended (by a signal, its timeout or a failed task): the
+// outcome is recorded and the service is stopped; the gates judge the outputs.
+// A flush that ended by its signal says torch_npu finalised every rank (each
+// has its profiler_info and its files stopped growing): nothing writes into
+// the rank dirs any more, so they are listed, and analysed, while the
+// service stops (the stop was on the run's critical path: docs/PERFORMANCE.md
+// run 40). A flush that timed out or failed lists only once the service is
+// down, as before (an unfinalised rank may still be written).
 void AfterFlush(Decision& d, json record) {
   const std::string signal = record.value("signal", "");
   const bool final_dirs = !record.value("flush_timed_out", false) && signal != "wait_failed" && signal != "timeout";
