@@ -45,17 +45,30 @@
 // While the machine is contended the groups together weigh as 64 busy
 // processes (cpu.shares), so a build beside the bench takes little of the
 // caps; the caps add up to the 2 cores, so the groups never take more.
+// With --npuprof-cpu none npuprof's group is accounted and weighted but
+// not capped: the model where npuprof's host is a machine of its own (its
+// CPU is not what the hosts' runs wait for) and only the hosts are of fixed
+// speed; npuprof then takes what the hosts leave of the 2 cores (0.5 when
+// both hosts are at their caps, up to 1.25 beside one). Run 53 reports both.
 // Refused with a message when the cgroup v1 mounts are missing or not
 // writable. --cpu-usage puts the same groups in place in the cpuacct
 // hierarchy only (no caps, no change to scheduling): the CPU time of each
 // group per run, printed with every run; with --core-per-host it shows
-// what the old model's runs cost each host and npuprof.
+// what the old model's runs cost each host and npuprof. With either, each
+// run prints each group's CPU seconds and how often and how long it was
+// throttled at its cap (cpu.stat nr_throttled, throttled_time, summed over
+// the cores), and the summary the medians per shape.
+//
+// After every series: each step's span per shape (medians over the warm
+// runs, "kind machine #k"), and the difference of their lengths: where the
+// 2-node run's extra time goes, step by step.
 //
 // Usage: npuprof_bench_multinode [--runs N] [--spans] [--core-per-host]
-//          [--cgroup-cpu [--host-cpu 0.75] [--npuprof-cpu 0.5]] [--cpu-usage] [--json FILE]
+//          [--cgroup-cpu [--host-cpu 0.75] [--npuprof-cpu 0.5|none]] [--cpu-usage] [--json FILE]
 // Figures and the exact command: docs/PERFORMANCE.md "Multi-node".
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -87,7 +100,8 @@ Options Parse(int argc, char** argv) {
   app.add_flag("--cgroup-cpu", o.cgroup_cpu,
                "cap each simulated host and npuprof at a fixed CPU share (cgroup v1, root): separate machines");
   app.add_option("--host-cpu", o.host_cpu, "with --cgroup-cpu: each host's cap in cores (default 0.75)");
-  app.add_option("--npuprof-cpu", o.npuprof_cpu, "with --cgroup-cpu: npuprof's cap in cores (default 0.5)");
+  app.add_option("--npuprof-cpu", o.npuprof_cpu,
+                 "with --cgroup-cpu: npuprof's cap in cores (default 0.5), or none: accounted, weighted, not capped");
   app.add_flag("--cpu-usage", o.cpu_usage, "account each host's and npuprof's CPU per run (cgroups, no caps)");
   app.add_option("--json", o.json_out, "write the figures as JSON here");
   ParseOrExit(app, argc, argv);
@@ -160,8 +174,8 @@ std::map<std::string, CpuUsage> ReadUsage(const CpuCgroups* g) {
 std::string UsageLine(const std::map<std::string, CpuUsage>& cpu) {
   std::string out;
   for (const auto& [name, u] : cpu)
-    out += fmt::format(" {} cpu {:.2f} s (throttled {:.2f} s)", name, static_cast<double>(u.cpu_ns) / 1e9,
-                       static_cast<double>(u.throttled_ns) / 1e9);
+    out += fmt::format(" {} cpu {:.2f} s (throttled {} times, {:.2f} s)", name, static_cast<double>(u.cpu_ns) / 1e9,
+                       u.nr_throttled, static_cast<double>(u.throttled_ns) / 1e9);
   return out;
 }
 
@@ -201,6 +215,54 @@ void FromEvents(const json& events, Row& row) {
   }
 }
 
+// Each step's span per shape (medians over the warm runs: every run but
+// each shape's first when there are more): "kind machine #k" is the k-th
+// task of that kind on that machine in a run. Where the 2-node run's extra
+// time goes, step by step (run 53).
+void PrintSteps(const std::vector<Row>& rows) {
+  struct Acc {
+    std::vector<double> start, len, end;
+  };
+  std::map<std::string, std::map<std::string, Acc>> by;  // step -> shape -> spans
+  std::map<std::string, int64_t> first_start;            // step -> earliest start (the table's order)
+  std::map<std::string, int> seen;                       // shape -> runs seen
+  for (const auto& r : rows) {
+    const int n = seen[r.shape]++;
+    if (n == 0 && rows.size() > 2) continue;  // the shape's first run is cold
+    std::map<std::string, int> k;
+    for (const auto& sp : r.spans) {
+      if (sp.end < 0) continue;
+      const std::string key = fmt::format("{} {} #{}", sp.kind, sp.machine, k[sp.kind + " " + sp.machine]++);
+      Acc& a = by[key][r.shape];
+      a.start.push_back(static_cast<double>(sp.start));
+      a.end.push_back(static_cast<double>(sp.end));
+      a.len.push_back(static_cast<double>(sp.end - sp.start));
+      auto it = first_start.find(key);
+      if (it == first_start.end() || sp.start < it->second) first_start[key] = sp.start;
+    }
+  }
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [key, t] : first_start) order.push_back({t, key});
+  std::sort(order.begin(), order.end());
+  std::printf("step spans, ms (medians of the warm runs: start - end, length)\n%-44s %22s %22s %8s\n", "step",
+              "1-node", "2-node", "len +/-");
+  for (const auto& [t, key] : order) {
+    std::string cell[2];
+    double len[2] = {-1, -1};
+    int i = 0;
+    for (const std::string shape : {"1-node", "2-node"}) {
+      auto it = by[key].find(shape);
+      if (it != by[key].end()) {
+        len[i] = Median(it->second.len);
+        cell[i] = fmt::format("{:.0f}-{:.0f} {:.0f}", Median(it->second.start), Median(it->second.end), len[i]);
+      }
+      ++i;
+    }
+    std::printf("%-44s %22s %22s %8s\n", key.c_str(), cell[0].c_str(), cell[1].c_str(),
+                len[0] >= 0 && len[1] >= 0 ? fmt::format("{:+.0f}", len[1] - len[0]).c_str() : "");
+  }
+}
+
 int Main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
   // The groups outlive the harness (declared first): their destructor moves
@@ -210,7 +272,7 @@ int Main(int argc, char** argv) {
     double host = 0, mine = 0;  // 0: accounting only
     if (opt.cgroup_cpu) {
       auto h = ParseCpus(opt.host_cpu, "--host-cpu");
-      auto n = ParseCpus(opt.npuprof_cpu, "--npuprof-cpu");
+      auto n = opt.npuprof_cpu == "none" ? Result<double>(0.0) : ParseCpus(opt.npuprof_cpu, "--npuprof-cpu");
       if (!h.ok() || !n.ok()) {
         std::fprintf(stderr, "%s\n", (!h.ok() ? h.status() : n.status()).message().c_str());
         return 2;
@@ -328,7 +390,9 @@ int Main(int argc, char** argv) {
   const double ratio = one > 0 ? two / one : 0;
   const std::string cpu_model =
       std::string(opt.core_per_host ? ", a core per simulated host" : "") +
-      (opt.cgroup_cpu ? fmt::format(", cgroup caps: {} CPU per host, {} CPU npuprof", opt.host_cpu, opt.npuprof_cpu)
+      (opt.cgroup_cpu ? fmt::format(", cgroup caps: {} CPU per host, {}", opt.host_cpu,
+                                    opt.npuprof_cpu == "none" ? std::string("npuprof uncapped")
+                                                              : opt.npuprof_cpu + " CPU npuprof")
                       : "");
   std::printf("torch-profile, tp 2 per node, reference target delays%s; load %s -> %s\n", cpu_model.c_str(),
               load_before.c_str(), load_after.c_str());
@@ -343,17 +407,20 @@ int Main(int argc, char** argv) {
     for (const std::string shape : {"1-node", "2-node"}) {
       std::string line;
       for (const auto& name : kGroups) {
-        std::vector<double> cpu, thr;
+        std::vector<double> cpu, thr, nthr;
         for (const auto& r : rows)
           if (r.shape == shape && r.cpu.count(name)) {
             cpu.push_back(static_cast<double>(r.cpu.at(name).cpu_ns) / 1e9);
             thr.push_back(static_cast<double>(r.cpu.at(name).throttled_ns) / 1e9);
+            nthr.push_back(static_cast<double>(r.cpu.at(name).nr_throttled));
           }
-        line += fmt::format("  {} {:.2f} s (throttled {:.2f} s)", name, Median(cpu), Median(thr));
+        line += fmt::format("  {} {:.2f} s (throttled {:.0f} times, {:.2f} s)", name, Median(cpu), Median(nthr),
+                            Median(thr));
       }
       std::printf("%-8s cpu per run (medians):%s\n", shape.c_str(), line.c_str());
     }
   }
+  PrintSteps(rows);
   const bool met = all_ok && ratio <= 1.10;
   std::printf("2-node / 1-node = %.3f (goal <= 1.10): %s%s\n", ratio, met ? "met" : "missed",
               all_ok ? "" : " (a run did not end ok)");

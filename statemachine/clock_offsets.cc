@@ -2,6 +2,7 @@
 
 #include "task_payloads.pb.h"
 #include "statemachine/deployment_service.h"
+#include "statemachine/event_types.h"
 #include "statemachine/json_message_table.h"
 #include "statemachine/task_policies.h"
 
@@ -28,6 +29,13 @@ bool ClockPending(const RunState& s) {
   for (const auto& [id, t] : s.tasks)
     if (IsClockTask(t) && (t.in_flight() || t.status == TaskStatus::kRetryWait)) return true;
   return false;
+}
+
+void AbandonPendingClock(Decision& d, const std::string& reason) {
+  std::vector<std::string> out;
+  for (const auto& [id, t] : d.state().tasks)
+    if (IsClockTask(t) && (t.in_flight() || t.status == TaskStatus::kRetryWait)) out.push_back(id);
+  for (const auto& id : out) d.Emit(ev::kTaskAbandoned, json{{"task_id", id}, {"reason", reason}});
 }
 
 bool OnClockTaskSucceeded(Decision& d, const TaskInfo& task, const TaskResult& result) {

@@ -5,6 +5,7 @@
 //
 //   the run starts (its devices leased)      -> machine.clock {when: start}
 //   the run stops its service (its last use)  -> machine.clock {when: end}
+//     (torch-profile: once its profile window closed, with the stops)
 //   each answer                               -> ClockMeasured {when, measured_at_ms, offsets: [{machine,
 //                                                offset_ms, uncertainty_ms, rtt_ms, samples | error}]}
 //
@@ -36,6 +37,9 @@ bool IsClockTask(const TaskInfo& task);
 // Whether a machine.clock task of the run has not answered yet (a run does
 // not end before it: every task it scheduled ends first).
 bool ClockPending(const RunState& s);
+// Abandons a machine.clock task still out (a run that ends in a cleanup or a
+// cancellation does not wait for its measure; the offsets are then missing).
+void AbandonPendingClock(Decision& d, const std::string& reason);
 
 // Folds ClockMeasured into data.clock[when]; false for any other event.
 bool ApplyClockEvent(RunState& s, const std::string& type, const json& payload);

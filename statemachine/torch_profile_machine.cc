@@ -151,6 +151,7 @@ void ContinueCleanup(Decision& d) {
     if (d.state().state != "stopping_service") d.Transition("stopping_service", "cleanup");
     return;
   }
+  AbandonPendingClock(d, "the run ends");
   const RunState& s = d.state();
   if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
   std::string error = RunError(s);
@@ -340,6 +341,17 @@ void ListEveryNode(Decision& d) {
   }
 }
 
+// A multi-node run's clocks again at the end: once its profile window has
+// closed, beside the stops, the listings and the analyses (each node's
+// measure on a connection of its own: it holds no stop up). Measured after
+// the stops before (runs 34-50), it then outlasted the analyses on the
+// head and was the run's last task (docs/PERFORMANCE.md run 53). Once.
+void ScheduleEndClock(Decision& d) {
+  if (!Multi(d.state())) return;
+  const TaskInfo* clock = LastTask(d.state(), kMachineClockTask);
+  if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
+}
+
 // The flush wait has ended (by a signal, its timeout or a failed task): the
 // outcome is recorded and the service is stopped; the gates judge the outputs.
 // A flush that ended by its signal says torch_npu finalised every rank (each
@@ -356,6 +368,7 @@ void AfterFlush(Decision& d, json record) {
   d.Transition("stopping_service");
   ScheduleStop(d, false);
   if (final_dirs) ListEveryNode(d);
+  ScheduleEndClock(d);
 }
 
 // A multi-node deployment's flush wait on one node ended: on with the run
@@ -382,21 +395,17 @@ void ListStoppedNode(Decision& d, int node) {
 // The service is down (or could not be stopped): analyse, or end the cleanup.
 void AfterStop(Decision& d) {
   const RunState& s = d.state();
+  if (s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) AbandonPendingClock(d, "the run ends");
   if (s.cancel_requested) return d.Finish(RunStatus::kCancelled, "cancelled by request");
   if (DataOf<kind_data::TorchProfileData>(s).cleanup()) return d.Finish(RunStatus::kFailed, RunError(s));
   d.Transition("analysing");
-  if (Multi(s)) {
-    // The clocks again at the end, while the ranks are analysed (the run
-    // ends once it answered). Measured here rather than with the stops: a
-    // measure holds each node's connection for its exchange, and the stops
-    // are on the run's critical path (docs/PERFORMANCE.md, "Multi-node").
-    const TaskInfo* clock = LastTask(s, kMachineClockTask);
-    if (clock == nullptr || PayloadOf<tasks::MachineClock>(*clock).when() != "end") ScheduleClock(d, "end");
-    // Every node's ranks are analysed where they were written, every node at
-    // once, each within its own means (ScheduleRankAnalyses); a node listed
-    // with the stop (AfterFlush) or once it stopped (ListStoppedNode) is not
-    // listed again.
-  }
+  // The clocks at the end (the run ends once they answered): scheduled with
+  // the stops (AfterFlush); a run recorded before that measures them here.
+  ScheduleEndClock(d);
+  // Every node's ranks are analysed where they were written, every node at
+  // once, each within its own means (ScheduleRankAnalyses); a node listed
+  // with the stop (AfterFlush) or once it stopped (ListStoppedNode) is not
+  // listed again.
   ListEveryNode(d);
   if (AnalysisDone(d.state())) FinishAnalysis(d);  // a multi-node run waits for its end clock measure (AfterClock)
 }

@@ -128,6 +128,10 @@ TEST(TorchMultiNode, EveryNodeFlushesAndIsAnalysedWhereItsRanksAreAndTheGateCoun
   EXPECT_EQ(r.Pending(kServiceWatchTask, "b"), nullptr) << "the watch ends before the stop";
   EXPECT_NE(r.Pending(kServiceStopTask, "a"), nullptr) << "every node is stopped at once";
   EXPECT_NE(r.Pending(kServiceStopTask, "b"), nullptr) << "every node is stopped at once";
+  const TaskInfo* end_clock = r.Pending(kMachineClockTask, "a");
+  ASSERT_NE(end_clock, nullptr) << "the end clock measure goes with the stops, once the profile window closed";
+  EXPECT_EQ(end_clock->payload["when"], "end");
+  EXPECT_EQ(end_clock->payload["machines"].size(), 2u);
   r.Answer(kServiceStopTask, "b", true, {{"stopped", true}});
   r.Answer(kServiceStopTask, "a", true, {{"stopped", true}});
   ASSERT_EQ(r.s.state, "analysing");

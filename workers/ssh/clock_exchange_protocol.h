@@ -9,8 +9,11 @@
 // with one line holding its clock, read by a builtin or an interpreter that
 // is already running:
 //
-//   python  `python3 -c` (time.time_ns(), nanoseconds)   first: an Ascend
-//           machine has python3 (the toolkit, vLLM), and it reads nanoseconds
+//   python  `python3 -Sc` (time.time_ns(), nanoseconds)  first: an Ascend
+//           machine has python3 (the toolkit, vLLM), and it reads nanoseconds;
+//           -S skips site-packages (the loop needs none; their .pth files
+//           were most of the interpreter's start-up), and the loop imports
+//           the host's sitecustomize itself when there is one
 //   bash    bash's $EPOCHREALTIME (bash >= 5; "S.UUUUUU", the separator
 //           follows the locale: '.' or ',')
 //   date    `date +%s%N` per line: a process per sample, the last resort

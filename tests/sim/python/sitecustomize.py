@@ -4,7 +4,8 @@ target's set_env.sh put this directory on PYTHONPATH. On a target whose
 clock is shifted (`clock.offset_s`, npusim/sim_clock.py), a program given
 with `-c` then reads the host's clock from time.time() and time.time_ns(),
 as it would on a real machine whose clock is off (npuprof's clock exchange
-reads it so: workers/ssh/clock_exchange_protocol.h). Programs run from a
+reads it so: workers/ssh/clock_exchange_protocol.h; it runs `python3 -Sc`,
+which skips site, and imports this module itself). Programs run from a
 file or a module (the simulated tools) are left as they are: they read the
 host's clock through sim_clock.now(), which uses the unshifted clock kept
 here, so nothing is shifted twice. Not shifted: bash's $EPOCHREALTIME, file
