@@ -63,12 +63,19 @@ std::vector<std::string> UnfinalisedDirs(const RunState& s) {
 }  // namespace
 
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s,
-                            const tasks::Machine* machine) {
+                            const tasks::Machine* machine, int64_t warm_sessions) {
   tasks::TorchProfileListProfileDirs p;
   p.set_profile_root(root);
   p.set_analyse_timeout_s(analyse_timeout_s);
+  if (warm_sessions > 0) p.set_warm_sessions(warm_sessions);
   if (machine && !machine->name().empty()) *p.mutable_machine() = *machine;
   d.Schedule(p);
+}
+
+int64_t AnalyseWarmSessions(int64_t ranks, std::optional<int64_t> parallel) {
+  int64_t at_once = std::max<int64_t>(ranks, 0);
+  if (parallel && *parallel > 0) at_once = std::min(at_once, *parallel);
+  return std::min<int64_t>((at_once + 1) / 2, 8);
 }
 
 namespace {

@@ -22,8 +22,21 @@
 namespace npuprof::sm {
 
 // machine: where the root is (a multi-node run's node); nullptr = the run's machine.
+// warm_sessions: the payload's (AnalyseWarmSessions; 0 = none).
 void ScheduleProfileListing(Decision& d, const std::string& root, int64_t analyse_timeout_s,
-                            const tasks::Machine* machine = nullptr);
+                            const tasks::Machine* machine = nullptr, int64_t warm_sessions = 0);
+
+// How many SSH connections the worker of each of the two tasks right before
+// a host's analyses (torch-profile's flush wait and its listing) opens ahead
+// for them, off their path (SshPool::WarmUpTo): each analyse task holds a
+// connection of its own for its wait, and a cold worker would otherwise open
+// one per rank when the analyses are scheduled, a handshake and a login
+// shell each on the target's cores, before the rank's analyse() can start.
+// The host's ranks (at most `parallel` of them analysed at once when set),
+// half per task: the broker gives the analyses to the least-loaded workers
+// and the two tasks run on two workers when there are two; at most 8.
+// 1 for one rank (the worker's own connection serves it).
+int64_t AnalyseWarmSessions(int64_t ranks, std::optional<int64_t> parallel);
 // {listing_task, machine, limit, reason, source, ranks, cores, ...}: how
 // many analyse tasks may be out at once for one listing's dirs
 // (kind_events.AnalyseLimitChosen; the kinds fold it into

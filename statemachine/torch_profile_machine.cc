@@ -243,6 +243,11 @@ std::string NodeProfileRoot(const RunState& s, int node) {
   return (svc ? svc->runtime_dir : std::string()) + "/" + Spec(s).torch_profiler_dir();
 }
 
+// A multi-node run's connections warmed ahead per node (AnalyseWarmSessions).
+int64_t NodeWarmSessions(const RunState& s) {
+  return AnalyseWarmSessions(Spec(s).tp() * DpLocal(Spec(s)), AnalyseParallel(s));
+}
+
 // Polls until torch_npu has finalised every rank (the task's deadline is
 // fixed here, so a re-dispatched wait keeps the same end). Several nodes:
 // one wait per node, on that node, for its own ranks, all at once.
@@ -255,6 +260,7 @@ void ScheduleFlushWait(Decision& d) {
       tasks::TorchProfileWaitFlush p;
       p.set_profile_root(NodeProfileRoot(d.state(), i));
       p.set_expected_ranks(per_node);
+      p.set_warm_sessions(AnalyseWarmSessions(per_node, AnalyseParallel(s)));
       p.set_timeout_s(timeout_s);
       p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
       if (const auto svc = NodeServiceOf(d.state(), i)) *p.mutable_machine() = svc->record;
@@ -265,6 +271,7 @@ void ScheduleFlushWait(Decision& d) {
   tasks::TorchProfileWaitFlush p;
   p.set_profile_root(ProfileRoot(s));
   p.set_expected_ranks(ExpectedRanks(Spec(s)));
+  p.set_warm_sessions(AnalyseWarmSessions(ExpectedRanks(Spec(s)), AnalyseParallel(s)));
   p.set_timeout_s(timeout_s);
   p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
   d.Schedule(p);
@@ -330,14 +337,16 @@ void ListEveryNode(Decision& d) {
   const RunState& s = d.state();
   if (s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return;
   if (!Multi(s)) {
-    if (LastTask(s, kTpListDirsTask) == nullptr) ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s());
+    if (LastTask(s, kTpListDirsTask) == nullptr)
+      ScheduleProfileListing(d, ProfileRoot(s), Spec(s).analyse_timeout_s(), nullptr,
+                             AnalyseWarmSessions(ExpectedRanks(Spec(s)), AnalyseParallel(s)));
     return;
   }
   for (int i = 0; i < NodeCount(s); ++i) {
     if (LastNodeTask(d.state(), kTpListDirsTask, i) != nullptr) continue;
     const auto svc = NodeServiceOf(d.state(), i);
     ScheduleProfileListing(d, NodeProfileRoot(d.state(), i), Spec(d.state()).analyse_timeout_s(),
-                           svc ? &svc->record : nullptr);
+                           svc ? &svc->record : nullptr, NodeWarmSessions(d.state()));
   }
 }
 
@@ -389,7 +398,8 @@ void ListStoppedNode(Decision& d, int node) {
   if (s.state != "stopping_service" || s.cancel_requested || DataOf<kind_data::TorchProfileData>(s).cleanup()) return;
   if (!NodeStopConfirmed(s, node) || LastNodeTask(s, kTpListDirsTask, node) != nullptr) return;
   const auto svc = NodeServiceOf(s, node);
-  ScheduleProfileListing(d, NodeProfileRoot(s, node), Spec(s).analyse_timeout_s(), svc ? &svc->record : nullptr);
+  ScheduleProfileListing(d, NodeProfileRoot(s, node), Spec(s).analyse_timeout_s(), svc ? &svc->record : nullptr,
+                         NodeWarmSessions(s));
 }
 
 // The service is down (or could not be stopped): analyse, or end the cleanup.

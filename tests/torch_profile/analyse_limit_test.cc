@@ -5,12 +5,30 @@
 #include <gtest/gtest.h>
 
 #include "statemachine/torch_profile_analyse_limit.h"
+#include "statemachine/torch_profile_analysis.h"
 
 namespace npuprof::sm {
 namespace {
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr int64_t kMiB = int64_t{1} << 20;
+
+// The connections opened ahead for a host's analyses, per task of the two
+// before them (the flush wait and the listing): half the ranks analysed at
+// once, at least 1 for a rank, at most 8.
+TEST(AnalyseWarmSessions, HalfTheRanksAtOnceBoundedByTheOverrideAndEight) {
+  EXPECT_EQ(AnalyseWarmSessions(0, std::nullopt), 0);
+  EXPECT_EQ(AnalyseWarmSessions(1, std::nullopt), 1);
+  EXPECT_EQ(AnalyseWarmSessions(2, std::nullopt), 1);
+  EXPECT_EQ(AnalyseWarmSessions(8, std::nullopt), 4);
+  EXPECT_EQ(AnalyseWarmSessions(15, std::nullopt), 8);
+  EXPECT_EQ(AnalyseWarmSessions(16, std::nullopt), 8);
+  EXPECT_EQ(AnalyseWarmSessions(64, std::nullopt), 8);
+  EXPECT_EQ(AnalyseWarmSessions(16, 2), 1) << "--analyse-parallel 2: two analyses at once";
+  EXPECT_EQ(AnalyseWarmSessions(16, 5), 3);
+  EXPECT_EQ(AnalyseWarmSessions(4, 0), 2) << "no override";
+  EXPECT_EQ(AnalyseWarmSessions(-3, std::nullopt), 0);
+}
 
 AnalyseMeans Means(int64_t cores, int64_t mem, std::vector<int64_t> sizes, std::optional<int64_t> disk = {}) {
   AnalyseMeans m;

@@ -332,6 +332,7 @@ void RunToAnalysing(Flow& f, json bench = json::array({{{"ok", true}}, {{"ok", t
   ASSERT_NE(wait, nullptr);
   EXPECT_EQ(wait->payload["profile_root"], "/rt/svc-1/vllm_profile");
   EXPECT_EQ(wait->payload["expected_ranks"], 2);
+  EXPECT_EQ(wait->payload["warm_sessions"], 1);  // half the host's 2 ranks: AnalyseWarmSessions
   EXPECT_EQ(wait->payload["timeout_s"], 300);
   EXPECT_GT(wait->payload["deadline_ms"].get<int64_t>(), int64_t{1700000000000} + 300000);  // now + 300 s
   ASSERT_EQ(f.Result(kTpWaitFlushTask, {{"signal", "profiler_info"}, {"flush_timed_out", false}, {"waited_ms", 120}}), "");
@@ -341,6 +342,7 @@ void RunToAnalysing(Flow& f, json bench = json::array({{{"ok", true}}, {{"ok", t
   ASSERT_EQ(f.Result(kServiceStopTask, {{"stopped", true}}), "");
   ASSERT_EQ(f.state().state, "analysing");
   EXPECT_EQ(f.Pending(kTpListDirsTask)->payload["profile_root"], "/rt/svc-1/vllm_profile");
+  EXPECT_EQ(f.Pending(kTpListDirsTask)->payload["warm_sessions"], 1);
 }
 
 // A listing's result with the target's means: every dir `dir_mib` MiB.

@@ -2,6 +2,8 @@
 // finalised every rank's *_ascend_pt (profiler_info*.json present, sizes
 // steady between two polls), in one remote command per poll
 // (flush_signals.h), or until the deadline (flush_wait.h).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "workers/handlers/flush_signals.h"
@@ -14,6 +16,9 @@ namespace npuprof::workers {
 TaskOutcome TorchProfileWaitFlush(const tasks::TorchProfileWaitFlush& p, const proto::Task&, TaskContext& ctx) {
   service::Call c = service::Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
+  // The analyses after the stop each hold a connection of their own: opened
+  // now, beside the wait (statemachine/torch_profile_analysis.h).
+  if (p.warm_sessions() > 0) ctx.pool.WarmUpTo(c.target, static_cast<size_t>(std::min<int64_t>(p.warm_sessions(), 64)));
   auto root = service::ResolveRemotePath(*c.session, p.profile_root());
   if (!root.ok()) return service::RemoteFailure(root.status(), c.target);
   if (root->empty() || (*root)[0] != '/')

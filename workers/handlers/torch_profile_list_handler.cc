@@ -99,6 +99,9 @@ TaskOutcome TorchProfileListDirs(const tasks::TorchProfileListProfileDirs& p, co
   const std::string& root = p.profile_root();
   if (root.empty() || root[0] != '/') return TaskOutcome::Failure("bad_payload", "profile_root must be absolute", false);
   auto session = ctx.pool.Get(*target);
+  // The analyses that follow each hold a connection of their own: opened
+  // now, beside the listing (statemachine/torch_profile_analysis.h).
+  if (p.warm_sessions() > 0) ctx.pool.WarmUpTo(*target, static_cast<size_t>(std::min<int64_t>(p.warm_sessions(), 64)));
   if (auto one = ListInOneCommand(*session, root)) {
     if (!one->exists)
       return TaskOutcome::Success(json{{"profile_root", root}, {"root_exists", false}, {"dirs", json::array()}});

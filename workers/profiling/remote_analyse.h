@@ -3,7 +3,8 @@
 // digest program (rank_digest.h) runs the launch script in its first call.
 //
 // Marker files (prefix M = <dir>/.npuprof_analyse.<task id>):
-//   M.pid  pid of the detached shell (written by that shell first)
+//   M.pid  pid of the detached shell (written atomically by the launch right
+//          after the fork: the launch waits for nothing)
 //   M.log  analyse() stdout+stderr
 //   M.rc   exit code, written (atomically via M.rc.tmp) when analyse() ends
 // The marker carries the task id, so a later re-analyse of the same root

@@ -16,12 +16,26 @@ SshPool::Key SshPool::KeyOf(const SshTarget& target) {
 }
 
 SshPool::~SshPool() {
-  std::vector<std::thread> warmers;
+  std::list<Warmer> warmers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     warmers.swap(warmers_);
   }
-  for (std::thread& t : warmers) t.join();
+  for (Warmer& w : warmers) w.thread.join();
+}
+
+void SshPool::StartWarmUpLocked(const Key& key) {
+  for (auto it = warmers_.begin(); it != warmers_.end();) {
+    if (it->done) {
+      it->thread.join();  // it set done under mu_ and only returns now
+      it = warmers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  ++warming_;
+  Warmer& w = warmers_.emplace_back();
+  w.thread = std::thread(&SshPool::WarmUp, this, key, entries_[key].back().session.get(), &w);
 }
 
 void SshPool::WaitForWarmUps() {
@@ -36,11 +50,26 @@ void SshPool::MaybeWarmSpareLocked(const Key& key, const SshTarget& target) {
   for (const Entry& e : list)
     if (e.warming || (!e.lent && e.session.use_count() == 1)) return;  // one warming, or one free
   list.push_back(Entry{std::make_shared<SshSession>(target), false, true});
-  ++warming_;
-  warmers_.emplace_back(&SshPool::WarmUp, this, key, list.back().session.get());
+  StartWarmUpLocked(key);
 }
 
-void SshPool::WarmUp(Key key, SshSession* session) {
+size_t SshPool::WarmUpTo(const SshTarget& target, size_t n) {
+  n = std::min(n, kWarmUpToMax);
+  const Key key = KeyOf(target);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& list = entries_[key];
+  const auto in_flight = static_cast<size_t>(
+      std::count_if(list.begin(), list.end(), [](const Entry& e) { return e.warming; }));
+  size_t started = 0;
+  while (list.size() < n && in_flight + started < kWarmAtOnce) {
+    list.push_back(Entry{std::make_shared<SshSession>(target), false, true});
+    StartWarmUpLocked(key);
+    ++started;
+  }
+  return started;
+}
+
+void SshPool::WarmUp(Key key, SshSession* session, Warmer* self) {
   // The entry is never erased while warming (GiveBack skips it; the
   // destructor joins this thread first), so the raw pointer stays valid and
   // the session's use count says only who uses it. The scope keeps the
@@ -57,6 +86,7 @@ void SshPool::WarmUp(Key key, SshSession* session) {
   for (Entry& e : entries_[key])
     if (e.session.get() == session) e.warming = false;
   --warming_;
+  self->done = true;
   warm_cv_.notify_all();
 }
 

@@ -29,10 +29,22 @@
 //    session would. The warm-up's round trips count to no task (they are on
 //    no task's path). At most one warm-up per key at a time; the pool's
 //    destructor waits for them (each bounded by the connect timeout).
+//  * WarmUpTo(target, n) (a burst of long calls ahead, e.g. torch-profile's
+//    rank analyses, each of which holds a session of its own for its wait):
+//    opens in the background as many connections as the key lacks to have
+//    n sessions (lent or not, warming included), n capped at kWarmUpToMax,
+//    at most kWarmAtOnce handshakes in flight at once (a target's sshd may
+//    drop unauthenticated connections beyond about 10: OpenSSH's
+//    MaxStartups). Each is warmed as a spare is (connect, key exchange,
+//    auth, the command shell's start), off every task's path; the burst's
+//    Acquire() calls then find them ready instead of paying a handshake and
+//    a login shell each on the path. Sessions beyond kMaxIdle + 1 idle are
+//    closed as they are given back, so a warmed burst shrinks afterwards.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,7 +70,12 @@ class SshPool {
 
   std::shared_ptr<SshSession> Get(const SshTarget& target);
   std::shared_ptr<SshSession> Acquire(const SshTarget& target);
+  // Returns at once; the warm-ups run on threads of their own. Returns how
+  // many connections it started warming.
+  size_t WarmUpTo(const SshTarget& target, size_t n);
   static constexpr size_t kMaxIdle = 4;
+  static constexpr size_t kWarmUpToMax = 16;
+  static constexpr size_t kWarmAtOnce = 8;
   // A spare is warmed only while a key has fewer sessions than this.
   static constexpr size_t kSpareUpTo = 2;
 
@@ -83,13 +100,21 @@ class SshPool {
   // Under mu_: starts a spare's warm-up for key when Options::warm_spare
   // says so and none of the key's sessions could be lent now.
   void MaybeWarmSpareLocked(const Key& key, const SshTarget& target);
-  void WarmUp(Key key, SshSession* session);
+  // A warm-up's thread; done (under mu_) once it no longer touches the pool.
+  struct Warmer {
+    std::thread thread;
+    bool done = false;
+  };
+  // Under mu_: starts the warm-up of the key's last entry (marked warming),
+  // after joining the warm-ups that ended.
+  void StartWarmUpLocked(const Key& key);
+  void WarmUp(Key key, SshSession* session, Warmer* self);
 
   Options options_;
   std::mutex mu_;
   std::condition_variable warm_cv_;
   std::map<Key, std::vector<Entry>> entries_;
-  std::vector<std::thread> warmers_;
+  std::list<Warmer> warmers_;
   int warming_ = 0;
 };
 
