@@ -1,5 +1,6 @@
 #include "cli/client.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
@@ -132,7 +133,13 @@ Result<proto::ClientResponse> Client::Call(const std::string& verb, const json& 
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     zmq::pollitem_t items[] = {{sock_->handle(), 0, ZMQ_POLLIN, 0}, {watch_->handle(), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, left);
+    try {
+      zmq::poll(items, 2, left);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;  // a signal: wait on until the deadline
+      Drop();
+      return Status::Unavailable(fmt::format("waiting for npuprof server at {}: {}", endpoint_, e.what()));
+    }
     answered = items[0].revents & ZMQ_POLLIN;
     if (items[1].revents & ZMQ_POLLIN) watch_->Drain();
     if (!answered && watch_->refusal()) {

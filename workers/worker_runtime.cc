@@ -1,5 +1,6 @@
 #include "workers/worker_runtime.h"
 
+#include <cerrno>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -293,7 +294,15 @@ Status WorkerRuntime::Run(const std::atomic<bool>& stop) {
       // Wakes for a broker message or a posted result (eventfd); without
       // an eventfd, short polls while tasks run (a result leaves within ~2 ms).
       const bool can_wake = im.wake_fd >= 0;
-      zmq::poll(items, can_wake ? 2 : 1, std::chrono::milliseconds(can_wake || im.running.empty() ? 50 : 2));
+      try {
+        zmq::poll(items, can_wake ? 2 : 1, std::chrono::milliseconds(can_wake || im.running.empty() ? 50 : 2));
+      } catch (const zmq::error_t& e) {
+        // SIGINT/SIGTERM land here as EINTR: the loop's `stop` says what to do.
+        if (e.num() == EINTR) continue;
+        spdlog::warn("poll of the broker's socket failed: {}; reconnecting", e.what());
+        reconnect = true;
+        continue;
+      }
       if (can_wake && (items[1].revents & ZMQ_POLLIN)) im.DrainWake();
       if (auto why = watch.TakeNewRefusal(); why && why != last_refusal)
         spdlog::error("broker {}: {}", im.opts.broker_endpoint, *(last_refusal = why));
