@@ -8,8 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/ssh/local_shell.h"
 #include "tests/support/temp_dir.h"
@@ -47,8 +50,13 @@ struct Service {
 
 // A group leader carrying the marker that, on SIGINT, takes `linger` (a
 // sleep's argument) to exit; `children` more marked members and one
-// unmarked member in its group.
+// unmarked member in its group. Returns once the leader runs its script
+// with its INT trap set (it touches a file then): before that, its
+// /proc/PID/environ is still the test's (no marker) and a SIGINT would
+// kill it rather than run the trap.
 pid_t StartService(const char* linger, int children = 0) {
+  npuprof::testing::TempDir ready_dir;
+  const std::string ready = ready_dir.path + "/trap-set";
   const pid_t pid = fork();
   if (pid == 0) {
     setsid();
@@ -60,10 +68,17 @@ pid_t StartService(const char* linger, int children = 0) {
         _exit(127);
       }
     }
-    const std::string script = std::string("trap 'sleep ") + linger + "; exit 0' INT; while :; do sleep 0.05; done";
-    execlp("sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    const std::string script =
+        std::string("trap 'sleep ") + linger + "; exit 0' INT; : > \"$1\"; while :; do sleep 0.05; done";
+    execlp("sh", "sh", "-c", script.c_str(), "service", ready.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
+  // Poll for the file with back-off, 10 s at most.
+  auto nap = std::chrono::milliseconds(1);
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !fs::exists(ready) && std::chrono::steady_clock::now() < end; nap = std::min(nap * 2, std::chrono::milliseconds(50)))
+    std::this_thread::sleep_for(nap);
+  EXPECT_TRUE(fs::exists(ready)) << "the simulated service never set its trap";
   return pid;
 }
 
