@@ -53,7 +53,7 @@ if [ -n "$rp_out" ]; then
   rp_gap=$((rp_gap * 2)); [ "$rp_gap" -gt 1000 ] && rp_gap=1000
 fi
 rp_last=$rp_now; rp_np=$((rp_np + 1))
-if ! rp_p=$("${NPUPROF_PYTHON:-python3}" -I -c "$6" "$4" "$5" 2>/dev/null); then obs="leader=alive hint=$rp_h probes=$rp_np probe=unavailable"; return 0; fi
+if ! rp_p=$("${NPUPROF_PYTHON:-python3}" -I -S -c "$6" "$4" "$5" 2>/dev/null); then obs="leader=alive hint=$rp_h probes=$rp_np probe=unavailable"; return 0; fi
 case $rp_p in
   'yes {'*|'no {'*) ;;
   *) obs="leader=alive hint=$rp_h probes=$rp_np probe=unavailable"; return 0 ;;
