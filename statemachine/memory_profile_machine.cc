@@ -439,6 +439,40 @@ tasks::MemoryCollectCsvs CollectPayload(const RunState& s, const std::string& ms
   return p;
 }
 
+// The flush wait's payload (memory.wait_flush, or a stop's then_flush) for
+// node i's service, its deadline extra_ms later than a wait scheduled now.
+tasks::MemoryWaitFlush FlushPayload(const Decision& d, const View& v, const ServiceRecord& svc, int node,
+                                    int64_t extra_ms) {
+  const RunState& s = v.s;
+  const std::string msprof_dir = svc.runtime_dir() + "/msprof_data";
+  // The wait ends on msprof's own completion signals, or at its deadline.
+  const int64_t timeout_s = Spec(s).flush_timeout_s();
+  tasks::MemoryWaitFlush p;
+  p.set_step("flushed");
+  p.set_msprof_dir(msprof_dir);
+  p.set_runtime_dir(svc.runtime_dir());
+  if (svc.has_pid()) p.set_pid(svc.pid());
+  p.set_stdout_log(v.LogOf(svc.stdout_log(), svc.runtime_dir(), "stdout.log"));
+  p.set_timeout_s(timeout_s);
+  p.set_deadline_ms(d.now_ms() + timeout_s * 1000 + extra_ms);
+  // One node: where msprof exported by itself, the same command looks for
+  // that export and reads the CSVs (issue 38; the export and collection
+  // steps are then done with the wait). A deployment cuts each node's
+  // series on its clock, measured meanwhile: its steps stay apart.
+  if (!Multi(s)) *p.mutable_collect() = CollectPayload(s, msprof_dir, node);
+  return p;
+}
+
+// Whether a stop takes the flush wait with it (ServiceStop.then_flush, issue
+// 38): a one-node standalone run on its way to a good end, whose stop is
+// graceful and whose wait comes right after it (no flush minimum to wait
+// out first). The wait then costs no task round trip after msprof's exit.
+bool FlushWithStop(const View& v, bool force) {
+  const RunState& s = v.s;
+  return Standalone(s) && !Multi(s) && !force && !s.cancel_requested && !v.data.has_failure() &&
+         Spec(s).flush_s() <= 0 && !v.Done("flushed");
+}
+
 // Schedules step on node i (the head's payloads are those of a one-node
 // run; another node's go to its machine and read its own service record).
 void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
@@ -517,6 +551,9 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     // graces: the escalation goes straight to SIGKILL (a hung msprof would
     // otherwise cost both graces again).
     if (v.data.stop_escalated().error_kind() == "still_running") p.set_kill_at_once(true);
+    // Its deadline counts from now: the stop's graces come first.
+    if (FlushWithStop(v, force))
+      *p.mutable_then_flush() = FlushPayload(d, v, v.svc, 0, (2 * Spec(s).stop_grace_s() + 60) * 1000);
     p.set_step(step);
     d.Schedule(p);
   } else if (step == "weights") {
@@ -534,21 +571,7 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     p.set_expert_parallel(v.ExpertParallel());
     d.Schedule(p);
   } else if (step == "flushed") {
-    // The wait ends on msprof's own completion signals, or at its deadline.
-    const int64_t timeout_s = Spec(s).flush_timeout_s();
-    tasks::MemoryWaitFlush p;
-    p.set_step(step);
-    p.set_msprof_dir(msprof_dir);
-    p.set_runtime_dir(svc.runtime_dir());
-    if (svc.has_pid()) p.set_pid(svc.pid());
-    p.set_stdout_log(v.LogOf(svc.stdout_log(), svc.runtime_dir(), "stdout.log"));
-    p.set_timeout_s(timeout_s);
-    p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
-    // One node: where msprof exported by itself, the same command looks for
-    // that export and reads the CSVs (issue 38; the export and collection
-    // steps are then done with the wait). A deployment cuts each node's
-    // series on its clock, measured meanwhile: its steps stay apart.
-    if (!Multi(s)) *p.mutable_collect() = CollectPayload(s, msprof_dir, node);
+    tasks::MemoryWaitFlush p = FlushPayload(d, v, svc, node, 0);
     send(p);
   } else if (step == "export") {
     tasks::MemoryExport p;
@@ -595,9 +618,14 @@ void ScheduleEarlyStep(Decision& d, const View& v, const std::string& step) {
   }
 }
 
+bool TakeFlushFromStop(Decision& d);
+
 void Schedule(Decision& d, const View& v, const std::string& step) {
   const RunState& s = v.s;
   MoveTo(d, step);  // the run's state is the step in progress
+  // The stop already answered for the flush wait (then_flush): its answer is
+  // recorded as the wait's would be, and the walk goes on.
+  if (step == "flushed" && !Multi(s) && TakeFlushFromStop(d)) return Advance(d);
   if (Multi(s) && step == "stopped") {
     ScheduleNodeStops(d);
     // The clocks again as the services stop (their last moment up), for a
@@ -762,6 +790,38 @@ void RecordCollected(Decision& d, const json& answer, const json& blobs, int nod
   RecordOn(d, node, "msprof", m);
 }
 
+// The flush wait's answer (memory.wait_flush's, or a stop's `flushed`) as
+// node i's records: flushed, then, where the wait also found msprof's own
+// export complete and read its CSVs, export and msprof, passing through
+// their states as when their tasks ran.
+void RecordFlushed(Decision& d, const json& answer, bool with_collection, const json& blobs, int node) {
+  json r = answer;
+  r.erase("exported");
+  r.erase("collected");
+  r["min_wait_s"] = Spec(d.state()).flush_s();
+  RecordOn(d, node, "flushed", r);
+  if (with_collection) {
+    MoveTo(d, "export");
+    RecordOn(d, node, "export", answer.at("exported"));
+    MoveTo(d, "msprof");
+    RecordCollected(d, answer.at("collected"), blobs, node);
+  }
+}
+
+// The head's last stop answered for the flush wait (ServiceStop.then_flush):
+// records its answer as the wait's (RecordFlushed); false when it did not.
+bool TakeFlushFromStop(Decision& d) {
+  const TaskInfo* stop = LastNodeTask(d.state(), kServiceStopTask, 0);
+  if (stop == nullptr || stop->status != TaskStatus::kSucceeded) return false;
+  const auto r = RecordedOf<results::ServiceStopResult>(*stop);
+  if (!r.has_flushed()) return false;
+  const json& answer = Field(Field(stop->result, "result"), "flushed");
+  if (!answer.is_object()) return false;
+  RecordFlushed(d, answer, r.flushed().has_exported() && r.flushed().has_collected(), Field(stop->result, "blobs"),
+                0);
+  return true;
+}
+
 bool CriticalStep(const RunState& s, const std::string& step) {
   for (const MemStep& st : MemoryStepsOf(Mode(s)))
     if (st.name == step) return st.critical;
@@ -893,7 +953,11 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     Record(d, "inference", r);
     if (Multi(d.state())) CheckNodesAlive(d, 1);
   } else if (task.kind == kServiceStopTask) {
-    Record(d, "stopped", answer);
+    // The flush wait it answered too (then_flush) is recorded where the walk
+    // reaches it (TakeFlushFromStop).
+    json stopped = answer;
+    stopped.erase("flushed");
+    Record(d, "stopped", stopped);
     // An answer that does not say is read as stopped, as ServiceOf shows it.
     const auto& stop = result.As<results::ServiceStopResult>();
     if (stop.has_stopped() && !stop.stopped() && !stop.already_gone())
@@ -917,18 +981,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     // answered for the export and the collection: three records and the
     // states between them, in the walk's order.
     const auto& flushed = result.As<results::MemoryWaitFlushResult>();
-    json r = answer;
-    r.erase("exported");
-    r.erase("collected");
-    r["min_wait_s"] = Spec(d.state()).flush_s();
-    RecordOn(d, node, "flushed", r);
-    if (flushed.has_exported() && flushed.has_collected()) {
-      // The run passes through both states, as when their tasks ran.
-      MoveTo(d, "export");
-      RecordOn(d, node, "export", answer.at("exported"));
-      MoveTo(d, "msprof");
-      RecordCollected(d, answer.at("collected"), Field(task.result, "blobs"), node);
-    }
+    RecordFlushed(d, answer, flushed.has_exported() && flushed.has_collected(), Field(task.result, "blobs"), node);
   } else if (task.kind == kMemExportTask) {
     RecordOn(d, node, "export", answer);
     if (View(d.state()).Done("export"))  // every node's

@@ -533,6 +533,86 @@ TEST(MemoryMachine, AFlushWaitThatDidNotCollectLeavesBothStepsToTheirTasks) {
   EXPECT_EQ(d.s().status, RunStatus::kOk);
 }
 
+// A one-node run's graceful stop takes the flush wait with it (then_flush,
+// issue 38): the stop's `flushed` answer is recorded where the walk reaches
+// the wait (after the headers), as memory.wait_flush's would be, and no
+// wait, export or collection task runs. A stop that did not answer for it
+// leaves the wait to its task (the other tests); a run with a flush minimum,
+// or a forced stop, asks for none.
+TEST(MemoryMachine, TheStopAnswersForTheFlushWaitWhenItTookIt) {
+  Driver d("mp31");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp31/service-1"}, {"pid", 5}, {"port", 18001},
+             {"stdout_log", "/tmp/rt/mp31/service-1/stdout.log"}});
+  d.Succeed(json::object());
+  d.Succeed({{"hbm", Hbm(50000)}});
+  d.Succeed({{"summary", json::object()}});
+  d.Succeed({{"ok", true}});
+  d.Succeed({{"hbm", Hbm(50100)}});
+  ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
+  const json then = d.Pending(kServiceStopTask)->payload["then_flush"];
+  ASSERT_TRUE(then.is_object()) << d.Pending(kServiceStopTask)->payload.dump();
+  EXPECT_EQ(then["msprof_dir"], "/tmp/rt/mp31/service-1/msprof_data");
+  EXPECT_EQ(then["pid"], 5);
+  EXPECT_EQ(then["stdout_log"], "/tmp/rt/mp31/service-1/stdout.log");
+  EXPECT_EQ(then["timeout_s"], 300);
+  EXPECT_EQ(then["collect"]["step"], "msprof");
+  // The deadline leaves room for the stop's graces (30 s each) before the wait's own 300 s.
+  EXPECT_GE(then["deadline_ms"].get<int64_t>(), 1000 + (300 + 60) * 1000);
+  const json collected = {
+      {"csv_count", 2},
+      {"module_mem", json::array({{{"file", "npu_module_mem_1.csv"}, {"component", "HCCL"}, {"device_id", 0},
+                                   {"max_mb", 597.65625}, {"row", 2}}})},
+      {"npu_mem", json::array()},
+      {"__prof_device_map__", {{"npu_module_mem_1.csv", {0}}}}};
+  d.Succeed({{"stopped", true},
+             {"signals", {"SIGINT"}},
+             {"flushed", {{"signal", "end_info"}, {"flush_timed_out", false}, {"waited_ms", 3}, {"polls", 1},
+                          {"exported", {{"status", "ok"}, {"already_exported", true}, {"prof_dirs", 1}}},
+                          {"collected", collected}}}},
+            {{"msprof_csvs/npu_module_mem_1.csv", "sha-c"}, {"stderr.log", "sha-e"}}, kServiceStopTask);
+  EXPECT_FALSE(d.s().data["stopped"].contains("flushed")) << "the stop's record is the stop's";
+  EXPECT_EQ(d.s().state, "weights") << "the headers first";
+  EXPECT_FALSE(d.s().data.contains("flushed"));
+  d.Succeed({{"weights", nullptr}}, json::object(), kMemWeightsTask);
+  EXPECT_TRUE(d.s().terminal);
+  EXPECT_EQ(d.s().status, RunStatus::kOk) << d.s().error;
+  for (const auto& [id, t] : d.s().tasks)
+    for (const char* k : {kMemWaitFlushTask, kMemExportTask, kMemCollectTask}) EXPECT_NE(t.kind, k) << id;
+  EXPECT_EQ(d.s().data["flushed"]["signal"], "end_info");
+  EXPECT_EQ(d.s().data["flushed"]["min_wait_s"], 0);
+  const auto& types = d.types();
+  const auto at = [&](const char* t) { return std::find(types.begin(), types.end(), t) - types.begin(); };
+  ASSERT_LT(at("ModelConfigRead"), types.size());  // the headers' answer
+  EXPECT_LT(at("ServiceStopped"), at("ModelConfigRead"));
+  EXPECT_LT(at("ModelConfigRead"), at("MsprofFlushed"));
+  EXPECT_LT(at("MsprofFlushed"), at("MsprofExported"));
+  EXPECT_LT(at("MsprofExported"), at("MsprofCollected"));
+  const json m = DefaultKinds().Find("memory-profile")->Manifest(d.s());
+  EXPECT_EQ(m["report"]["msprof"]["status"], "ok");
+  EXPECT_EQ(m["msprof_flush"]["signal"], "end_info");
+  EXPECT_EQ(m["files"]["msprof_csvs/npu_module_mem_1.csv"], "sha-c");
+  EXPECT_EQ(m["report"]["devices"][0]["components"][4]["evidence"][0]["blob"], "sha-c");
+
+  // A flush minimum is waited out first: the stop takes no wait.
+  Driver min("mp32");
+  json spec = StandaloneSpec();
+  spec["flush_s"] = 2;
+  min.Submit(spec);
+  min.Succeed({{"wrap_script", "/w"}});
+  min.Succeed({{"hbm", Hbm(2862)}});
+  min.Succeed({{"runtime_dir", "/tmp/rt/mp32/service-1"}, {"pid", 5}, {"port", 18001}});
+  min.Succeed(json::object());
+  min.Succeed({{"hbm", Hbm(50000)}});
+  min.Succeed({{"summary", json::object()}});
+  min.Succeed({{"ok", true}});
+  min.Succeed({{"hbm", Hbm(50100)}});
+  ASSERT_NE(min.Pending(kServiceStopTask), nullptr);
+  EXPECT_FALSE(min.Pending(kServiceStopTask)->payload.contains("then_flush"));
+}
+
 TEST(MemoryMachine, FlushSecondsIsAMinimumThenTheWaitAndAFailedWaitGoesOn) {
   Driver d("mp9");
   json spec = StandaloneSpec();
@@ -691,6 +771,7 @@ TEST(MemoryMachine, GracefulStopThatLeavesTheServiceRunningEscalatesToForce) {
   d.Fail("still_running", "pid 5 is still running after SIGINT and SIGTERM");
   ASSERT_NE(d.Pending(kServiceStopTask), nullptr) << "the escalation does not wait for the headers";
   EXPECT_EQ(d.Pending(kServiceStopTask)->payload["force"], true);
+  EXPECT_FALSE(d.Pending(kServiceStopTask)->payload.contains("then_flush")) << "a forced stop takes no flush wait";
   EXPECT_EQ(d.Pending(kServiceStopTask)->payload.value("kill_at_once", false), true)
       << "SIGINT and SIGTERM were waited out already";
   d.Succeed({{"stopped", true}}, json::object(), kServiceStopTask);

@@ -148,8 +148,9 @@ TEST(TargetHttpArgv, CutsThePlanIntoArgvPiecesAndRefusesWhatCannotGo) {
   ASSERT_EQ(std::vector<std::string>(argv->begin(), argv->begin() + 4),
             (std::vector<std::string>{"python3", "-I", "-S", "-c"}));
   for (size_t i = 5; i < argv->size(); ++i) EXPECT_LE((*argv)[i].size(), kArgPieceBytes);
-  p.clock = true;  // the clock as the target's own Python programs read it: no -I -S
-  EXPECT_EQ((*TargetHttpArgv(p))[1], "-c");
+  p.clock = true;  // the clock as the target's own Python programs read it: -S, PYTHONPATH kept (no -I)
+  EXPECT_EQ((*TargetHttpArgv(p))[1], "-S");
+  EXPECT_EQ((*TargetHttpArgv(p))[2], "-c");
   p.clock = false;
   p.requests[0].body = std::string(kMaxPlanBytes, 'a');  // over the command line's room: the direct path
   EXPECT_FALSE(TargetHttpArgv(p).has_value());

@@ -28,20 +28,20 @@ dir ok
 "*) ;; *) exit 0 ;; esac
 for e in $names; do if [ -e "$rt/$e" ] || [ -L "$rt/$e" ]; then exit 0; fi; done
 if [ "$pick" = 2 ]; then
-  if hp=$("${NPUPROF_PYTHON:-python3}" -c "$py" "$a1" "$a2" </dev/null); then
+  if hp=$("${NPUPROF_PYTHON:-python3}" -S -c "$py" "$a1" "$a2" </dev/null); then
     case $hp in *"
 "*) echo npuprof-head-ports-failed ;; *) printf 'npuprof-head-ports %s\n' "$hp" ;; esac
   else echo npuprof-head-ports-failed; fi
   exit 0
 fi
-if port=$("${NPUPROF_PYTHON:-python3}" -c "$py" </dev/null); then printf 'npuprof-port %s\n' "$port"; else echo npuprof-port-failed; fi
+if port=$("${NPUPROF_PYTHON:-python3}" -S -c "$py" </dev/null); then printf 'npuprof-port %s\n' "$port"; else echo npuprof-port-failed; fi
 exit 0)SH";
 
 std::vector<std::string> PrepareArgv(const std::vector<std::string>& runtime_dir_argv, const std::string& runtime_dir,
                                      const std::vector<std::string>& first_entries, const char* pick,
                                      const std::vector<std::string>& pick_argv, const std::string& a1,
                                      const std::string& a2) {
-  std::vector<std::string> argv = {"sh", "-c", kPrepare, "npuprof-prepare", pick, pick_argv.at(2), a1, a2,
+  std::vector<std::string> argv = {"sh", "-c", kPrepare, "npuprof-prepare", pick, pick_argv.at(3), a1, a2,
                                    runtime_dir, std::to_string(first_entries.size())};
   argv.insert(argv.end(), first_entries.begin(), first_entries.end());
   argv.insert(argv.end(), runtime_dir_argv.begin(), runtime_dir_argv.end());

@@ -11,6 +11,11 @@ namespace {
 // $1 = the most help bytes to print. The help's exit status travels after
 // its text inside the substitution (a pipe would lose it); the text keeps
 // its bytes (only a trailing newline added by the separator goes).
+// The Python check runs beside `msprof --help` (both are interpreter
+// starts on the target, issue 38): in the background of the substitution
+// that reads the help, whose own output waits for it, so its one line comes
+// first there and is put back after the help line here (no temp file, no
+// tool but the shell's).
 constexpr const char* kTools = R"SH(printf '' | base64 -w 0 >/dev/null 2>&1 || { echo "no base64 -w here" >&2; exit 3; }
 echo "npuprof-preflight 1"
 p=$(command -v msprof 2>/dev/null || which msprof 2>/dev/null)
@@ -18,17 +23,24 @@ p=${p%%
 *}
 if [ -z "$p" ]; then echo msprof-missing; exit 0; fi
 echo "msprof $(printf '%s' "$p" | base64 -w 0)"
-h=$(msprof --help 2>&1 </dev/null; printf '\nnpuprof-rc=%s' "$?")
-rc=${h##*npuprof-rc=}; h=${h%?npuprof-rc=*}
-echo "help $rc $(printf '%s' "$h" | head -c "$1" | base64 -w 0)"
-for c in "${NPUPROF_PYTHON:-python3}" python; do
-  if x=$("$c" -c 'import sys, torch_npu; print(sys.executable)' 2>/dev/null </dev/null); then
-    echo "python $(printf '%s' "${x%%
+both=$(
+  { for c in "${NPUPROF_PYTHON:-python3}" python; do
+      if x=$("$c" -c 'import sys, torch_npu; print(sys.executable)' 2>/dev/null </dev/null); then
+        echo "python $(printf '%s' "${x%%
 *}" | base64 -w 0)"
-    exit 0
-  fi
-done
-echo python-missing)SH";
+        exit 0
+      fi
+    done
+    echo python-missing; } &
+  h=$(msprof --help 2>&1 </dev/null; printf '\nnpuprof-rc=%s' "$?")
+  rc=${h##*npuprof-rc=}; h=${h%?npuprof-rc=*}
+  hl="help $rc $(printf '%s' "$h" | head -c "$1" | base64 -w 0)"
+  wait
+  printf '%s\n' "$hl")
+py=${both%%
+*}
+printf '%s\n%s\n' "${both#*
+}" "$py")SH";
 
 Result<std::string> Field(std::string_view line, std::string_view name, const char* what) {
   auto bytes = DecodeBase64(line.substr(name.size()));

@@ -53,7 +53,7 @@ if [ -n "$rp_out" ]; then
   rp_gap=$((rp_gap * 2)); [ "$rp_gap" -gt 1000 ] && rp_gap=1000
 fi
 rp_last=$rp_now; rp_np=$((rp_np + 1))
-if ! rp_p=$("${NPUPROF_PYTHON:-python3}" -I -c "$6" "$4" "$5" 2>/dev/null); then obs="leader=alive hint=$rp_h probes=$rp_np probe=unavailable"; return 0; fi
+if ! rp_p=$("${NPUPROF_PYTHON:-python3}" -I -S -c "$6" "$4" "$5" 2>/dev/null); then obs="leader=alive hint=$rp_h probes=$rp_np probe=unavailable"; return 0; fi
 case $rp_p in
   'yes {'*|'no {'*) ;;
   *) obs="leader=alive hint=$rp_h probes=$rp_np probe=unavailable"; return 0 ;;
@@ -65,17 +65,55 @@ return 1)SH";
 
 // argv: port, served name. One line: "yes|no " + the answers as JSON
 // (ASCII). Bodies read up to 64 KiB; at most 64 ids of at most 1 KiB each.
-constexpr const char* kProbe = R"PY(import http.client, json, sys
+// HTTP/1.1 over a plain socket (Connection: close; the body by its
+// Content-Length, chunks joined, else to the close): http.client's import
+// (the email package) cost the probe that sees the service ready about
+// 40 ms of its start on the bench machine (issue 38, docs/PERFORMANCE.md
+// run 56); started with -I -S, the standard library only.
+constexpr const char* kProbe = R"PY(import json, socket, sys
 port, served = int(sys.argv[1]), sys.argv[2]
 r = {"health": 0, "models": 0, "ids": [], "error": ""}
+CAP = 65536
+def dechunk(b):
+    out = b""
+    while len(out) < CAP:
+        size, sep, b = b.partition(b"\r\n")
+        n = int(size.split(b";")[0].strip() or b"0", 16) if sep else 0
+        if n <= 0:
+            break
+        out, b = out + b[:n], b[n + 2:]
+    return out
 def get(path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=3)
+    c = socket.create_connection(("127.0.0.1", port), timeout=3)
     try:
-        c.request("GET", path)
-        a = c.getresponse()
-        return a.status, a.read(65536)
+        c.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+                   % (path, port)).encode("ascii"))
+        buf, need, head = b"", None, b""
+        while need is None or len(buf) < need:
+            if need is None and b"\r\n\r\n" in buf:
+                head = buf.split(b"\r\n\r\n", 1)[0]
+                need = 4 * CAP
+                for h in head.split(b"\r\n")[1:]:
+                    k, _, v = h.partition(b":")
+                    if k.strip().lower() == b"content-length" and v.strip().isdigit():
+                        need = min(need, len(head) + 4 + int(v.strip()))
+                if len(buf) >= need:
+                    break
+            b = c.recv(CAP)
+            if not b:
+                break
+            buf += b
+            if len(buf) > 4 * CAP + 16384:
+                break
     finally:
         c.close()
+    line = buf.split(b"\r\n", 1)[0].split()
+    if len(line) < 2 or not line[0].startswith(b"HTTP/") or not line[1].isdigit():
+        raise ValueError("not an HTTP answer: %r" % buf[:40])
+    body = buf[len(head) + 4:] if head else b""
+    if any(h.lower().replace(b" ", b"") == b"transfer-encoding:chunked" for h in head.split(b"\r\n")[1:]):
+        body = dechunk(body)
+    return int(line[1]), body[:CAP]
 try:
     r["health"], _ = get("/health")
     if r["health"] == 200:

@@ -405,10 +405,10 @@ RemoteCheck GroupGoneCheck(int64_t pgid) {
   return RemoteCheck{"", kGroupGone, {std::to_string(pgid)}};
 }
 
-std::vector<std::string> FreePortArgv() { return {"python3", "-c", std::string(kPickPort) + kFreePort}; }
+std::vector<std::string> FreePortArgv() { return {"python3", "-S", "-c", std::string(kPickPort) + kFreePort}; }
 
 std::vector<std::string> HeadPortsArgv(int32_t rpc_port, bool pick_api) {
-  return {"python3", "-c", std::string(kPickPort) + kHeadPorts, std::to_string(rpc_port), pick_api ? "1" : "0"};
+  return {"python3", "-S", "-c", std::string(kPickPort) + kHeadPorts, std::to_string(rpc_port), pick_api ? "1" : "0"};
 }
 
 Result<HeadPorts> ParseHeadPorts(const std::string& out, bool pick_api) {

@@ -100,12 +100,13 @@ std::string GroupStatusScript();
 std::vector<std::string> SignalGroupArgv(const std::string& signal, int64_t pgid, const std::string& marker,
                                          const std::string& runtime_dir);
 
-// argv printing a free TCP port on the target (python3), picked below the
+// argv printing a free TCP port on the target (`python3 -S -c`: the standard
+// library only, no site start-up), picked below the
 // kernel's ephemeral port range so that no outgoing connection takes it
 // before the service binds it (binding port 0 where that range is unknown).
 std::vector<std::string> FreePortArgv();
 
-// argv for the head of a multi-node deployment, one python3 run: prints
+// argv for the head of a multi-node deployment, one `python3 -S` run: prints
 // "<api> <rpc>" where <api> is a free port (picked as FreePortArgv picks) when pick_api,
 // else 0, and <rpc> is "free" when rpc_port can be bound on every interface
 // (SO_REUSEADDR, as a listener binds it: a socket in TIME_WAIT does not

@@ -11,6 +11,12 @@
 // The pid file is read only from a runtime dir the checks accept
 // (service_runtime_dir.h).
 //
+// With the payload's then_flush (memory-profile, one node), a stop that
+// found the service gone (signalled or already gone; not forced) runs the
+// flush wait next, in this task (memory.wait_flush's handler: read-only, so
+// a re-delivered stop reads the same), and answers it as `flushed`; a wait
+// that does not succeed is left out, for the run to schedule as its own task.
+//
 // Far targets: the check, the signals, the waits and the log tails run first
 // as one remote command (stop_in_one.h, at most 10 s of waiting); what it
 // did is replayed through the decisions below, and what it left (the rest
@@ -31,6 +37,7 @@
 #include "workers/handlers/service_common.h"
 #include "workers/handlers/stop_in_one.h"
 #include "workers/log_tails.h"
+#include "workers/memory/memory_tasks.h"
 #include "workers/poll_backoff.h"
 #include "workers/profiling/target_interpreter.h"
 #include "workers/handlers/service_handlers.h"
@@ -122,7 +129,7 @@ Result<RuntimeDirReport> FoldedStop(Call& c, const tasks::ServiceStop& p, const 
 
 }  // namespace
 
-TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& ctx) {
+TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task& task, TaskContext& ctx) {
   Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
   c.session.reset();  // not held while asking: Acquire lends only a session nobody holds
@@ -169,6 +176,18 @@ TaskOutcome Stop(const tasks::ServiceStop& p, const proto::Task&, TaskContext& c
     out.ok = true;
     out.result.update(json{{"stopped", true}, {"already_gone", already_gone}, {"signals", signals}, {"pid", pid},
                            {"force", force}, {"runtime_dir", rt}});
+    if (p.has_then_flush() && !force) {
+      tasks::MemoryWaitFlush then = p.then_flush();
+      if (!then.has_machine()) *then.mutable_machine() = p.machine();  // the stop's (the run's, filled at scheduling)
+      TaskOutcome flushed = MemWaitFlush(then, task, ctx);
+      if (flushed.ok) {
+        out.result["flushed"] = std::move(flushed.result);
+        for (auto& b : flushed.blobs) out.blobs.push_back(std::move(b));
+      } else {
+        spdlog::info("the flush wait after the stop in {}: {}: {}; left to its own task", rt, flushed.error_kind,
+                     flushed.error);
+      }
+    }
     return out;
   };
 

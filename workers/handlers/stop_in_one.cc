@@ -188,7 +188,7 @@ std::vector<std::string> StopInOneArgv(const std::vector<std::string>& runtime_d
                                    runtime_dir,
                                    std::to_string(std::max<int64_t>(0, budget.count())),
                                    std::to_string(steps.size()),
-                                   exit_wait ? std::string(profiling::kPythonRef) + " -I -c " +
+                                   exit_wait ? std::string(profiling::kPythonRef) + " -I -S -c " +
                                                    ssh::ShellQuote(kExitWait) + " \"$1\" \"$2\""
                                              : std::string()};
   for (const StopStep& s : steps) argv.push_back(fmt::format("{}:{}", s.signal, std::max<int64_t>(0, s.wait_ms)));

@@ -19,6 +19,9 @@ using nlohmann::json;
 
 // The program (see the header). Standard library only; nothing is sent
 // before the magic line is out.
+// Prepended to the program of a plan that reads the clock (run with -S).
+constexpr const char* kSiteCustomize = "try:\n    import sitecustomize\nexcept Exception:\n    pass\n";
+
 constexpr const char* kProgram = R"PY(import base64, http.client, json, os, sys, threading, time
 w = sys.stdout
 w.write("npuprof-target-http 1\n")
@@ -139,10 +142,12 @@ std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& pla
   if (text.size() > kMaxPlanBytes) return std::nullopt;
   // -I -S: no site-packages start-up hooks, no PYTHONPATH (the standard
   // library is all it needs); a plan that reads the clock runs as npuprof's
-  // clock exchange does (plain python3), so it reads the clock the target's
-  // own Python programs see.
+  // clock exchange does (-S, PYTHONPATH kept, the host's sitecustomize
+  // imported by the program itself: workers/ssh/clock_exchange_protocol.cc),
+  // so it reads the clock the target's own Python programs see without
+  // paying for the site-packages' .pth files.
   if (plan.interpreter != kDefaultInterpreter && !CheckInterpreterPath(plan.interpreter).ok()) return std::nullopt;
-  std::vector<std::string> argv = {plan.interpreter, "-c", kProgram};
+  std::vector<std::string> argv = {plan.interpreter, "-S", "-c", std::string(kSiteCustomize) + kProgram};
   if (!plan.clock) argv = {plan.interpreter, "-I", "-S", "-c", kProgram};
   for (size_t at = 0; at < text.size(); at += kArgPieceBytes) argv.push_back(text.substr(at, kArgPieceBytes));
   return argv;

@@ -9,8 +9,8 @@
 // handlers run it (workers/handlers/target_http_run.h) and keep the
 // direct-tcpip path for targets where it cannot run.
 //
-// The program (INTERPRETER -I -S -c, or INTERPRETER -c when it reads the
-// clock; INTERPRETER is `python3`, or the path a first exchange on that
+// The program (INTERPRETER -I -S -c, or INTERPRETER -S -c when it reads the
+// clock, which then imports the host's sitecustomize itself; INTERPRETER is `python3`, or the path a first exchange on that
 // machine reported: target_interpreter.h;
 // standard library only, Python 3.6+):
 //   argv[1..]: the plan as JSON (base64 request bodies), cut into pieces of
