@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "tests/ssh/local_shell.h"
+#include "tests/support/fake_tools_bin.h"
 #include "tests/support/temp_dir.h"
 #include "workers/handlers/preflight_tools.h"
 #include "workers/profiling/target_http.h"
@@ -58,20 +59,7 @@ TEST(FastStarts, TheClockReadingProgramSkipsSiteButImportsTheHostsSitecustomize)
 
 // A bin dir with the tools the tool check and the fakes use.
 std::string Bin(const std::string& root, const std::vector<std::pair<std::string, std::string>>& fakes) {
-  const std::string bin = root + "/bin";
-  fs::create_directories(bin);
-  for (const char* tool : {"sh", "base64", "head", "sleep"}) {
-    for (const char* dir : {"/bin/", "/usr/bin/"})
-      if (fs::exists(std::string(dir) + tool)) {
-        fs::create_symlink(std::string(dir) + tool, bin + "/" + tool);
-        break;
-      }
-  }
-  for (const auto& [name, body] : fakes) {
-    npuprof::testing::WriteTree(bin + "/" + name, "#!/bin/sh\n" + body);
-    chmod((bin + "/" + name).c_str(), 0755);
-  }
-  return bin;
+  return npuprof::testing::FakeToolsBin(root, {"sh", "base64", "head", "sleep"}, fakes);
 }
 
 TEST(FastStarts, ThePreflightsPythonCheckRunsBesideMsprofsHelp) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tests/ssh/local_shell.h"
+#include "tests/support/fake_tools_bin.h"
 #include "tests/support/temp_dir.h"
 #include "workers/handlers/preflight_in_one.h"
 #include "workers/handlers/preflight_tools.h"
@@ -29,20 +30,7 @@ const char* kGoodTools[][2] = {{"msprof", "echo 'Usage: msprof --output=DIR'\n"}
 
 // A bin dir with the shell tools the command uses, and the given fakes.
 std::string Bin(const std::string& root, const std::vector<std::pair<std::string, std::string>>& fakes) {
-  const std::string bin = root + "/bin";
-  fs::create_directories(bin);
-  for (const char* tool : {"sh", "base64", "head", "id", "stat", "mkdir", "chmod"}) {
-    for (const char* dir : {"/bin/", "/usr/bin/"})
-      if (fs::exists(std::string(dir) + tool)) {
-        fs::create_symlink(std::string(dir) + tool, bin + "/" + tool);
-        break;
-      }
-  }
-  for (const auto& [name, body] : fakes) {
-    npuprof::testing::WriteTree(bin + "/" + name, "#!/bin/sh\n" + body);
-    chmod((bin + "/" + name).c_str(), 0755);
-  }
-  return bin;
+  return npuprof::testing::FakeToolsBin(root, {"sh", "base64", "head", "id", "stat", "mkdir", "chmod"}, fakes);
 }
 
 std::string GoodBin(const std::string& root) {

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "tests/support/sshd_fixture.h"
+#include "tests/support/sshd_test.h"
 #include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_session.h"
 
@@ -20,15 +20,8 @@ namespace {
 using namespace std::chrono_literals;
 using npuprof::testing::SshdFixture;
 
-class ClockExchangeTest : public ::testing::Test {
+class ClockExchangeTest : public npuprof::testing::SshdTest {
  protected:
-  void SetUp() override {
-    Status s = sshd_.Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << "sshd log:\n" << sshd_.log() << "\n";
-  }
   // A target whose env script puts `tool` (a sh script body) first on PATH.
   SshTarget WithFake(const std::string& tool, const std::string& body) {
     const std::string bin = sshd_.dir() + "/fakebin";
@@ -56,7 +49,6 @@ class ClockExchangeTest : public ::testing::Test {
     ASSERT_TRUE(e.has_value());
     EXPECT_LE(std::abs(e->offset_ms), e->uncertainty_ms + 1.0) << ClockMethodName(method);
   }
-  SshdFixture sshd_;
 };
 
 TEST_F(ClockExchangeTest, AutoAnswersWithThisHostsClockOnOneChannel) {

@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "tests/support/sshd_fixture.h"
+#include "tests/support/sshd_test.h"
 #include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_pool.h"
 #include "workers/ssh/ssh_session.h"
@@ -18,19 +18,8 @@ namespace npuprof::ssh {
 namespace {
 
 using namespace std::chrono_literals;
-using npuprof::testing::SshdFixture;
 
-class SshPoolWarmTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    Status s = sshd_.Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << "sshd log:\n" << sshd_.log() << "\n";
-  }
-  SshdFixture sshd_;
-};
+class SshPoolWarmTest : public npuprof::testing::SshdTest {};
 
 TEST_F(SshPoolWarmTest, WarmedConnectionsServeABurstOfLongCallsWithoutHandshakes) {
   SshPool pool(SshPool::Options{.warm_spare = true});

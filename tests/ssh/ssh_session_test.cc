@@ -12,7 +12,7 @@
 #include <iterator>
 #include <thread>
 
-#include "tests/support/sshd_fixture.h"
+#include "tests/support/sshd_test.h"
 #include "workers/ssh/output_cap.h"
 #include "workers/ssh/shell_quote.h"
 #include "workers/ssh/ssh_pool.h"
@@ -23,7 +23,6 @@ namespace npuprof::ssh {
 namespace {
 
 using namespace std::chrono_literals;
-using npuprof::testing::SshdFixture;
 
 bool Exists(const std::string& p) { return std::filesystem::exists(p); }
 
@@ -39,17 +38,7 @@ void ExpectUsableOnTheSameConnection(SshSession& s) {
   EXPECT_EQ(s.handshakes(), 1);
 }
 
-class SshSessionTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    Status s = sshd_.Start();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << "sshd log:\n" << sshd_.log() << "\n";
-  }
-  SshdFixture sshd_;
-};
+class SshSessionTest : public npuprof::testing::SshdTest {};
 
 TEST_F(SshSessionTest, ExitCodesStdoutStderr) {
   SshSession s(sshd_.target());

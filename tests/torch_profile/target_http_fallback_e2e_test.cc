@@ -32,7 +32,7 @@ std::string RefuseTheProgram(NpuprofHarness& h) {
   {
     std::ofstream py(bin + "/python3");
     py << "#!/bin/sh\n"
-          "case \"$2$4\" in *npuprof-target-http*) echo refused >> '" << refusals << "'; "
+          "case \"$*\" in *npuprof-target-http*) echo refused >> '" << refusals << "'; "
           "echo 'python3: not found' >&2; exit 127 ;; *X_OK*) exit 1 ;; esac\n"
           "exec /usr/bin/python3 \"$@\"\n";
   }
