@@ -469,7 +469,15 @@ class Installation {
     lap("run1");
     if (crash_expected) {
       if (!ServerGone(h_)) {
-        o.problems.push_back("the server did not crash (the fault position was never reached)");
+        // The run ended before reaching K: collect what it was (its status,
+        // summary and events reach the failure's message) so that the
+        // difference from the clean run shows.
+        Collect(run, o);
+        o.problems.push_back(fmt::format(
+            "the server did not crash (the fault position was never reached): the run ended {} / {} after {} "
+            "event(s){}",
+            o.state, o.status, o.events.size(),
+            o.summary.is_object() && o.summary.contains("error") ? ", error: " + o.summary["error"].dump() : ""));
         return o;
       }
       h_.WaitForServerExit(10);
