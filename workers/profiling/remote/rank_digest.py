@@ -414,10 +414,13 @@ class KernelSummary(object):
         underflows nor reaches 2^63) with at most 64 spaces around it, then
         anything to the line's end. With quoted None, each number is quoted
         or bare (a group says which); with quoted a dict {"s"|"d": bool},
-        each is only as it says and has no group of its quote: the lines it
-        takes are a subset of the general pattern's, with the same cells,
-        start times and durations (_rows tries it first: findall's cost
-        grows with its groups)."""
+        each is only as it says and has no group of its quote, and the cells'
+        columns are anything but a comma (a single-byte scan, the cheapest
+        for the engine): _rows takes its rows only when there are as many as
+        lines (so none spans a '\n') and no quote is among the cells; those
+        lines are a subset of the general pattern's, with the same cells,
+        start times and durations. _rows tries it first: findall's cost grows
+        with its groups and its character classes."""
         want = self.reader.limit
         span = [c for c in (self.name_col, self.type_col, self.core_col) if c is not None]
         lo, hi = min(span), max(span)
@@ -433,7 +436,8 @@ class KernelSummary(object):
         where = {}
         for i in range(want):
             if i == lo:
-                parts.append(r"(" + r",".join([r'[^,\n"]*'] * (hi - lo + 1)) + r")")
+                cell = r'[^,\n"]*' if quoted is None else r"[^,]*"
+                parts.append(r"(" + r",".join([cell] * (hi - lo + 1)) + r")")
                 groups += 1
                 where["cells"] = groups - 1
             elif lo < i <= hi:
@@ -506,7 +510,13 @@ class KernelSummary(object):
         if self.tight is not None:
             pattern, g = self.tight
             rows = pattern.findall(piece)
-            if len(rows) != lines or not rows:
+            if len(rows) == lines and rows:
+                cols = list(zip(*rows))
+                cells = cols[g["cells"]]
+                uniq = set(cells)
+                if b'"' in b"".join(uniq):
+                    rows = None  # a quote among name, type and core: the general pattern
+            else:
                 rows = None  # a line quoted otherwise: the general pattern
         if rows is None:
             rows = self.rows_re.findall(piece)
@@ -514,17 +524,15 @@ class KernelSummary(object):
             if len(rows) != lines or not rows:
                 return False
             cols = list(zip(*rows))
+            cells = cols[g["cells"]]
+            uniq = set(cells)
             self._learn_quoting(cols, g)
-        else:
-            cols = list(zip(*rows))
         n = len(rows)
-        cells = cols[g["cells"]]
         ds = list(map(float, cols[g["d"]]))
         sts = list(map(float, cols[g["s"]])) if "s" in g else None
         kernels = self.kernels
         types = self.types
         of = self.cells_of
-        uniq = set(cells)
         infos = [of.get(c) or self._cells(c) for c in uniq]
         keys = {i[0] for i in infos}
         new = keys.difference(kernels)
