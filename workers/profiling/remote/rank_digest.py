@@ -25,7 +25,9 @@
 # Speed: KernelSummary takes a piece of whole lines with one regular
 # expression first (_rows: one findall gives only the columns read, the
 # names, types and cores as one group split once per distinct value, the
-# start times and durations as plain decimals), then
+# start times and durations as plain decimals; once a piece's quoting of
+# them is known, a pattern of that quoting without quote groups is tried
+# first, its name-to-core columns a single-byte scan), then
 # column by column
 # (_columns: each step one call over all the piece's lines), other whole
 # lines one by one (_lines: split at the commas up to the last column read,
