@@ -271,6 +271,45 @@ TEST(KernelSummaryDifferential, LargeFilesInPieces) {
   ExpectSameSummaries(files, 5);
 }
 
+// The quoting of the start times and durations changes between stretches of
+// a file and inside them, and a few names are quoted: the program first tries
+// the pattern of the quoting the last piece had (no quote groups, the cells'
+// columns anything but a comma), the general one when a line differs or a
+// quote is among the cells.
+TEST(KernelSummaryDifferential, QuotingThatChangesBetweenAndInsidePieces) {
+  TempDir tmp;
+  const std::string h = "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),"
+                        "Duration(us),Wait Time(us),Input Shapes\n";
+  const std::vector<std::string> names = {"aclnnMatmul_MatMulCommon_MatMulV2", "aclnnAdd_AddAiCore_Add",
+                                          "hcom_allGather__1_0_1"};
+  // Rarely, a quoted name holding commas (columns that the fixed pattern's
+  // "anything but a comma" would cut elsewhere) or an escaped quote.
+  const std::vector<std::string> quoted = {"\"q,uo,ted\"", "\"esc\"\"aped\"", "\"a,b\""};
+  std::mt19937 rng(58);
+  auto num = [&](bool quoted, bool spaced) {
+    std::string v = std::to_string(rng() % 100000000) + "." + std::to_string(rng() % 1000);
+    if (spaced) v = " " + v + "\t";
+    return quoted ? "\"" + v + "\"" : v;
+  };
+  std::vector<std::string> files;
+  for (int f = 0; f < 2; ++f) {
+    std::string text = h;
+    int mode = 0;
+    while (text.size() < (f + 2) * (1u << 20)) {
+      if (rng() % 3000 == 0) mode = static_cast<int>(rng() % 5);  // a stretch of another quoting
+      const int m = mode == 4 ? static_cast<int>(rng() % 4) : mode;  // 4: every line its own
+      const bool spaced = f == 1 && rng() % 200 == 0;
+      text += "1,4294967295," + std::to_string(rng() % 100000) + ",2," + (rng() % 400 == 0 ? quoted[rng() % quoted.size()] : names[rng() % names.size()]) + ",T" +
+              std::to_string(rng() % 3) + ",dynamic,AI_CORE," + num(m & 1, spaced) + "," + num(m & 2, spaced) +
+              ",0,\"\"\"4096,512\"\"\"\n";
+    }
+    files.push_back(tmp.path + "/quoting" + std::to_string(f) + ".csv");
+    WriteTree(files.back(), text);
+  }
+  ExpectSameSummaries(files, 20000);
+  ExpectSameSummaries(files, 2);
+}
+
 // trace_view.json: the program's streamed check against CheckTraceViewJson.
 TEST(KernelSummaryDifferential, TraceViewCheckAgreesWithTheReference) {
   TempDir tmp;

@@ -25,7 +25,9 @@
 # Speed: KernelSummary takes a piece of whole lines with one regular
 # expression first (_rows: one findall gives only the columns read, the
 # names, types and cores as one group split once per distinct value, the
-# start times and durations as plain decimals), then
+# start times and durations as plain decimals; once a piece's quoting of
+# them is known, a pattern of that quoting without quote groups is tried
+# first, its name-to-core columns a single-byte scan), then
 # column by column
 # (_columns: each step one call over all the piece's lines), other whole
 # lines one by one (_lines: split at the commas up to the last column read,
@@ -397,19 +399,30 @@ class KernelSummary(object):
         self.need = max(self.name_col, self.type_col, self.dur_col) + 1
         self.reader.limit = max(c for c in (self.name_col, self.type_col, self.dur_col, self.core_col,
                                             self.start_col) if c is not None) + 1
-        self.rows_re = self._rows_pattern()
+        self.rows_re, self.rows_groups = self._rows_pattern()
+        self.tight = None    # (pattern, groups) of the quoting the last piece had (_learn_quoting)
+        self.tight_of = {}
+        self.cells_of = {}   # a line's cells group -> ((name, type), type, core)
         return True
 
-    def _rows_pattern(self):
-        """The regular expression _rows takes a piece's lines with (None when
-        the header does not suit it): per line, the columns up to the last
-        one read with no quote among them but around a start time or a
-        duration, the columns from the first to the last of name, type and
-        core as one group (their "cells", split per distinct value), each
-        start time and duration a plain decimal of at most 18 digits before
-        its point and 100 after (so no value underflows nor reaches 2^63)
-        with at most 64 spaces around it, quoted or bare, then anything to
-        the line's end."""
+    def _rows_pattern(self, quoted=None):
+        """The regular expression _rows takes a piece's lines with and where
+        its groups are ((None, None) when the header does not suit it): per
+        line, the columns up to the last one read with no quote among them
+        but around a start time or a duration, the columns from the first to
+        the last of name, type and core as one group (their "cells", split
+        per distinct value), each start time and duration a plain decimal of
+        at most 18 digits before its point and 100 after (so no value
+        underflows nor reaches 2^63) with at most 64 spaces around it, then
+        anything to the line's end. With quoted None, each number is quoted
+        or bare (a group says which); with quoted a dict {"s"|"d": bool},
+        each is only as it says and has no group of its quote, and the cells'
+        columns are anything but a comma (a single-byte scan, the cheapest
+        for the engine): _rows takes its rows only when there are as many as
+        lines (so none spans a '\n') and no quote is among the cells; those
+        lines are a subset of the general pattern's, with the same cells,
+        start times and durations. _rows tries it first: findall's cost grows
+        with its groups and its character classes."""
         want = self.reader.limit
         span = [c for c in (self.name_col, self.type_col, self.core_col) if c is not None]
         lo, hi = min(span), max(span)
@@ -417,28 +430,51 @@ class KernelSummary(object):
         if self.start_col is not None:
             nums[self.start_col] = "s"
         if any(lo <= c <= hi for c in nums) or want > 512:
-            return None
+            return None, None
         sp = r"[ \t\r\f\v]{0,64}"
         num = r"([0-9]{1,18}(?:\.[0-9]{0,100})?|\.[0-9]{1,100})"
         parts = []
         groups = 0
-        self.rows_groups = {}
+        where = {}
         for i in range(want):
             if i == lo:
-                parts.append(r"(" + r",".join([r'[^,\n"]*'] * (hi - lo + 1)) + r")")
+                cell = r'[^,\n"]*' if quoted is None else r"[^,]*"
+                parts.append(r"(" + r",".join([cell] * (hi - lo + 1)) + r")")
                 groups += 1
-                self.rows_groups["cells"] = groups - 1
+                where["cells"] = groups - 1
             elif lo < i <= hi:
                 continue
             elif i in nums:
-                q = "q" + nums[i]
-                parts.append(sp + r'(?P<%s>")?' % q + sp + num + sp + r"(?(%s)\")" % q + sp)
-                groups += 2
-                self.rows_groups[nums[i]] = groups - 1
+                if quoted is None:
+                    q = "q" + nums[i]
+                    parts.append(sp + r'(?P<%s>")?' % q + sp + num + sp + r"(?(%s)\")" % q + sp)
+                    groups += 2
+                elif quoted[nums[i]]:
+                    parts.append(sp + r'"' + sp + num + sp + r'"' + sp)
+                    groups += 1
+                else:
+                    parts.append(sp + num + sp)
+                    groups += 1
+                where[nums[i]] = groups - 1
             else:
                 parts.append(r'[^,\n"]*')
-        self.cells_of = {}  # a line's cells group -> ((name, type), type, core)
-        return re.compile((r"^" + r",".join(parts) + r"(?:,[^\n]*)?\n").encode("ascii"), re.M)
+        return re.compile((r"^" + r",".join(parts) + r"(?:,[^\n]*)?\n").encode("ascii"), re.M), where
+
+    def _learn_quoting(self, cols, g):
+        """After the general pattern took a piece: when every row quoted its
+        start time (and its duration) alike, the fixed pattern of that
+        quoting is tried first from the next piece on."""
+        quoted = {}
+        for k in ("s", "d"):
+            if k in g:
+                qs = set(cols[g[k] - 1])  # the number's quote group comes right before it
+                if len(qs) != 1:
+                    return
+                quoted[k] = qs.pop() == b'"'
+        key = tuple(sorted(quoted.items()))
+        if key not in self.tight_of:
+            self.tight_of[key] = self._rows_pattern(quoted)
+        self.tight = self.tight_of[key]
 
     def _cells(self, cells):
         """((name, type), type, core) of a cells group, as the reader cuts
@@ -456,8 +492,9 @@ class KernelSummary(object):
         return got
 
     def _rows(self, piece):
-        """The data records of a piece of whole lines taken by rows_re, one
-        findall for the piece: only the columns read come out, the names,
+        """The data records of a piece of whole lines taken by rows_re (or
+        first by the pattern of the quoting the last piece had, _learn_quoting),
+        one findall for the piece: only the columns read come out, the names,
         types and cores once per distinct line prefix. False, having changed
         nothing, when a line is outside it (or a line's quotes are odd, or
         more new kernels than there is room for): the
@@ -471,19 +508,33 @@ class KernelSummary(object):
             lines = quotes.count(b"\n")
         else:
             lines = piece.count(b"\n")
-        rows = self.rows_re.findall(piece)
+        rows = None
+        if self.tight is not None:
+            pattern, g = self.tight
+            rows = pattern.findall(piece)
+            if len(rows) == lines and rows:
+                cols = list(zip(*rows))
+                cells = cols[g["cells"]]
+                uniq = set(cells)
+                if b'"' in b"".join(uniq):
+                    rows = None  # a quote among name, type and core: the general pattern
+            else:
+                rows = None  # a line quoted otherwise: the general pattern
+        if rows is None:
+            rows = self.rows_re.findall(piece)
+            g = self.rows_groups
+            if len(rows) != lines or not rows:
+                return False
+            cols = list(zip(*rows))
+            cells = cols[g["cells"]]
+            uniq = set(cells)
+            self._learn_quoting(cols, g)
         n = len(rows)
-        if n != lines or not n:
-            return False
-        cols = list(zip(*rows))
-        g = self.rows_groups
-        cells = cols[g["cells"]]
         ds = list(map(float, cols[g["d"]]))
         sts = list(map(float, cols[g["s"]])) if "s" in g else None
         kernels = self.kernels
         types = self.types
         of = self.cells_of
-        uniq = set(cells)
         infos = [of.get(c) or self._cells(c) for c in uniq]
         keys = {i[0] for i in infos}
         new = keys.difference(kernels)
