@@ -29,11 +29,13 @@ TaskOutcome TakeAfterReady(const tasks::ServiceWaitReady& p, const proto::Task& 
   if (p.has_then_snapshot() && !ctx.cancelled.load()) {
     tasks::MemoryNpuSmi then = p.then_snapshot();
     if (!then.has_machine()) *then.mutable_machine() = p.machine();
+    ctx.progress("ready; taking the after-ready snapshot");  // each part renews the lease
     AddPart(ready, "after_ready", MemNpuSmi(then, task, ctx));
   }
   if (p.has_then_logs() && !ctx.cancelled.load()) {
     tasks::MemoryLogs then = p.then_logs();
     if (!then.has_machine()) *then.mutable_machine() = p.machine();
+    ctx.progress("ready; reading the service's logs");
     AddPart(ready, "vllm_log", MemLogs(then, task, ctx));
   }
   ready.result["then_ms"] = std::max<int64_t>(0, NowMs() - t0);
