@@ -1,5 +1,6 @@
 #include "statemachine/memory_profile_machine.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 #include <stdexcept>
@@ -281,6 +282,27 @@ void RecordOn(Decision& d, int node, const std::string& field, json value) {
                                 {"value", std::move(value)}});
 }
 
+// A blob's sha256 by its name in a task's blobs ("" when absent).
+std::string BlobIn(const json& blobs, const std::string& name) {
+  return blobs.is_object() ? blobs.value(name, "") : "";
+}
+
+// An npu-smi snapshot's answer (memory.npu_smi's, or the readiness wait's
+// after_ready) as node i's record of `step`.
+void RecordSnapshot(Decision& d, int node, const std::string& step, const json& answer, const json& blobs) {
+  const std::string file = step + "_npu_smi.txt";
+  RecordOn(d, node, step, json{{"hbm", answer.value("hbm", json::object())}, {"source", "npu_smi"},
+                               {"blob", BlobIn(blobs, file)}, {"file", file}});
+}
+
+// The log read's answer (memory.logs', or the readiness wait's vllm_log) as
+// node i's vllm_log record.
+void RecordLogs(Decision& d, int node, const json& answer, const json& blobs) {
+  RecordOn(d, node, "vllm_log",
+           json{{"summary", answer.value("summary", json::object())}, {"bytes", answer.value("bytes", 0)},
+                {"blob", BlobIn(blobs, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
+}
+
 void StepFailed(Decision& d, const std::string& step, const TaskFailure& failure) {
   d.Emit(kMemStepFailed, json{{"step", step}, {"error_kind", failure.error_kind()}, {"error", failure.error()}});
 }
@@ -473,6 +495,38 @@ bool FlushWithStop(const View& v, bool force) {
          Spec(s).flush_s() <= 0 && !v.Done("flushed");
 }
 
+// The log read's payload for node i's service (memory.logs, or the
+// readiness wait's then_logs).
+tasks::MemoryLogs LogsPayload(const View& v, const ServiceRecord& svc, const std::string& rt) {
+  tasks::MemoryLogs p;
+  p.set_step("vllm_log");
+  p.set_runtime_dir(rt);
+  p.set_stdout_log(v.LogOf(svc.stdout_log(), rt, "stdout.log"));
+  p.set_stderr_log(v.LogOf(svc.stderr_log(), rt, "stderr.log"));
+  return p;
+}
+
+// Whether the readiness wait takes the after-ready snapshot and the log read
+// with it (ServiceWaitReady.then_snapshot / then_logs, issue 38): a one-node
+// standalone run on its way to a good end, neither step done yet. The
+// inference is then scheduled with the wait's answer: no task round trip
+// between readiness and the inference.
+bool ReadyTakesSnapshot(const View& v) {
+  const RunState& s = v.s;
+  return Standalone(s) && !Multi(s) && !s.cancel_requested && !v.data.has_failure() && !v.Done("after_ready") &&
+         !v.Done("vllm_log");
+}
+
+// Whether the inference takes the after-inference snapshot with it
+// (MemoryInfer.then_snapshot, issue 38): a one-node standalone run on its
+// way to a good end whose next step after the inference is the snapshot (no
+// operator-memory window to close between them).
+bool InferTakesSnapshot(const View& v) {
+  const RunState& s = v.s;
+  return Standalone(s) && !Multi(s) && !s.cancel_requested && !v.data.has_failure() && !v.Done("after_infer") &&
+         v.Skipped(MemSkip::kNoOperatorMemory);
+}
+
 // Schedules step on node i (the head's payloads are those of a one-node
 // run; another node's go to its machine and read its own service record).
 void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
@@ -522,14 +576,17 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
       p.set_deadline_ms(d.now_ms() + timeout_s * 1000);
     }
     p.set_step(step);
+    if (ReadyTakesSnapshot(v)) {
+      tasks::MemoryNpuSmi snap;
+      snap.set_step("after_ready");
+      snap.set_phase("after_ready");
+      *p.mutable_then_snapshot() = snap;
+      *p.mutable_then_logs() = LogsPayload(v, svc, rt);
+    }
     d.Schedule(p);
     if (Multi(s)) WatchNodes(d, 1, kNodeWatchPollS);
   } else if (step == "vllm_log") {
-    tasks::MemoryLogs p;
-    p.set_step(step);
-    p.set_runtime_dir(rt);
-    p.set_stdout_log(v.LogOf(svc.stdout_log(), rt, "stdout.log"));
-    p.set_stderr_log(v.LogOf(svc.stderr_log(), rt, "stderr.log"));
+    tasks::MemoryLogs p = LogsPayload(v, svc, rt);
     send(p);
   } else if (step == "inference") {
     tasks::MemoryInfer p;
@@ -541,6 +598,12 @@ void ScheduleOn(Decision& d, const View& v, const std::string& step, int node) {
     p.set_max_tokens(Spec(s).max_tokens());
     p.set_timeout_s(600);
     p.set_server_scheduled_ms(d.now_ms());
+    if (InferTakesSnapshot(v)) {
+      tasks::MemoryNpuSmi snap;
+      snap.set_step("after_infer");
+      snap.set_phase("after_infer");
+      *p.mutable_then_snapshot() = snap;
+    }
     d.Schedule(p);
   } else if (step == "stopped") {
     // Forced (SIGKILL) on cancel, or after a graceful stop left it running.
@@ -619,6 +682,8 @@ void ScheduleEarlyStep(Decision& d, const View& v, const std::string& step) {
 }
 
 bool TakeFlushFromStop(Decision& d);
+bool TakeAfterReadyFromReady(Decision& d);
+bool TakeAfterInferFromInference(Decision& d);
 
 void Schedule(Decision& d, const View& v, const std::string& step) {
   const RunState& s = v.s;
@@ -626,6 +691,11 @@ void Schedule(Decision& d, const View& v, const std::string& step) {
   // The stop already answered for the flush wait (then_flush): its answer is
   // recorded as the wait's would be, and the walk goes on.
   if (step == "flushed" && !Multi(s) && TakeFlushFromStop(d)) return Advance(d);
+  // The readiness wait already took the after-ready snapshot and the log
+  // read (then_snapshot, then_logs): recorded as their tasks' answers would be.
+  if (step == "after_ready" && !Multi(s) && TakeAfterReadyFromReady(d)) return Advance(d);
+  // Likewise the inference for the after-inference snapshot (then_snapshot).
+  if (step == "after_infer" && !Multi(s) && TakeAfterInferFromInference(d)) return Advance(d);
   if (Multi(s) && step == "stopped") {
     ScheduleNodeStops(d);
     // The clocks again as the services stop (their last moment up), for a
@@ -822,6 +892,40 @@ bool TakeFlushFromStop(Decision& d) {
   return true;
 }
 
+// The readiness wait answered for the after-ready snapshot and the log read
+// (then_snapshot, then_logs): records each part it holds and the run has not
+// recorded yet, as its task's answer would be; true when it recorded any.
+bool TakeAfterReadyFromReady(Decision& d) {
+  const TaskInfo* ready = LastNodeTask(d.state(), kServiceWaitReadyTask, 0);
+  if (ready == nullptr || ready->status != TaskStatus::kSucceeded) return false;
+  const auto r = RecordedOf<results::ServiceWaitReadyResult>(*ready);
+  const json& answer = Field(ready->result, "result");
+  const json& blobs = Field(ready->result, "blobs");
+  bool took = false;
+  if (r.has_vllm_log() && !d.state().data.contains("vllm_log") && Field(answer, "vllm_log").is_object()) {
+    RecordLogs(d, 0, answer.at("vllm_log"), blobs);
+    took = true;
+  }
+  if (r.has_after_ready() && !d.state().data.contains("after_ready") && Field(answer, "after_ready").is_object()) {
+    RecordSnapshot(d, 0, "after_ready", answer.at("after_ready"), blobs);
+    took = true;
+  }
+  return took;
+}
+
+// The inference answered for the after-inference snapshot (then_snapshot):
+// records it as memory.npu_smi's answer would be; false when it did not.
+bool TakeAfterInferFromInference(Decision& d) {
+  const TaskInfo* infer = LastNodeTask(d.state(), kMemInferTask, 0);
+  if (infer == nullptr || infer->status != TaskStatus::kSucceeded || d.state().data.contains("after_infer"))
+    return false;
+  if (!RecordedOf<results::MemoryInferResult>(*infer).has_after_infer()) return false;
+  const json& part = Field(Field(infer->result, "result"), "after_infer");
+  if (!part.is_object()) return false;
+  RecordSnapshot(d, 0, "after_infer", part, Field(infer->result, "blobs"));
+  return true;
+}
+
 bool CriticalStep(const RunState& s, const std::string& step) {
   for (const MemStep& st : MemoryStepsOf(Mode(s)))
     if (st.name == step) return st.critical;
@@ -922,9 +1026,7 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
   if (task.kind == kMemPreflightTask) {
     RecordOn(d, node, "preflight", answer);
   } else if (task.kind == kMemNpuSmiTask) {
-    const std::string file = step + "_npu_smi.txt";
-    RecordOn(d, node, step, json{{"hbm", answer.value("hbm", json::object())}, {"source", "npu_smi"},
-                                 {"blob", BlobOf(task, file)}, {"file", file}});
+    RecordSnapshot(d, node, step, answer, Field(task.result, "blobs"));
   } else if (task.kind == kServiceLaunchTask) {
     (void)result.Required<results::ServiceLaunchResult>();  // where the service runs: the next steps need it
     RecordOn(d, node, "service", ServiceRecordFromLaunch(task.payload, answer));
@@ -932,20 +1034,31 @@ void MemoryProfileMachine::OnTaskSucceeded(Decision& d, const TaskInfo& task, co
     // A deployment's stop: the shared node lifecycle reads each node's answer
     // from its task; the deployment's record is written once every node is settled.
   } else if (task.kind == kServiceWaitReadyTask) {
+    // The parts it took after readiness (then_snapshot, then_logs) are
+    // recorded where the walk reaches them (TakeAfterReadyFromReady).
     json r = answer;
-    r["server_answered_ms"] = d.now_ms();  // the ready instant the activation's idle level is taken after
+    for (const char* part : {"after_ready", "vllm_log", "then_ms"}) r.erase(part);
+    // The ready instant the activation's idle level is taken after: the
+    // answer's, less what the task did after it saw the service ready.
+    const int64_t then_ms = std::max<int64_t>(0, result.As<results::ServiceWaitReadyResult>().then_ms());
+    r["server_answered_ms"] = d.now_ms() - then_ms;
     Record(d, "ready", r);
   } else if (task.kind == kMemLogsTask) {
-    RecordOn(d, node, "vllm_log",
-             json{{"summary", answer.value("summary", json::object())}, {"bytes", answer.value("bytes", 0)},
-                  {"blob", BlobOf(task, "vllm_serve.log")}, {"file", "vllm_serve.log"}});
+    RecordLogs(d, node, answer, Field(task.result, "blobs"));
   } else if (task.kind == kMemInferTask) {
+    // The snapshot it took after its request (then_snapshot) is recorded
+    // where the walk reaches it (TakeAfterInferFromInference).
     json r = answer;
+    r.erase("after_infer");
+    r.erase("then_ms");
     r["blob"] = BlobOf(task, "inference_response.json");
     const int64_t scheduled_ms = PayloadOf<tasks::MemoryInfer>(task).server_scheduled_ms();
     if (scheduled_ms > 0) {  // 0: an older payload that did not say
       const auto data = DataOf<Data>(d.state());
-      r["server_window_ms"] = {{"start_ms", scheduled_ms}, {"end_ms", d.now_ms()},
+      // The request's end: the answer, less the snapshot's time after it.
+      const int64_t then_ms = std::max<int64_t>(0, result.As<results::MemoryInferResult>().then_ms());
+      const int64_t end_ms = std::max(scheduled_ms, d.now_ms() - then_ms);
+      r["server_window_ms"] = {{"start_ms", scheduled_ms}, {"end_ms", end_ms},
                                {"ready_ms", data.ready().server_answered_ms() != 0
                                                 ? json(data.ready().server_answered_ms())
                                                 : json()}};  // null: not recorded

@@ -613,6 +613,83 @@ TEST(MemoryMachine, TheStopAnswersForTheFlushWaitWhenItTookIt) {
   EXPECT_FALSE(min.Pending(kServiceStopTask)->payload.contains("then_flush"));
 }
 
+// The readiness wait takes the after-ready snapshot and the log read with it
+// (ServiceWaitReady.then_snapshot / then_logs, issue 38): its answer's parts
+// are recorded as memory.npu_smi's and memory.logs' would be, in the walk's
+// order, and the inference is scheduled with the wait's answer. A part the
+// wait did not answer is left to its task.
+TEST(MemoryMachine, TheReadinessWaitAnswersForTheAfterReadySnapshotAndTheLogs) {
+  Driver d("mp41");
+  d.Submit(StandaloneSpec());
+  d.Succeed({{"wrap_script", "/w"}});
+  d.Succeed({{"hbm", Hbm(2862)}});
+  d.Succeed({{"runtime_dir", "/tmp/rt/mp41/service-1"}, {"pid", 5}, {"port", 18001},
+             {"stdout_log", "/tmp/rt/mp41/service-1/stdout.log"}, {"stderr_log", "/tmp/rt/mp41/service-1/stderr.log"}});
+  ASSERT_NE(d.Pending(kServiceWaitReadyTask), nullptr);
+  const json& wait = d.Pending(kServiceWaitReadyTask)->payload;
+  ASSERT_TRUE(wait.contains("then_snapshot")) << wait.dump();
+  EXPECT_EQ(wait["then_snapshot"]["phase"], "after_ready");
+  EXPECT_EQ(wait["then_logs"]["stdout_log"], "/tmp/rt/mp41/service-1/stdout.log");
+  EXPECT_EQ(wait["then_logs"]["stderr_log"], "/tmp/rt/mp41/service-1/stderr.log");
+  const size_t before = d.types().size();
+  d.Succeed({{"ready_after_ms", 900},
+             {"rounds", 1},
+             {"then_ms", 40},
+             {"after_ready", {{"phase", "after_ready"}, {"hbm", Hbm(50000)}, {"device_count", 1}}},
+             {"vllm_log", {{"summary", {{"kv_cache_available_gib", 12.5}}}, {"bytes", 321}}}},
+            {{"after_ready_npu_smi.txt", "sha-a"}, {"vllm_serve.log", "sha-l"}}, kServiceWaitReadyTask);
+  EXPECT_EQ(d.PendingKind(), kMemInferTask) << "the inference comes with the wait's answer";
+  EXPECT_EQ(d.s().state, "inference");
+  EXPECT_FALSE(d.s().data["ready"].contains("after_ready")) << "the wait's record is the wait's";
+  EXPECT_FALSE(d.s().data["ready"].contains("vllm_log"));
+  EXPECT_FALSE(d.s().data["ready"].contains("then_ms"));
+  EXPECT_EQ(d.s().data["after_ready"]["blob"], "sha-a");
+  EXPECT_EQ(d.s().data["after_ready"]["hbm"], Hbm(50000));
+  EXPECT_EQ(d.s().data["vllm_log"]["blob"], "sha-l");
+  EXPECT_EQ(d.s().data["vllm_log"]["bytes"], 321);
+  const std::vector<std::string> after(d.types().begin() + static_cast<long>(before), d.types().end());
+  const auto at = [&](const char* t) { return std::find(after.begin(), after.end(), t) - after.begin(); };
+  ASSERT_LT(at("AfterReadyRecorded"), after.size());
+  EXPECT_LT(at("ServiceReady"), at("AfterReadyRecorded"));
+  EXPECT_LT(at("VllmLogRead"), after.size());
+  EXPECT_LT(at("AfterReadyRecorded"), at("TaskScheduled"));
+  // The rest of the run as before; no memory.logs and no after-ready memory.npu_smi ran.
+  d.Succeed({{"ok", true}});
+  d.Succeed({{"hbm", Hbm(50100)}});
+  EXPECT_EQ(d.s().state, "stopped");
+  int snapshots = 0;
+  for (const auto& [id, t] : d.s().tasks) {
+    EXPECT_NE(t.kind, kMemLogsTask) << id;
+    if (t.kind == kMemNpuSmiTask) ++snapshots;
+  }
+  EXPECT_EQ(snapshots, 2) << "baseline and after_infer only";
+  // The ready instant: the answer's, less the parts' time.
+  EXPECT_GT(d.s().data["ready"]["server_answered_ms"].get<int64_t>(), 0);
+
+  // A wait that answered without the logs: the log read runs as its own task.
+  Driver half("mp42");
+  half.Submit(StandaloneSpec());
+  half.Succeed({{"wrap_script", "/w"}});
+  half.Succeed({{"hbm", Hbm(2862)}});
+  half.Succeed({{"runtime_dir", "/tmp/rt/mp42/service-1"}, {"pid", 5}, {"port", 18001}});
+  half.Succeed({{"after_ready", {{"phase", "after_ready"}, {"hbm", Hbm(50000)}, {"device_count", 1}}}},
+               {{"after_ready_npu_smi.txt", "sha-a"}}, kServiceWaitReadyTask);
+  EXPECT_EQ(half.PendingKind(), kMemLogsTask);
+  EXPECT_EQ(half.s().data["after_ready"]["blob"], "sha-a");
+  half.Succeed({{"summary", json::object()}});
+  EXPECT_EQ(half.PendingKind(), kMemInferTask);
+
+  // A wait that answered with neither: both tasks as before.
+  Driver none("mp43");
+  none.Submit(StandaloneSpec());
+  none.Succeed({{"wrap_script", "/w"}});
+  none.Succeed({{"hbm", Hbm(2862)}});
+  none.Succeed({{"runtime_dir", "/tmp/rt/mp43/service-1"}, {"pid", 5}, {"port", 18001}});
+  none.Succeed(json::object(), json::object(), kServiceWaitReadyTask);
+  EXPECT_NE(none.Pending(kMemNpuSmiTask), nullptr);
+  EXPECT_NE(none.Pending(kMemLogsTask), nullptr);
+}
+
 TEST(MemoryMachine, FlushSecondsIsAMinimumThenTheWaitAndAFailedWaitGoesOn) {
   Driver d("mp9");
   json spec = StandaloneSpec();

@@ -7,6 +7,9 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/time_util.h"
 
 #include "common/json_depth.h"
 #include "workers/handlers/target_http_run.h"
@@ -35,7 +38,7 @@ Result<int64_t> ReadTargetClockNs(ssh::SshSession& session) {
 
 }  // namespace
 
-TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task&, TaskContext& tc) {
+TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task& task, TaskContext& tc) {
   TaskOutcome fail;
   auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
@@ -109,6 +112,22 @@ TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task&, TaskContex
     return out;
   }
   out.ok = true;
+  // The after-inference snapshot when the payload asks (then_snapshot):
+  // memory.npu_smi's own handler, read-only; left to its task when it fails.
+  if (p.has_then_snapshot() && !tc.cancelled.load()) {
+    const int64_t t0 = NowMs();
+    tasks::MemoryNpuSmi then = p.then_snapshot();
+    if (!then.has_machine()) *then.mutable_machine() = p.machine();
+    TaskOutcome snap = MemNpuSmi(then, task, tc);
+    if (snap.ok) {
+      out.result["after_infer"] = std::move(snap.result);
+      for (auto& b : snap.blobs) out.blobs.push_back(std::move(b));
+    } else {
+      spdlog::info("the inference's after-inference snapshot: {}: {}; left to its own task", snap.error_kind,
+                   snap.error);
+    }
+    out.result["then_ms"] = std::max<int64_t>(0, NowMs() - t0);
+  }
   return out;
 }
 

@@ -70,6 +70,11 @@ TaskOutcome MemLogs(const tasks::MemoryLogs& p, const proto::Task&, TaskContext&
   TaskOutcome fail;
   auto c = mem::Open(p.machine(), tc, &fail);
   if (!c) return fail;
+  return MemLogsOn(p, *c);
+}
+
+TaskOutcome MemLogsOn(const tasks::MemoryLogs& p, mem::Ctx& c0) {
+  mem::Ctx* c = &c0;
   std::string text;
   json parts = json::object();
   std::vector<std::pair<const char*, std::string>> logs;

@@ -7,6 +7,7 @@
 
 #include "common/json_depth.h"
 #include "workers/handlers/service_scripts.h"
+#include "workers/profiling/target_http_client.h"
 
 namespace npuprof::workers::service {
 
@@ -64,56 +65,19 @@ case $rp_p in 'yes '*) return 0 ;; esac
 return 1)SH";
 
 // argv: port, served name. One line: "yes|no " + the answers as JSON
-// (ASCII). Bodies read up to 64 KiB; at most 64 ids of at most 1 KiB each.
-// HTTP/1.1 over a plain socket (Connection: close; the body by its
-// Content-Length, chunks joined, else to the close): http.client's import
-// (the email package) cost the probe that sees the service ready about
+// (ASCII). Bodies kept up to 64 KiB (read up to 1 MiB); at most 64 ids of
+// at most 1 KiB each. HTTP by npuprof's on-target client
+// (workers/profiling/target_http_client.h, defined before this text), not
+// http.client, whose import cost the probe that sees the service ready about
 // 40 ms of its start on the bench machine (issue 38, docs/PERFORMANCE.md
 // run 56); started with -I -S, the standard library only.
-constexpr const char* kProbe = R"PY(import json, socket, sys
+constexpr const char* kProbe = R"PY(import json, sys
 port, served = int(sys.argv[1]), sys.argv[2]
 r = {"health": 0, "models": 0, "ids": [], "error": ""}
 CAP = 65536
-def dechunk(b):
-    out = b""
-    while len(out) < CAP:
-        size, sep, b = b.partition(b"\r\n")
-        n = int(size.split(b";")[0].strip() or b"0", 16) if sep else 0
-        if n <= 0:
-            break
-        out, b = out + b[:n], b[n + 2:]
-    return out
 def get(path):
-    c = socket.create_connection(("127.0.0.1", port), timeout=3)
-    try:
-        c.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-                   % (path, port)).encode("ascii"))
-        buf, need, head = b"", None, b""
-        while need is None or len(buf) < need:
-            if need is None and b"\r\n\r\n" in buf:
-                head = buf.split(b"\r\n\r\n", 1)[0]
-                need = 4 * CAP
-                for h in head.split(b"\r\n")[1:]:
-                    k, _, v = h.partition(b":")
-                    if k.strip().lower() == b"content-length" and v.strip().isdigit():
-                        need = min(need, len(head) + 4 + int(v.strip()))
-                if len(buf) >= need:
-                    break
-            b = c.recv(CAP)
-            if not b:
-                break
-            buf += b
-            if len(buf) > 4 * CAP + 16384:
-                break
-    finally:
-        c.close()
-    line = buf.split(b"\r\n", 1)[0].split()
-    if len(line) < 2 or not line[0].startswith(b"HTTP/") or not line[1].isdigit():
-        raise ValueError("not an HTTP answer: %r" % buf[:40])
-    body = buf[len(head) + 4:] if head else b""
-    if any(h.lower().replace(b" ", b"") == b"transfer-encoding:chunked" for h in head.split(b"\r\n")[1:]):
-        body = dechunk(body)
-    return int(line[1]), body[:CAP]
+    status, _, body, _ = npuprof_http(port, "GET", path, b"", "", 3, CAP, 1 << 20)
+    return status, body
 try:
     r["health"], _ = get("/health")
     if r["health"] == 200:
@@ -160,7 +124,8 @@ RemoteCheck ReadyProbeCheck(int64_t pid, const std::string& marker, const std::s
   RemoteCheck c = ReadySignalCheck(pid, marker, runtime_dir);  // its prelude: ours, unmarked
   c.prelude += kPrelude;
   c.body = kCheck;
-  c.args = {std::to_string(pid), marker, runtime_dir, std::to_string(port), served, kProbe};
+  c.args = {std::to_string(pid), marker, runtime_dir, std::to_string(port), served,
+            std::string(profiling::kTargetHttpClientPy) + kProbe};
   return c;
 }
 

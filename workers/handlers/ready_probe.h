@@ -4,8 +4,9 @@
 // service may answer (uvicorn's "Application startup complete." in its logs,
 // or a listener on its port in /proc/net/tcp{,6}), and only then asks it:
 // GET /health and GET /v1/models on 127.0.0.1:<port>, from a short python3
-// run on the target (`-I -S`, HTTP over a plain socket: no site, no
-// http.client import). The probe's answer ends the slice when it says ready,
+// run on the target (`-I -S`, npuprof's on-target HTTP client over a plain
+// socket, workers/profiling/target_http_client.h: no site, no http.client
+// import). The probe's answer ends the slice when it says ready,
 // so a service that becomes ready during a slice costs the one round trip
 // that started it. Probes are spaced 100 ms doubling to 1 s while the hint
 // holds and HTTP does not agree yet; no hint, no probe.

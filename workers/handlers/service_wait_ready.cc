@@ -19,6 +19,7 @@
 #include "common/json_depth.h"
 #include "common/time_util.h"
 #include "workers/handlers/ready_probe.h"
+#include "workers/handlers/ready_then_snapshot.h"
 #include "workers/handlers/service_common.h"
 #include "workers/poll_backoff.h"
 #include "workers/handlers/service_handlers.h"
@@ -152,7 +153,9 @@ std::optional<TaskOutcome> WaitOnTarget(ssh::SshSession& session, const std::str
 
 }  // namespace
 
-TaskOutcome WaitReady(const tasks::ServiceWaitReady& p, const proto::Task&, TaskContext& ctx) {
+namespace {
+
+TaskOutcome WaitReadyOnly(const tasks::ServiceWaitReady& p, TaskContext& ctx) {
   Call c = Open(p.machine(), ctx);
   if (c.failure) return *c.failure;
   // A wait of seconds to minutes: a session of its own (ssh_pool.h), so it
@@ -225,6 +228,13 @@ TaskOutcome WaitReady(const tasks::ServiceWaitReady& p, const proto::Task&, Task
     if (!log_hint && !SleepUnlessCancelled(ctx, std::min(step, std::chrono::milliseconds(deadline - now))))
       return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
   }
+}
+
+}  // namespace
+
+TaskOutcome WaitReady(const tasks::ServiceWaitReady& p, const proto::Task& task, TaskContext& ctx) {
+  // Ready: the parts the payload asks for next (ready_then_snapshot.h).
+  return TakeAfterReady(p, task, ctx, WaitReadyOnly(p, ctx));
 }
 
 }  // namespace npuprof::workers::service

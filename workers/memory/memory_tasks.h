@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "task_payloads.pb.h"
+#include "workers/memory/memory_common.h"
 #include "workers/task_outcome.h"
 
 namespace npuprof::workers {
@@ -57,6 +58,9 @@ namespace npuprof::workers {
 TaskOutcome MemPreflight(const tasks::MemoryPreflight& p, const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemNpuSmi(const tasks::MemoryNpuSmi& p, const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemLogs(const tasks::MemoryLogs& p, const proto::Task& task, TaskContext& ctx);
+// memory.logs' work on a given connection (c: memory_common.h), for a caller
+// that holds a session of its own (the readiness wait's then_logs).
+TaskOutcome MemLogsOn(const tasks::MemoryLogs& p, mem::Ctx& c);
 TaskOutcome MemInfer(const tasks::MemoryInfer& p, const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemExport(const tasks::MemoryExport& p, const proto::Task& task, TaskContext& ctx);
 TaskOutcome MemCollectCsvs(const tasks::MemoryCollectCsvs& p, const proto::Task& task, TaskContext& ctx);

@@ -9,6 +9,7 @@
 #include "common/base64.h"
 #include "common/json_depth.h"
 #include "workers/profiling/image_prep.h"
+#include "workers/profiling/target_http_client.h"
 #include "workers/profiling/target_interpreter.h"
 
 namespace npuprof::profiling {
@@ -22,11 +23,15 @@ using nlohmann::json;
 // Prepended to the program of a plan that reads the clock (run with -S).
 constexpr const char* kSiteCustomize = "try:\n    import sitecustomize\nexcept Exception:\n    pass\n";
 
-constexpr const char* kProgram = R"PY(import base64, http.client, json, os, sys, threading, time
+// The program's head: the magic line first, then the plan and the client
+// (target_http_client.h) between kProgramHead and kProgramBody.
+constexpr const char* kProgramHead = R"PY(import base64, json, os, sys, threading, time
 w = sys.stdout
 w.write("npuprof-target-http 1\n")
 w.flush()
-plan = json.loads("".join(sys.argv[1:]))
+)PY";
+
+constexpr const char* kProgramBody = R"PY(plan = json.loads("".join(sys.argv[1:]))
 port, tmo, cap, reqs = plan["port"], plan["timeout_s"], plan["max_body"], plan["requests"]
 LIMIT = 16 << 20
 def clock():
@@ -36,26 +41,13 @@ def ms(t0):
     return int((time.monotonic() - t0) * 1000)
 def one(r):
     t0 = time.monotonic()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=tmo)
     try:
-        h = {"Content-Type": r["t"]} if r["t"] else {}
-        c.request(r["m"], r["p"], body=base64.b64decode(r["b"]), headers=h)
-        a = c.getresponse()
-        body = a.read(cap)
-        size = len(body)
-        while size <= LIMIT:
-            more = a.read(65536)
-            if not more:
-                break
-            size += len(more)
-        if size > LIMIT:
-            return {"error": "ValueError: the answer is larger than %d bytes" % LIMIT, "latency_ms": ms(t0)}
-        return {"status": a.status, "reason": str(a.reason)[:200], "latency_ms": ms(t0), "size": size,
+        status, reason, body, size = npuprof_http(port, r["m"], r["p"], base64.b64decode(r["b"]), r["t"], tmo, cap,
+                                                  LIMIT)
+        return {"status": status, "reason": reason[:200], "latency_ms": ms(t0), "size": size,
                 "body": base64.b64encode(body).decode("ascii")}
     except Exception as e:
         return {"error": (type(e).__name__ + ": " + str(e))[:300], "latency_ms": ms(t0)}
-    finally:
-        c.close()
 out = [None] * len(reqs)
 nxt = [0]
 lock = threading.Lock()
@@ -147,8 +139,9 @@ std::optional<std::vector<std::string>> TargetHttpArgv(const TargetHttpPlan& pla
   // so it reads the clock the target's own Python programs see without
   // paying for the site-packages' .pth files.
   if (plan.interpreter != kDefaultInterpreter && !CheckInterpreterPath(plan.interpreter).ok()) return std::nullopt;
-  std::vector<std::string> argv = {plan.interpreter, "-S", "-c", std::string(kSiteCustomize) + kProgram};
-  if (!plan.clock) argv = {plan.interpreter, "-I", "-S", "-c", kProgram};
+  const std::string program = std::string(kProgramHead) + kTargetHttpClientPy + kProgramBody;
+  std::vector<std::string> argv = {plan.interpreter, "-S", "-c", std::string(kSiteCustomize) + program};
+  if (!plan.clock) argv = {plan.interpreter, "-I", "-S", "-c", program};
   for (size_t at = 0; at < text.size(); at += kArgPieceBytes) argv.push_back(text.substr(at, kArgPieceBytes));
   return argv;
 }
