@@ -318,17 +318,28 @@ TEST(MemoryMachine, NeverReadyCollectsLogsThenStops) {
   EXPECT_NE(d.s().error.find("never_ready"), std::string::npos);
 }
 
-// A standalone run up to the flush step: every step before it succeeds.
-void RunToFlushing(Driver& d, const json& spec) {
+// A standalone run up to its stop: the preflight, the baseline, the launch
+// (its answer `launch` with the run's runtime dir, pid 5 and port 18001
+// added), readiness, the after-ready snapshot, the logs, the inference and
+// the after-inference snapshot each succeed; the stop is pending then.
+void RunToTheStop(Driver& d, const json& spec, json launch = json::object()) {
   d.Submit(spec);
   d.Succeed({{"wrap_script", "/w"}});
   d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/" + d.s().run_id + "/service-1"}, {"pid", 5}, {"port", 18001}});
+  launch["runtime_dir"] = "/tmp/rt/" + d.s().run_id + "/service-1";
+  launch["pid"] = 5;
+  launch["port"] = 18001;
+  d.Succeed(launch);
   d.Succeed(json::object());
   d.Succeed({{"hbm", Hbm(50000)}});
   d.Succeed({{"summary", json::object()}});
   d.Succeed({{"ok", true}});
   d.Succeed({{"hbm", Hbm(50100)}});
+}
+
+// A standalone run up to the flush step: every step before it succeeds.
+void RunToFlushing(Driver& d, const json& spec) {
+  RunToTheStop(d, spec);
   d.Succeed({{"stopped", true}});
   d.Succeed({{"weights", nullptr}});
   EXPECT_EQ(d.s().state, "flushed");
@@ -541,16 +552,7 @@ TEST(MemoryMachine, AFlushWaitThatDidNotCollectLeavesBothStepsToTheirTasks) {
 // or a forced stop, asks for none.
 TEST(MemoryMachine, TheStopAnswersForTheFlushWaitWhenItTookIt) {
   Driver d("mp31");
-  d.Submit(StandaloneSpec());
-  d.Succeed({{"wrap_script", "/w"}});
-  d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/mp31/service-1"}, {"pid", 5}, {"port", 18001},
-             {"stdout_log", "/tmp/rt/mp31/service-1/stdout.log"}});
-  d.Succeed(json::object());
-  d.Succeed({{"hbm", Hbm(50000)}});
-  d.Succeed({{"summary", json::object()}});
-  d.Succeed({{"ok", true}});
-  d.Succeed({{"hbm", Hbm(50100)}});
+  RunToTheStop(d, StandaloneSpec(), {{"stdout_log", "/tmp/rt/mp31/service-1/stdout.log"}});
   ASSERT_NE(d.Pending(kServiceStopTask), nullptr);
   const json then = d.Pending(kServiceStopTask)->payload["then_flush"];
   ASSERT_TRUE(then.is_object()) << d.Pending(kServiceStopTask)->payload.dump();
@@ -600,15 +602,7 @@ TEST(MemoryMachine, TheStopAnswersForTheFlushWaitWhenItTookIt) {
   Driver min("mp32");
   json spec = StandaloneSpec();
   spec["flush_s"] = 2;
-  min.Submit(spec);
-  min.Succeed({{"wrap_script", "/w"}});
-  min.Succeed({{"hbm", Hbm(2862)}});
-  min.Succeed({{"runtime_dir", "/tmp/rt/mp32/service-1"}, {"pid", 5}, {"port", 18001}});
-  min.Succeed(json::object());
-  min.Succeed({{"hbm", Hbm(50000)}});
-  min.Succeed({{"summary", json::object()}});
-  min.Succeed({{"ok", true}});
-  min.Succeed({{"hbm", Hbm(50100)}});
+  RunToTheStop(min, spec);
   ASSERT_NE(min.Pending(kServiceStopTask), nullptr);
   EXPECT_FALSE(min.Pending(kServiceStopTask)->payload.contains("then_flush"));
 }
@@ -832,15 +826,7 @@ TEST(MemoryMachine, AttachUnwrappedFinishesWithoutMsprof) {
 
 TEST(MemoryMachine, GracefulStopThatLeavesTheServiceRunningEscalatesToForce) {
   Driver d("mp8");
-  d.Submit(StandaloneSpec());
-  d.Succeed({{"wrap_script", "/w"}});
-  d.Succeed({{"hbm", Hbm(2862)}});
-  d.Succeed({{"runtime_dir", "/tmp/rt/mp8/service-1"}, {"pid", 5}, {"port", 18001}});
-  d.Succeed(json::object());
-  d.Succeed({{"hbm", Hbm(50000)}});
-  d.Succeed({{"summary", json::object()}});
-  d.Succeed({{"ok", true}});
-  d.Succeed({{"hbm", Hbm(50100)}});
+  RunToTheStop(d, StandaloneSpec());
   ASSERT_EQ(d.PendingKind(), kServiceStopTask);
   EXPECT_EQ(d.Pending()->payload["force"], false);
   EXPECT_EQ(d.Pending()->payload["grace_s"], 30);
