@@ -444,6 +444,14 @@ TEST(ServiceScripts, AServicesPortIsPickedBelowTheEphemeralRangeAndIsFree) {
     EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << port;
     ::close(fd);
   }
+  // Its program imports neither `random` nor `socket` (milliseconds of the
+  // launch's start each: docs/PERFORMANCE.md run 61).
+  std::vector<std::string> timed = FreePortArgv();
+  timed.insert(timed.begin() + 1, {"-X", "importtime"});
+  const auto listed = ssh::testing::RunLocalArgv(timed, "");
+  EXPECT_GT(std::atoi(listed.out.c_str()), 0) << listed.out << listed.err;
+  for (const char* m : {"| random", "| socket", "| hashlib"})
+    EXPECT_EQ(listed.err.find(std::string(m) + "\n"), std::string::npos) << m << " imported:\n" << listed.err;
   auto head = ParseHeadPorts(Shell(ssh::BuildCommand(HeadPortsArgv(29500, true))), true);
   ASSERT_TRUE(head.ok()) << head.status().message();
   EXPECT_LT(head->api, lo);

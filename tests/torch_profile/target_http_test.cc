@@ -316,6 +316,47 @@ TEST(TargetHttpProgram, AClosedPortIsAnErrorPerRequestAndTheClockIsRead) {
   EXPECT_LE(*(*d)->before_ns, *(*d)->after_ns);
 }
 
+// What the program imports before its first request (python3 -X importtime
+// on its own argv): no base64, no socket.py, no threading for one request
+// at a time (each is milliseconds of its start: docs/PERFORMANCE.md run
+// 61); threading where several requests go at once.
+std::string ImportsOf(const TargetHttpPlan& plan) {
+  auto argv = TargetHttpArgv(plan);
+  EXPECT_TRUE(argv.has_value());
+  if (!argv) return "";
+  argv->insert(argv->begin() + 1, {"-X", "importtime"});
+  const auto r = ssh::testing::RunLocalArgv(*argv, "");
+  EXPECT_TRUE(ParseTargetHttpOutput(r.out, r.status, r.err, plan).ok()) << r.out << r.err;
+  return r.err;
+}
+bool Imported(const std::string& importtime, const std::string& module) {
+  std::istringstream lines(importtime);
+  for (std::string line; std::getline(lines, line);) {
+    const auto bar = line.rfind('|');
+    if (bar == std::string::npos) continue;
+    std::string name = line.substr(bar + 1);
+    name.erase(0, name.find_first_not_of(' '));
+    if (name == module) return true;
+  }
+  return false;
+}
+
+TEST(TargetHttpProgram, StartsWithoutTheModulesItDoesNotNeed) {
+  Service svc;
+  TargetHttpPlan one;
+  one.port = svc.port;
+  one.requests.push_back({.path = "/v1/completions", .content_type = "application/json", .body = "{}"});
+  const std::string alone = ImportsOf(one);
+  ASSERT_TRUE(Imported(alone, "json")) << alone;  // the listing is read right
+  for (const char* m : {"base64", "socket", "threading", "random", "http.client"})
+    EXPECT_FALSE(Imported(alone, m)) << m << " imported:\n" << alone;
+  TargetHttpPlan two = one;
+  two.concurrency = 2;
+  two.requests.push_back(one.requests[0]);
+  EXPECT_TRUE(Imported(ImportsOf(two), "threading"));
+  EXPECT_EQ(svc.Seen().size(), 3u);  // every request sent
+}
+
 TEST(TargetHttpProgram, ATargetWithoutPython3NeverStartsItAndNothingIsSent) {
   Service svc;
   npuprof::testing::TempDir bin;

@@ -25,7 +25,11 @@ constexpr const char* kSiteCustomize = "try:\n    import sitecustomize\nexcept E
 
 // The program's head: the magic line first, then the plan and the client
 // (target_http_client.h) between kProgramHead and kProgramBody.
-constexpr const char* kProgramHead = R"PY(import base64, json, os, sys, threading, time
+// Only what every plan needs is imported at the start (binascii for
+// base64, not the base64 module; threading only for more than one slot, os
+// only to report the interpreter): each module is milliseconds of the
+// program's start before its first request (docs/PERFORMANCE.md run 61).
+constexpr const char* kProgramHead = R"PY(import binascii, json, sys, time
 w = sys.stdout
 w.write("npuprof-target-http 1\n")
 w.flush()
@@ -42,38 +46,48 @@ def ms(t0):
 def one(r):
     t0 = time.monotonic()
     try:
-        status, reason, body, size = npuprof_http(port, r["m"], r["p"], base64.b64decode(r["b"]), r["t"], tmo, cap,
+        status, reason, body, size = npuprof_http(port, r["m"], r["p"], binascii.a2b_base64(r["b"]), r["t"], tmo, cap,
                                                   LIMIT)
         return {"status": status, "reason": reason[:200], "latency_ms": ms(t0), "size": size,
-                "body": base64.b64encode(body).decode("ascii")}
+                "body": binascii.b2a_base64(body, newline=False).decode("ascii")}
     except Exception as e:
         return {"error": (type(e).__name__ + ": " + str(e))[:300], "latency_ms": ms(t0)}
 out = [None] * len(reqs)
 nxt = [0]
-lock = threading.Lock()
+slots = max(1, min(plan["concurrency"], len(reqs)))
+if slots > 1:
+    import threading
+    lock = threading.Lock()
 def slot():
     while True:
-        with lock:
-            i = nxt[0]
-            nxt[0] += 1
+        if slots > 1:
+            lock.acquire()
+        i = nxt[0]
+        nxt[0] += 1
+        if slots > 1:
+            lock.release()
         if i >= len(reqs):
             return
         out[i] = one(reqs[i])
 d = {}
 before = clock() if plan["clock"] else 0
 t0 = time.monotonic()
-ts = [threading.Thread(target=slot) for _ in range(max(1, min(plan["concurrency"], len(reqs))))]
-for t in ts:
-    t.start()
-for t in ts:
-    t.join()
+if slots > 1:
+    ts = [threading.Thread(target=slot) for _ in range(slots)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+else:
+    slot()
 d["wall_ms"] = ms(t0)
 if plan["clock"]:
     d["clock"] = {"before_ns": before, "after_ns": clock()}
 if plan.get("exe"):
+    import os
     e = sys.executable or ""
     ok = e and os.path.isabs(e) and os.access(e, os.X_OK)
-    d["exe"] = base64.b64encode(os.fsencode(e)).decode("ascii") if ok else ""
+    d["exe"] = binascii.b2a_base64(os.fsencode(e), newline=False).decode("ascii") if ok else ""
 d["results"] = out
 w.write(json.dumps(d, separators=(",", ":")) + "\n")
 )PY";

@@ -16,7 +16,8 @@
 //   argv[1..]: the plan as JSON (base64 request bodies), cut into pieces of
 //   at most kArgPieceBytes (one argv string may not exceed 128 KiB).
 //   Its HTTP is npuprof's on-target client (target_http_client.h, the
-//   readiness probe's too), not http.client (a 40 ms import).
+//   readiness probe's too), not http.client (a 40 ms import); it imports
+//   binascii (not base64) and threading only for more than one slot.
 //   It first writes the line "npuprof-target-http 1" and flushes it, before
 //   any request: output without that line means it never started (no
 //   python3, or one too old to compile it), so nothing was sent and the

@@ -2,10 +2,37 @@
 
 namespace npuprof::profiling {
 
-const char* const kTargetHttpClientPy = R"PY(import socket
+const char* const kTargetHttpClientPy = R"PY(import _socket
+class NpuprofReader:
+    def __init__(self, s):
+        self.s, self.b = s, bytearray()
+    def fill(self):
+        d = self.s.recv(65536)
+        self.b.extend(d)
+        return len(d) > 0
+    def readline(self, limit):
+        while True:
+            i = self.b.find(b"\n", 0, limit)
+            if i >= 0:
+                n = i + 1
+                break
+            if len(self.b) >= limit or not self.fill():
+                n = min(limit, len(self.b))
+                break
+        out = bytes(self.b[:n])
+        del self.b[:n]
+        return out
+    def read(self, n):
+        if not self.b and not self.fill():
+            return b""
+        out = bytes(self.b[:n])
+        del self.b[:n]
+        return out
 def npuprof_http(port, method, path, body, ctype, tmo, keep, limit):
-    c = socket.create_connection(("127.0.0.1", port), timeout=tmo)
+    c = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
+        c.settimeout(tmo)
+        c.connect(("127.0.0.1", port))
         h = ("%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: */*\r\nAccept-Encoding: identity\r\n"
              "Connection: close\r\n" % (method, path, port))
         if ctype:
@@ -13,7 +40,7 @@ def npuprof_http(port, method, path, body, ctype, tmo, keep, limit):
         if body or method not in ("GET", "HEAD"):
             h += "Content-Length: %d\r\n" % len(body)
         c.sendall(h.encode("latin-1") + b"\r\n" + body)
-        f = c.makefile("rb")
+        f = NpuprofReader(c)
         status = 100
         while 100 <= status < 200:
             line = f.readline(65537)
