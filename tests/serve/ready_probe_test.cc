@@ -3,6 +3,9 @@
 // run locally with /bin/sh against a marked process that plays the service
 // (a python3 HTTP server that binds its port late, prints the start-up line
 // or not), so what the check reports is what that server really answered.
+// The slice's tests run twice: with the shell loop's check and with the
+// watcher that replaces it where python3 runs (ready_watch.h), which must
+// report the same.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -17,6 +20,7 @@
 #include "tests/ssh/local_shell.h"
 #include "tests/support/temp_dir.h"
 #include "workers/handlers/ready_probe.h"
+#include "workers/handlers/ready_watch.h"
 #include "workers/remote_wait.h"
 
 namespace npuprof::workers::service {
@@ -113,7 +117,8 @@ int FreePort() {
 // and /v1/models (listing "m") on `port` until killed. The line comes once
 // the port listens, or, with `line_first`, 0.3 s before it listens (so that
 // a poll sees the line first whatever the load).
-pid_t SpawnService(const std::string& rt, int port, double delay_s, bool line, bool line_first = false) {
+pid_t SpawnService(const std::string& rt, int port, double delay_s, bool line, bool line_first = false,
+                   bool marked = true) {
   const std::string early =
       line_first ? "open(sys.argv[1] + '/stderr.log', 'a').write('INFO:     Application startup complete.\\n')\n"
                    "time.sleep(0.3)\n"
@@ -134,8 +139,8 @@ pid_t SpawnService(const std::string& rt, int port, double delay_s, bool line, b
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
-    char* const envp[] = {const_cast<char*>("NPUPROF_SERVICE=r1/service-1"), const_cast<char*>("PATH=/usr/bin:/bin"),
-                          nullptr};
+    char* const envp[] = {const_cast<char*>(marked ? "NPUPROF_SERVICE=r1/service-1" : "NPUPROF_SERVICE=r9/service-1"),
+                          const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
     char* const argv[] = {const_cast<char*>("python3"), const_cast<char*>("-c"), const_cast<char*>(py.c_str()),
                           const_cast<char*>(rt.c_str()), nullptr};
     execve("/usr/bin/python3", argv, envp);
@@ -150,11 +155,11 @@ struct Service {
   std::string rt;
   int port = FreePort();
   pid_t pid = -1;
-  Service(double delay_s, bool line, bool line_first = false) {
+  Service(double delay_s, bool line, bool line_first = false, bool marked = true) {
     rt = t.path + "/r1/service-1";
     fs::create_directories(rt);
     std::ofstream(rt + "/_start.sh") << "NPUPROF_SERVICE='r1/service-1'; export NPUPROF_SERVICE\n";
-    pid = SpawnService(rt, port, delay_s, line, line_first);
+    pid = SpawnService(rt, port, delay_s, line, line_first, marked);
   }
   ~Service() { Kill(); }
   void Kill() {
@@ -163,9 +168,15 @@ struct Service {
     waitpid(pid, nullptr, 0);
     pid = -1;
   }
+  // The shell loop's check (ReadyProbeCheck), or the watcher (ready_watch.h).
+  bool watcher = false;
+  std::vector<std::string> Argv(milliseconds slice, const std::string& served, pid_t leader = 0) const {
+    if (leader == 0) leader = pid;
+    return watcher ? ReadyWatchArgv(leader, "r1/service-1", rt, port, served, slice)
+                   : RemoteWaitArgv(ReadyProbeCheck(leader, "r1/service-1", rt, port, served), slice);
+  }
   Result<Obs> Wait(milliseconds slice, const std::string& served = "m", const std::string& path_env = "") {
-    const auto r = ssh::testing::RunLocalArgv(
-        RemoteWaitArgv(ReadyProbeCheck(pid, "r1/service-1", rt, port, served), slice), "", path_env);
+    const auto r = ssh::testing::RunLocalArgv(Argv(slice, served), "", path_env);
     if (r.status != 0) return Status::Io("the loop exited " + std::to_string(r.status) + ": " + r.err);
     auto w = ParseRemoteWait(r.out);
     if (!w.ok()) return w.status();
@@ -173,10 +184,14 @@ struct Service {
   }
 };
 
-TEST(ReadyProbeCheck, ASliceEndsWhenTheServiceAnswersAfterItsStartUpLine) {
+// The slice watched by the shell loop (false) or by the watcher (true).
+class ReadyWait : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ReadyWait, ASliceEndsWhenTheServiceAnswersAfterItsStartUpLine) {
   // The line before the listener: the hint is the line whatever the load
   // (a line written after the bind may be polled after the listener).
   Service svc(0.3, true, /*line_first=*/true);
+  svc.watcher = GetParam();
   auto o = svc.Wait(milliseconds(20000));
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->hint, "log");
@@ -184,22 +199,25 @@ TEST(ReadyProbeCheck, ASliceEndsWhenTheServiceAnswersAfterItsStartUpLine) {
   EXPECT_EQ(o->ids, std::vector<std::string>{"m"});
 }
 
-TEST(ReadyProbeCheck, WithoutTheLineTheListenerIsTheHint) {
+TEST_P(ReadyWait, WithoutTheLineTheListenerIsTheHint) {
   Service svc(0.3, false);
+  svc.watcher = GetParam();
   auto o = svc.Wait(milliseconds(20000));
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->hint, "port");
   EXPECT_TRUE(ProbeSaysReady(*o, "m")) << DescribeObservation(*o, "m");
 }
 
-TEST(ReadyProbeCheck, NoHintNoProbeAndAnotherNameIsNotReady) {
+TEST_P(ReadyWait, NoHintNoProbeAndAnotherNameIsNotReady) {
   Service svc(30, false);  // neither line nor listener during the slice
+  svc.watcher = GetParam();
   auto o = svc.Wait(milliseconds(300));
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->hint, "none");
   EXPECT_EQ(o->probe, Obs::Probe::kNone);
 
   Service other(0, true);  // answers, but lists "m" only: the slice runs out, probing now and then
+  other.watcher = GetParam();
   // wait until it serves (its line comes after the bind), so the slice's hint is certain
   for (int i = 0; i < 1000 && !fs::exists(other.rt + "/stderr.log"); ++i) usleep(20000);
   o = other.Wait(milliseconds(4000), "not-m");
@@ -222,18 +240,45 @@ TEST(ReadyProbeCheck, ATargetWithoutPython3SaysSoForTheSshFallback) {
   EXPECT_EQ(o->probe, Obs::Probe::kUnavailable);
 }
 
-TEST(ReadyProbeCheck, ADeadLeaderEndsTheSliceAtOnce) {
+TEST_P(ReadyWait, ADeadLeaderEndsTheSliceAtOnce) {
   Service svc(30, false);
+  svc.watcher = GetParam();
   const pid_t pid = svc.pid;
   svc.Kill();
-  const auto r = ssh::testing::RunLocalArgv(
-      RemoteWaitArgv(ReadyProbeCheck(pid, "r1/service-1", svc.rt, svc.port, "m"), milliseconds(20000)), "");
+  const auto r = ssh::testing::RunLocalArgv(svc.Argv(milliseconds(20000), "m", pid), "");
   ASSERT_EQ(r.status, 0) << r.err;
   auto w = ParseRemoteWait(r.out);
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(w->polls, 1);
   EXPECT_EQ(ParseReadyObservation(w->observation)->leader, Obs::Leader::kGone);
 }
+
+// A leader whose environment carries another service's marker is not
+// this service: the slice ends at once, saying so.
+TEST_P(ReadyWait, ALeaderWithoutTheMarkerIsForeign) {
+  Service svc(30, false, false, /*marked=*/false);
+  svc.watcher = GetParam();
+  usleep(200000);  // its environment is the child's after the exec
+  auto o = svc.Wait(milliseconds(20000));
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->leader, Obs::Leader::kForeign);
+}
+
+// Where python3 cannot run, the watcher prints no remote wait's output
+// (the handler then polls with the shell check, which says the probe is
+// unavailable: ATargetWithoutPython3SaysSoForTheSshFallback).
+TEST(ReadyWatch, ATargetWithoutPython3GivesNoWaitOutput) {
+  Service svc(0, true);
+  npuprof::testing::TempDir bin;
+  fs::create_symlink("/usr/bin/sh", bin.path + "/sh");
+  const auto r = ssh::testing::RunLocalArgv(
+      ReadyWatchArgv(svc.pid, "r1/service-1", svc.rt, svc.port, "m", milliseconds(2000)), "", bin.path);
+  EXPECT_NE(r.status, 0);
+  EXPECT_FALSE(ParseRemoteWait(r.out).ok()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShellAndWatcher, ReadyWait, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "watcher" : "shell"; });
 
 }  // namespace
 }  // namespace npuprof::workers::service

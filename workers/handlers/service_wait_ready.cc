@@ -15,11 +15,13 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/json_depth.h"
 #include "common/time_util.h"
 #include "workers/handlers/ready_probe.h"
 #include "workers/handlers/ready_then_snapshot.h"
+#include "workers/handlers/ready_watch.h"
 #include "workers/handlers/service_common.h"
 #include "workers/poll_backoff.h"
 #include "workers/handlers/service_handlers.h"
@@ -124,10 +126,29 @@ struct WaitState {
 std::optional<TaskOutcome> WaitOnTarget(ssh::SshSession& session, const std::string& marker, WaitState& w,
                                         TaskContext& ctx, const ssh::SshTarget& target) {
   const RemoteCheck check = ReadyProbeCheck(w.pid, marker, w.rt, w.port, w.served);
+  bool watch = true;  // one python3 watches the slice (ready_watch.h), until the target cannot run it
   while (true) {
     if (ctx.cancelled.load()) return TaskOutcome::Failure("cancelled", "readiness wait cancelled", false);
     const auto slice = std::min(kTargetSlice, std::chrono::milliseconds(std::max<int64_t>(0, w.deadline - NowMs())));
-    auto r = RunRemoteWait(session, check, slice);
+    Result<RemoteWaitResult> r = Status::Internal("not watched");
+    if (watch) {
+      auto run = RunRemote(session, ReadyWatchArgv(w.pid, marker, w.rt, w.port, w.served, slice),
+                           slice + std::chrono::seconds(30));
+      if (!run.ok()) return RemoteFailure(run.status(), target);
+      r = run->exit_status == 0 && run->stdout_omitted == 0
+              ? ParseRemoteWait(run->stdout_data)
+              : Result<RemoteWaitResult>(Status::Corruption(ExitText(*run)));
+      if (!r.ok()) {
+        // Not the watcher's output (no python3 there, or too old): the
+        // shell loop's polls and probes from now on.
+        spdlog::debug("the readiness watcher on {}: {} ({}); polling with the shell check", target.Endpoint(),
+                      r.status().message(), TailLines(run->stderr_data, 2));
+        watch = false;
+        continue;
+      }
+    } else {
+      r = RunRemoteWait(session, check, slice);
+    }
     if (!r.ok()) return RemoteFailure(r.status(), target);
     auto o = ParseReadyObservation(r->observation);
     if (!o.ok()) return RemoteFailure(o.status(), target);
