@@ -422,10 +422,13 @@ class Installation {
       std::filesystem::create_directories(h_.Dir() + "/models", ec);
       if (RunLocal({"/bin/cp", "-a", pristine, model_}) != 0) return Status::Internal("cannot copy the model");
     }
-    port_ = FreeLoopbackPort();
     return Status::Ok();
   }
 
+  // No kind names its service's port: each service gets the default, a port
+  // picked free on its own host by the launch. A port picked here would be
+  // free on 127.0.0.1 only, while a two-node head binds 127.0.0.2, where
+  // a parallel shard's head may hold it by the time the launch binds.
   std::vector<std::string> SubmitArgs(const std::string& run) const {
     if (kind_ == "probe") return {"submit", "probe", "--machine", "sim1", "--run-id", run};
     if (kind_ == "torch-profile-2node")
@@ -436,7 +439,7 @@ class Installation {
               "--profile-control-timeout", "30", "--request-timeout", "30", "--run-id", run};
     if (kind_ == "memory-profile-2node")
       return {"submit", "memory-profile", "--node", "head", "--node", "worker", "--model", model_, "--tp", "1", "--dp",
-              "2", "--port", std::to_string(port_), "--flush-seconds", "0", "--health-timeout", "60", "--run-id", run};
+              "2", "--flush-seconds", "0", "--health-timeout", "60", "--run-id", run};
     if (kind_ == "torch-profile")
       return {"submit", "torch-profile", "--machine", "sim1", "--tag", "crash", "--model", model_, "--served-model-name", "qwen",
               "--tp", "2", "--mode", "enforce_eager", "--request-kind", "text", "--benchmark-output-tokens", "4",
@@ -444,8 +447,8 @@ class Installation {
               "--flush-seconds", "0", "--health-timeout", "60", "--profile-control-timeout", "30",
               "--request-timeout", "30", "--run-id", run};
     if (kind_ == "memory-profile")
-      return {"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--port",
-              std::to_string(port_), "--flush-seconds", "0", "--health-timeout", "60", "--run-id", run};
+      return {"submit", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "2", "--flush-seconds",
+              "0", "--health-timeout", "60", "--run-id", run};
     if (kind_ == "sweep")  // two memory-profile points, one after the other on NPU 0
       return {"submit", "sweep", "--kind", "memory-profile", "--machine", "sim1", "--model", model_, "--tp", "1",
               "--flush-seconds", "0", "--health-timeout", "60", "--grid", "gpu-memory-utilization=0.8,0.9",
@@ -637,7 +640,6 @@ class Installation {
   std::string kind_;
   bool serve_ = false;
   std::string model_;
-  int port_ = 0;
 };
 
 // The remote effects that must happen once per run, whatever crashed when.
