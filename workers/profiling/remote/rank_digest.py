@@ -584,15 +584,15 @@ class KernelSummary(object):
         - no quote in the unread columns nor among the cells, and an even
           number in each line's rest (the record ends with its line; the
           quoted numbers' two quotes are the pattern's);
-        - each duration and start time, its spaces trimmed, a plain
-          decimal: no '\n' (the match's one line), no letter of an exponent
-          or a NaN, no '-' nor '_' in its column (what float() reads beyond
-          the rules' plain decimals; an infinity is beyond 2^63 below), and
-          float() of each (which refuses an empty cell, a lone dot, two
-          dots, an inner space or any other byte); then, the cells being
-          shorter than 300 bytes, no value underflows and none is cut by
-          the reader (MAX_CELL); none may be beyond 2^63. The start times
-          are not all converted (_window)."""
+        - in each duration's and start time's column no '\n' (the match's
+          one line), no '-' (a negative, an exponent's underflow), no '_'
+          nor 'n'/'N' (a NaN): what float() reads otherwise than the rules
+          (an infinity is beyond 2^63 below; any other exponent it reads
+          as they do); float() of each duration, which refuses an empty
+          cell, a lone dot, two dots, an inner space or any other byte;
+          the cells being shorter than 300 bytes and unsigned, no value
+          underflows and none is cut by the reader (MAX_CELL); none beyond
+          2^63. The start times are not all converted (_window)."""
         pattern, g = self.tight
         rows = pattern.findall(piece)
         if not rows:
@@ -627,8 +627,8 @@ class KernelSummary(object):
         tails = b"\n".join(cols[g["tail"]])
         if size + len(tails) + 1 - n != len(piece):
             return None  # a line outside the pattern (or a group across lines)
-        if b'"' in tails and b'"' in tails.translate(None, _NOT_QUOTE_NL).replace(b'""', b""):
-            return None  # a line of odd quotes: its record goes on past it
+        if b'"' in tails and b'"' in tails.translate(None, _NOT_QUOTE_NL).replace(b'""""', b"").replace(b'""', b""):
+            return None  # a line of odd quotes (each line's quotes a run): its record goes on past it
         try:
             ds = list(map(float, dcol))
         except ValueError:
