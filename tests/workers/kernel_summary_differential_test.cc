@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -308,6 +309,142 @@ TEST(KernelSummaryDifferential, QuotingThatChangesBetweenAndInsidePieces) {
   }
   ExpectSameSummaries(files, 20000);
   ExpectSameSummaries(files, 2);
+}
+
+// Files of one regular shape of line but for a few, so that the program takes
+// their pieces with the loose pattern (its rows checked in bulk, then most
+// start times compared as bytes): each file holds one kind of line that one of
+// those checks must send to the general pattern, first in a piece and in the
+// middle of pieces, so that removing that check changes that file's summary.
+// Also the start times' other forms: lengths that change, no digit before the
+// point, spaces, durations longer than the starts' spread.
+TEST(KernelSummaryDifferential, LoosePatternChecks) {
+  TempDir tmp;
+  using Line = std::function<std::string(const std::string& start, const std::string& dur)>;
+  const std::string cols = "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,";
+  const std::string rest = ",0.0,\"\"\"32,4096\"\"\"\n";
+  const std::string pre = "1,4294967295,7,2,";
+  const std::string cells = "aclnnAdd_AddAiCore_Add,Add,dynamic,AI_VECTOR_CORE";
+  struct Layout {
+    std::string header;
+    std::function<std::string(const std::string&, const std::string&, const std::string&, const std::string&)> line;
+  };
+  // (unread columns, name to core, start, duration) -> a line
+  const std::map<std::string, Layout> layouts = {
+      {"quoted start", {cols + "Start Time(us),Duration(us),Wait Time(us),Input Shapes\n",
+                        [&](auto& u, auto& c, auto& s, auto& d) { return u + "," + c + ",\"" + s + "\t\"," + d + rest; }}},
+      {"bare", {cols + "Start Time(us),Duration(us),Wait Time(us),Input Shapes\n",
+                [&](auto& u, auto& c, auto& s, auto& d) { return u + "," + c + "," + s + "," + d + rest; }}},
+      {"quoted both", {cols + "Start Time(us),Duration(us),Wait Time(us),Input Shapes\n",
+                       [&](auto& u, auto& c, auto& s, auto& d) { return u + "," + c + ",\"" + s + "\",\"" + d + "\"" + rest; }}},
+      {"duration first", {cols + "Duration(us),Start Time(us),Wait Time(us),Input Shapes\n",
+                          [&](auto& u, auto& c, auto& s, auto& d) { return u + "," + c + "," + d + ",\"" + s + "\t\"" + rest; }}},
+  };
+  struct Case {
+    std::string name, layout;
+    Line odd;                                    // the odd line(s) for a start and a duration
+    std::function<std::string(int)> start = {};  // the regular lines' start times, when not the default
+    std::function<std::string(int)> dur = {};
+  };
+  const std::string zeros400 = "0." + std::string(400, '0') + "1";
+  const std::vector<Case> cases = {
+      // a comma inside quotes among the unread columns: the columns shift by one
+      {"unread quote", "quoted start", [&](auto& s, auto& d) { return "1,\"4294967295,x\",7,aclnnMul_Mul,Mul,dynamic,AI_CORE,\"" + s + "\t\"," + d + rest; }},
+      // a short line whose '\n' the unread columns would take
+      {"unread newline", "quoted start", [&](auto& s, auto& d) { return "1,4294967295\n7,2,3,aclnnMul_Mul,Mul,dynamic,AI_CORE,\"" + s + "\t\"," + d + rest; }},
+      {"cells newline", "quoted start", [&](auto& s, auto& d) { return pre + "aclnnMul\n_Mul,Mul,dynamic,AI_CORE,\"" + s + "\t\"," + d + rest; }},
+      {"cells quoted comma", "quoted start", [&](auto& s, auto& d) { return pre + "\"aclnnMul,x\",Mul,AI_CORE,\"" + s + "\t\"," + d + rest; }},
+      {"cells quoted", "quoted start", [&](auto& s, auto& d) { return pre + "\"aclnnMul\",Mul,dynamic,AI_CORE,\"" + s + "\t\"," + d + rest; }},
+      // an odd quote in the rest of a line: the record goes on to the next line's end
+      {"odd quotes", "quoted start", [&](auto& s, auto& d) {
+         return pre + cells + ",\"" + s + "\t\"," + d + ",0.0,\"x\n" + pre + cells + ",\"" + s + "\t\"," + d + ",0.0,y\"\n"; }},
+      {"duration underscore", "quoted start", [&](auto& s, auto&) { return pre + cells + ",\"" + s + "\t\",1_5" + rest; }},
+      {"duration nan", "quoted start", [&](auto& s, auto&) { return pre + cells + ",\"" + s + "\t\",nan" + rest; }},
+      {"duration NAN", "bare", [&](auto& s, auto&) { return pre + cells + "," + s + ",NAN" + rest; }},
+      {"duration exponent", "quoted start", [&](auto& s, auto&) { return pre + cells + ",\"" + s + "\t\",1e-400" + rest; }},
+      {"duration EXPONENT", "quoted both", [&](auto& s, auto&) { return pre + cells + ",\"" + s + "\",\"1E-400\"" + rest; }},
+      {"duration negative", "quoted start", [&](auto& s, auto&) { return pre + cells + ",\"" + s + "\t\",-1.5" + rest; }},
+      {"duration newline", "duration first", [&](auto& s, auto&) { return pre + cells + ",2.5\n,\"" + s + "\t\"" + rest; }},
+      {"duration beyond 2^63", "quoted start", [&](auto& s, auto&) { return pre + cells + ",\"" + s + "\t\",9300000000000000000" + rest; }},
+      {"duration 400 digits", "quoted start", [&](auto& s, auto&) { return pre + cells + ",\"" + s + "\t\"," + zeros400 + rest; }},
+      {"start underscore", "quoted start", [&](auto&, auto& d) { return pre + cells + ",\"1_5.000\t\"," + d + rest; }},
+      {"start nan", "quoted start", [&](auto&, auto& d) { return pre + cells + ",\"nan\t\"," + d + rest; }},
+      {"start NAN", "bare", [&](auto&, auto& d) { return pre + cells + ",NAN," + d + rest; }},
+      {"start exponent", "quoted start", [&](auto&, auto& d) { return pre + cells + ",\"1e-400\t\"," + d + rest; }},
+      {"start EXPONENT", "bare", [&](auto&, auto& d) { return pre + cells + ",1E-400," + d + rest; }},
+      {"start negative", "quoted start", [&](auto&, auto& d) { return pre + cells + ",\"-1.500\t\"," + d + rest; }},
+      {"start beyond 2^63", "quoted start", [&](auto&, auto& d) { return pre + cells + ",\"9300000000000000000.000\t\"," + d + rest; }},
+      {"start 400 digits", "quoted start", [&](auto&, auto& d) { return pre + cells + ",\"" + zeros400 + "\t\"," + d + rest; }},
+      // every start of a stretch beyond 2^63, all written alike
+      {"starts beyond 2^63", "quoted start", nullptr,
+       [](int i) { return i / 3000 == 1 ? "93000000000000" + std::to_string(10000 + i % 9000) + ".000" : "1796691595897140.500"; }},
+      // lengths that change inside pieces: bytes order is not the values' order
+      // (the least start only after the first pieces)
+      {"starts of two lengths", "quoted start", nullptr,
+       [](int i) { return i > 2000 && i % 7 == 3 ? std::to_string(90 + i % 10) + ".5" : std::to_string(100 + i % 50) + ".000"; }},
+      // two cells of other lengths whose bytes, joined, look like two of the
+      // others' (each cell's shape must be compared, not the column's)
+      {"starts joined alike", "bare", nullptr,
+       [](int i) {
+         if (i < 1500) return "6" + std::to_string(i % 10) + "." + std::to_string(10 + i % 90);
+         return i % 50 == 10 ? std::string("12.345") : i % 50 == 11 ? std::string("9.99")
+                             : "5" + std::to_string(i % 10) + "." + std::to_string(10 + i % 90);
+       }},
+      // written alike but with an exponent: bytes order is not the values' order
+      {"starts with exponents", "bare", nullptr,
+       [](int i) {
+         if (i < 1500) return "7" + std::to_string(i % 10) + "." + std::to_string(i % 10);
+         return i >= 2500 && i % 50 == 10 ? std::string("2e0") : i % 3 ? std::string("1e1") : std::string("5e0");
+       }},
+      // a start just below the bound whose end ties halfway above the greatest
+      // start (2^54 + 84, an odd mantissa): it rounds up past that start's end,
+      // so the bound must leave room for the conversions' rounding
+      {"rounding margin", "bare", nullptr,
+       [](int i) {
+         if (i >= 1500 && i % 600 == 300) return std::string("18014398509482063");
+         if (i >= 1500 && i % 600 == 301) return std::string("18014398509482068");
+         return std::to_string(18014398509480000LL + i % 1000);
+       },
+       [](int i) { return i >= 1500 && i % 600 == 300 ? std::string("6") : i >= 1500 && i % 600 == 301 ? std::string("0") : std::string("0.5"); }},
+      {"starts of two decimals", "bare", nullptr,
+       [](int i) { return std::to_string(1000 + (i * 7919) % 5000) + (i % 5 ? ".25" : ".125"); }},
+      {"starts without a whole part", "quoted start", nullptr, [](int i) { return "." + std::to_string(100000 + (i * 37) % 900000); }},
+      {"starts without a point", "bare", nullptr, [](int i) { return std::to_string(5000000 + (i * 7919) % 100000); }},
+      {"starts spaced", "quoted both", nullptr, [](int i) { return "  " + std::to_string(5000000 + (i * 7919) % 100000) + ".5 "; }},
+      // durations longer than the starts' spread: every start may end last
+      {"long durations", "bare", nullptr, [](int i) { return std::to_string(100 + i % 13) + ".5"; },
+       [](int i) { return std::to_string((i * 7919) % 100000) + ".25"; }},
+      // starts that go back: the last end is not the last line's
+      {"starts out of order", "quoted start", nullptr,
+       [](int i) { return std::to_string(1796691595000000 + (i * 7919) % 1000003) + ".750"; },
+       [](int i) { return std::to_string((i * 31) % 2000) + ".5"; }},
+  };
+  const std::vector<std::string> names = {"aclnnMatmul_MatMulCommon_MatMulV2,MatMulV2,dynamic,AI_CORE",
+                                          "aclnnAdd_AddAiCore_Add,Add,dynamic,AI_VECTOR_CORE",
+                                          "hcom_allReduce__123_1_1,hcom_allReduce_,N/A,HCCL",
+                                          "hcom_allReduce__456_1_1,hcom_allReduce_,N/A,HCCL"};
+  std::vector<std::string> files;
+  for (const auto& c : cases) {
+    const Layout& layout = layouts.at(c.layout);
+    std::string text = layout.header;
+    for (int i = 0; text.size() < 6 * 65536; ++i) {
+      const std::string start =
+          c.start ? c.start(i) : std::to_string(1796691595897140 + i * 5) + "." + std::to_string(100 + (i * 125) % 900);
+      const std::string dur = c.dur ? c.dur(i) : std::to_string((i * 37) % 50) + "." + std::to_string(100 + (i * 7) % 900);
+      std::string line = layout.line("1,4294967295," + std::to_string(1000 + i % 2000) + ",2", names[i % names.size()], start, dur);
+      // The odd line(s) first in the third and later pieces (the line that
+      // crosses a 64 KiB boundary begins the next piece) and amid others.
+      auto crosses = [&](size_t n) { return text.size() / 65536 != (text.size() + n) / 65536; };
+      if (c.odd && text.size() > 2 * 65536) {
+        const std::string odd = c.odd(start, dur);
+        if (crosses(odd.find('\n') + 1) || (i % 1500 == 700 && !crosses(odd.size()))) line = odd;
+      }
+      text += line;
+    }
+    files.push_back(tmp.path + "/" + c.name + ".csv");
+    WriteTree(files.back(), text);
+  }
+  ExpectSameSummaries(files, 20000);
 }
 
 // trace_view.json: the program's streamed check against CheckTraceViewJson.

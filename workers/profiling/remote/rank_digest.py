@@ -26,8 +26,9 @@
 # expression first (_rows: one findall gives only the columns read, the
 # names, types and cores as one group split once per distinct value, the
 # start times and durations as plain decimals; once a piece's quoting of
-# them is known, a pattern of that quoting without quote groups is tried
-# first, its name-to-core columns a single-byte scan), then
+# them is known, a loose pattern of that quoting is tried first: single-byte
+# scans only, its groups checked in bulk afterwards (_loose), most start
+# times compared as bytes instead of converted (_window)), then
 # column by column
 # (_columns: each step one call over all the piece's lines), other whole
 # lines one by one (_lines: split at the commas up to the last column read,
@@ -50,7 +51,7 @@ import re
 import subprocess
 import sys
 import time
-from itertools import repeat
+from itertools import compress, repeat
 
 MAX_NAME = 256
 OTHER = b"(other kernels)"
@@ -294,6 +295,9 @@ _NUM = re.compile(rb"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _INFNAN = re.compile(rb"-?(?:inf|infinity|nan|nan\([0-9A-Za-z_]*\))\Z", re.I)
 NUMBER, NOT_A_NUMBER, OUT_OF_RANGE = 0, 1, 2
 _PLAIN = (b"", b".")  # what is left of a plain decimal once its digits are deleted
+_NOT_PLAIN = (b"\n", b"-", b"_", b"n", b"N")  # in a number's cell: no '\n', no sign, no NaN nor '_' (_loose)
+_ALIKE = b"0." + _SPACE  # what a start time's shape may hold for _window to compare cells as bytes
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def _fold(a):
@@ -302,7 +306,7 @@ def _fold(a):
     ds = a[4]
     if ds:
         a[1] += len(ds)
-        a[2] = functools.reduce(operator.add, ds, a[2])
+        a[2] = _sum_in_order(ds, a[2])
         m = max(ds)
         if a[3] < m:
             a[3] = m
@@ -314,6 +318,55 @@ def _plain(cells):
     what float() reads as the rules of parse_number do."""
     return (b"".join(cells).translate(None, b"0123456789.") == b"" and min(map(len, cells)) > 0
             and max(map(bytes.count, cells, repeat(b"."))) <= 1 and b"." not in cells)
+
+
+if sys.implementation.name == "cpython" and sys.version_info < (3, 12):
+    _sum_in_order = sum  # floats added one by one, left to right, in C (3.12 made sum() compensated)
+else:
+    def _sum_in_order(xs, start):
+        """start + xs[0] + xs[1] + ..., in that order (what KernelSummaryBuilder adds)."""
+        return functools.reduce(operator.add, xs, start)
+
+
+def _window(scol, ds, dmax):
+    """(the least start, the greatest start + duration) of a piece's start
+    time cells (checked as _loose says: no sign nor exponent) and
+    durations, or None for a value beyond 2^63 or a cell float() refuses.
+    When every cell is written alike (one length, the digits in the same
+    places and the same other bytes: the real files' start times, epoch
+    microseconds to 3 decimals), their bytes order is their values' order:
+    only the least, the greatest and the cells that may end last are
+    converted (a start below the greatest start - the greatest duration -
+    a margin above the conversions' rounding cannot end last); otherwise
+    every cell is converted."""
+    s0 = scol[0]
+    shape = s0.translate(_DIGITS_AS_ZERO)
+    if not shape.translate(None, _ALIKE) and b",".join(scol).translate(_DIGITS_AS_ZERO) == b",".join(
+            repeat(shape, len(scol))):
+        try:
+            first, top = float(min(scol)), float(max(scol))
+        except ValueError:
+            return None  # not a number (a lone dot): every cell alike
+        if top > MAX_MAG:
+            return None
+        bound = int(math.floor(top - dmax)) - 2 - int(top * 2.0 ** -50)
+        lead = shape[:len(shape) - len(shape.lstrip(_SPACE))]
+        whole = len(shape) - len(lead) - len(shape[len(lead):].lstrip(b"0"))  # the digits before the point
+        if bound > 0 and whole > 0:
+            # the cell of that shape whose value is bound: every start below it ends before the last
+            low = lead + str(bound).zfill(whole).encode("ascii") + shape[len(lead) + whole:]
+            ends = list(compress(range(len(scol)), map(low.__le__, scol)))
+            last = max(map(operator.add, map(float, map(scol.__getitem__, ends)), map(ds.__getitem__, ends)))
+        else:
+            last = max(map(operator.add, map(float, scol), ds))
+        return first, last
+    try:
+        sts = list(map(float, scol))
+    except ValueError:
+        return None
+    if max(sts) > MAX_MAG:
+        return None
+    return min(sts), max(map(operator.add, sts, ds))
 
 
 def parse_number(s):
@@ -407,22 +460,28 @@ class KernelSummary(object):
 
     def _rows_pattern(self, quoted=None):
         """The regular expression _rows takes a piece's lines with and where
-        its groups are ((None, None) when the header does not suit it): per
-        line, the columns up to the last one read with no quote among them
-        but around a start time or a duration, the columns from the first to
-        the last of name, type and core as one group (their "cells", split
-        per distinct value), each start time and duration a plain decimal of
-        at most 18 digits before its point and 100 after (so no value
-        underflows nor reaches 2^63) with at most 64 spaces around it, then
-        anything to the line's end. With quoted None, each number is quoted
-        or bare (a group says which); with quoted a dict {"s"|"d": bool},
-        each is only as it says and has no group of its quote, and the cells'
-        columns are anything but a comma (a single-byte scan, the cheapest
-        for the engine): _rows takes its rows only when there are as many as
-        lines (so none spans a '\n') and no quote is among the cells; those
-        lines are a subset of the general pattern's, with the same cells,
-        start times and durations. _rows tries it first: findall's cost grows
-        with its groups and its character classes."""
+        its groups are ((None, None) when the header does not suit it).
+
+        With quoted None, the general pattern: per line, the columns up to
+        the last one read with no quote among them but around a start time
+        or a duration, the columns from the first to the last of name, type
+        and core as one group (their "cells", split per distinct value),
+        each start time and duration a plain decimal of at most 18 digits
+        before its point and 100 after (so no value underflows nor reaches
+        2^63) with at most 64 spaces around it, quoted or bare (a group says
+        which), then anything to the line's end.
+
+        With quoted a dict {"s"|"d": bool} (the quoting the last piece had,
+        _learn_quoting), the loose pattern _rows tries first: only
+        single-byte scans (anything but a comma: the cheapest loop of the
+        engine, no character class), each start time and duration a raw
+        group of less than 300 bytes (inside its quotes when quoted), the
+        unread columns before and after the cells as groups of their own, a
+        comma after the last column read (a line that ends there is left to
+        the general pattern), the rest of the line a group. It checks
+        nothing a column holds; _loose checks the groups in bulk afterwards
+        (_loose says what), so that what it takes is what the general
+        pattern takes."""
         want = self.reader.limit
         span = [c for c in (self.name_col, self.type_col, self.core_col) if c is not None]
         lo, hi = min(span), max(span)
@@ -435,8 +494,15 @@ class KernelSummary(object):
         num = r"([0-9]{1,18}(?:\.[0-9]{0,100})?|\.[0-9]{1,100})"
         parts = []
         groups = 0
-        where = {}
+        where = {"unread": []}
+        run = 0  # unread columns waiting for their group (loose pattern)
         for i in range(want):
+            unread = not (lo <= i <= hi or i in nums)
+            if quoted is not None and run and not unread:
+                parts.append(r"(" + r",".join([r"[^,]*"] * run) + r")")
+                groups += 1
+                where["unread"].append(groups - 1)
+                run = 0
             if i == lo:
                 cell = r'[^,\n"]*' if quoted is None else r"[^,]*"
                 parts.append(r"(" + r",".join([cell] * (hi - lo + 1)) + r")")
@@ -450,19 +516,34 @@ class KernelSummary(object):
                     parts.append(sp + r'(?P<%s>")?' % q + sp + num + sp + r"(?(%s)\")" % q + sp)
                     groups += 2
                 elif quoted[nums[i]]:
-                    parts.append(sp + r'"' + sp + num + sp + r'"' + sp)
+                    parts.append(r'"([^,]{0,299})"')
                     groups += 1
                 else:
-                    parts.append(sp + num + sp)
+                    parts.append(r"([^,]{0,299})")
                     groups += 1
                 where[nums[i]] = groups - 1
-            else:
+            elif quoted is None:
                 parts.append(r'[^,\n"]*')
-        return re.compile((r"^" + r",".join(parts) + r"(?:,[^\n]*)?\n").encode("ascii"), re.M), where
+            else:
+                run += 1
+        if run:
+            parts.append(r"(" + r",".join([r"[^,]*"] * run) + r")")
+            groups += 1
+            where["unread"].append(groups - 1)
+        if quoted is None:
+            tail = r"(?:,[^\n]*)?\n"
+        else:
+            tail = r",([^\n]*)\n"  # a comma after the last column read: it cannot be cut short
+            where["tail"] = groups
+            # the bytes of a line outside the groups: the commas between
+            # the parts and before the rest, the quotes around the quoted
+            # numbers, the '\n'
+            where["fixed"] = len(parts) + 2 * sum(1 for v in quoted.values() if v) + 1
+        return re.compile((r"^" + r",".join(parts) + tail).encode("ascii"), re.M), where
 
     def _learn_quoting(self, cols, g):
         """After the general pattern took a piece: when every row quoted its
-        start time (and its duration) alike, the fixed pattern of that
+        start time (and its duration) alike, the loose pattern of that
         quoting is tried first from the next piece on."""
         quoted = {}
         for k in ("s", "d"):
@@ -491,36 +572,98 @@ class KernelSummary(object):
             self.cells_of[cells] = got
         return got
 
+    def _loose(self, piece):
+        """The piece's rows by the loose pattern (_rows_pattern), checked in
+        bulk so that they are the general pattern's rows with the same
+        values: (cells, their distinct values, durations, the least start
+        or None, the greatest start + duration or None), or None when a
+        check fails (the general pattern then takes the piece). Checks:
+        - the matches cover the piece (their groups' and fixed bytes add up
+          to its size) and no group but the last holds a '\n': so each
+          match is one whole line and every line is matched;
+        - no quote in the unread columns nor among the cells, and an even
+          number in each line's rest (the record ends with its line; the
+          quoted numbers' two quotes are the pattern's);
+        - in each duration's and start time's column no '\n' (the match's
+          one line), no '-' (a negative, an exponent's underflow), no '_'
+          nor 'n'/'N' (a NaN): what float() reads otherwise than the rules
+          (an infinity is beyond 2^63 below; any other exponent it reads
+          as they do); float() of each duration, which refuses an empty
+          cell, a lone dot, two dots, an inner space or any other byte;
+          the cells being shorter than 300 bytes and unsigned, no value
+          underflows and none is cut by the reader (MAX_CELL); none beyond
+          2^63. The start times are not all converted (_window)."""
+        pattern, g = self.tight
+        rows = pattern.findall(piece)
+        if not rows:
+            return None
+        n = len(rows)
+        cols = list(zip(*rows))
+        size = n * g["fixed"]
+        for i in g["unread"]:
+            j = b"".join(cols[i])
+            if b'"' in j or b"\n" in j:
+                return None
+            size += len(j)
+        cells = cols[g["cells"]]
+        j = b"".join(cells)
+        if b"\n" in j:
+            return None
+        size += len(j)
+        uniq = set(cells)
+        if b'"' in b"".join(uniq):
+            return None
+        dcol = cols[g["d"]]
+        jd = b"".join(dcol)
+        if any(map(jd.__contains__, _NOT_PLAIN)):
+            return None
+        size += len(jd)
+        scol = cols[g["s"]] if "s" in g else None
+        if scol is not None:
+            js = b"".join(scol)
+            if any(map(js.__contains__, _NOT_PLAIN)):
+                return None
+            size += len(js)
+        tails = b"\n".join(cols[g["tail"]])
+        if size + len(tails) + 1 - n != len(piece):
+            return None  # a line outside the pattern (or a group across lines)
+        if b'"' in tails and b'"' in tails.translate(None, _NOT_QUOTE_NL).replace(b'""""', b"").replace(b'""', b""):
+            return None  # a line of odd quotes (each line's quotes a run): its record goes on past it
+        try:
+            ds = list(map(float, dcol))
+        except ValueError:
+            return None
+        dmax = max(ds)
+        if dmax > MAX_MAG:
+            return None
+        if scol is None:
+            return cells, uniq, ds, None, None
+        window = _window(scol, ds, dmax)
+        if window is None:
+            return None
+        return (cells, uniq, ds) + window
+
     def _rows(self, piece):
-        """The data records of a piece of whole lines taken by rows_re (or
-        first by the pattern of the quoting the last piece had, _learn_quoting),
-        one findall for the piece: only the columns read come out, the names,
-        types and cores once per distinct line prefix. False, having changed
-        nothing, when a line is outside it (or a line's quotes are odd, or
-        more new kernels than there is room for): the
-        other paths take the piece."""
+        """The data records of a piece of whole lines taken by one findall:
+        first by the loose pattern of the quoting the last piece had
+        (_learn_quoting, _loose), else by rows_re; only the columns read
+        come out, the names, types and cores once per distinct line prefix.
+        False, having changed nothing, when a line is outside it (or a
+        line's quotes are odd, or more new kernels than there is room for):
+        the other paths take the piece."""
         if self.rows_re is None:
             return False
-        if b'"' in piece:
-            quotes = piece.translate(None, _NOT_QUOTE_NL)  # each line's quotes, then its '\n'
-            if b'"' in quotes.replace(b'""', b""):
-                return False  # a line of odd quotes: its record goes on past it
-            lines = quotes.count(b"\n")
+        got = self._loose(piece) if self.tight is not None else None
+        if got is not None:
+            cells, uniq, ds, first, last = got
         else:
-            lines = piece.count(b"\n")
-        rows = None
-        if self.tight is not None:
-            pattern, g = self.tight
-            rows = pattern.findall(piece)
-            if len(rows) == lines and rows:
-                cols = list(zip(*rows))
-                cells = cols[g["cells"]]
-                uniq = set(cells)
-                if b'"' in b"".join(uniq):
-                    rows = None  # a quote among name, type and core: the general pattern
+            if b'"' in piece:
+                quotes = piece.translate(None, _NOT_QUOTE_NL)  # each line's quotes, then its '\n'
+                if b'"' in quotes.replace(b'""', b""):
+                    return False  # a line of odd quotes: its record goes on past it
+                lines = quotes.count(b"\n")
             else:
-                rows = None  # a line quoted otherwise: the general pattern
-        if rows is None:
+                lines = piece.count(b"\n")
             rows = self.rows_re.findall(piece)
             g = self.rows_groups
             if len(rows) != lines or not rows:
@@ -529,9 +672,13 @@ class KernelSummary(object):
             cells = cols[g["cells"]]
             uniq = set(cells)
             self._learn_quoting(cols, g)
-        n = len(rows)
-        ds = list(map(float, cols[g["d"]]))
-        sts = list(map(float, cols[g["s"]])) if "s" in g else None
+            ds = list(map(float, cols[g["d"]]))
+            first = last = None
+            if "s" in g:
+                sts = list(map(float, cols[g["s"]]))
+                first = min(sts)
+                last = max(map(operator.add, sts, ds))
+        n = len(ds)
         kernels = self.kernels
         types = self.types
         of = self.cells_of
@@ -561,14 +708,12 @@ class KernelSummary(object):
             _fold(kernels[key])
         for typ in {i[1] for i in infos}:
             _fold(types[typ])
-        self.total = functools.reduce(operator.add, ds, self.total)
-        if sts is not None:
-            m = min(sts)
-            if self.first is None or m < self.first:
-                self.first = m
-            m = max(map(operator.add, sts, ds))
-            if self.last is None or m > self.last:
-                self.last = m
+        self.total = _sum_in_order(ds, self.total)
+        if first is not None:
+            if self.first is None or first < self.first:
+                self.first = first
+            if self.last is None or last > self.last:
+                self.last = last
         self.reader.index += n
         self.data_rows += n
         self.counted += n
@@ -759,7 +904,7 @@ class KernelSummary(object):
             _fold(kernels[key])
         for typ in td:
             _fold(types[typ])
-        self.total = functools.reduce(operator.add, ds, self.total)
+        self.total = _sum_in_order(ds, self.total)
         if sts is not None:
             m = min(sts)
             if self.first is None or m < self.first:
@@ -937,13 +1082,13 @@ class KernelSummary(object):
                 ds = a[4]
                 if ds:
                     a[1] += len(ds)
-                    a[2] = functools.reduce(operator.add, ds, a[2])
+                    a[2] = _sum_in_order(ds, a[2])
                     m = max(ds)
                     if a[3] < m:
                         a[3] = m
                     del ds[:]
         if self.durs:
-            self.total = functools.reduce(operator.add, self.durs, self.total)
+            self.total = _sum_in_order(self.durs, self.total)
             del self.durs[:]  # emptied in place: _lines holds these lists
         if self.starts:
             m = min(self.starts)
