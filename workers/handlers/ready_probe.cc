@@ -64,32 +64,14 @@ obs="leader=alive hint=$rp_h probes=$rp_np $rp_out"
 case $rp_p in 'yes '*) return 0 ;; esac
 return 1)SH";
 
-// argv: port, served name. One line: "yes|no " + the answers as JSON
-// (ASCII). Bodies kept up to 64 KiB (read up to 1 MiB); at most 64 ids of
-// at most 1 KiB each. HTTP by npuprof's on-target client
-// (workers/profiling/target_http_client.h, defined before this text), not
-// http.client, whose import cost the probe that sees the service ready about
-// 40 ms of its start on the bench machine (issue 38, docs/PERFORMANCE.md
-// run 56); started with -I -S, the standard library only.
-constexpr const char* kProbe = R"PY(import json, sys
-port, served = int(sys.argv[1]), sys.argv[2]
-r = {"health": 0, "models": 0, "ids": [], "error": ""}
-CAP = 65536
-def get(path):
-    status, _, body, _ = npuprof_http(port, "GET", path, b"", "", 3, CAP, 1 << 20)
-    return status, body
-try:
-    r["health"], _ = get("/health")
-    if r["health"] == 200:
-        r["models"], body = get("/v1/models")
-        d = json.loads(body.decode("utf-8", "replace")) if r["models"] == 200 else None
-        data = d.get("data") if isinstance(d, dict) else None
-        if isinstance(data, list):
-            r["ids"] = [m["id"][:1024] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)][:64]
-except Exception as e:
-    r["error"] = (type(e).__name__ + ": " + str(e))[:200]
-ok = r["health"] == 200 and served in r["ids"]
-print(("yes " if ok else "no ") + json.dumps(r, ensure_ascii=True, separators=(",", ":")))
+// The probe program's argv: port, served name; it prints the probe's line.
+// HTTP by npuprof's on-target client (workers/profiling/target_http_client.h,
+// defined before this text), not http.client, whose import cost the probe
+// that sees the service ready about 40 ms of its start on the bench machine
+// (issue 38, docs/PERFORMANCE.md run 56); started with -I -S, the standard
+// library only.
+constexpr const char* kProbeMain = R"PY(import sys
+print(npuprof_ready_probe(int(sys.argv[1]), sys.argv[2])[1])
 )PY";
 
 Status Bad(std::string_view what, std::string_view obs) {
@@ -119,13 +101,31 @@ Status ReadAnswers(std::string_view text, std::string_view obs, ReadyObservation
 
 }  // namespace
 
+const char* const kReadyProbePy = R"PY(import json
+def npuprof_ready_probe(port, served):
+    r = {"health": 0, "models": 0, "ids": [], "error": ""}
+    try:
+        r["health"] = npuprof_http(port, "GET", "/health", b"", "", 3, 65536, 1 << 20)[0]
+        if r["health"] == 200:
+            st, _, body, _ = npuprof_http(port, "GET", "/v1/models", b"", "", 3, 65536, 1 << 20)
+            r["models"] = st
+            d = json.loads(body.decode("utf-8", "replace")) if st == 200 else None
+            data = d.get("data") if isinstance(d, dict) else None
+            if isinstance(data, list):
+                r["ids"] = [m["id"][:1024] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)][:64]
+    except Exception as e:
+        r["error"] = (type(e).__name__ + ": " + str(e))[:200]
+    ok = r["health"] == 200 and served in r["ids"]
+    return ok, ("yes " if ok else "no ") + json.dumps(r, ensure_ascii=True, separators=(",", ":"))
+)PY";
+
 RemoteCheck ReadyProbeCheck(int64_t pid, const std::string& marker, const std::string& runtime_dir, int port,
                             const std::string& served) {
   RemoteCheck c = ReadySignalCheck(pid, marker, runtime_dir);  // its prelude: ours, unmarked
   c.prelude += kPrelude;
   c.body = kCheck;
   c.args = {std::to_string(pid), marker, runtime_dir, std::to_string(port), served,
-            std::string(profiling::kTargetHttpClientPy) + kProbe};
+            std::string(profiling::kTargetHttpClientPy) + kReadyProbePy + kProbeMain};
   return c;
 }
 

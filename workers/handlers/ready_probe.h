@@ -37,6 +37,15 @@
 
 namespace npuprof::workers::service {
 
+// The HTTP probe's Python definition, npuprof_ready_probe(port, served) ->
+// (ok, line): GET /health, then /v1/models when it answered 200; ok when
+// served is among the ids; line is "yes|no " + the answers as JSON (ASCII).
+// Bodies kept up to 64 KiB (read up to 1 MiB); at most 64 ids of at most
+// 1 KiB each; an exception is named in the answers' "error". Placed after
+// the on-target HTTP client's definition (workers/profiling/target_http_client.h);
+// both the shell check's probe program and ready_watch.h's watcher use it.
+extern const char* const kReadyProbePy;
+
 // The check for RunRemoteWait; pid, marker and runtime_dir as
 // ReadySignalCheck takes them, port and served name for the probe.
 RemoteCheck ReadyProbeCheck(int64_t pid, const std::string& marker, const std::string& runtime_dir, int port,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "workers/handlers/ready_probe.h"
 #include "workers/profiling/target_http_client.h"
 
 namespace npuprof::workers::service {
@@ -9,7 +10,7 @@ namespace npuprof::workers::service {
 namespace {
 
 // argv: slice ms, pid, marker, runtime dir, port, served name. After the
-// client's definition (target_http_client.h).
+// client's and the probe's definitions (target_http_client.h, ready_probe.h).
 constexpr const char* kWatch = R"PY(import json, sys, time
 slice_ms, pid, marker, rt, port, served = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
 t0 = time.monotonic()
@@ -83,20 +84,7 @@ def listening():
             pass
     return False
 def probe():
-    r = {"health": 0, "models": 0, "ids": [], "error": ""}
-    try:
-        r["health"] = npuprof_http(port, "GET", "/health", b"", "", 3, 65536, 1 << 20)[0]
-        if r["health"] == 200:
-            st, _, body, _ = npuprof_http(port, "GET", "/v1/models", b"", "", 3, 65536, 1 << 20)
-            r["models"] = st
-            d = json.loads(body.decode("utf-8", "replace")) if st == 200 else None
-            data = d.get("data") if isinstance(d, dict) else None
-            if isinstance(data, list):
-                r["ids"] = [m["id"][:1024] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)][:64]
-    except Exception as e:
-        r["error"] = (type(e).__name__ + ": " + str(e))[:200]
-    ok = r["health"] == 200 and served in r["ids"]
-    return ok, ("yes " if ok else "no ") + json.dumps(r, ensure_ascii=True, separators=(",", ":"))
+    return npuprof_ready_probe(port, served)
 def check(st):
     if not alive():
         return True, "leader=gone"
@@ -142,7 +130,7 @@ std::vector<std::string> ReadyWatchArgv(int64_t pid, const std::string& marker, 
           "-I",
           "-S",
           "-c",
-          std::string(profiling::kTargetHttpClientPy) + kWatch,
+          std::string(profiling::kTargetHttpClientPy) + kReadyProbePy + kWatch,
           std::to_string(std::max<int64_t>(0, slice.count())),
           std::to_string(pid),
           marker,
